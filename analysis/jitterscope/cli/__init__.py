@@ -1,0 +1,59 @@
+"""The ``jitterscope`` command: argument parsing only; every subcommand calls the library.
+
+Each subcommand lives in its own module here with ``register(subparsers)``
+adding its parser and setting ``func``.  A :class:`JitterscopeError` becomes
+one line on stderr and exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from ..errors import JitterscopeError
+
+# Modules under jitterscope.cli, one per subcommand, in the order --help lists them.
+COMMANDS: tuple[str, ...] = (
+    "capture",
+    "demo",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jitterscope",
+        description="Capture and analyse timer wake-up latency and CPU frequency behaviour.",
+    )
+    parser.add_argument("--version", action="version", version=f"jitterscope {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"{__name__}.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    # "capture" passes its options through to the binary untouched.
+    args, rest = parser.parse_known_args(args_list)
+    if rest and not getattr(args, "accepts_extra", False):
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if rest:
+        args.extra = rest
+    try:
+        return int(args.func(args) or 0)
+    except JitterscopeError as exc:
+        print(f"jitterscope {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"jitterscope {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""Open, read and write jitterscope datasets (one Parquet file or a directory of parts).
+
+Reading is streaming: :meth:`Dataset.iter_batches` yields Arrow record batches
+row group by row group, so memory stays bounded by one row group whatever the
+dataset's size.  Writing is for importers, ``simulate`` and ``pack``; the
+capture binary writes its own files in C.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .errors import DatasetError, SchemaError
+from .metadata import Metadata
+from .schema import HISTOGRAM_COLUMNS, SAMPLE_COLUMNS, histogram_schema, sample_schema
+
+PART_GLOB = "part-*.parquet"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """An opened dataset: its files, decoded metadata and Arrow schema."""
+
+    path: Path
+    files: tuple[Path, ...]
+    metadata: Metadata
+    schema: pa.Schema
+    num_rows: int
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(self.schema.names)
+
+    @property
+    def is_histogram(self) -> bool:
+        return self.metadata.kind == "histogram"
+
+    def has(self, *columns: str) -> bool:
+        return all(c in self.schema.names for c in columns)
+
+    def iter_batches(self, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+        """Yield record batches in file order (parts in name order, row groups in order)."""
+        wanted = list(columns) if columns is not None else list(self.schema.names)
+        absent = [c for c in wanted if c not in self.schema.names]
+        if absent:
+            raise SchemaError(f"{self.path}: dataset has no column(s) {', '.join(absent)}")
+        for file in self.files:
+            parquet = _open_parquet(file)
+            for group in range(parquet.num_row_groups):
+                try:
+                    table = parquet.read_row_group(group, columns=wanted)
+                except (OSError, pa.ArrowException) as exc:
+                    raise DatasetError(
+                        f"{file}: row group {group} cannot be read ({_one_line(exc)}); "
+                        "the file is damaged — 'jitterscope validate' says what is still readable"
+                    ) from None
+                yield from table.to_batches()
+
+    def read(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """Read the whole dataset (or some columns) into memory."""
+        batches = list(self.iter_batches(columns))
+        schema = self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
+        return pa.Table.from_batches(batches, schema=schema)
+
+
+def open_dataset(path: str | os.PathLike[str]) -> Dataset:
+    """Open a dataset file or directory and decode its metadata.
+
+    Raises
+    ------
+    DatasetError
+        The path is missing, empty, or not readable Parquet.
+    SchemaError
+        The files are Parquet but not a jitterscope dataset of a supported version,
+        or their columns break the contract.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise DatasetError(f"{root}: no such file or directory")
+    files = _dataset_files(root)
+    parquet_files = [_open_parquet(f) for f in files]
+    last = parquet_files[-1]
+    metadata = Metadata.from_kv(last.schema_arrow.metadata, where=str(files[-1]))
+    schema = _check_columns(last.schema_arrow, metadata.kind, str(files[-1]))
+    for file, parquet in zip(files[:-1], parquet_files[:-1], strict=True):
+        if parquet.schema_arrow.remove_metadata() != schema:
+            raise SchemaError(f"{file}: columns differ from {files[-1].name}; the parts belong to different datasets")
+    num_rows = sum(p.metadata.num_rows for p in parquet_files)
+    return Dataset(path=root, files=tuple(files), metadata=metadata, schema=schema, num_rows=num_rows)
+
+
+def write_dataset(
+    table: pa.Table,
+    metadata: Metadata,
+    path: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    compression: str = "zstd",
+    row_group_size: int = 1 << 20,
+) -> Path:
+    """Write ``table`` with ``metadata`` as one Parquet file at ``path``.
+
+    The table's columns are cast to the contract types and put in contract order.
+    """
+    out = Path(path)
+    if out.exists() and not overwrite:
+        raise DatasetError(f"{out}: already exists; choose another name or pass --force")
+    expected = histogram_schema() if metadata.kind == "histogram" else sample_schema(
+        [c for c in table.column_names if c in {col.name for col in SAMPLE_COLUMNS}]
+    )
+    extra = set(table.column_names) - set(expected.names)
+    if extra:
+        raise SchemaError(f"not dataset columns: {', '.join(sorted(extra))}")
+    table = table.select(expected.names).cast(expected).replace_schema_metadata(metadata.to_kv())
+    _check_columns(table.schema, metadata.kind, str(out))
+    tmp = out.with_name(out.name + ".tmp")
+    try:
+        pq.write_table(
+            table, tmp, compression=compression, row_group_size=row_group_size,
+            use_dictionary=False, write_statistics=True,
+        )
+        os.replace(tmp, out)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise DatasetError(f"{out}: cannot write ({exc.strerror or exc})") from None
+    return out
+
+
+def _dataset_files(root: Path) -> list[Path]:
+    if root.is_dir():
+        files = sorted(root.glob(PART_GLOB)) or sorted(root.glob("*.parquet"))
+        if not files:
+            raise DatasetError(f"{root}: directory holds no Parquet files (expected {PART_GLOB})")
+        return files
+    return [root]
+
+
+def _open_parquet(file: Path) -> pq.ParquetFile:
+    try:
+        if file.stat().st_size == 0:
+            raise DatasetError(f"{file}: file is empty (0 bytes); the capture wrote nothing")
+        return pq.ParquetFile(file)
+    except DatasetError:
+        raise
+    except OSError as exc:
+        if exc.errno is not None:
+            raise DatasetError(f"{file}: cannot open ({exc.strerror})") from None
+        raise DatasetError(
+            f"{file}: not a readable Parquet file ({_one_line(exc)}); "
+            "if a capture was killed mid-write, run 'jitterscope validate' on it"
+        ) from None
+    except pa.ArrowException as exc:
+        raise DatasetError(
+            f"{file}: not a readable Parquet file ({_one_line(exc)}); "
+            "if it is another tool's output, use 'jitterscope import'"
+        ) from None
+
+
+def _check_columns(schema: pa.Schema, kind: str, where: str) -> pa.Schema:
+    contract = HISTOGRAM_COLUMNS if kind == "histogram" else SAMPLE_COLUMNS
+    by_name = {c.name: c for c in contract}
+    for col in contract:
+        if col.required and col.name not in schema.names:
+            raise SchemaError(f"{where}: required column '{col.name}' is missing")
+    for fld in schema:
+        col = by_name.get(fld.name)
+        if col is None:
+            continue  # unknown columns are tolerated and ignored
+        if fld.type != col.arrow_type:
+            raise SchemaError(
+                f"{where}: column '{fld.name}' has type {fld.type}, the contract says {col.arrow_type}"
+            )
+    return schema.remove_metadata()
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

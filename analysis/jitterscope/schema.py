@@ -1,0 +1,111 @@
+"""The jitterscope dataset contract, mirrored from ``docs/dataset-format.md``.
+
+This module is the Python half of the contract; ``capture/schema.h`` is the C
+half, and ``tests/test_contract.py`` keeps the document, this module and a file
+written by the binary equal.  Change all three together and add a row to the
+version history.
+
+Version history
+---------------
+1 (2026-11-30)
+    First version: one row per wake-up, ``cpu``/``thread``/``seq``/
+    ``expected_ns``/``actual_ns`` required, clock and counter columns optional,
+    metadata under ``jitterscope.*`` keys with JSON values; a separate
+    ``histogram`` kind for histogram-only imports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+"""The newest dataset version this package reads and the one it writes."""
+
+METADATA_PREFIX = "jitterscope."
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the contract."""
+
+    name: str
+    arrow_type: pa.DataType
+    required: bool
+    unit: str
+    meaning: str
+
+
+# One row per wake-up.  Order here is the order the capture writes them in.
+SAMPLE_COLUMNS: tuple[Column, ...] = (
+    Column("cpu", pa.int32(), True, "-", "CPU the measuring thread was pinned to"),
+    Column("thread", pa.int32(), True, "-", "measuring-thread index, 0-based"),
+    Column("seq", pa.int64(), True, "-",
+           "per-thread wake-up index from 0; a gap means dropped samples"),
+    Column("expected_ns", pa.int64(), True, "ns",
+           "programmed absolute wake-up time, CLOCK_MONOTONIC"),
+    Column("actual_ns", pa.int64(), True, "ns",
+           "CLOCK_MONOTONIC read right after waking"),
+    Column("overruns", pa.int32(), False, "periods",
+           "whole periods skipped before this wake-up because the thread woke after the next target"),
+    Column("tsc", pa.int64(), False, "cycles",
+           "time-stamp counter read right after actual_ns (uint64 stored as int64)"),
+    Column("run_cpu", pa.int32(), False, "-",
+           "CPU the thread actually ran on when it woke (rdtscp TSC_AUX or getcpu)"),
+    Column("read_cycles", pa.int32(), False, "cycles",
+           "TSC cycles spent reading the frequency counters of this row"),
+    Column("aperf", pa.int64(), False, "cycles", "IA32_APERF (MSR 0xE8) or perf msr/aperf"),
+    Column("mperf", pa.int64(), False, "cycles", "IA32_MPERF (MSR 0xE7) or perf msr/mperf"),
+    Column("smi", pa.int64(), False, "count", "MSR_SMI_COUNT (MSR 0x34) or perf msr/smi"),
+    Column("perf_status", pa.int64(), False, "raw",
+           "IA32_PERF_STATUS (MSR 0x198): current P-state request, raw"),
+)
+
+# Histogram-only datasets (kind == "histogram"): one row per non-empty bin.
+HISTOGRAM_COLUMNS: tuple[Column, ...] = (
+    Column("thread", pa.int32(), True, "-", "thread index as in the source"),
+    Column("cpu", pa.int32(), True, "-", "CPU of the thread, -1 when the source does not say"),
+    Column("bin_start_ns", pa.int64(), True, "ns", "inclusive lower edge of the bin"),
+    Column("bin_width_ns", pa.int64(), True, "ns", "width of the bin"),
+    Column("count", pa.int64(), True, "count", "wake-ups whose latency fell in the bin"),
+)
+
+SAMPLE_COLUMN_NAMES = tuple(c.name for c in SAMPLE_COLUMNS)
+REQUIRED_SAMPLE_COLUMNS = tuple(c.name for c in SAMPLE_COLUMNS if c.required)
+COUNTER_COLUMNS = ("aperf", "mperf", "smi", "perf_status")
+
+DATASET_KINDS = ("capture", "import", "simulation", "histogram")
+
+# Metadata keys (each value is a JSON document).  Required for every dataset:
+REQUIRED_METADATA_KEYS = ("schema_version", "kind", "tool", "threads")
+# Optional, present when the producer knows them:
+OPTIONAL_METADATA_KEYS = (
+    "settings", "environment", "counters", "clock", "status",
+    "source", "ground_truth", "pack",
+)
+METADATA_KEYS = REQUIRED_METADATA_KEYS + OPTIONAL_METADATA_KEYS
+
+
+def column(name: str) -> Column:
+    """Return the sample or histogram column called ``name``."""
+    for col in SAMPLE_COLUMNS + HISTOGRAM_COLUMNS:
+        if col.name == name:
+            return col
+    raise KeyError(name)
+
+
+def sample_schema(columns: tuple[str, ...] | list[str] | None = None) -> pa.Schema:
+    """Arrow schema for the given sample columns (all of them by default), in contract order."""
+    wanted = set(SAMPLE_COLUMN_NAMES if columns is None else columns)
+    unknown = wanted - set(SAMPLE_COLUMN_NAMES)
+    if unknown:
+        raise KeyError(f"not dataset columns: {sorted(unknown)}")
+    return pa.schema(
+        [pa.field(c.name, c.arrow_type, nullable=False) for c in SAMPLE_COLUMNS if c.name in wanted]
+    )
+
+
+def histogram_schema() -> pa.Schema:
+    """Arrow schema of a histogram-kind dataset."""
+    return pa.schema([pa.field(c.name, c.arrow_type, nullable=False) for c in HISTOGRAM_COLUMNS])
