@@ -1,0 +1,105 @@
+"""``jitterscope simulate``: write a synthetic dataset with planted effects."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..simeffects import Drops, Effect, PeriodicDisturbance, PStates, SMIs, Stalls
+from ..simulate import BaseLatency, SimulationSpec, SpecError, load_spec, spec_from_options, write_simulation
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "simulate", help="write a synthetic dataset with planted, known effects",
+        description="Write a synthetic dataset (kind 'simulation') from options or a JSON spec (--spec); "
+                    "the planted ground truth goes into its metadata.",
+    )
+    parser.add_argument("-o", "--output", required=True, help="Parquet file to write")
+    parser.add_argument("--spec", help="JSON spec file (see jitterscope.simulate); other shape options are ignored")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--force", action="store_true", help="overwrite OUTPUT")
+    parser.add_argument("--print-spec", action="store_true", help="print the spec as JSON and write nothing")
+    shape = parser.add_argument_group("shape (without --spec)")
+    shape.add_argument("--threads", type=int, default=2, help="threads, one per CPU (default 2)")
+    shape.add_argument("--interval-us", type=float, default=1000.0, help="timer interval in µs (default 1000)")
+    length = shape.add_mutually_exclusive_group()
+    length.add_argument("--samples", type=int, help="wake-ups per thread (default 10000)")
+    length.add_argument("--duration", type=float, help="seconds per thread")
+    shape.add_argument("--distribution", default="lognormal", choices=("lognormal", "gamma", "exponential", "constant"))
+    shape.add_argument("--median-us", type=float, default=3.0, help="median base latency in µs (default 3)")
+    shape.add_argument("--spread", type=float, default=0.3, help="lognormal sigma or gamma CV (default 0.3)")
+    shape.add_argument("--governor", default="performance", help="governor recorded in the environment")
+    effects = parser.add_argument_group("effects (repeatable where it makes sense)")
+    effects.add_argument("--periodic", action="append", default=[], metavar="HZ:AMP_US[:WIDTH_US]",
+                         help="periodic spikes at HZ adding AMP_US to wake-ups within WIDTH_US (default one interval)")
+    effects.add_argument("--pstates", metavar="MHZ,MHZ,...", help="frequency levels cycled through")
+    effects.add_argument("--dwell-ms", type=float, default=500.0, help="dwell per level in ms (default 500)")
+    effects.add_argument("--coupling", metavar="P:AMP_US:K",
+                         help="with probability P a transition adds AMP_US to the wake-ups within ±K of it")
+    effects.add_argument("--smi", metavar="RATE_HZ:DURATION_US", help="SMIs: Poisson rate and duration")
+    effects.add_argument("--stalls", type=float, metavar="P", help="probability per wake-up of a 2.5-period stall")
+    effects.add_argument("--drops", type=float, metavar="P", help="probability per row of a burst of drops")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec) if args.spec else _spec_from_args(args)
+    if args.print_spec:
+        json.dump(spec.to_json(), sys.stdout, indent=2)
+        print()
+        return 0
+    path = write_simulation(spec, args.output, args.seed, overwrite=args.force)
+    print(f"wrote {path}: {spec.threads} thread(s) x {spec.slots_per_thread} wake-ups, seed {args.seed}")
+    return 0
+
+
+def _spec_from_args(args: argparse.Namespace) -> SimulationSpec:
+    interval_ns = round(args.interval_us * 1000)
+    duration_ns = None if args.duration is None else round(args.duration * 1e9)
+    samples = None if duration_ns is not None else (args.samples if args.samples is not None else 10_000)
+    try:
+        base = BaseLatency(distribution=args.distribution, median_ns=args.median_us * 1000, spread=args.spread)
+        effects = _effects(args, interval_ns)
+    except ValueError as exc:
+        raise SpecError(f"simulate: {exc}") from None
+    return spec_from_options(threads=args.threads, interval_ns=interval_ns, samples=samples,
+                             duration_ns=duration_ns, base=base, effects=effects, governor=args.governor)
+
+
+def _numbers(text: str, option: str, count: tuple[int, int]) -> list[float]:
+    try:
+        values = [float(part) for part in text.split(":")]
+    except ValueError:
+        raise SpecError(f"{option} {text!r}: expected numbers separated by ':'") from None
+    if not count[0] <= len(values) <= count[1]:
+        raise SpecError(f"{option} {text!r}: expected {count[0]} to {count[1]} numbers separated by ':'")
+    return values
+
+
+def _effects(args: argparse.Namespace, interval_ns: int) -> list[Effect]:
+    effects: list[Effect] = []
+    for text in args.periodic:
+        values = _numbers(text, "--periodic", (2, 3))
+        width = values[2] * 1000 if len(values) == 3 else interval_ns
+        effects.append(PeriodicDisturbance(frequency_hz=values[0], amplitude_ns=values[1] * 1000, width_ns=width))
+    if args.pstates:
+        try:
+            levels = tuple(float(v) for v in args.pstates.split(","))
+        except ValueError:
+            raise SpecError(f"--pstates {args.pstates!r}: expected MHz values separated by ','") from None
+        coupling = _numbers(args.coupling, "--coupling", (3, 3)) if args.coupling else [0.0, 0.0, 0]
+        effects.append(PStates(levels_mhz=levels, dwell_ns=tuple([round(args.dwell_ms * 1e6)] * len(levels)),
+                               coupling_probability=coupling[0], coupling_amplitude_ns=coupling[1] * 1000,
+                               coupling_window=int(coupling[2])))
+    elif args.coupling:
+        raise SpecError("--coupling needs --pstates (the transitions it couples to)")
+    if args.smi:
+        rate, duration = _numbers(args.smi, "--smi", (2, 2))
+        effects.append(SMIs(rate_hz=rate, duration_ns=round(duration * 1000)))
+    if args.stalls is not None:
+        effects.append(Stalls(probability=args.stalls))
+    if args.drops is not None:
+        effects.append(Drops(probability=args.drops))
+    return effects
