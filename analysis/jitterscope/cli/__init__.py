@@ -19,6 +19,7 @@ from ..errors import JitterscopeError
 COMMANDS: tuple[str, ...] = (
     "capture",
     "demo",
+    "simulate",
 )
 
 
