@@ -20,6 +20,7 @@ COMMANDS: tuple[str, ...] = (
     "capture",
     "demo",
     "simulate",
+    "report",
 )
 
 

@@ -1,0 +1,470 @@
+"""The PDF report, assembled from registered sections.
+
+A report is a sequence of **sections**, each contributing pages (matplotlib
+figures) and tables.  This module holds the section registry and writes the
+PDF (vector, Type 42 fonts, byte-reproducible under ``SOURCE_DATE_EPOCH``) and,
+with ``figures_dir``, every figure as PDF/SVG/PNG and every table as
+CSV/JSON/LaTeX.  It knows nothing about any particular analysis.
+
+Adding a section (what a later analysis does)
+---------------------------------------------
+1. Write a module **of your own** under ``jitterscope/sections/`` (it comes after
+   your analysis and your plots in the data flow, so it may import both;
+   your analysis module itself must not import this one)::
+
+       # analysis/jitterscope/sections/spectra.py
+       from ..report import Page, ReportContext, new_page, note_page, register_section
+
+       @register_section(order=40, name="spectra")
+       def spectra_section(ctx: ReportContext):
+           if ctx.dataset.is_histogram:
+               return [note_page("spectra", "Latency spectra", "not available for histogram-only data ...")]
+           spectrum = ctx.shared("spectra", lambda: welch_psd(ctx.dataset))  # computed once, reusable
+           fig, ax = new_page()
+           plot_spectrum(spectrum, ax)
+           return [Page("spectrum", fig), spectrum_table(spectrum)]
+
+2. Add **one line** to :data:`SECTION_MODULES` below naming that module.
+
+A section is a function ``(ReportContext) -> Sequence[Page | Table] | None``:
+return ``None`` (or an empty list) when it does not apply.  ``order`` places it
+(lower first); ties are broken by name.  Pages are written in the order
+returned; consecutive tables are typeset together on text pages.  Every
+``Page.name`` and ``Table.name`` must be unique in a report: they are the file
+stems under ``--figures``.  The context carries the dataset, the one-pass
+summary and timeline every section may use, and :meth:`ReportContext.shared`
+to compute anything else once for all sections.
+
+Orders in use: 10 provenance and summary, 20 distributions, 30 latency over
+time, 35 period, 40 spectra, 50 frequency and SMI correlation, 60 tails,
+80 spike catalogue, 100 reproducibility appendix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_pdf import PdfPages
+from matplotlib.figure import Figure
+from tqdm import tqdm
+
+from . import __version__
+from .dataset import Dataset, open_dataset
+from .errors import JitterscopeError
+from .tables import Table, to_csv, to_json_text, to_latex, to_text
+
+SECTION_MODULES: tuple[str, ...] = (
+    # One line per module that registers sections; imported in this order, sections sorted by `order`.
+    "jitterscope.sections.provenance",
+    "jitterscope.sections.latency",
+)
+
+PAGE_SIZE_IN = (11.69, 8.27)
+"""A4 landscape: wide tables fit, and a figure reads well printed on A4 or Letter."""
+
+LINES_PER_PAGE = 46
+CHARS_PER_LINE = 150
+
+REPORT_RC: dict[str, Any] = {
+    "pdf.fonttype": 42,  # TrueType (Type 42), not Type 3: searchable, editable, accepted by publishers
+    "ps.fonttype": 42,
+    "svg.fonttype": "none",
+    "svg.hashsalt": "jitterscope",  # fixed SVG ids: reproducible bytes
+    "font.size": 10,
+    "axes.titlesize": 12,
+    "axes.labelsize": 10,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "legend.fontsize": 9,
+    "figure.dpi": 100,
+    "savefig.dpi": 150,
+    "path.simplify": True,
+    "agg.path.chunksize": 10000,
+}
+
+
+@dataclass(frozen=True)
+class Page:
+    """One PDF page: a figure, the file stem it gets under ``--figures``, and tables typeset on it.
+
+    ``tables`` are exported under ``--figures`` with the page (they are already on
+    it, so the report does not typeset them again).
+    """
+
+    name: str
+    figure: Figure
+    tables: tuple[Table, ...] = ()
+
+
+SectionItem = Page | Table
+SectionFunction = Callable[["ReportContext"], Sequence[SectionItem] | None]
+
+
+@dataclass(frozen=True)
+class RegisteredSection:
+    """A section in the registry."""
+
+    name: str
+    order: int
+    function: SectionFunction
+
+
+_REGISTRY: dict[str, RegisteredSection] = {}
+
+
+def register_section(*, order: int, name: str) -> Callable[[SectionFunction], SectionFunction]:
+    """Decorator registering ``function`` as the report section ``name`` at position ``order``.
+
+    Raises
+    ------
+    ValueError
+        Another function is already registered under ``name``.
+    """
+
+    def decorate(function: SectionFunction) -> SectionFunction:
+        known = _REGISTRY.get(name)
+        if known is not None and _qualname(known.function) != _qualname(function):
+            raise ValueError(f"report section {name!r} registered twice ({_qualname(known.function)})")
+        _REGISTRY[name] = RegisteredSection(name=name, order=order, function=function)
+        return function
+
+    return decorate
+
+
+def registered_sections() -> tuple[RegisteredSection, ...]:
+    """Import :data:`SECTION_MODULES` and return every registered section, in report order."""
+    for module in SECTION_MODULES:
+        importlib.import_module(module)
+    return tuple(sorted(_REGISTRY.values(), key=lambda s: (s.order, s.name)))
+
+
+@dataclass
+class ReportContext:
+    """What every section receives: the dataset and the results shared between sections.
+
+    Attributes
+    ----------
+    dataset
+        The opened dataset.
+    summary
+        ``stats.summarize`` of the dataset (one streaming pass, done once).
+    timeline
+        ``timeline.compute_timeline`` of the dataset, or None for histogram-only data.
+    provenance
+        File hashes, tool version and generation time (see :class:`Provenance`).
+    top_k
+        How many spikes the catalogue lists.
+    progress
+        Whether long work may show a progress bar on stderr.
+    """
+
+    dataset: Dataset
+    summary: Any
+    timeline: Any
+    provenance: Provenance
+    top_k: int = 20
+    progress: bool = False
+    _shared: dict[str, Any] = field(default_factory=dict)
+
+    def shared(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` the first time ``key`` is asked for, the same object afterwards."""
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a report comes from: dataset files and their hashes, tool, time."""
+
+    dataset_path: str
+    files: tuple[tuple[str, str, int], ...]  # (name, sha256, bytes)
+    dataset_sha256: str
+    tool_version: str
+    generated_utc: str
+    reproducible: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dataset_path": self.dataset_path, "dataset_sha256": self.dataset_sha256,
+            "files": [{"name": n, "sha256": h, "bytes": b} for n, h, b in self.files],
+            "tool_version": self.tool_version, "generated_utc": self.generated_utc,
+            "reproducible": self.reproducible,
+        }
+
+
+@dataclass(frozen=True)
+class ReportInfo:
+    """What :func:`write_report` wrote."""
+
+    path: str
+    pages: int
+    sections: tuple[str, ...]
+    figure_files: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "pages": self.pages, "sections": list(self.sections),
+                "figure_files": list(self.figure_files)}
+
+
+def new_page(nrows: int = 1, ncols: int = 1, **subplot_kw: Any) -> tuple[Figure, Any]:
+    """A fresh report-sized figure and its axes (one Axes, or an array for a grid)."""
+    fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=True, **subplot_kw)
+    return fig, axes
+
+
+def note_page(name: str, title: str, message: str) -> Page:
+    """A page that says why a figure is absent (e.g. histogram-only data), instead of an empty page."""
+    from .plots import plot_note
+
+    fig, ax = new_page()
+    plot_note(title, message, ax)
+    return Page(name, fig)
+
+
+def text_pages(name: str, heading: str, tables: Sequence[Table], *, banner: str | None = None) -> Iterator[Page]:
+    """Typeset tables as monospace text pages, continuing onto further pages as needed."""
+    from .plots import plot_text_page
+
+    pages: list[list[tuple[str, list[str]]]] = [[]]
+    used = 4 if banner else 0
+    for table in tables:
+        lines = to_text(table, max_width=CHARS_PER_LINE)
+        title = table.title
+        while lines:
+            room = LINES_PER_PAGE - used - 2  # the block title and a gap
+            if room < min(6, len(lines)) and pages[-1]:
+                pages.append([])
+                used = 0
+                continue
+            pages[-1].append((title, lines[:room]))
+            used += min(room, len(lines)) + 2
+            lines = lines[room:]
+            title = f"{table.title} (continued)"
+    for number, blocks in enumerate(pages):
+        page = _text_page(name, number, heading, blocks, banner if number == 0 else None, plot_text_page)
+        yield Page(page.name, page.figure, tuple(tables) if number == 0 else ())
+
+
+def _text_page(name: str, page_no: int, heading: str, blocks: list[tuple[str, list[str]]],
+               banner: str | None, draw: Callable[..., Axes]) -> Page:
+    fig = Figure(figsize=PAGE_SIZE_IN)
+    ax = fig.add_axes((0.04, 0.05, 0.92, 0.90))
+    draw(heading if page_no == 0 else f"{heading} (continued)", blocks, ax, banner=banner)
+    return Page(name if page_no == 0 else f"{name}-{page_no + 1}", fig)
+
+
+def source_date() -> tuple[datetime, bool]:
+    """The report's timestamp: ``SOURCE_DATE_EPOCH`` when set (reproducible builds), else now."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch:
+        try:
+            return datetime.fromtimestamp(int(epoch), UTC), True
+        except (ValueError, OverflowError, OSError):
+            raise JitterscopeError(
+                f"SOURCE_DATE_EPOCH={epoch!r} is not a Unix time in seconds; unset it or give an integer"
+            ) from None
+    return datetime.now(UTC).replace(microsecond=0), False
+
+
+def hash_files(dataset: Dataset) -> tuple[tuple[tuple[str, str, int], ...], str]:
+    """sha256 of each dataset file, and of the dataset (sha256 over the sorted "name sha256" lines)."""
+    entries = []
+    for file in dataset.files:
+        digest = hashlib.sha256()
+        with open(file, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        entries.append((file.name, digest.hexdigest(), file.stat().st_size))
+    combined = hashlib.sha256("".join(f"{n} {h}\n" for n, h, _ in entries).encode()).hexdigest()
+    return tuple(entries), combined
+
+
+def build_context(dataset: Dataset, *, top_k: int = 20, progress: bool = False) -> ReportContext:
+    """Open-once work every section shares: file hashes, the summary pass, the timeline pass."""
+    from .stats import summarize
+    from .timeline import compute_timeline
+
+    files, combined = hash_files(dataset)
+    when, reproducible = source_date()
+    provenance = Provenance(
+        dataset_path=str(dataset.path), files=files, dataset_sha256=combined, tool_version=__version__,
+        generated_utc=when.strftime("%Y-%m-%d %H:%M:%S UTC"), reproducible=reproducible,
+    )
+    summary = summarize(dataset, progress=progress, top_k=top_k)
+    timeline = None if dataset.is_histogram else compute_timeline(dataset, progress=progress)
+    return ReportContext(dataset=dataset, summary=summary, timeline=timeline, provenance=provenance,
+                         top_k=top_k, progress=progress)
+
+
+def write_report(
+    dataset: Dataset | str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    figures_dir: str | os.PathLike[str] | None = None,
+    top_k: int = 20,
+    progress: bool = False,
+) -> ReportInfo:
+    """Write the PDF report of ``dataset`` to ``output`` (and figures/tables to ``figures_dir``).
+
+    Parameters
+    ----------
+    dataset
+        An opened :class:`~jitterscope.dataset.Dataset` or its path.
+    output
+        The PDF to write (replaced if it exists).
+    figures_dir
+        If given, each figure is also written there as PDF, SVG and PNG and each
+        table as CSV, JSON and LaTeX (booktabs).
+    top_k
+        Number of spikes in the spike catalogue.
+    progress
+        Show progress bars on stderr.
+
+    Returns
+    -------
+    ReportInfo
+        The path, page count, sections that contributed, and the files written under ``figures_dir``.
+
+    Raises
+    ------
+    JitterscopeError
+        The dataset cannot be read or analysed, or the output cannot be written.
+    """
+    if not isinstance(dataset, Dataset):
+        dataset = open_dataset(dataset)
+    out = Path(output)
+    fig_dir = Path(figures_dir) if figures_dir is not None else None
+    _check_writable(out, fig_dir)
+    sections = registered_sections()
+    with matplotlib.rc_context(REPORT_RC):
+        ctx = build_context(dataset, top_k=top_k, progress=progress)
+        when, _ = source_date()
+        metadata = {
+            "Title": f"jitterscope report: {dataset.path.name}",
+            "Creator": f"jitterscope {__version__}",
+            "CreationDate": when,
+            "ModDate": None,
+        }
+        tmp = out.with_name(out.name + ".tmp")
+        written: list[str] = []
+        used_names: set[str] = set()
+        contributed: list[str] = []
+        pages = 0
+        try:
+            with PdfPages(tmp, metadata=metadata) as pdf:
+                bar = tqdm(sections, desc="report", unit="section", file=sys.stderr, disable=not progress)
+                for section in bar:
+                    bar.set_postfix_str(section.name)
+                    items = section.function(ctx) or ()
+                    if items:
+                        contributed.append(section.name)
+                    for page in _pages_of(section.name, items, ctx):
+                        _claim(page.name, used_names, section.name)
+                        if fig_dir is not None:
+                            written += _export_figure(page, fig_dir)
+                            for table in page.tables:
+                                _claim(table.name, used_names, section.name)
+                                written += _export_table(table, fig_dir)
+                        _decorate(page.figure, ctx, pages + 1)
+                        pdf.savefig(page.figure)
+                        page.figure.clear()
+                        pages += 1
+            os.replace(tmp, out)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise JitterscopeError(f"{out}: cannot write the report ({exc.strerror or exc})") from None
+    return ReportInfo(path=str(out), pages=pages, sections=tuple(contributed), figure_files=tuple(written))
+
+
+def _pages_of(section: str, items: Sequence[SectionItem], ctx: ReportContext) -> Iterator[Page]:
+    pending: list[Table] = []
+    groups = 0
+
+    def typeset() -> Iterator[Page]:
+        nonlocal groups
+        groups += 1
+        heading = pending[0].title if len(pending) == 1 else section.replace("-", " ").capitalize()
+        yield from text_pages(f"{section}-tables" + (f"-{groups}" if groups > 1 else ""), heading, pending)
+
+    for item in items:
+        if isinstance(item, Table):
+            pending.append(item)
+            continue
+        if pending:
+            yield from typeset()
+            pending = []
+        yield item
+    if pending:
+        yield from typeset()
+
+
+def _decorate(fig: Figure, ctx: ReportContext, page_no: int) -> None:
+    """Footer on every page: what, from which data, page number; and SIMULATED when it is."""
+    prov = ctx.provenance
+    footer = (f"jitterscope {prov.tool_version} · {Path(prov.dataset_path).name} · "
+              f"sha256 {prov.dataset_sha256[:12]} · {prov.generated_utc}")
+    fig.text(0.01, 0.005, footer, fontsize=8, color="0.35", ha="left", va="bottom")
+    fig.text(0.99, 0.005, f"page {page_no}", fontsize=8, color="0.35", ha="right", va="bottom")
+    if ctx.dataset.metadata.kind == "simulation":
+        fig.text(0.5, 0.005, "SIMULATED DATA", fontsize=9, color="#b00000", weight="bold",
+                 ha="center", va="bottom")
+
+
+def _claim(name: str, used: set[str], section: str) -> None:
+    if name in used:
+        raise ValueError(f"report section {section!r}: page/table name {name!r} is already used")
+    used.add(name)
+
+
+def _export_figure(page: Page, directory: Path) -> list[str]:
+    paths = []
+    for ext in ("pdf", "svg", "png"):
+        path = directory / f"{page.name}.{ext}"
+        kwargs: dict[str, Any] = {"metadata": {"Software": None}} if ext == "png" else {}
+        if ext == "pdf":
+            kwargs = {"metadata": {"CreationDate": source_date()[0], "ModDate": None}}
+        if ext == "svg":
+            kwargs = {"metadata": {"Date": source_date()[0].isoformat()}}
+        page.figure.savefig(path, format=ext, **kwargs)
+        paths.append(str(path))
+    return paths
+
+
+def _export_table(table: Table, directory: Path) -> list[str]:
+    outputs = {"csv": to_csv(table), "json": to_json_text(table), "tex": to_latex(table)}
+    paths = []
+    for ext, text in outputs.items():
+        path = directory / f"{table.name}.{ext}"
+        path.write_text(text, encoding="utf-8")
+        paths.append(str(path))
+    return paths
+
+
+def _check_writable(out: Path, fig_dir: Path | None) -> None:
+    if out.is_dir():
+        raise JitterscopeError(f"{out}: is a directory; give a file name for the report, e.g. -o report.pdf")
+    if not out.parent.exists():
+        raise JitterscopeError(f"{out.parent}: no such directory; create it or choose another -o path")
+    if fig_dir is not None:
+        if fig_dir.exists() and not fig_dir.is_dir():
+            raise JitterscopeError(f"{fig_dir}: exists and is not a directory; choose another --figures path")
+        try:
+            fig_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise JitterscopeError(f"{fig_dir}: cannot create ({exc.strerror or exc})") from None
+
+
+def _qualname(function: Callable[..., Any]) -> str:
+    return f"{function.__module__}.{function.__qualname__}"

@@ -1,0 +1,278 @@
+"""Tables: a small result-to-rows layer and its writers (text, CSV, JSON, LaTeX booktabs).
+
+A :class:`Table` holds raw cell values (numbers stay numbers, for CSV/JSON)
+and a display format per column (for text and LaTeX).  Builders here turn
+results into tables (``summary_table``, ``spike_table``, ``key_value_table``);
+they format and select, they compute no statistics.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Cell = str | int | float | None
+
+MISSING = "n/a"
+"""What a missing or non-finite cell shows in text and LaTeX (never a bare NaN)."""
+
+# LaTeX specials and how to write them in text mode; µ is not in OT1/T1, so math mode.
+_LATEX_ESCAPES = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    "µ": r"\textmu{}", "μ": r"\textmu{}", "<": r"\textless{}", ">": r"\textgreater{}",
+    "−": "-", "…": r"\dots{}", "≥": r"$\geq$", "≤": r"$\leq$", "×": r"$\times$",
+}
+
+
+@dataclass(frozen=True)
+class Table:
+    """A titled table of raw values with a display format per column.
+
+    Attributes
+    ----------
+    name
+        File stem for ``--figures`` (``summary`` -> ``summary.csv``); unique within a report.
+    title
+        Human title, shown above the table in the PDF and as the LaTeX caption.
+    columns
+        Column headers, with units in brackets (``"p99 [µs]"``).
+    rows
+        One tuple of raw cells per row (str, int, float or None).
+    formats
+        One ``str.format`` spec per column (``"{:.2f}"``) or ``""`` for ``str(value)``.
+    notes
+        Sentences printed under the table (sources, definitions, caveats).
+    """
+
+    name: str
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    formats: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    align: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        width = len(self.columns)
+        for row in self.rows:
+            if len(row) != width:
+                raise ValueError(f"table {self.name}: row {row!r} has {len(row)} cells, expected {width}")
+        if self.formats and len(self.formats) != width:
+            raise ValueError(f"table {self.name}: {len(self.formats)} formats for {width} columns")
+
+    def cell_text(self, row: int, col: int) -> str:
+        """The display text of one cell."""
+        return format_cell(self.rows[row][col], self.formats[col] if self.formats else "")
+
+    def text_rows(self) -> list[list[str]]:
+        """All cells as display text, row by row."""
+        return [[self.cell_text(r, c) for c in range(len(self.columns))] for r in range(len(self.rows))]
+
+    def alignment(self) -> tuple[str, ...]:
+        """'l' or 'r' per column: given, else right for columns whose cells are all numbers."""
+        if self.align:
+            return self.align
+        out = []
+        for c in range(len(self.columns)):
+            values = [row[c] for row in self.rows if row[c] is not None]
+            numeric = bool(values) and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+            out.append("r" if numeric else "l")
+        return tuple(out)
+
+    def to_json(self) -> dict[str, Any]:
+        """The table as a JSON-ready dict: rows as objects keyed by column header."""
+        return {
+            "name": self.name, "title": self.title, "columns": list(self.columns),
+            "rows": [{col: _json_cell(v) for col, v in zip(self.columns, row, strict=True)} for row in self.rows],
+            "notes": list(self.notes),
+        }
+
+
+def format_cell(value: Cell, spec: str = "") -> str:
+    """Display text of one cell: ``spec.format(value)``, ``n/a`` for None and non-finite numbers."""
+    if value is None:
+        return MISSING
+    if isinstance(value, float) and not math.isfinite(value):
+        return MISSING
+    if spec and isinstance(value, int | float) and not isinstance(value, bool):
+        return spec.format(value)
+    return str(value)
+
+
+def to_text(table: Table, *, max_width: int | None = None) -> list[str]:
+    """The table as monospace lines: title, header, rules, rows, notes.
+
+    Cells longer than ``max_width`` characters in total are shortened from the
+    middle with an ellipsis, widest column first, so the table fits.
+    """
+    cells = [list(table.columns), *table.text_rows()]
+    widths = [max(len(row[c]) for row in cells) for c in range(len(table.columns))]
+    if max_width is not None:
+        widths = _shrink(widths, max_width - 2 * (len(widths) - 1))
+    align = table.alignment()
+    rule = "─" * (sum(widths) + 2 * (len(widths) - 1))
+
+    def line(row: Sequence[str]) -> str:
+        parts = []
+        for text, width, how in zip(row, widths, align, strict=True):
+            text = _ellipsize(text, width)
+            parts.append(text.rjust(width) if how == "r" else text.ljust(width))
+        return "  ".join(parts).rstrip()
+
+    out = [rule, line(cells[0]), rule]
+    out += [line(row) for row in cells[1:]]
+    out.append(rule)
+    out += list(table.notes)
+    return out
+
+
+def to_csv(table: Table) -> str:
+    """The table as CSV text: header row, then raw values (empty for missing)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(table.columns)
+    for row in table.rows:
+        writer.writerow(["" if _json_cell(v) is None else v for v in row])
+    return buffer.getvalue()
+
+
+def to_json_text(table: Table) -> str:
+    """The table as a JSON document (see :meth:`Table.to_json`)."""
+    return json.dumps(table.to_json(), indent=2, ensure_ascii=False) + "\n"
+
+
+def to_latex(table: Table) -> str:
+    """The table as a LaTeX ``table`` with booktabs rules; every special character escaped.
+
+    Needs ``\\usepackage{booktabs}`` (and ``textcomp`` for µ on old LaTeX kernels).
+    """
+    spec = "".join(table.alignment())
+    lines = [
+        r"\begin{table}[htbp]", r"\centering", rf"\caption{{{latex_escape(table.title)}}}",
+        rf"\label{{tab:{latex_escape(table.name)}}}", rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
+        " & ".join(latex_escape(c) for c in table.columns) + r" \\", r"\midrule",
+    ]
+    lines += [" & ".join(latex_escape(text) for text in row) + r" \\" for row in table.text_rows()]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    for note in table.notes:
+        lines.append(rf"\par\smallskip{{\footnotesize {latex_escape(note)}}}")
+    lines.append(r"\end{table}")
+    return "\n".join(lines) + "\n"
+
+
+def latex_escape(text: str) -> str:
+    """Escape LaTeX special characters (``& % $ # _ { } ~ ^ \\``, µ, …) for text mode."""
+    return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in text)
+
+
+def key_value_table(name: str, title: str, items: Mapping[str, Any] | Sequence[tuple[str, Any]],
+                    *, headers: tuple[str, str] = ("item", "value"), notes: Sequence[str] = ()) -> Table:
+    """A two-column table from a mapping or pairs; nested values are written as compact JSON."""
+    pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
+    rows = tuple((str(key), _display_value(value)) for key, value in pairs)
+    return Table(name=name, title=title, columns=headers, rows=rows, formats=("", ""),
+                 notes=tuple(notes), align=("l", "l"))
+
+
+def _display_value(value: Any) -> Cell:
+    if value is None or (isinstance(value, str | int | float) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _json_cell(value: Cell) -> Cell:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _shrink(widths: list[int], budget: int) -> list[int]:
+    widths = list(widths)
+    while sum(widths) > budget and max(widths) > 8:
+        widest = widths.index(max(widths))
+        widths[widest] -= 1
+    return widths
+
+
+def _ellipsize(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text
+    keep = width - 1
+    head = keep - keep // 3
+    return text[:head] + "…" + text[len(text) - (keep - head):]
+
+
+SUMMARY_LEVELS = ("50", "90", "99", "99.9", "99.99", "99.999")
+
+
+def summary_table(summary: Any, *, name: str = "summary") -> Table:
+    """Per-thread and all-threads latency statistics in µs (the ``jitterscope summary`` table).
+
+    A percentile the sample size does not resolve (n (1 − q) < 1) is shown as n/a.
+    """
+    rows = []
+    for item in (*summary.threads, summary.overall):
+        label = "all" if item is summary.overall else str(item.thread)
+        cpu = "" if item is summary.overall or item.cpu is None or item.cpu < 0 else str(item.cpu)
+        pct = {level: _resolved(item.percentiles.get(level), item.n, float(level)) for level in SUMMARY_LEVELS}
+        rows.append((
+            label, cpu, int(item.n), _us(item.min_ns), _us(pct["50"]), _us(item.mean_ns), _us(item.std_ns),
+            _us(item.mad_ns), _us(pct["90"]), _us(pct["99"]), _us(pct["99.9"]), _us(pct["99.99"]),
+            _us(pct["99.999"]), _us(item.max_ns), _int_or_none(item.overruns), _int_or_none(item.drops),
+        ))
+    columns = ("thread", "CPU", "n", "min [µs]", "p50 [µs]", "mean [µs]", "std [µs]", "MAD [µs]", "p90 [µs]",
+               "p99 [µs]", "p99.9 [µs]", "p99.99 [µs]", "p99.999 [µs]", "max [µs]", "overruns", "drops")
+    formats = ("", "", "{:,}") + ("{:.2f}",) * 11 + ("{:,}", "{:,}")
+    notes = ("Latency = actual − expected wake-up time. Percentiles from an HDR histogram (≤ 0.1 % relative error); "
+             "n/a where n·(1 − q) < 1, i.e. the sample cannot resolve that percentile.",)
+    return Table(name=name, title="Latency summary", columns=columns, rows=tuple(rows), formats=formats,
+                 notes=notes, align=("l", "l") + ("r",) * 14)
+
+
+def spike_table(spikes: Sequence[Any], *, origin_ns: int, cpus: Mapping[int, int], name: str = "spikes") -> Table:
+    """The spike catalogue: largest latencies first, with time, thread, CPU and neighbouring latencies."""
+    ordered = sorted(spikes, key=lambda s: (-int(s.latency_ns), int(s.thread), int(s.seq)))
+    rows = []
+    for rank, spike in enumerate(ordered, start=1):
+        rows.append((
+            rank, (int(spike.actual_ns) - origin_ns) / 1e9, int(spike.thread),
+            int(spike.cpu if spike.cpu is not None else cpus.get(int(spike.thread), -1)), int(spike.seq),
+            int(spike.latency_ns) / 1000.0, _neighbours(spike.before_ns), _neighbours(spike.after_ns),
+        ))
+    return Table(
+        name=name, title=f"Spike catalogue (top {len(rows)} latencies)",
+        columns=("rank", "time [s]", "thread", "CPU", "seq", "latency [µs]", "before [µs]", "after [µs]"),
+        rows=tuple(rows), formats=("", "{:.6f}", "", "", "{:,}", "{:.2f}", "", ""),
+        notes=("time: seconds since the first wake-up of any thread; before/after: latencies of the "
+               "neighbouring wake-ups of the same thread, oldest first.",),
+        align=("r", "r", "r", "r", "r", "r", "l", "l"),
+    )
+
+
+def _neighbours(values: Sequence[int]) -> str:
+    return " ".join(f"{int(v) / 1000.0:.1f}" for v in values) if len(values) else "-"
+
+
+def _resolved(value: float | None, n: int, level: float) -> float | None:
+    if value is None or n * (1.0 - level / 100.0) < 1.0:
+        return None
+    return float(value)
+
+
+def _us(value: float | None) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value / 1000.0 if math.isfinite(value) else None
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
