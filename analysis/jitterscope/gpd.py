@@ -1,0 +1,282 @@
+"""Generalised Pareto fits by profile likelihood: the numeric core of :mod:`jitterscope.tails`.
+
+Pure functions on numpy arrays of exceedances ``y = x - u > 0``; nothing here knows
+about datasets.  The likelihood is profiled over ``theta = xi / sigma`` (Grimshaw 1993):
+for fixed ``theta`` the maximum over ``xi`` has the closed form
+``xi(theta) = mean(log1p(theta * y))``, so one pass over a grid of ``theta`` gives the
+whole profile, vectorised, also for many bootstrap samples at once.  Distribution
+functions are scipy's (:data:`scipy.stats.genpareto`, whose ``c`` is our ``xi``).
+
+The peaks-over-threshold model used for tail probabilities (Coles 2001, ch. 4):
+``P(X > x) = zeta * (1 + xi (x - u) / sigma) ** (-1 / xi)`` for ``x > u``, with the
+threshold exceedance rate ``zeta`` binomial.  Confidence intervals for ``P(X > x)`` and
+for return levels are profile-likelihood intervals of the joint (binomial x GPD)
+likelihood, computed on grids with the interval ends interpolated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+XI_MIN = -1.0
+"""Below ``xi = -1`` the GPD likelihood is unbounded; the fit is restricted to ``xi >= -1``."""
+
+_S_GRID = np.concatenate([np.linspace(-12.0, -3.0, 60, endpoint=False),
+                          np.linspace(-3.0, 6.0, 540, endpoint=False) + 0.0083,
+                          np.linspace(6.0, 14.0, 60)])
+# s = log1p(theta * y_max): theta spans (-1/y_max, inf); the offset keeps theta = 0 off the grid.
+
+
+@dataclass(frozen=True)
+class GpdFit:
+    """Maximum-likelihood GPD fit of exceedances over a threshold."""
+
+    xi: float
+    sigma: float
+    n: int
+    loglik: float
+    xi_se: float
+
+    def sf(self, y: np.ndarray | float) -> np.ndarray:
+        """P(Y > y) for exceedance sizes ``y``."""
+        return stats.genpareto.sf(y, self.xi, loc=0.0, scale=self.sigma)
+
+    def isf(self, p: np.ndarray | float) -> np.ndarray:
+        """Exceedance size with P(Y > y) = p."""
+        return stats.genpareto.isf(p, self.xi, loc=0.0, scale=self.sigma)
+
+
+def _theta_grid(y_max: np.ndarray | float, s: np.ndarray = _S_GRID) -> np.ndarray:
+    return np.expm1(s) / np.asarray(y_max)[..., None] if np.ndim(y_max) else np.expm1(s) / y_max
+
+
+def _profile_xi(y: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return (xi(theta), profile loglik(theta)) for one sample ``y`` and a vector of ``theta``."""
+    n = y.size
+    logs = np.log1p(theta[:, None] * y[None, :]).sum(axis=1)
+    xi = logs / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ll = -n * np.log(xi / theta) - logs - n
+    ll = np.where((xi >= XI_MIN) & np.isfinite(ll), ll, -np.inf)
+    return xi, ll
+
+
+def fit_gpd(y: np.ndarray) -> GpdFit:
+    """Fit a GPD to exceedances ``y > 0`` by maximum likelihood.
+
+    Parameters
+    ----------
+    y : ndarray
+        Exceedance sizes over the threshold, all > 0, at least 10 of them.
+
+    Returns
+    -------
+    GpdFit
+        Shape ``xi``, scale ``sigma``, log-likelihood and the asymptotic standard error
+        ``(1 + xi) / sqrt(n)`` of ``xi`` (Smith 1985; valid for ``xi > -0.5``).
+
+    Raises
+    ------
+    ValueError
+        Fewer than 10 exceedances, or non-positive ones.
+
+    Notes
+    -----
+    Profile over ``theta`` on a grid, refined with a bounded scalar search around the
+    best grid point.  Agrees with ``scipy.stats.genpareto.fit(y, floc=0)`` (tested) and
+    is ~50x faster.
+    """
+    y = np.asarray(y, dtype=float)
+    if y.size < 10 or not np.all(y > 0):
+        raise ValueError("fit_gpd needs at least 10 exceedances, all > 0")
+    y_max = float(y.max())
+    theta = _theta_grid(y_max)
+    _, ll = _profile_xi(y, theta)
+    best = int(np.argmax(ll))
+    lo, hi = _S_GRID[max(best - 1, 0)], _S_GRID[min(best + 1, _S_GRID.size - 1)]
+
+    def neg(s: float) -> float:
+        t = np.array([np.expm1(s) / y_max])
+        value = _profile_xi(y, t)[1][0]
+        return -value if np.isfinite(value) else 1e300
+
+    res = optimize.minimize_scalar(neg, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10})
+    s_hat = float(res.x) if -res.fun >= ll[best] else float(_S_GRID[best])
+    t_hat = np.array([np.expm1(s_hat) / y_max])
+    xi_arr, ll_arr = _profile_xi(y, t_hat)
+    xi_hat = float(xi_arr[0])
+    sigma = xi_hat / float(t_hat[0])
+    return GpdFit(xi=xi_hat, sigma=sigma, n=int(y.size), loglik=float(ll_arr[0]),
+                  xi_se=float((1.0 + max(xi_hat, -0.5)) / np.sqrt(y.size)))
+
+
+def fit_gpd_many(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised grid MLE of many samples at once (rows of ``samples``); returns (xi, sigma).
+
+    Used by the parametric bootstrap of the goodness-of-fit test, where grid
+    precision (a few 0.1 % in ``xi``) is ample.
+    """
+    samples = np.asarray(samples, dtype=float)
+    n = samples.shape[1]
+    s_grid = _S_GRID[::3]
+    theta = np.expm1(s_grid)[None, :] / samples.max(axis=1)[:, None]  # (B, G)
+    logs = np.empty_like(theta)
+    for j in range(theta.shape[1]):
+        logs[:, j] = np.log1p(theta[:, j:j + 1] * samples).sum(axis=1)
+    xi = logs / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ll = -n * np.log(xi / theta) - logs - n
+    ll = np.where((xi >= XI_MIN) & np.isfinite(ll), ll, -np.inf)
+    best = np.argmax(ll, axis=1)
+    rows = np.arange(samples.shape[0])
+    xi_hat = xi[rows, best]
+    return xi_hat, xi_hat / theta[rows, best]
+
+
+def anderson_darling(y: np.ndarray, xi: float, sigma: float) -> float:
+    """Anderson-Darling statistic A² of ``y`` against GPD(xi, sigma); rows of a 2-D ``y`` each get one."""
+    y = np.sort(np.asarray(y, dtype=float), axis=-1)
+    n = y.shape[-1]
+    cdf = np.clip(stats.genpareto.cdf(y, np.asarray(xi)[..., None] if np.ndim(xi) else xi,
+                                      scale=np.asarray(sigma)[..., None] if np.ndim(sigma) else sigma),
+                  1e-300, 1 - 1e-16)
+    i = np.arange(1, n + 1)
+    terms = (2 * i - 1) * (np.log(cdf) + np.log1p(-cdf[..., ::-1]))
+    return -n - terms.sum(axis=-1) / n
+
+
+def gof_pvalue(y: np.ndarray, fit: GpdFit, *, n_boot: int = 199, seed: int = 0) -> tuple[float, float]:
+    """Anderson-Darling statistic and its parametric-bootstrap p-value (parameters re-estimated each time).
+
+    Notes
+    -----
+    Stute, Manteiga & Quindimil (1993): with estimated parameters the null distribution
+    of A² depends on them, so samples are drawn from the fitted GPD, refitted, and
+    their A² compared with the observed one.
+    """
+    a2 = float(anderson_darling(y, fit.xi, fit.sigma))
+    rng = np.random.default_rng(seed)
+    sims = stats.genpareto.ppf(rng.random((n_boot, fit.n)), fit.xi, scale=fit.sigma)
+    sims = np.maximum(sims, np.finfo(float).tiny)
+    xi_b, sigma_b = fit_gpd_many(sims)
+    a2_b = anderson_darling(sims, xi_b, sigma_b)
+    return a2, float((1 + np.sum(a2_b >= a2)) / (n_boot + 1))
+
+
+def _binomial_grid(k: int, total: int) -> tuple[np.ndarray, np.ndarray]:
+    """Grid of threshold-exceedance rates zeta around k/total, and their binomial log-likelihoods."""
+    zeta_hat = k / total
+    rel = np.sqrt((1 - zeta_hat) / k)
+    zeta = zeta_hat * np.exp(np.linspace(-5 * rel, 5 * rel, 41))
+    zeta = zeta[zeta < 1]
+    ll = k * np.log(zeta) + (total - k) * np.log1p(-zeta)
+    return zeta, ll - ll.max()
+
+
+def _joint_profile(y: np.ndarray, k_total: int, n_total: int, y0: np.ndarray, log_q: np.ndarray,
+                   theta_hat: float) -> np.ndarray:
+    """Profile log-likelihood of P(X > u + y0) = q for every pair (y0[i], log_q[j]), shape (len(y0), len(log_q)).
+
+    Maximised over theta (grid) and zeta (grid); GPD part relative to nothing (absolute),
+    binomial part relative to its maximum.
+    """
+    n = y.size
+    theta = np.union1d(_theta_grid(float(y.max())), [theta_hat])  # the MLE on the grid: profile max == loglik
+    logs = np.log1p(theta[:, None] * y[None, :]).sum(axis=1)  # (T,)
+    zeta, ll_b = _binomial_grid(k_total, n_total)  # (Z,)
+    out = np.full((y0.size, log_q.size), -np.inf)
+    for i, y_i in enumerate(y0):
+        a = np.log1p(np.maximum(theta * y_i, -1 + 1e-12))  # (T,), log(1 + theta y0); invalid ones masked below
+        valid_t = theta * y_i > -1
+        log_p = log_q[None, :, None] - np.log(zeta)[None, None, :]  # (1, Q, Z)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            xi = -a[:, None, None] / log_p  # (T, Q, Z)
+            sigma = xi / theta[:, None, None]
+            ll = -n * np.log(sigma) - (1.0 + 1.0 / xi) * logs[:, None, None] + ll_b[None, None, :]
+        ok = valid_t[:, None, None] & (log_p < 0) & (xi >= XI_MIN) & (sigma > 0) & np.isfinite(ll)
+        out[i] = np.where(ok, ll, -np.inf).max(axis=(0, 2))
+    return out
+
+
+def _interval_from_deviance(grid: np.ndarray, dev: np.ndarray, cut: float) -> tuple[float, float]:
+    """Ends of {grid : dev <= cut}, linearly interpolated; +-inf when the set reaches a grid edge."""
+    inside = np.flatnonzero(dev <= cut)
+    if inside.size == 0:
+        best = int(np.argmin(dev))
+        return float(grid[best]), float(grid[best])
+    first, last = inside[0], inside[-1]
+
+    def cross(i_in: int, i_out: int) -> float:
+        d_in, d_out = dev[i_in], dev[i_out]
+        if not np.isfinite(d_out):
+            return float(grid[i_in])
+        w = (cut - d_in) / (d_out - d_in)
+        return float(grid[i_in] + w * (grid[i_out] - grid[i_in]))
+
+    lo = -np.inf if first == 0 else cross(first, first - 1)
+    hi = np.inf if last == grid.size - 1 else cross(last, last + 1)
+    return lo, hi
+
+
+def exceedance_ci(y: np.ndarray, k_total: int, n_total: int, y0: float, level: float = 0.90,
+                  fit: GpdFit | None = None) -> tuple[float, float, float]:
+    """P(X > u + y0) per observation with a profile-likelihood interval.
+
+    Parameters
+    ----------
+    y : ndarray
+        Exceedances over the threshold ``u``.
+    k_total, n_total : int
+        Number of exceedances and of observations (``zeta = k/n``).
+    y0 : float
+        Level above the threshold, > 0.
+    level : float
+        Confidence level of the interval.
+
+    Returns
+    -------
+    (estimate, lower, upper)
+        Lower is 0 when the data cannot exclude an upper end point below the level.
+    """
+    fit = fit or fit_gpd(y)
+    zeta_hat = k_total / n_total
+    est = float(zeta_hat * fit.sf(y0))
+    log_q = np.log(zeta_hat) + np.linspace(-70.0, 0.0, 561)
+    prof = _joint_profile(np.asarray(y, float), k_total, n_total, np.array([float(y0)]), log_q,
+                          fit.xi / fit.sigma)[0]
+    cut = stats.chi2.ppf(level, 1) / 2.0
+    dev = fit.loglik - prof
+    lo, hi = _interval_from_deviance(log_q, dev, cut)
+    lower = 0.0 if lo == -np.inf else float(np.exp(lo))
+    upper = float(min(np.exp(hi), 1.0)) if np.isfinite(hi) else zeta_hat
+    if est > 0:
+        lower, upper = min(lower, est), max(upper, est)
+    return est, lower, upper
+
+
+def return_level_ci(y: np.ndarray, k_total: int, n_total: int, q: float, level: float = 0.90,
+                    fit: GpdFit | None = None) -> tuple[float, float, float]:
+    """Exceedance size ``y0`` above the threshold with P(X > u + y0) = q, with a profile-likelihood interval.
+
+    The interval is the set of levels at which ``q`` lies inside the exceedance
+    probability's profile interval (test inversion).  Upper is ``inf`` when the data
+    cannot bound it.  Requires ``q < k_total / n_total``.
+    """
+    fit = fit or fit_gpd(y)
+    zeta_hat = k_total / n_total
+    if not q < zeta_hat:
+        raise ValueError("return level below the threshold: q must be smaller than the exceedance rate")
+    est = float(fit.isf(q / zeta_hat))
+    center = est if np.isfinite(est) and est > 0 else float(np.max(y))
+    y0 = center * np.exp(np.linspace(-6.0, 8.0, 281))
+    prof = _joint_profile(np.asarray(y, float), k_total, n_total, y0, np.array([np.log(q)]),
+                          fit.xi / fit.sigma)[:, 0]
+    cut = stats.chi2.ppf(level, 1) / 2.0
+    dev = fit.loglik - prof
+    lo, hi = _interval_from_deviance(np.log(y0), dev, cut)
+    lower = 0.0 if lo == -np.inf else float(np.exp(lo))
+    upper = float(np.exp(hi)) if np.isfinite(hi) else np.inf
+    return est, min(lower, est), max(upper, est)

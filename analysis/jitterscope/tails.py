@@ -1,0 +1,363 @@
+"""Extreme-value view of latency: how often levels at and beyond the observed maximum are exceeded.
+
+Per thread (:func:`fit_tail` on one series, :func:`analyze_tails` on a dataset):
+
+1. **Threshold** by an automated, stated rule.  Candidates are the values with
+   ``k`` exceedances, ``k`` geometric from ``min(n/5, 10000)`` down to 50.  A
+   GPD is fitted above each.  Chosen: the *lowest* candidate whose shape ``xi``
+   lies inside the 95 % interval ``xi_j ± 1.96 se_j`` of every higher candidate
+   ``j`` (parameter stability, Coles 2001 §4.3.4); the mean-residual-life curve,
+   linear above a valid threshold with slope ``xi / (1 - xi)``, is reported as
+   a cross-check.
+2. **Fit**: GPD by maximum likelihood (:mod:`jitterscope.gpd`); goodness of fit
+   by Anderson-Darling with a parametric-bootstrap p-value, and the QQ
+   correlation.
+3. **Exceedance probability** ``P(latency > x)`` per wake-up and **return levels**
+   (exceeded about once per hour / day at the thread's wake-up rate, i.e. an
+   expected count of one) with **profile-likelihood** intervals of the joint
+   binomial x GPD likelihood.
+4. **Cross-check** by block maxima: GEV vs Gumbel (likelihood-ratio test) and the
+   GEV shape against the GPD shape.
+5. **Assumptions** (:mod:`jitterscope.tailchecks`): independence (Ljung-Box on
+   exceedance indicators and on block maxima, extremal index) and stationarity
+   (first vs second half).  Any failed check gates the result: it is marked
+   *indicative only* and the sentence says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import optimize, stats
+
+from . import gpd
+from .dataset import Dataset
+from .errors import AnalysisError
+from .series import read_thread_series
+from .tailchecks import Check, check_block_maxima, check_exceedances
+
+MIN_EXCEEDANCES = 50
+MAX_EXCEEDANCES = 10_000
+N_CANDIDATES = 12
+N_BLOCKS = 100
+RETURN_PERIODS_S = (("hour", 3600.0), ("day", 86400.0))
+
+EVT_PROMISE = (
+    "What extreme-value theory can promise: if wake-ups are independent and identically distributed and the "
+    "tail above the threshold follows a generalised Pareto law (true for nearly every distribution above a high "
+    "enough threshold), the fit gives calibrated estimates, with intervals, of how often levels at and a little "
+    "beyond the observed maximum are exceeded. What it cannot promise: a worst case. A mechanism that never "
+    "fired during the capture (an SMI storm, thermal throttling, another workload, a firmware change) is "
+    "invisible to it, and the further a return period reaches beyond the capture's length the more the answer "
+    "rests on the model rather than on the data. A latency bound for a real-time system still needs captures "
+    "under worst-case load and an argument about the mechanisms."
+)
+
+
+@dataclass(frozen=True)
+class ThresholdCandidate:
+    """A GPD fit above one candidate threshold (the parameter-stability and mean-residual-life diagnostics)."""
+
+    threshold_ns: float
+    exceedances: int
+    xi: float
+    xi_se: float
+    sigma_ns: float
+    modified_scale_ns: float
+    mean_excess_ns: float
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with a confidence interval (``lower``/``upper`` may be 0 or inf: not bounded by the data)."""
+
+    estimate: float
+    lower: float
+    upper: float
+
+
+@dataclass(frozen=True)
+class ReturnLevel:
+    """The latency exceeded about once per ``period`` at this wake-up rate (expected count one)."""
+
+    period: str
+    wakeups: float
+    level_ns: Interval
+    extrapolation: float
+    """Return period over capture length; far above 1 the answer rests on the model."""
+
+
+@dataclass(frozen=True)
+class BlockMaxima:
+    """GEV vs Gumbel on block maxima, a cross-check of the GPD shape."""
+
+    block_size: int
+    maxima_ns: tuple[float, ...]
+    gev_xi: float
+    gev_xi_se: float
+    gev_loc_ns: float
+    gev_scale_ns: float
+    gumbel_loc_ns: float
+    gumbel_scale_ns: float
+    lr_statistic: float
+    lr_p_value: float
+    sentence: str
+
+
+@dataclass(frozen=True)
+class TailFit:
+    """Peaks-over-threshold result of one thread."""
+
+    thread: int
+    cpu: int
+    n: int
+    rate_hz: float
+    confidence: float
+    threshold_ns: float
+    threshold_quantile: float
+    exceedances: int
+    candidates: tuple[ThresholdCandidate, ...]
+    mrl_xi: float
+    xi: float
+    xi_se: float
+    sigma_ns: float
+    ad_statistic: float
+    ad_p_value: float
+    qq_correlation: float
+    exceedance_sizes_ns: tuple[float, ...]
+    observed_max_ns: float
+    exceedance_probabilities: tuple[tuple[float, Interval], ...]
+    return_levels: tuple[ReturnLevel, ...]
+    block_maxima: BlockMaxima | None
+    checks: tuple[Check, ...]
+    assumptions_ok: bool
+    verdict: str
+
+    def to_json(self) -> dict[str, Any]:
+        return _jsonable(dataclasses.asdict(self))
+
+
+@dataclass(frozen=True)
+class TailsReport:
+    """Tail fits of every thread of a dataset, plus what EVT can and cannot promise."""
+
+    dataset: str
+    threads: tuple[TailFit, ...]
+    skipped: tuple[tuple[int, str], ...]
+    promise: str = EVT_PROMISE
+
+    def to_json(self) -> dict[str, Any]:
+        return _jsonable(dataclasses.asdict(self))
+
+
+def choose_threshold(values: np.ndarray) -> tuple[tuple[ThresholdCandidate, ...], int]:
+    """Candidate thresholds with their GPD fits, and the index of the chosen one (rule in the module docstring).
+
+    Raises
+    ------
+    AnalysisError
+        Fewer than 5 x 50 values, or too few distinct values above the candidates.
+    """
+    n = values.size
+    k_max = min(n // 5, MAX_EXCEEDANCES)
+    if k_max < MIN_EXCEEDANCES:
+        raise AnalysisError(f"{n} wake-ups are too few for a tail fit (need at least {5 * MIN_EXCEEDANCES})")
+    desc = np.sort(values)[::-1].astype(float)
+    ks = np.unique(np.geomspace(MIN_EXCEEDANCES, k_max, N_CANDIDATES).round().astype(int))[::-1]
+    candidates = []
+    for k in ks:
+        u = desc[k]
+        y = desc[desc > u] - u
+        if y.size < MIN_EXCEEDANCES // 2:
+            continue  # ties: too few distinct values above this level
+        fit = gpd.fit_gpd(y)
+        candidates.append(ThresholdCandidate(
+            threshold_ns=float(u), exceedances=int(y.size), xi=fit.xi, xi_se=fit.xi_se, sigma_ns=fit.sigma,
+            modified_scale_ns=fit.sigma - fit.xi * float(u), mean_excess_ns=float(y.mean())))
+    if not candidates:
+        raise AnalysisError("latencies take too few distinct values for a tail fit (heavily rounded data?)")
+    candidates.sort(key=lambda c: c.threshold_ns)
+    for i, cand in enumerate(candidates):
+        higher = candidates[i + 1:]
+        if all(abs(cand.xi - h.xi) <= 1.96 * h.xi_se for h in higher):
+            return tuple(candidates), i
+    return tuple(candidates), len(candidates) - 1
+
+
+def _mrl_xi(candidates: tuple[ThresholdCandidate, ...], chosen: int) -> float:
+    """Shape implied by the slope b of mean excess vs threshold above the chosen one: xi = b / (1 + b)."""
+    above = candidates[chosen:]
+    if len(above) < 3:
+        return float("nan")
+    u = np.array([c.threshold_ns for c in above])
+    e = np.array([c.mean_excess_ns for c in above])
+    w = np.array([c.exceedances for c in above], dtype=float)
+    slope = np.polyfit(u, e, 1, w=np.sqrt(w))[0]
+    return float(slope / (1 + slope))
+
+
+def fit_block_maxima(values: np.ndarray, block_size: int, gpd_xi: float, gpd_se: float) -> BlockMaxima:
+    """GEV and Gumbel fits of maxima of consecutive blocks of ``block_size`` wake-ups; LR test of xi = 0."""
+    n_blocks = values.size // block_size
+    maxima = values[: n_blocks * block_size].reshape(n_blocks, block_size).max(axis=1).astype(float)
+    gum_loc, gum_scale = stats.gumbel_r.fit(maxima)
+    ll_gum = float(stats.gumbel_r.logpdf(maxima, gum_loc, gum_scale).sum())
+
+    def nll(p: np.ndarray) -> float:
+        value = -stats.genextreme.logpdf(maxima, p[0], p[1], np.exp(p[2])).sum()
+        return float(value) if np.isfinite(value) else 1e300
+
+    start = np.array([-0.1, gum_loc, np.log(gum_scale)])
+    res = optimize.minimize(nll, start, method="Nelder-Mead", options={"xatol": 1e-8, "fatol": 1e-9, "maxiter": 4000})
+    best = res.x if res.fun < nll(np.array([0.0, gum_loc, np.log(gum_scale)])) else np.array(
+        [0.0, gum_loc, np.log(gum_scale)])
+    ll_gev = max(-float(nll(best)), ll_gum)
+    lr = 2 * (ll_gev - ll_gum)
+    p = float(stats.chi2.sf(lr, 1))
+    xi_gev = -float(best[0])  # scipy's c is -xi
+    se = _gev_xi_se(nll, best)
+    z = abs(xi_gev - gpd_xi) / np.hypot(se, gpd_se) if np.isfinite(se) else float("nan")
+    sentence = (
+        f"block maxima ({n_blocks} blocks of {block_size} wake-ups): GEV shape ξ = {xi_gev:.3f} ± {se:.3f}; "
+        + (f"Gumbel (ξ = 0) rejected (LR = {lr:.1f}, p = {p:.3g})" if p < 0.05
+           else f"Gumbel (ξ = 0) not rejected (LR = {lr:.1f}, p = {p:.2f})")
+        + ("; agrees with the GPD shape" if z <= 2 else f"; differs from the GPD shape ({z:.1f} standard errors)")
+    )
+    return BlockMaxima(
+        block_size=block_size, maxima_ns=tuple(maxima.tolist()), gev_xi=xi_gev, gev_xi_se=se,
+        gev_loc_ns=float(best[1]), gev_scale_ns=float(np.exp(best[2])), gumbel_loc_ns=float(gum_loc),
+        gumbel_scale_ns=float(gum_scale), lr_statistic=float(lr), lr_p_value=p, sentence=sentence)
+
+
+def _gev_xi_se(nll: Any, best: np.ndarray) -> float:
+    """Standard error of xi from a central-difference Hessian of the negative log-likelihood."""
+    steps = np.array([1e-3, 1e-3 * max(abs(best[1]), 1.0), 1e-3])
+    hess = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            ei, ej = np.eye(3)[i] * steps[i], np.eye(3)[j] * steps[j]
+            hess[i, j] = (nll(best + ei + ej) - nll(best + ei - ej) - nll(best - ei + ej)
+                          + nll(best - ei - ej)) / (4 * steps[i] * steps[j])
+    try:
+        cov = np.linalg.inv(hess)
+    except np.linalg.LinAlgError:
+        return float("nan")
+    return float(np.sqrt(cov[0, 0])) if cov[0, 0] > 0 else float("nan")
+
+
+def fit_tail(
+    latency_ns: np.ndarray,
+    *,
+    interval_ns: int,
+    thread: int = 0,
+    cpu: int = -1,
+    levels_ns: tuple[float, ...] = (),
+    confidence: float = 0.90,
+    seed: int = 0,
+) -> TailFit:
+    """Peaks-over-threshold analysis of one thread's latency series (in wake-up order).
+
+    Parameters
+    ----------
+    latency_ns : ndarray
+        Latencies in ns, in wake-up order (order matters for the independence checks).
+    interval_ns : int
+        The thread's wake-up interval; sets the rate for return levels.
+    levels_ns : tuple of float
+        Latencies at which to give P(latency > x); the observed maximum is always included.
+    confidence : float
+        Level of the profile-likelihood intervals.
+    seed : int
+        Seed of the goodness-of-fit bootstrap.
+
+    Returns
+    -------
+    TailFit
+
+    Raises
+    ------
+    AnalysisError
+        Too few wake-ups (fewer than 250) or too few distinct values.
+    """
+    values = np.asarray(latency_ns)
+    if values.ndim != 1 or interval_ns <= 0:
+        raise AnalysisError("fit_tail needs a 1-D latency series and a positive interval")
+    if not 0 < confidence < 1:
+        raise AnalysisError(f"confidence must be in (0, 1), not {confidence}")
+    candidates, chosen = choose_threshold(values)
+    cand = candidates[chosen]
+    u = cand.threshold_ns
+    positions = np.flatnonzero(values > u)
+    y = values[positions].astype(float) - u
+    fit = gpd.fit_gpd(y)
+    k, n = y.size, values.size
+    a2, ad_p = gpd.gof_pvalue(y, fit, seed=seed)
+    probs = (np.arange(1, k + 1) - 0.5) / k
+    qq = float(np.corrcoef(np.sort(y), fit.isf(1 - probs))[0, 1])
+    observed_max = float(values.max())
+    exceed = []
+    for level in sorted({observed_max, *map(float, levels_ns)}):
+        if level <= u:
+            p_emp = float(np.mean(values > level))
+            exceed.append((level, Interval(p_emp, p_emp, p_emp)))
+        else:
+            exceed.append((level, Interval(*gpd.exceedance_ci(y, k, n, level - u, confidence, fit))))
+    rate = 1e9 / interval_ns
+    returns = []
+    for name, seconds in RETURN_PERIODS_S:
+        wakeups = rate * seconds
+        if 1 / wakeups >= k / n:
+            continue
+        est, lo, hi = gpd.return_level_ci(y, k, n, 1 / wakeups, confidence, fit)
+        returns.append(ReturnLevel(name, wakeups, Interval(u + est, u + lo, u + hi), wakeups / n))
+    block = max(10, n // N_BLOCKS)
+    bm = fit_block_maxima(values, block, fit.xi, fit.xi_se) if n // block >= 20 else None
+    checks = check_exceedances(positions, n)
+    if bm is not None:
+        checks += check_block_maxima(np.asarray(bm.maxima_ns))
+    failed = [c.name for c in checks if not c.passed]
+    verdict = ("assumptions hold as far as these checks can tell" if not failed else
+               "ASSUMPTIONS NOT MET (" + "; ".join(failed) + "): tail numbers are indicative only")
+    return TailFit(
+        thread=thread, cpu=cpu, n=n, rate_hz=rate, confidence=confidence, threshold_ns=u,
+        threshold_quantile=1 - k / n, exceedances=k, candidates=candidates, mrl_xi=_mrl_xi(candidates, chosen),
+        xi=fit.xi, xi_se=fit.xi_se, sigma_ns=fit.sigma, ad_statistic=a2, ad_p_value=ad_p, qq_correlation=qq,
+        exceedance_sizes_ns=tuple(np.sort(y).tolist()), observed_max_ns=observed_max,
+        exceedance_probabilities=tuple(exceed), return_levels=tuple(returns), block_maxima=bm,
+        checks=checks, assumptions_ok=not failed, verdict=verdict)
+
+
+def analyze_tails(
+    dataset: Dataset, *, levels_ns: tuple[float, ...] = (), confidence: float = 0.90,
+) -> TailsReport:
+    """Tail fit of every thread of ``dataset``; threads too short for a fit are listed in ``skipped`` with why.
+
+    Raises
+    ------
+    AnalysisError
+        Histogram-only or empty dataset, or no thread long enough for a fit.
+    """
+    fits, skipped = [], []
+    for series in read_thread_series(dataset):
+        try:
+            fits.append(fit_tail(series.latency_ns, interval_ns=series.info.interval_ns, thread=series.info.thread,
+                                 cpu=series.info.cpu, levels_ns=levels_ns, confidence=confidence))
+        except AnalysisError as exc:
+            skipped.append((series.info.thread, str(exc)))
+    if not fits:
+        reason = skipped[0][1] if skipped else "no threads"
+        raise AnalysisError(f"{dataset.path}: no thread can be tail-fitted ({reason}); capture for longer")
+    return TailsReport(str(dataset.path), tuple(fits), tuple(skipped))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and not np.isfinite(value):
+        return None if np.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
