@@ -1,0 +1,284 @@
+"""Spectral analysis of a whole dataset, thread by thread, in one streaming pass.
+
+Per thread: a Welch PSD and spectrogram of latency on the wake-up index
+(fs = 1 / interval), the same for the spike-indicator series, the
+inter-spike-interval histogram, and - when the thread has gaps (drops,
+overruns) or irregular intervals - a Lomb-Scargle periodogram on the actual
+wake-up times of its leading samples.  Peaks are tested, grouped into harmonic
+families, given alias candidates and matched to likely sources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..dataset import Dataset
+from ..errors import AnalysisError
+from .lombscargle import LombScargleSpectrum, lomb_scargle
+from .peaks import FloorTest, Peak, assess_noise_floor, find_welch_peaks, group_harmonics
+from .sources import Source, attribute, default_sources
+from .spikes import InterSpikeIntervals, IsiAccumulator, default_threshold_ns
+from .welch import MIN_NPERSEG, Psd, Spectrogram, WelchAccumulator
+
+METHODS = ("auto", "welch", "lombscargle")
+THRESHOLD_WINDOW = 1 << 16
+"""Leading wake-ups per thread from which the default spike threshold is estimated."""
+
+
+def default_nperseg(samples: int) -> int:
+    """Segment length for a thread of ``samples`` wake-ups: a power of two giving ≥ 16 segments, in [64, 4096]."""
+    target = max(samples // 16, 1)
+    return int(min(4096, max(64, 1 << (target.bit_length() - 1))))
+
+
+@dataclass(frozen=True)
+class SpectralOptions:
+    """Parameters of :func:`analyze_spectra` (recorded with the result)."""
+
+    nperseg: int | None = None
+    average: str = "mean"
+    alpha: float = 0.01
+    method: str = "auto"
+    spike_threshold_ns: float | None = None
+    columns: int = 64
+    floor_bins: int = 63
+    ls_max_points: int = 1 << 18
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise AnalysisError(f"unknown method {self.method!r}; use one of {', '.join(METHODS)}")
+        if not 0 < self.alpha < 1:
+            raise AnalysisError(f"false-alarm level {self.alpha} must be between 0 and 1, e.g. 0.01")
+        if self.nperseg is not None and self.nperseg < MIN_NPERSEG:
+            raise AnalysisError(f"--nperseg {self.nperseg} is too short; use at least {MIN_NPERSEG}")
+
+
+@dataclass(frozen=True)
+class ThreadSpectra:
+    """Everything spectral about one measuring thread."""
+
+    thread: int
+    cpu: int
+    fs_hz: float
+    samples: int
+    gaps: int
+    irregular: bool
+    method: str
+    peaks: tuple[Peak, ...]
+    psd: Psd | None
+    """None when gaps leave no contiguous run of one segment (the peaks then come from Lomb-Scargle)."""
+    floor: FloorTest | None
+    spectrogram: Spectrogram | None
+    spike_psd: Psd | None
+    spike_peaks: tuple[Peak, ...]
+    isi: InterSpikeIntervals
+    lomb_scargle: LombScargleSpectrum | None = None
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return {
+            "thread": self.thread, "cpu": self.cpu, "fs_hz": self.fs_hz, "samples": self.samples,
+            "gaps": self.gaps, "irregular": self.irregular, "method": self.method,
+            "peaks": [p.to_json() for p in self.peaks], "psd": _json(self.psd), "floor_threshold": (
+                None if self.floor is None else np.nan_to_num(self.floor.threshold, nan=0.0).tolist()),
+            "spectrogram": _json(self.spectrogram), "spike_psd": _json(self.spike_psd),
+            "spike_peaks": [p.to_json() for p in self.spike_peaks], "isi": self.isi.to_json(),
+            "lomb_scargle": None if self.lomb_scargle is None else self.lomb_scargle.to_json(),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class SpectralAnalysis:
+    """Spectral results of every analysable thread of a dataset."""
+
+    threads: tuple[ThreadSpectra, ...]
+    sources: tuple[Source, ...]
+    options: SpectralOptions
+    skipped: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict:
+        from dataclasses import asdict
+
+        return {"threads": [t.to_json() for t in self.threads], "sources": [s.to_json() for s in self.sources],
+                "options": asdict(self.options), "skipped": list(self.skipped)}
+
+
+def _json(result) -> dict | None:
+    return None if result is None else result.to_json()
+
+
+class _ThreadState:
+    """Accumulators of one thread while the dataset streams by."""
+
+    def __init__(self, thread: int, cpu: int, interval_ns: int, expected_samples: int, gaps_expected: bool,
+                 options: SpectralOptions):
+        self.thread, self.cpu, self.interval_ns = thread, cpu, interval_ns
+        self.fs_hz = 1e9 / interval_ns
+        nperseg = options.nperseg or default_nperseg(expected_samples)
+        common = {"average": options.average, "columns": options.columns, "span_hint": expected_samples}
+        self.welch = WelchAccumulator(self.fs_hz, nperseg, **common)
+        self.spike_welch = WelchAccumulator(self.fs_hz, nperseg, **common)
+        self.options = options
+        self.threshold = options.spike_threshold_ns
+        self.isi: IsiAccumulator | None = None
+        if self.threshold is not None:
+            self.isi = IsiAccumulator(self.threshold, "given")
+        self.pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.pending_n = 0
+        self.want_ls = options.method == "lombscargle" or (options.method == "auto" and gaps_expected)
+        self.ls_times: list[np.ndarray] = []
+        self.ls_values: list[np.ndarray] = []
+        self.ls_n = 0
+        self.first_expected: int | None = None
+        self.last_index: int | None = None
+        self.gaps = 0
+        self.irregular = False
+        self.samples = 0
+
+    def update(self, expected_ns: np.ndarray, actual_ns: np.ndarray) -> None:
+        if self.first_expected is None:
+            self.first_expected = int(expected_ns[0])
+        offset = expected_ns - self.first_expected
+        index = offset // self.interval_ns
+        if np.any(offset % self.interval_ns):
+            self.irregular = True
+        steps = np.diff(index if self.last_index is None else np.r_[self.last_index, index])
+        self.gaps += int(np.count_nonzero(steps != 1))
+        self.last_index = int(index[-1])
+        latency = (actual_ns - expected_ns).astype(np.float64)
+        self.samples += latency.size
+        self.welch.update(latency, None if self.irregular else index)
+        self._spikes(index, actual_ns, latency)
+        if self.ls_n < self.options.ls_max_points:
+            take = self.options.ls_max_points - self.ls_n
+            self.ls_times.append(actual_ns[:take])
+            self.ls_values.append(latency[:take])
+            self.ls_n += min(take, latency.size)
+
+    def _spikes(self, index: np.ndarray, actual_ns: np.ndarray, latency: np.ndarray) -> None:
+        if self.isi is None:
+            self.pending.append((index, actual_ns, latency))
+            self.pending_n += latency.size
+            if self.pending_n >= THRESHOLD_WINDOW:
+                self._fix_threshold()
+            return
+        indicator = self.isi.update(actual_ns, latency)
+        self.spike_welch.update(indicator, None if self.irregular else index)
+
+    def _fix_threshold(self) -> None:
+        leading = np.concatenate([lat for _, _, lat in self.pending])[:THRESHOLD_WINDOW]
+        rule = f"median + 10 IQR of the first {leading.size} wake-ups"
+        self.isi = IsiAccumulator(default_threshold_ns(leading), rule)
+        pending, self.pending = self.pending, []
+        for index, actual_ns, latency in pending:
+            self._spikes(index, actual_ns, latency)
+
+    def result(self, sources: tuple[Source, ...]) -> ThreadSpectra:
+        if self.isi is None:
+            if not self.pending:
+                raise AnalysisError(f"too short for spectral analysis (n=0, need ≥ {self.welch.nperseg})")
+            self._fix_threshold()
+        assert self.isi is not None
+        options = self.options
+        notes = []
+        use_ls = self.want_ls or self.irregular
+        try:
+            psd, spike_psd = self.welch.result(), self.spike_welch.result()
+        except AnalysisError as exc:
+            if not use_ls or self.ls_n < 2 * self.welch.nperseg:
+                raise
+            psd = spike_psd = None
+            notes.append(f"no Welch spectrum: {exc}")
+        fs = None if self.irregular else self.fs_hz
+        peaks = () if psd is None else find_welch_peaks(psd, alpha=options.alpha, floor_bins=options.floor_bins)
+        method = f"welch-{options.average}"
+        ls = None
+        if use_ls:
+            times = np.concatenate(self.ls_times) / 1e9
+            ls = lomb_scargle(times, np.concatenate(self.ls_values), alpha=options.alpha)
+            peaks, method = ls.peaks, "lomb-scargle"
+            if ls.n_used < self.samples:
+                notes.append(f"Lomb-Scargle used the first {ls.n_used} of {self.samples} wake-ups")
+        if self.irregular:
+            notes.append("intervals are not whole multiples of interval_ns: Welch ran on row order, "
+                         "peaks come from Lomb-Scargle")
+        if self.gaps:
+            notes.append(f"{self.gaps} gaps in the wake-up index (drops or overruns): Welch segments do not span them")
+        peaks = attribute(group_harmonics(peaks, fs_hz=self.fs_hz), sources, fs_hz=fs)
+        spike_peaks = () if spike_psd is None else attribute(group_harmonics(
+            find_welch_peaks(spike_psd, alpha=options.alpha, floor_bins=options.floor_bins), fs_hz=self.fs_hz),
+            sources, fs_hz=fs)
+        return ThreadSpectra(
+            thread=self.thread, cpu=self.cpu, fs_hz=self.fs_hz, samples=self.samples, gaps=self.gaps,
+            irregular=self.irregular, method=method, peaks=peaks, psd=psd,
+            floor=None if psd is None else assess_noise_floor(psd, floor_bins=options.floor_bins, alpha=options.alpha),
+            spectrogram=None if psd is None else self.welch.spectrogram(), spike_psd=spike_psd,
+            spike_peaks=spike_peaks,
+            isi=self.isi.result(), lomb_scargle=ls, notes=tuple(notes),
+        )
+
+
+def analyze_spectra(dataset: Dataset, options: SpectralOptions | None = None, *,
+                    sources: Sequence[Source] = ()) -> SpectralAnalysis:
+    """Spectra, significant peaks and likely sources of every thread of a dataset, in one streaming pass.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        A sample dataset (not a histogram import).
+    options : SpectralOptions, optional
+        Segment length, averaging, false-alarm level, method, spike threshold.
+    sources : sequence of Source
+        User-supplied candidate sources, preferred over the built-in ones.
+
+    Returns
+    -------
+    SpectralAnalysis
+
+    Raises
+    ------
+    AnalysisError
+        A histogram dataset, or every thread too short for one segment.
+    """
+    options = options or SpectralOptions()
+    if dataset.is_histogram:
+        raise AnalysisError(f"{dataset.path}: a histogram-only dataset has no time series; spectra need wake-ups")
+    states: dict[int, _ThreadState] = {}
+    for info in dataset.metadata.threads:
+        states[info.thread] = _ThreadState(info.thread, info.cpu, info.interval_ns, max(info.samples, 1),
+                                           info.drops + info.overruns > 0, options)
+    for batch in dataset.iter_batches(["thread", "expected_ns", "actual_ns"]):
+        threads = batch.column(0).to_numpy()
+        expected = batch.column(1).to_numpy()
+        actual = batch.column(2).to_numpy()
+        for thread, rows in _rows_by_thread(threads):
+            if thread not in states:
+                raise AnalysisError(f"{dataset.path}: rows of thread {thread} but no metadata for it; "
+                                    "run 'jitterscope validate' on the dataset")
+            states[thread].update(expected[rows], actual[rows])
+    all_sources = tuple(sources) + default_sources(dataset.metadata.environment, None)
+    results, skipped = [], []
+    for thread, state in sorted(states.items()):
+        thread_sources = tuple(sources) + default_sources(dataset.metadata.environment, state.fs_hz)
+        try:
+            results.append(state.result(thread_sources))
+        except AnalysisError as exc:
+            skipped.append(f"thread {thread}: {exc}")
+    if not results:
+        raise AnalysisError(skipped[0].split(": ", 1)[1] if skipped else f"{dataset.path}: no threads")
+    return SpectralAnalysis(tuple(results), all_sources, options, tuple(skipped))
+
+
+def _rows_by_thread(threads: np.ndarray):
+    first = threads[0]
+    if threads.size and np.all(threads == first):
+        yield int(first), slice(None)
+        return
+    order = np.argsort(threads, kind="stable")
+    values, starts = np.unique(threads[order], return_index=True)
+    for value, start, stop in zip(values, starts, np.r_[starts[1:], threads.size], strict=True):
+        yield int(value), order[start:stop]

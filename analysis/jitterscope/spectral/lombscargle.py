@@ -1,0 +1,133 @@
+"""Lomb-Scargle periodogram on actual wake-up times, for series with gaps, drops or irregular intervals.
+
+Uses :class:`astropy.timeseries.LombScargle` (standard normalisation, floating
+mean) and Baluev's (2008) analytic false-alarm probability of each peak over
+the searched band.  Not streaming: it runs on at most ``max_points`` samples
+(the leading ones) and says how many it used.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from astropy.timeseries import LombScargle
+from scipy import signal
+
+from ..errors import AnalysisError
+from .peaks import Peak
+
+MIN_POINTS = 64
+# A weaker peak within this many resolution elements of a stronger one, and below this fraction of its
+# power, is the stronger one's spectral-window side lobe (sinc: -13 dB first lobe).
+_SIDELOBE_REACH = 3.0
+_SIDELOBE_FRACTION = 0.25
+
+
+@dataclass(frozen=True)
+class LombScargleSpectrum:
+    """A Lomb-Scargle periodogram (power normalised to [0, 1]) and its significant peaks."""
+
+    frequencies_hz: np.ndarray
+    power: np.ndarray
+    peaks: tuple[Peak, ...]
+    n_used: int
+    n_total: int
+    span_s: float
+    resolution_hz: float
+    alpha: float
+
+    def to_json(self) -> dict:
+        return {
+            "frequencies_hz": self.frequencies_hz.tolist(), "power": self.power.tolist(),
+            "peaks": [p.to_json() for p in self.peaks], "n_used": self.n_used, "n_total": self.n_total,
+            "span_s": self.span_s, "resolution_hz": self.resolution_hz, "alpha": self.alpha,
+            "method": "lomb-scargle (astropy, standard normalisation), Baluev FAP",
+        }
+
+
+def lomb_scargle(times_s: np.ndarray, values: np.ndarray, *, alpha: float = 0.01, max_frequency_hz: float | None = None,
+                 samples_per_peak: int = 5, max_points: int = 1 << 20, max_frequencies: int = 1 << 19,
+                 max_peaks: int = 50) -> LombScargleSpectrum:
+    """Lomb-Scargle periodogram and its peaks with Baluev false-alarm probability below ``alpha``.
+
+    Parameters
+    ----------
+    times_s : ndarray
+        Sample times in seconds (any origin), increasing.
+    values : ndarray
+        Sample values (latency in ns).
+    alpha : float
+        Keep peaks whose false-alarm probability is below this.
+    max_frequency_hz : float, optional
+        Top of the searched band; default the Nyquist frequency of the median sampling interval.
+    samples_per_peak : int
+        Grid oversampling of the resolution 1 / span.
+    max_points : int
+        Use at most this many (leading) samples.
+    max_frequencies : int
+        Cap on the grid size; the oversampling is reduced to respect it.
+    max_peaks : int
+        Keep at most this many peaks.
+
+    Returns
+    -------
+    LombScargleSpectrum
+
+    Raises
+    ------
+    AnalysisError
+        Fewer than 64 samples, or all values equal.
+    """
+    times_s = np.asarray(times_s, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    n_total = values.size
+    if n_total < MIN_POINTS:
+        raise AnalysisError(f"too short for spectral analysis (n={n_total}, need ≥ {MIN_POINTS}); capture longer")
+    times_s, values = times_s[:max_points] - times_s[0], values[:max_points]
+    span = float(times_s[-1])
+    if not span > 0 or np.ptp(values) == 0:
+        raise AnalysisError("latency is constant or all samples share one time; nothing to analyse spectrally")
+    resolution = 1.0 / span
+    nyquist = 0.5 / float(np.median(np.diff(times_s)))
+    top = nyquist if max_frequency_hz is None else float(max_frequency_hz)
+    per_peak = samples_per_peak
+    while (top - resolution) / (resolution / per_peak) > max_frequencies and per_peak > 1:
+        per_peak -= 1
+    step = resolution / per_peak
+    frequencies = np.arange(resolution, top, step)
+    model = LombScargle(times_s, values)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # astropy warns about the fast method's approximations
+        power = np.asarray(model.power(frequencies, method="fast" if values.size > 20_000 else "auto",
+                                       assume_regular_frequency=True))
+    candidates, _ = signal.find_peaks(power)
+    if candidates.size == 0:
+        return LombScargleSpectrum(frequencies, power, (), values.size, n_total, span, resolution, alpha)
+    fap = np.asarray(model.false_alarm_probability(power[candidates], method="baluev",
+                                                   minimum_frequency=frequencies[0], maximum_frequency=top))
+    keep = fap < alpha
+    candidates, fap = candidates[keep], fap[keep]
+    order = np.argsort(power[candidates])[::-1]
+    kept: list[int] = []
+    for i in order:
+        idx = candidates[i]
+        near = [k for k in kept if abs(frequencies[candidates[k]] - frequencies[idx]) <= _SIDELOBE_REACH * resolution]
+        if any(power[idx] < _SIDELOBE_FRACTION * power[candidates[k]] for k in near):
+            continue
+        kept.append(int(i))
+        if len(kept) == max_peaks:
+            break
+    level = np.median(power)
+    db = 10 * np.log10(np.maximum(power, np.finfo(float).tiny))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prominence = signal.peak_prominences(db, candidates[kept])[0] if kept else []
+    peaks = tuple(
+        Peak(frequency_hz=float(frequencies[candidates[i]]), power=float(power[candidates[i]]),
+             snr=float(power[candidates[i]] / level), fap=float(fap[i]), prominence_db=float(prom),
+             bin_index=int(candidates[i]), resolution_hz=resolution, method="lomb-scargle")
+        for i, prom in zip(kept, prominence, strict=True)
+    )
+    return LombScargleSpectrum(frequencies, power, peaks, values.size, n_total, span, resolution, alpha)

@@ -1,0 +1,233 @@
+"""Significant peaks of a spectrum: noise-floor test, prominence and harmonic grouping.
+
+Noise-floor test (Welch): for Gaussian noise the averaged periodogram in a bin
+is the local noise level times a known null distribution (chi2(nu)/nu for the
+mean of K segments, nu the equivalent degrees of freedom; an exponential order
+statistic for the median).  The local level is the running median of the
+spectrum over ``floor_bins`` neighbouring bins divided by the null's median;
+the per-bin p-value is the null's survival function at power / level, and the
+false-alarm probability over the M tested bins is Šidák's 1 - (1 - p)^M.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+from scipy import ndimage, signal
+
+from .welch import Psd
+
+# Hann side lobes: -31.5 dB at 2.5 bins, falling 18 dB per octave.  A weaker peak within this envelope
+# (plus a margin) of a stronger neighbour is that neighbour's leakage, not a disturbance of its own.
+_SIDELOBE_DB_AT = (2.5, -31.5)
+_SIDELOBE_DB_PER_DECADE = -60.0
+_SIDELOBE_MARGIN_DB = 10.0
+_SIDELOBE_REACH_BINS = 16
+
+
+@dataclass(frozen=True)
+class Peak:
+    """One significant spectral peak.
+
+    ``power`` is in the spectrum's unit (ns^2/Hz for a Welch PSD of latency,
+    dimensionless for Lomb-Scargle); ``snr`` is power over the local noise level.
+    """
+
+    frequency_hz: float
+    power: float
+    snr: float
+    fap: float
+    prominence_db: float
+    bin_index: int
+    resolution_hz: float
+    method: str
+    harmonic_group: int = 0
+    harmonic_number: int = 1
+    alias_candidates_hz: tuple[float, ...] = ()
+    likely_source: str | None = None
+
+    @property
+    def period_s(self) -> float:
+        return 1.0 / self.frequency_hz if self.frequency_hz > 0 else math.inf
+
+    def to_json(self) -> dict:
+        out = asdict(self)
+        out["period_s"] = self.period_s
+        out["alias_candidates_hz"] = list(self.alias_candidates_hz)
+        return out
+
+
+@dataclass(frozen=True)
+class FloorTest:
+    """Per-bin outcome of the noise-floor test (bins outside the test hold NaN)."""
+
+    floor: np.ndarray
+    p_value: np.ndarray
+    fap: np.ndarray
+    tested_bins: int
+    threshold: np.ndarray
+    """Power at which a bin's false-alarm probability equals ``alpha``."""
+
+
+def assess_noise_floor(psd: Psd, *, floor_bins: int = 63, alpha: float = 0.01) -> FloorTest:
+    """Per-bin false-alarm probability of a Welch PSD against its local noise floor.
+
+    Bin 0 (removed by detrending) and the Nyquist bin are not tested.
+
+    Parameters
+    ----------
+    psd : Psd
+        The averaged spectrum.
+    floor_bins : int
+        Width of the running median that estimates the local noise level.
+    alpha : float
+        False-alarm probability at which ``threshold`` is drawn.
+
+    Returns
+    -------
+    FloorTest
+    """
+    power = psd.psd
+    last = power.size - 1 if psd.nperseg % 2 == 0 else power.size
+    tested = slice(1, last)
+    width = min(floor_bins | 1, (last - 1) | 1 if last > 2 else 1)
+    floor = np.full(power.size, np.nan)
+    floor[tested] = ndimage.median_filter(power[tested], size=width, mode="reflect")
+    level = floor / psd.null.median
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_value = psd.null.sf(power / level)
+    p_value[[0, *range(last, power.size)]] = np.nan
+    tested_bins = last - 1
+    fap = -np.expm1(tested_bins * np.log1p(-np.clip(p_value, 0.0, 1.0 - 1e-16)))
+    per_bin = -np.expm1(np.log1p(-alpha) / max(tested_bins, 1))
+    threshold = level * psd.null.isf(per_bin)
+    return FloorTest(floor=floor, p_value=p_value, fap=fap, tested_bins=tested_bins, threshold=threshold)
+
+
+def find_welch_peaks(psd: Psd, *, alpha: float = 0.01, floor_bins: int = 63, max_peaks: int = 50) -> tuple[Peak, ...]:
+    """Peaks of a Welch PSD whose false-alarm probability is below ``alpha``, strongest first.
+
+    Parameters
+    ----------
+    psd : Psd
+        The averaged spectrum.
+    alpha : float
+        Family-wise false-alarm probability over all tested bins.
+    floor_bins : int
+        Width of the running median that estimates the local noise level.
+    max_peaks : int
+        Keep at most this many peaks.
+
+    Returns
+    -------
+    tuple of Peak
+        Frequencies refined by Gaussian (log-parabolic) interpolation between bins.
+
+    Notes
+    -----
+    Contiguous significant bins form one peak at their maximum; a peak within
+    the Hann side-lobe envelope (+10 dB) of a stronger one nearby is dropped.
+    """
+    if not np.any(psd.psd[1:] > 0):
+        return ()  # a constant series (e.g. no spikes at all) has no peaks
+    test = assess_noise_floor(psd, floor_bins=floor_bins, alpha=alpha)
+    significant = np.nan_to_num(test.fap, nan=1.0) < alpha
+    labels, count = ndimage.label(significant)
+    if count == 0:
+        return ()
+    power = psd.psd
+    maxima = np.array(ndimage.maximum_position(power, labels, index=np.arange(1, count + 1))).ravel()
+    maxima = _drop_sidelobes(maxima[np.argsort(power[maxima])[::-1]], power)[:max_peaks]
+    level_db = 10 * np.log10(np.maximum(power, np.finfo(float).tiny))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a region maximum on a plateau edge
+        prominences = signal.peak_prominences(level_db, maxima)[0] if maxima.size else np.array([])
+    peaks = []
+    for idx, prominence in zip(maxima, prominences, strict=True):
+        offset = _interpolate(power, int(idx))
+        peaks.append(Peak(
+            frequency_hz=float((idx + offset) * psd.bin_width_hz), power=float(power[idx]),
+            snr=float(power[idx] / (test.floor[idx] / psd.null.median)), fap=float(test.fap[idx]),
+            prominence_db=float(prominence), bin_index=int(idx), resolution_hz=psd.bin_width_hz,
+            method=f"welch-{psd.average}",
+        ))
+    return tuple(peaks)
+
+
+def _drop_sidelobes(order: np.ndarray, power: np.ndarray) -> np.ndarray:
+    kept: list[int] = []
+    for idx in order:
+        leak = False
+        for strong in kept:
+            distance = abs(int(idx) - strong)
+            if distance <= _SIDELOBE_REACH_BINS:
+                decades = np.log10(max(distance, 1) / _SIDELOBE_DB_AT[0])
+                envelope = _SIDELOBE_DB_AT[1] + _SIDELOBE_DB_PER_DECADE * decades
+                if 10 * np.log10(power[idx] / power[strong]) < min(envelope, _SIDELOBE_DB_AT[1]) + _SIDELOBE_MARGIN_DB:
+                    leak = True
+                    break
+        if not leak:
+            kept.append(int(idx))
+    return np.array(kept, dtype=np.int64)
+
+
+def _interpolate(power: np.ndarray, idx: int) -> float:
+    if idx <= 0 or idx >= power.size - 1 or np.any(power[idx - 1:idx + 2] <= 0):
+        return 0.0
+    a, b, c = np.log(power[idx - 1:idx + 2])
+    denominator = a - 2 * b + c
+    return float(np.clip(0.5 * (a - c) / denominator, -0.5, 0.5)) if denominator < 0 else 0.0
+
+
+def fold_frequency(frequency_hz: float | np.ndarray, fs_hz: float) -> float | np.ndarray:
+    """Where a frequency appears after sampling at ``fs_hz``: |f - k fs| folded into [0, fs/2]."""
+    wrapped = np.mod(frequency_hz, fs_hz)
+    return np.minimum(wrapped, fs_hz - wrapped)
+
+
+def group_harmonics(peaks: tuple[Peak, ...], *, fs_hz: float | None, max_harmonic: int = 32) -> tuple[Peak, ...]:
+    """Label harmonic families f0, 2 f0, ... (harmonics above fs/2 matched where they fold to).
+
+    Parameters
+    ----------
+    peaks : tuple of Peak
+        Significant peaks (any order).
+    fs_hz : float or None
+        Sampling frequency for folding; None for no folding (irregular sampling).
+    max_harmonic : int
+        Highest harmonic number searched.
+
+    Returns
+    -------
+    tuple of Peak
+        The same peaks in the same order, with ``harmonic_group`` (1-based, by
+        ascending fundamental) and ``harmonic_number`` set.  A peak belonging
+        to no family is its own group with number 1.
+
+    Notes
+    -----
+    Fundamentals are tried from the lowest frequency up.  Harmonic n matches a
+    peak within one resolution element plus n times the fundamental's
+    half-bin uncertainty of its predicted (folded) frequency.
+    """
+    order = sorted(range(len(peaks)), key=lambda i: peaks[i].frequency_hz)
+    group = [0] * len(peaks)
+    number = [1] * len(peaks)
+    next_group = 1
+    for i in order:
+        if group[i]:
+            continue
+        group[i] = next_group
+        f0 = peaks[i].frequency_hz
+        resolution = peaks[i].resolution_hz
+        for n in range(2, max_harmonic + 1):
+            predicted = n * f0 if fs_hz is None else fold_frequency(n * f0, fs_hz)
+            tolerance = resolution * (0.75 + 0.05 * n)
+            for j in order:
+                if not group[j] and abs(peaks[j].frequency_hz - predicted) <= tolerance:
+                    group[j], number[j] = next_group, n
+        next_group += 1
+    return tuple(replace(p, harmonic_group=g, harmonic_number=n) for p, g, n in zip(peaks, group, number, strict=True))
