@@ -155,7 +155,7 @@ def to_latex(table: Table) -> str:
     spec = "".join(table.alignment())
     lines = [
         r"\begin{table}[htbp]", r"\centering", rf"\caption{{{latex_escape(table.title)}}}",
-        rf"\label{{tab:{latex_escape(table.name)}}}", rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
+        rf"\label{{tab:{_label(table.name)}}}", rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
         " & ".join(latex_escape(c) for c in table.columns) + r" \\", r"\midrule",
     ]
     lines += [" & ".join(latex_escape(text) for text in row) + r" \\" for row in table.text_rows()]
@@ -178,6 +178,10 @@ def key_value_table(name: str, title: str, items: Mapping[str, Any] | Sequence[t
     rows = tuple((str(key), _display_value(value)) for key, value in pairs)
     return Table(name=name, title=title, columns=headers, rows=rows, formats=("", ""),
                  notes=tuple(notes), align=("l", "l"))
+
+
+def _label(name: str) -> str:
+    return "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-:.") else "-" for ch in name)
 
 
 def _display_value(value: Any) -> Cell:

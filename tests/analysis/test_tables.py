@@ -1,0 +1,104 @@
+"""Tables: text layout, CSV/JSON round trips, LaTeX booktabs with every special escaped."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import pandas as pd
+import pytest
+from jitterscope.tables import (
+    Table,
+    format_cell,
+    key_value_table,
+    latex_escape,
+    to_csv,
+    to_json_text,
+    to_latex,
+    to_text,
+)
+
+
+def _table() -> Table:
+    return Table(
+        name="t", title="Latency & friends_1",
+        columns=("thread", "p99 [µs]", "note"),
+        rows=((0, 12.3456, "50% of #1 ~ $x^2$ {a}\\b"), (1, float("nan"), None), (12, 1234.5, "plain")),
+        formats=("", "{:.2f}", ""),
+        notes=("n/a: not resolved",),
+    )
+
+
+def test_format_cell_never_shows_nan():
+    assert format_cell(None) == "n/a"
+    assert format_cell(float("nan"), "{:.2f}") == "n/a"
+    assert format_cell(float("inf"), "{:.2f}") == "n/a"
+    assert format_cell(3.14159, "{:.2f}") == "3.14"
+    assert format_cell(1234567, "{:,}") == "1,234,567"
+    assert format_cell("x", "{:.2f}") == "x"
+
+
+def test_rows_must_match_columns():
+    with pytest.raises(ValueError, match="cells"):
+        Table(name="bad", title="bad", columns=("a", "b"), rows=((1,),))
+    with pytest.raises(ValueError, match="formats"):
+        Table(name="bad", title="bad", columns=("a", "b"), rows=((1, 2),), formats=("",))
+
+
+def test_text_layout_aligns_numbers_right_and_fits_width():
+    lines = to_text(_table())
+    header = lines[1]
+    assert header.startswith("thread") and "p99 [µs]" in header
+    row0, row1, row2 = lines[3:6]
+    # numbers right-aligned: the decimal points line up in the p99 column
+    assert row0.index("12.35") + len("12.35") == row2.index("1234.50") + len("1234.50")
+    assert "n/a" in row1 and "nan" not in " ".join(lines).lower().replace("n/a", "")
+    assert lines[0] == lines[2] == lines[6] and set(lines[0]) == {"─"}
+    assert lines[-1] == "n/a: not resolved"
+    narrow = to_text(Table(name="w", title="w", columns=("k", "v"), rows=(("key", "x" * 300),)), max_width=60)
+    assert all(len(line) <= 60 for line in narrow)
+    assert "…" in narrow[3]
+
+
+def test_csv_round_trips_through_pandas():
+    frame = pd.read_csv(io.StringIO(to_csv(_table())))
+    assert list(frame.columns) == ["thread", "p99 [µs]", "note"]
+    assert frame["thread"].tolist() == [0, 1, 12]
+    assert frame["p99 [µs]"].iloc[0] == pytest.approx(12.3456)  # raw value, not the rounded display
+    assert math.isnan(frame["p99 [µs]"].iloc[1])
+    assert frame["note"].iloc[0] == "50% of #1 ~ $x^2$ {a}\\b"
+
+
+def test_json_is_valid_and_has_no_nan():
+    text = to_json_text(_table())
+    assert "NaN" not in text
+    obj = json.loads(text)
+    assert obj["rows"][1] == {"thread": 1, "p99 [µs]": None, "note": None}
+    assert obj["rows"][2]["p99 [µs]"] == 1234.5
+
+
+def test_latex_uses_booktabs_and_escapes_specials():
+    tex = to_latex(_table())
+    assert tex.count(r"\toprule") == tex.count(r"\midrule") == tex.count(r"\bottomrule") == 1
+    assert r"\begin{tabular}{rrl}" in tex  # thread is numeric: right-aligned
+    assert r"50\% of \#1 \textasciitilde{} \$x\textasciicircum{}2\$ \{a\}\textbackslash{}b" in tex
+    assert r"p99 [\textmu{}s]" in tex
+    assert r"\caption{Latency \& friends\_1}" in tex
+    body = tex.split(r"\midrule")[1].split(r"\bottomrule")[0]
+    for line in body.strip().splitlines():  # every unescaped & is a column separator
+        assert line.replace(r"\&", "").count("&") == 2 and line.endswith(r"\\")
+
+
+@pytest.mark.parametrize(("raw", "escaped"), [
+    ("a_b", r"a\_b"), ("100%", r"100\%"), ("x&y", r"x\&y"), ("~", r"\textasciitilde{}"), ("#", r"\#"),
+    ("{}", r"\{\}"), ("\\", r"\textbackslash{}"), ("^", r"\textasciicircum{}"), ("$", r"\$"), ("µs", r"\textmu{}s"),
+])
+def test_latex_escape_each_special(raw, escaped):
+    assert latex_escape(raw) == escaped
+
+
+def test_key_value_table_renders_nested_values_as_json():
+    table = key_value_table("kv", "KV", {"a": 1, "b": [1, 2], "c": {"x": True}, "d": None, "e": False})
+    assert table.rows == (("a", 1), ("b", "[1,2]"), ("c", '{"x":true}'), ("d", None), ("e", "no"))
+    assert table.alignment() == ("l", "l")
