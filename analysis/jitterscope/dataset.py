@@ -2,22 +2,27 @@
 
 Reading is streaming: :meth:`Dataset.iter_batches` yields Arrow record batches
 row group by row group, so memory stays bounded by one row group whatever the
-dataset's size.  Writing is for importers, ``simulate`` and ``pack``; the
-capture binary writes its own files in C.
+dataset's size.  :func:`iter_thread_batches` splits them by thread (each
+thread's rows in order) and checks the contract's invariants on the way.
+Writing is for importers, ``simulate`` and ``pack``; the capture binary
+writes its own files in C.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import DatasetError, SchemaError
-from .metadata import Metadata
+from .invariants import InvariantChecker
+from .metadata import Metadata, ThreadInfo
 from .schema import HISTOGRAM_COLUMNS, SAMPLE_COLUMNS, histogram_schema, sample_schema
 
 PART_GLOB = "part-*.parquet"
@@ -67,6 +72,69 @@ class Dataset:
         batches = list(self.iter_batches(columns))
         schema = self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
         return pa.Table.from_batches(batches, schema=schema)
+
+
+def iter_thread_batches(
+    dataset: Dataset, columns: Sequence[str], *, check: bool = True,
+) -> Iterator[tuple[ThreadInfo, pa.RecordBatch]]:
+    """Yield ``(thread info, batch)`` with the rows of one thread per batch, in bounded memory.
+
+    One pass over the dataset in file order.  Each thread's rows come in
+    order (``seq`` increasing) across the batches yielded for it; batches of
+    different threads interleave as the rows do in the files.  Each batch has
+    exactly ``columns``.
+
+    Parameters
+    ----------
+    dataset
+        An opened sample dataset (not kind ``histogram``).
+    columns
+        Columns wanted in the batches.
+    check
+        Check the contract's per-thread invariants while reading (strictly
+        increasing ``seq`` and ``expected_ns``, steps that are whole multiples of
+        the interval and agree with ``overruns``, drops equal to the ``seq`` gaps)
+        and raise at the first violation.
+
+    Raises
+    ------
+    SchemaError
+        A row belongs to a thread the metadata does not list, or (with ``check``)
+        the rows break an invariant.
+    DatasetError
+        A row group cannot be read.
+    """
+    if dataset.is_histogram:
+        raise SchemaError(f"{dataset.path}: a histogram dataset has no per-wake-up rows to iterate")
+    columns = list(columns)
+    checked = ["cpu", "seq", "expected_ns", "actual_ns"] + (["overruns"] if dataset.has("overruns") else [])
+    needed = list(dict.fromkeys(["thread", *columns, *(checked if check else [])]))
+    checker = InvariantChecker(dataset.metadata, where=str(dataset.path), strict=True)
+    for batch in dataset.iter_batches(needed):
+        threads = batch.column("thread").to_numpy()
+        for thread, rows in _split_by_thread(threads, batch):
+            info = checker.info(thread)
+            assert info is not None  # strict: an unknown thread raised
+            if check:
+                arrays = [rows.column(c).to_numpy() for c in checked]
+                checker.check(thread, *arrays[:4], arrays[4] if len(arrays) > 4 else None)
+            yield info, rows.select(columns)
+    if check:
+        checker.finish(dataset.has("overruns"))
+
+
+def _split_by_thread(threads: np.ndarray, batch: pa.RecordBatch) -> Iterator[tuple[int, pa.RecordBatch]]:
+    if threads.size == 0:
+        return
+    first = int(threads[0])
+    if threads.min() == threads.max():  # the common case: a row group holds one thread
+        yield first, batch
+        return
+    order = np.argsort(threads, kind="stable")  # stable keeps each thread's rows in order
+    sorted_threads = threads[order]
+    bounds = np.concatenate([[0], np.flatnonzero(np.diff(sorted_threads)) + 1, [threads.size]])
+    for start, stop in itertools.pairwise(bounds.tolist()):
+        yield int(sorted_threads[start]), batch.take(pa.array(order[start:stop]))
 
 
 def open_dataset(path: str | os.PathLike[str]) -> Dataset:
