@@ -20,6 +20,9 @@ COMMANDS: tuple[str, ...] = (
     "capture",
     "demo",
     "simulate",
+    "summary",
+    "info",
+    "validate",
     "report",
 )
 
