@@ -1,2 +1,504 @@
+/* jitterscope-capture: options -> setup -> run -> drain -> finish.
+ * Every failure during setup prints one line and exits non-zero; after
+ * setup every exit goes through capture_cleanup().  The signal handler only
+ * stores the signal number. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
-int main(void){puts("x");return 0;}
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "config.h"
+#include "counters.h"
+#include "envinfo.h"
+#include "jsonw.h"
+#include "output.h"
+#include "timerloop.h"
+#include "writer.h"
+
+#define PROG "jitterscope-capture"
+#define MAX_DEGRADED 8
+
+struct capture {
+	struct config cfg;
+	struct counters_probe probe;
+	struct timerloop *loops;
+	struct writer_thread *wthreads;
+	pthread_t *tids;
+	int started;                  /* measuring threads created */
+	struct timerloop_gate gate;
+	struct writer writer;
+	pthread_t writer_tid;
+	bool writer_started;
+	int writer_cpu;
+	atomic_bool stop;
+	int dir_fd, dma_fd;
+	bool mlocked;
+	int mlock_errno, dma_errno;
+	const char *degraded[MAX_DEGRADED];
+	int ndegraded;
+	char *environment_json, *settings_json, *counters_json, *clock_json;
+};
+
+static atomic_int capture_signal;
+
+static void capture_on_signal(int signo)
+{
+	atomic_store(&capture_signal, signo);
+}
+
+static int capture_policy(enum config_policy p)
+{
+	return p == POLICY_FIFO ? SCHED_FIFO : p == POLICY_RR ? SCHED_RR : SCHED_OTHER;
+}
+
+static void capture_degrade(struct capture *c, const char *sentence)
+{
+	if (c->ndegraded < MAX_DEGRADED)
+		c->degraded[c->ndegraded++] = sentence;
+}
+
+/* Tries the real-time policy on ourselves first, so a refusal is reported
+ * before anything is created; then back to SCHED_OTHER. */
+static int capture_check_policy(const struct config *cfg)
+{
+	if (cfg->policy == POLICY_OTHER)
+		return 0;
+	struct sched_param param = {.sched_priority = cfg->priority};
+	if (sched_setscheduler(0, capture_policy(cfg->policy), &param)) {
+		int err = errno;
+		fprintf(stderr,
+			PROG ": SCHED_%s priority %d refused: %s (needs root or CAP_SYS_NICE, and a cgroup with real-time "
+			"budget); --policy other runs a degraded measurement\n",
+			cfg->policy == POLICY_FIFO ? "FIFO" : "RR", cfg->priority, strerror(err));
+		return -err;
+	}
+	struct sched_param normal = {.sched_priority = 0};
+	sched_setscheduler(0, SCHED_OTHER, &normal);
+	return 0;
+}
+
+/* Keeps /dev/cpu_dma_latency at latency_us for as long as the fd is open. */
+static void capture_hold_latency(struct capture *c)
+{
+	c->dma_fd = -1;
+	if (c->cfg.latency_us < 0)
+		return;
+	int32_t value = c->cfg.latency_us;
+	c->dma_fd = open("/dev/cpu_dma_latency", O_RDWR | O_CLOEXEC);
+	if (c->dma_fd >= 0 && write(c->dma_fd, &value, sizeof(value)) == (ssize_t)sizeof(value))
+		return;
+	c->dma_errno = errno;
+	if (c->dma_fd >= 0)
+		close(c->dma_fd);
+	c->dma_fd = -1;
+	capture_degrade(c, "/dev/cpu_dma_latency could not be held: deep idle states may add wake-up latency");
+	if (!c->cfg.quiet)
+		fprintf(stderr, PROG ": warning: cannot hold /dev/cpu_dma_latency: %s (recorded in the metadata)\n",
+			strerror(c->dma_errno));
+}
+
+static void capture_lock_memory(struct capture *c)
+{
+	c->mlocked = mlockall(MCL_CURRENT | MCL_FUTURE) == 0;
+	if (c->mlocked)
+		return;
+	c->mlock_errno = errno;
+	capture_degrade(c, "mlockall failed: page faults may add wake-up latency");
+	if (!c->cfg.quiet)
+		fprintf(stderr, PROG ": warning: mlockall: %s (recorded in the metadata)\n", strerror(c->mlock_errno));
+}
+
+/* The first online CPU that is not measured, or -1. */
+static int capture_pick_writer_cpu(const struct config *cfg)
+{
+	cpu_set_t allowed;
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		return -1;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		bool measured = false;
+		for (int i = 0; i < cfg->ncpus; i++)
+			measured |= cfg->cpus[i] == cpu;
+		if (CPU_ISSET(cpu, &allowed) && !measured)
+			return cpu;
+	}
+	return -1;
+}
+
+static size_t capture_ring_capacity(const struct config *cfg)
+{
+	/* two seconds of samples: the writer drains every 10 ms, a flush or a slow disk may stall it */
+	double per_second = 1e9 / (double)cfg->interval_ns;
+	double want = per_second * 2;
+	if (want < 8192)
+		want = 8192;
+	return want > (1 << 22) ? (size_t)1 << 22 : (size_t)want;
+}
+
+static int capture_alloc(struct capture *c)
+{
+	int n = c->cfg.ncpus;
+	c->loops = calloc((size_t)n, sizeof(*c->loops));
+	c->wthreads = calloc((size_t)n, sizeof(*c->wthreads));
+	c->tids = calloc((size_t)n, sizeof(*c->tids));
+	if (!c->loops || !c->wthreads || !c->tids)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		struct timerloop *t = &c->loops[i];
+		t->thread = i;
+		t->cpu = c->cfg.cpus[i];
+		t->interval_ns = c->cfg.interval_ns;
+		t->loops = c->cfg.loops;
+		t->timer = c->cfg.timer;
+		t->stop = &c->stop;
+		t->gate = &c->gate;
+		t->counters.msr_fd = -1;
+		if (ring_init(&t->ring, capture_ring_capacity(&c->cfg)))
+			return -ENOMEM;
+		int err = counters_open(&t->counters, &c->probe, &c->cfg, t->cpu);
+		if (err)
+			return err;
+		c->wthreads[i] = (struct writer_thread){.loop = t, .thread = i, .cpu = t->cpu, .interval_ns = t->interval_ns};
+	}
+	return 0;
+}
+
+/* ---- metadata fixed at setup ----------------------------------------------------- */
+
+static void capture_settings_asked(struct jsonw *j, const struct config *cfg)
+{
+	jsonw_object_begin(j, "asked");
+	jsonw_int(j, "interval_ns", cfg->interval_ns);
+	jsonw_array_begin(j, "cpus");
+	for (int i = 0; i < cfg->ncpus; i++)
+		jsonw_int(j, NULL, cfg->cpus[i]);
+	jsonw_array_end(j);
+	jsonw_string(j, "policy", config_policy_name(cfg->policy));
+	jsonw_int(j, "priority", cfg->priority);
+	jsonw_int(j, "duration_ns", cfg->duration_ns);
+	jsonw_uint(j, "loops", cfg->loops);
+	jsonw_int(j, "latency_us", cfg->latency_us);
+	jsonw_string(j, "timer", config_timer_name(cfg->timer));
+	jsonw_string(j, "counters", config_counters_name(cfg->counters));
+	jsonw_string(j, "msr_dir", cfg->msr_dir);
+	jsonw_int(j, "flush_interval_ns", cfg->flush_interval_ns);
+	jsonw_string(j, "output", cfg->output);
+	jsonw_object_end(j);
+}
+
+static void capture_settings_granted(struct jsonw *j, const struct capture *c)
+{
+	jsonw_object_begin(j, "granted");
+	jsonw_string(j, "policy", config_policy_name(c->cfg.policy));
+	jsonw_int(j, "priority", c->cfg.priority);
+	jsonw_int(j, "latency_us", c->dma_fd >= 0 ? c->cfg.latency_us : -1);
+	if (c->cfg.latency_us >= 0 && c->dma_fd < 0)
+		jsonw_string(j, "latency_error", strerror(c->dma_errno));
+	jsonw_bool(j, "mlockall", c->mlocked);
+	if (!c->mlocked)
+		jsonw_string(j, "mlockall_error", strerror(c->mlock_errno));
+	jsonw_string(j, "timer", config_timer_name(c->cfg.timer));
+	jsonw_string(j, "counters", counters_source_name(c->probe.source));
+	jsonw_int(j, "writer_cpu", c->writer_cpu);
+	jsonw_uint(j, "ring_capacity", c->cfg.ncpus ? ring_capacity(&c->loops[0].ring) : 0);
+	jsonw_array_begin(j, "degraded");
+	for (int i = 0; i < c->ndegraded; i++)
+		jsonw_string(j, NULL, c->degraded[i]);
+	jsonw_array_end(j);
+	jsonw_object_end(j);
+}
+
+static char *capture_settings_json(const struct capture *c)
+{
+	struct jsonw j;
+	jsonw_init(&j);
+	jsonw_object_begin(&j, NULL);
+	capture_settings_asked(&j, &c->cfg);
+	capture_settings_granted(&j, c);
+	jsonw_object_end(&j);
+	return jsonw_take(&j);
+}
+
+static char *capture_counters_json(const struct counters_probe *p)
+{
+	struct jsonw j;
+	jsonw_init(&j);
+	jsonw_object_begin(&j, NULL);
+	jsonw_string(&j, "source", counters_source_name(p->source));
+	jsonw_array_begin(&j, "columns");
+	for (int ctr = 0; ctr < CTR_COUNT; ctr++)
+		if (p->have[ctr])
+			jsonw_string(&j, NULL, counters_names[ctr]);
+	jsonw_array_end(&j);
+	jsonw_object_begin(&j, "missing");
+	for (int ctr = 0; ctr < CTR_COUNT; ctr++)
+		if (!p->have[ctr])
+			jsonw_string(&j, counters_names[ctr], p->missing[ctr]);
+	jsonw_object_end(&j);
+	if (p->source == SOURCE_MSR || p->source == SOURCE_FILE) {
+		jsonw_object_begin(&j, "msr_addresses");
+		for (int ctr = 0; ctr < CTR_COUNT; ctr++) {
+			char hex[16];
+			snprintf(hex, sizeof(hex), "0x%X", p->msr_address[ctr]);
+			if (p->have[ctr])
+				jsonw_string(&j, counters_names[ctr], hex);
+		}
+		jsonw_object_end(&j);
+	}
+	jsonw_string(&j, "cpu_vendor", p->vendor);
+	jsonw_object_end(&j);
+	return jsonw_take(&j);
+}
+
+static char *capture_clock_json(void)
+{
+	const char *source;
+	double hz = counters_tsc_hz(&source);
+	struct timespec real, mono;
+	clock_gettime(CLOCK_REALTIME, &real);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	struct jsonw j;
+	jsonw_init(&j);
+	jsonw_object_begin(&j, NULL);
+	jsonw_int(&j, "realtime_ns", (int64_t)real.tv_sec * 1000000000 + real.tv_nsec);
+	jsonw_int(&j, "monotonic_ns", (int64_t)mono.tv_sec * 1000000000 + mono.tv_nsec);
+	jsonw_double(&j, "tsc_hz", hz);
+	jsonw_string(&j, "tsc_hz_source", source);
+	jsonw_object_end(&j);
+	return jsonw_take(&j);
+}
+
+/* ---- threads --------------------------------------------------------------------- */
+
+static int capture_start_thread(struct capture *c, int i)
+{
+	pthread_attr_t attr;
+	cpu_set_t cpus;
+	struct sched_param param = {.sched_priority = c->cfg.priority};
+	CPU_ZERO(&cpus);
+	CPU_SET(c->loops[i].cpu, &cpus);
+	pthread_attr_init(&attr);
+	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&attr, capture_policy(c->cfg.policy));
+	pthread_attr_setschedparam(&attr, &param);
+	pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
+	int err = pthread_create(&c->tids[i], &attr, timerloop_run, &c->loops[i]);
+	pthread_attr_destroy(&attr);
+	if (err)
+		fprintf(stderr, PROG ": cannot start the thread for CPU %d: %s (check -a and --policy)\n",
+			c->loops[i].cpu, strerror(err));
+	return -err;
+}
+
+static int capture_start_writer(struct capture *c)
+{
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	if (c->writer_cpu >= 0) {
+		cpu_set_t cpus;
+		CPU_ZERO(&cpus);
+		CPU_SET(c->writer_cpu, &cpus);
+		pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
+	}
+	int err = pthread_create(&c->writer_tid, &attr, writer_run, &c->writer);
+	pthread_attr_destroy(&attr);
+	if (err) {
+		fprintf(stderr, PROG ": cannot start the writer thread: %s\n", strerror(err));
+		return -err;
+	}
+	c->writer_started = true;
+	return 0;
+}
+
+/* Starts every measuring thread, waits until each has set up its timer, then
+ * opens the gate (or aborts it).  Signals stay blocked in every thread but main. */
+static int capture_start(struct capture *c)
+{
+	sigset_t block;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, timerloop_signal());
+	pthread_sigmask(SIG_BLOCK, &block, NULL);
+	timerloop_gate_init(&c->gate);
+	int err = 0;
+	for (int i = 0; i < c->cfg.ncpus && !err; i++)
+		if (!(err = capture_start_thread(c, i)))
+			c->started++;
+	timerloop_gate_wait_ready(&c->gate, c->started);
+	for (int i = 0; i < c->started && !err; i++) {
+		if ((err = c->loops[i].error))
+			fprintf(stderr, PROG ": cannot set up the %s timer on CPU %d: %s\n", config_timer_name(c->cfg.timer),
+				c->loops[i].cpu, strerror(-err));
+	}
+	if (!err)
+		err = capture_start_writer(c);
+	int64_t start_ns = timerloop_now_ns() + 10000000; /* 10 ms: every thread is asleep before the first target */
+	for (int i = 0; i < c->started; i++)
+		c->loops[i].end_ns = c->cfg.duration_ns ? start_ns + c->cfg.duration_ns : INT64_MAX;
+	timerloop_gate_open(&c->gate, err == 0, start_ns);
+	sigdelset(&block, timerloop_signal());
+	pthread_sigmask(SIG_UNBLOCK, &block, NULL);
+	return err;
+}
+
+static void capture_install_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = capture_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+static bool capture_threads_done(const struct capture *c)
+{
+	for (int i = 0; i < c->started; i++)
+		if (!atomic_load(&c->loops[i].done))
+			return false;
+	return true;
+}
+
+/* Waits for the end (duration, loops, signal or a writer error), then stops
+ * and joins the threads and lets the writer make its final flush. */
+static int capture_wait(struct capture *c)
+{
+	struct timespec tick = {0, 20000000};
+	while (!capture_threads_done(c) && !atomic_load(&capture_signal) && !atomic_load(&c->stop))
+		nanosleep(&tick, NULL);
+	int signo = atomic_load(&capture_signal);
+	atomic_store(&c->stop, true);
+	for (int i = 0; i < c->started; i++)
+		pthread_join(c->tids[i], NULL);
+	c->started = 0;
+	int thread_err = 0;
+	for (int i = 0; i < c->cfg.ncpus && !thread_err; i++)
+		thread_err = c->loops[i].error;
+	c->writer.final_state = signo ? "interrupted" : thread_err ? "error" : "complete";
+	c->writer.final_reason = signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM"
+			       : thread_err ? "a timer failed in a measuring thread"
+			       : c->cfg.duration_ns ? "duration reached" : "loop count reached";
+	atomic_store(&c->writer.finish, true);
+	pthread_join(c->writer_tid, NULL);
+	c->writer_started = false;
+	if (c->writer.error) {
+		fprintf(stderr, "%s\n", c->writer.error_line);
+		return EXIT_RUNTIME;
+	}
+	if (thread_err) {
+		fprintf(stderr, PROG ": the %s timer failed: %s\n", config_timer_name(c->cfg.timer), strerror(-thread_err));
+		return EXIT_RUNTIME;
+	}
+	return EXIT_OK;
+}
+
+/* ---- setup, run, cleanup --------------------------------------------------------- */
+
+static int capture_setup(struct capture *c)
+{
+	struct output_owner owner;
+	output_owner(&owner);
+	if (capture_check_policy(&c->cfg))
+		return EXIT_RUNTIME;
+	if (c->cfg.policy == POLICY_OTHER)
+		capture_degrade(c, "policy other: wake-ups compete with ordinary tasks; not a real-time measurement");
+	if (counters_probe(&c->probe, &c->cfg))
+		return EXIT_RUNTIME;
+	if (c->cfg.output && (c->dir_fd = output_create(c->cfg.output, c->cfg.force, &owner)) < 0)
+		return EXIT_RUNTIME;
+	capture_lock_memory(c);
+	capture_hold_latency(c);
+	if (capture_alloc(c)) {
+		fprintf(stderr, PROG ": cannot set up the measuring threads (out of memory or counters failed)\n");
+		return EXIT_RUNTIME;
+	}
+	c->writer_cpu = capture_pick_writer_cpu(&c->cfg);
+	if (c->writer_cpu < 0)
+		capture_degrade(c, "no unmeasured CPU: the writer thread shares the measured CPUs");
+	c->environment_json = envinfo_json();
+	c->clock_json = capture_clock_json();
+	c->counters_json = capture_counters_json(&c->probe);
+	c->settings_json = capture_settings_json(c);
+	if (!c->environment_json || !c->clock_json || !c->counters_json || !c->settings_json) {
+		fprintf(stderr, PROG ": out of memory building the metadata\n");
+		return EXIT_RUNTIME;
+	}
+	c->writer.settings_json = c->settings_json;
+	c->writer.environment_json = c->environment_json;
+	c->writer.counters_json = c->counters_json;
+	c->writer.clock_json = c->clock_json;
+	c->writer.stop = &c->stop;
+	c->writer.owner_uid = owner.uid;
+	c->writer.owner_gid = owner.gid;
+	c->writer.chown_parts = owner.set;
+	bool counter_column[CTR_COUNT];
+	memcpy(counter_column, c->probe.have, sizeof(counter_column));
+	if (writer_init(&c->writer, &c->cfg, c->wthreads, c->cfg.ncpus, counter_column, c->dir_fd))
+		return EXIT_RUNTIME;
+	return EXIT_OK;
+}
+
+static int capture_run(struct capture *c)
+{
+	capture_install_signals();
+	if (capture_start(c))
+		return EXIT_RUNTIME;
+	int status = capture_wait(c);
+	writer_print_summary(&c->writer, stdout);
+	return status;
+}
+
+static void capture_cleanup(struct capture *c)
+{
+	if (c->started) {
+		atomic_store(&c->stop, true);
+		for (int i = 0; i < c->started; i++)
+			pthread_join(c->tids[i], NULL);
+	}
+	if (c->writer_started) {
+		atomic_store(&c->writer.finish, true);
+		pthread_join(c->writer_tid, NULL);
+	}
+	writer_free(&c->writer);
+	for (int i = 0; c->loops && i < c->cfg.ncpus; i++) {
+		counters_close(&c->loops[i].counters);
+		ring_free(&c->loops[i].ring);
+	}
+	free(c->loops);
+	free(c->wthreads);
+	free(c->tids);
+	free(c->environment_json);
+	free(c->settings_json);
+	free(c->counters_json);
+	free(c->clock_json);
+	if (c->dma_fd >= 0)
+		close(c->dma_fd);
+	if (c->dir_fd >= 0)
+		close(c->dir_fd);
+}
+
+int main(int argc, char **argv)
+{
+	static struct capture c; /* large (the config holds a CPU array); zeroed */
+	int parsed = config_parse(&c.cfg, argc, argv);
+	if (parsed)
+		return parsed > 0 ? EXIT_OK : EXIT_USAGE;
+	if (c.cfg.bench_writer)
+		return bench_writer(&c.cfg);
+	c.dir_fd = -1;
+	c.dma_fd = -1;
+	atomic_init(&c.stop, false);
+	int status = capture_setup(&c);
+	if (status == EXIT_OK)
+		status = capture_run(&c);
+	capture_cleanup(&c);
+	return status;
+}

@@ -1,0 +1,412 @@
+/* Strict command-line parsing into struct config (config.h).
+ * Every number is parsed whole (trailing junk refused) and range-checked;
+ * each refusal is one line on stderr naming the option and what is allowed. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROG "jitterscope-capture"
+
+enum long_only {
+	OPT_POLICY = 256, OPT_LATENCY, OPT_NO_LATENCY, OPT_TIMER, OPT_COUNTERS,
+	OPT_MSR_DIR, OPT_FLUSH, OPT_FORCE, OPT_VERSION, OPT_BENCH_WRITER,
+};
+
+static const struct option config_options[] = {
+	{"interval", required_argument, NULL, 'i'},
+	{"frequency", required_argument, NULL, 'f'},
+	{"affinity", required_argument, NULL, 'a'},
+	{"priority", required_argument, NULL, 'p'},
+	{"policy", required_argument, NULL, OPT_POLICY},
+	{"duration", required_argument, NULL, 'D'},
+	{"loops", required_argument, NULL, 'l'},
+	{"latency", required_argument, NULL, OPT_LATENCY},
+	{"no-latency", no_argument, NULL, OPT_NO_LATENCY},
+	{"timer", required_argument, NULL, OPT_TIMER},
+	{"counters", required_argument, NULL, OPT_COUNTERS},
+	{"msr-dir", required_argument, NULL, OPT_MSR_DIR},
+	{"output", required_argument, NULL, 'o'},
+	{"flush-interval", required_argument, NULL, OPT_FLUSH},
+	{"force", no_argument, NULL, OPT_FORCE},
+	{"quiet", no_argument, NULL, 'q'},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, OPT_VERSION},
+	{"bench-writer", required_argument, NULL, OPT_BENCH_WRITER},
+	{NULL, 0, NULL, 0},
+};
+
+static const char config_usage_text[] =
+	"usage: " PROG " [options]\n"
+	"Measure timer wake-up latency (and CPU frequency counters) on every chosen CPU\n"
+	"and record every wake-up to a crash-safe Parquet dataset.\n"
+	"\n"
+	"  -i, --interval US       wake-up interval in microseconds (default 1000)\n"
+	"  -f, --frequency HZ      wake-up frequency instead of -i (e.g. -f 2000)\n"
+	"  -a, --affinity CPUSET   CPUs to measure, one thread each, e.g. 0-3,5 (default: all online)\n"
+	"  -p, --priority N        real-time priority 1-99 (default 99; cyclictest's default is 0,\n"
+	"                          we default to a correct measurement)\n"
+	"      --policy P          fifo, rr or other (default fifo)\n"
+	"  -D, --duration T        stop after T seconds; suffixes s, m, h, d (e.g. 10, 5m, 1.5h)\n"
+	"  -l, --loops N           stop after N wake-ups per thread\n"
+	"      --latency US        hold /dev/cpu_dma_latency at US while measuring (default 0)\n"
+	"      --no-latency        leave /dev/cpu_dma_latency alone (to study idle states)\n"
+	"      --timer T           abs (clock_nanosleep, default), timerfd or posix\n"
+	"      --counters C        auto (default), msr, perf or none\n"
+	"      --msr-dir DIR       read MSRs from DIR/N/msr instead of /dev/cpu/N/msr (tests)\n"
+	"  -o, --output DIR        write the dataset into directory DIR (part-00000.parquet, ...)\n"
+	"      --flush-interval S  seconds between flushes to disk (default 1)\n"
+	"      --force             replace an existing output\n"
+	"  -q, --quiet             no live status; only the final line per thread\n"
+	"  -h, --help              this text\n"
+	"      --version           print the version\n"
+	"\n"
+	"Exit status: 0 ok, 1 runtime error, 2 usage error.\n"
+	"\n"
+	"Examples:\n"
+	"  " PROG " -D 10 -o run1                   10 s, 1 kHz, all CPUs, FIFO 99\n"
+	"  " PROG " -i 100 -a 2-3 -D 1h -o night    10 kHz on CPUs 2 and 3 for an hour\n"
+	"  " PROG " --policy other -D 30 -o test    without real-time rights (degraded)\n"
+	"  " PROG " -l 10000 -q                     cyclictest-style summary, no dataset\n";
+
+static int config_fail(const char *fmt, const char *arg)
+{
+	fprintf(stderr, PROG ": ");
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	return -EINVAL;
+}
+
+/* Whole-string unsigned integer; refuses signs, spaces, junk and overflow. */
+static int config_uint(const char *text, uint64_t *out)
+{
+	if (text[0] < '0' || text[0] > '9')
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno || *end != '\0')
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* Whole-string positive decimal (e.g. "0.2"), with an optional one-letter suffix. */
+static int config_decimal(const char *text, const char *suffixes, double *out, char *suffix)
+{
+	if (!((text[0] >= '0' && text[0] <= '9') || text[0] == '.'))
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	double v = strtod(text, &end);
+	if (errno || end == text || !isfinite(v) || v <= 0)
+		return -EINVAL;
+	*suffix = '\0';
+	if (*end != '\0') {
+		if (!suffixes || end[1] != '\0' || !strchr(suffixes, *end))
+			return -EINVAL;
+		*suffix = *end;
+	}
+	*out = v;
+	return 0;
+}
+
+static int config_cpu_number(const char **p, int *out)
+{
+	if (**p < '0' || **p > '9')
+		return -EINVAL;
+	long v = 0;
+	while (**p >= '0' && **p <= '9') {
+		v = v * 10 + (**p - '0');
+		if (v >= CONFIG_MAX_CPUS)
+			return -EINVAL;
+		(*p)++;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+int config_parse_cpuset(const char *text, int *cpus, int *ncpus)
+{
+	static bool seen[CONFIG_MAX_CPUS];
+	memset(seen, 0, sizeof(seen));
+	const char *p = text;
+	for (;;) {
+		int lo, hi;
+		if (config_cpu_number(&p, &lo))
+			return -EINVAL;
+		hi = lo;
+		if (*p == '-') {
+			p++;
+			if (config_cpu_number(&p, &hi) || hi < lo)
+				return -EINVAL;
+		}
+		for (int c = lo; c <= hi; c++)
+			seen[c] = true;
+		if (*p == '\0')
+			break;
+		if (*p++ != ',')
+			return -EINVAL;
+	}
+	*ncpus = 0;
+	for (int c = 0; c < CONFIG_MAX_CPUS; c++)
+		if (seen[c])
+			cpus[(*ncpus)++] = c;
+	return 0;
+}
+
+void config_format_cpuset(const int *cpus, int ncpus, char *buf, unsigned long len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < ncpus && used < len; i++) {
+		int j = i;
+		while (j + 1 < ncpus && cpus[j + 1] == cpus[j] + 1)
+			j++;
+		int n = j > i ? snprintf(buf + used, len - used, "%s%d-%d", i ? "," : "", cpus[i], cpus[j])
+			      : snprintf(buf + used, len - used, "%s%d", i ? "," : "", cpus[i]);
+		used += n > 0 ? (size_t)n : 0;
+		i = j;
+	}
+}
+
+static int config_online_cpus(int *cpus, int *ncpus)
+{
+	char line[4096];
+	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	if (!f)
+		return -errno;
+	char *ok = fgets(line, sizeof(line), f);
+	fclose(f);
+	if (!ok)
+		return -EIO;
+	line[strcspn(line, "\n")] = '\0';
+	return config_parse_cpuset(line, cpus, ncpus);
+}
+
+static int config_check_online(struct config *cfg)
+{
+	static int online[CONFIG_MAX_CPUS];
+	int nonline = 0;
+	int err = config_online_cpus(online, &nonline);
+	if (err) {
+		fprintf(stderr, PROG ": cannot read /sys/devices/system/cpu/online: %s (is /sys mounted?)\n",
+			strerror(-err));
+		return err;
+	}
+	if (cfg->ncpus == 0) {
+		memcpy(cfg->cpus, online, sizeof(int) * (size_t)nonline);
+		cfg->ncpus = nonline;
+		return 0;
+	}
+	for (int i = 0; i < cfg->ncpus; i++) {
+		bool found = false;
+		for (int j = 0; j < nonline; j++)
+			found |= online[j] == cfg->cpus[i];
+		if (!found) {
+			char list[256];
+			config_format_cpuset(online, nonline, list, sizeof(list));
+			fprintf(stderr, PROG ": CPU %d is not online (online CPUs: %s); choose CPUs with -a\n",
+				cfg->cpus[i], list);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int config_duration(const char *arg, int64_t *out)
+{
+	double v;
+	char suffix;
+	if (config_decimal(arg, "smhd", &v, &suffix))
+		return config_fail("invalid duration '%s': use a positive number of seconds with an optional "
+				   "suffix s, m, h or d (e.g. -D 10, -D 5m)", arg);
+	double scale = suffix == 'm' ? 60 : suffix == 'h' ? 3600 : suffix == 'd' ? 86400 : 1;
+	double ns = v * scale * 1e9;
+	if (ns < 1 || ns > 9e18)
+		return config_fail("duration '%s' is out of range (1 ns to 100 years)", arg);
+	*out = (int64_t)(ns + 0.5); /* positive: rounds without libm */
+	return 0;
+}
+
+static int config_interval(const char *arg, int64_t *out)
+{
+	uint64_t us;
+	if (config_uint(arg, &us) || us < 1 || us > 3600ULL * 1000000)
+		return config_fail("invalid interval '%s': use a whole number of microseconds from 1 to "
+				   "3600000000 (e.g. -i 1000)", arg);
+	*out = (int64_t)us * 1000;
+	return 0;
+}
+
+static int config_frequency(const char *arg, int64_t *out)
+{
+	double hz;
+	char suffix;
+	if (config_decimal(arg, NULL, &hz, &suffix) || hz > 1e6 || hz < 1.0 / 3600)
+		return config_fail("invalid frequency '%s': use a number of Hz from 0.0003 to 1000000 "
+				   "(e.g. -f 1000)", arg);
+	*out = (int64_t)(1e9 / hz + 0.5); /* positive: rounds without libm */
+	return 0;
+}
+
+static int config_priority(const char *arg, int *out)
+{
+	uint64_t v;
+	if (config_uint(arg, &v) || v > 99)
+		return config_fail("invalid priority '%s': use a whole number from 1 to 99 (0 with --policy other)",
+				   arg);
+	*out = (int)v;
+	return 0;
+}
+
+static int config_choice(const char *arg, const char *const *names, int n, int *out, const char *what)
+{
+	for (int i = 0; i < n; i++) {
+		if (strcmp(arg, names[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+	}
+	fprintf(stderr, PROG ": invalid %s '%s': use", what, arg);
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, "%s %s", i == 0 ? "" : i == n - 1 ? " or" : ",", names[i]);
+	fputc('\n', stderr);
+	return -EINVAL;
+}
+
+static const char *const config_policies[] = {"fifo", "rr", "other"};
+static const char *const config_timers[] = {"abs", "timerfd", "posix"};
+static const char *const config_counter_sources[] = {"auto", "msr", "perf", "none"};
+
+const char *config_policy_name(enum config_policy p) { return config_policies[p]; }
+const char *config_timer_name(enum config_timer t) { return config_timers[t]; }
+const char *config_counters_name(enum config_counters c) { return config_counter_sources[c]; }
+
+static int config_bench(struct config *cfg, const char *arg)
+{
+	char extra;
+	if (sscanf(arg, "%lf,%d,%ld%c", &cfg->bench_hours, &cfg->bench_cpus, &cfg->bench_hz, &extra) != 3 ||
+	    cfg->bench_hours <= 0 || cfg->bench_cpus < 1 || cfg->bench_cpus > CONFIG_MAX_CPUS ||
+	    cfg->bench_hz < 1 || cfg->bench_hz > 1000000)
+		return config_fail("invalid --bench-writer '%s': use HOURS,CPUS,HZ (e.g. 24,16,1000)", arg);
+	cfg->bench_writer = true;
+	return 0;
+}
+
+static void config_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->interval_ns = 1000000;
+	cfg->policy = POLICY_FIFO;
+	cfg->priority = 99;
+	cfg->latency_us = 0;
+	cfg->timer = TIMER_ABS;
+	cfg->counters = COUNTERS_AUTO;
+	cfg->flush_interval_ns = 1000000000;
+}
+
+/* One option; returns 0, 1 (printed help/version), or -EINVAL. */
+static int config_option(struct config *cfg, int opt, const char *arg, bool *priority_given)
+{
+	int choice, err = 0;
+	uint64_t u;
+	double seconds;
+	char suffix;
+	switch (opt) {
+	case 'i': return config_interval(arg, &cfg->interval_ns);
+	case 'f': return config_frequency(arg, &cfg->interval_ns);
+	case 'a':
+		if (config_parse_cpuset(arg, cfg->cpus, &cfg->ncpus))
+			return config_fail("invalid CPU set '%s': use CPU numbers and ascending ranges like 0-3,5", arg);
+		return 0;
+	case 'p': *priority_given = true; return config_priority(arg, &cfg->priority);
+	case OPT_POLICY:
+		err = config_choice(arg, config_policies, 3, &choice, "policy");
+		cfg->policy = (enum config_policy)choice;
+		return err;
+	case 'D': return config_duration(arg, &cfg->duration_ns);
+	case 'l':
+		if (config_uint(arg, &u) || u < 1)
+			return config_fail("invalid loop count '%s': use a whole number >= 1", arg);
+		cfg->loops = u;
+		return 0;
+	case OPT_LATENCY:
+		if (config_uint(arg, &u) || u > 2000000000)
+			return config_fail("invalid --latency '%s': use a whole number of microseconds >= 0", arg);
+		cfg->latency_us = (int)u;
+		return 0;
+	case OPT_NO_LATENCY: cfg->latency_us = -1; return 0;
+	case OPT_TIMER:
+		err = config_choice(arg, config_timers, 3, &choice, "timer");
+		cfg->timer = (enum config_timer)choice;
+		return err;
+	case OPT_COUNTERS:
+		err = config_choice(arg, config_counter_sources, 4, &choice, "counter source");
+		cfg->counters = (enum config_counters)choice;
+		return err;
+	case OPT_MSR_DIR: cfg->msr_dir = arg; return 0;
+	case 'o': cfg->output = arg; return 0;
+	case OPT_FLUSH:
+		if (config_decimal(arg, "s", &seconds, &suffix) || seconds < 0.001 || seconds > 3600)
+			return config_fail("invalid --flush-interval '%s': use seconds from 0.001 to 3600 (e.g. 0.5)", arg);
+		cfg->flush_interval_ns = (int64_t)(seconds * 1e9 + 0.5); /* positive: rounds without libm */
+		return 0;
+	case OPT_FORCE: cfg->force = true; return 0;
+	case 'q': cfg->quiet = true; return 0;
+	case 'h': fputs(config_usage_text, stdout); return 1;
+	case OPT_VERSION: printf(PROG " %s\n", CONFIG_VERSION); return 1;
+	case OPT_BENCH_WRITER: return config_bench(cfg, arg);
+	default: return -EINVAL;
+	}
+}
+
+static int config_unknown(int argc, char **argv)
+{
+	const char *bad = (optind - 1 < argc && optind >= 1) ? argv[optind - 1] : "?";
+	if (optopt && strchr("ifapDlo", optopt))
+		fprintf(stderr, PROG ": option -%c needs a value; see --help\n", optopt);
+	else
+		fprintf(stderr, PROG ": unknown option or missing value '%s'; see --help\n", bad);
+	return -EINVAL;
+}
+
+static int config_validate(struct config *cfg, bool priority_given)
+{
+	if (cfg->policy == POLICY_OTHER) {
+		if (priority_given && cfg->priority != 0)
+			return config_fail("%s", "--policy other has no priority; drop -p or use --policy fifo|rr");
+		cfg->priority = 0;
+	} else if (cfg->priority < 1) {
+		return config_fail("%s", "priority 0 needs --policy other; use -p 1..99 with fifo or rr");
+	}
+	if (cfg->msr_dir && cfg->counters != COUNTERS_AUTO && cfg->counters != COUNTERS_MSR)
+		return config_fail("%s", "--msr-dir needs --counters msr or auto");
+	if (cfg->bench_writer)
+		return 0;
+	return config_check_online(cfg);
+}
+
+int config_parse(struct config *cfg, int argc, char **argv)
+{
+	bool priority_given = false;
+	config_defaults(cfg);
+	opterr = 0;
+	optind = 1;
+	int opt;
+	while ((opt = getopt_long(argc, argv, ":i:f:a:p:D:l:o:qh", config_options, NULL)) != -1) {
+		if (opt == '?' || opt == ':')
+			return config_unknown(argc, argv);
+		int r = config_option(cfg, opt, optarg, &priority_given);
+		if (r)
+			return r;
+	}
+	if (optind < argc)
+		return config_fail("unexpected argument '%s'; see --help", argv[optind]);
+	return config_validate(cfg, priority_given);
+}

@@ -1,0 +1,57 @@
+/* Every setting of jitterscope-capture in one struct, with its default.
+ * config_parse() fills it strictly from argv (no atoi: "-i 10x" is refused)
+ * and validates it once; nothing else in the program reads argv. */
+#ifndef JITTERSCOPE_CONFIG_H
+#define JITTERSCOPE_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CONFIG_MAX_CPUS 1024
+#define CONFIG_VERSION "0.1.0"
+
+enum config_policy { POLICY_FIFO, POLICY_RR, POLICY_OTHER };
+enum config_timer { TIMER_ABS, TIMER_TIMERFD, TIMER_POSIX };
+enum config_counters { COUNTERS_AUTO, COUNTERS_MSR, COUNTERS_PERF, COUNTERS_NONE };
+
+struct config {
+	int64_t interval_ns;        /* -i µs / -f Hz; default 1000 µs */
+	int cpus[CONFIG_MAX_CPUS];  /* -a; default every online CPU */
+	int ncpus;
+	enum config_policy policy;  /* --policy; default fifo */
+	int priority;               /* -p; default 99 (cyclictest: 0) */
+	int64_t duration_ns;        /* -D; 0 = until SIGINT/SIGTERM */
+	uint64_t loops;             /* -l; 0 = no limit */
+	int latency_us;             /* --latency; -1 = --no-latency */
+	enum config_timer timer;    /* --timer; default abs */
+	enum config_counters counters; /* --counters; default auto */
+	const char *msr_dir;        /* --msr-dir; NULL = /dev/cpu */
+	const char *output;         /* -o; NULL = statistics only */
+	int64_t flush_interval_ns;  /* --flush-interval s; default 1 s */
+	bool force;                 /* --force: replace an existing output */
+	bool quiet;                 /* -q: no live status */
+	/* hidden: --bench-writer HOURS,CPUS,HZ pushes synthetic samples through the writer */
+	bool bench_writer;
+	double bench_hours;
+	int bench_cpus;
+	int64_t bench_hz;
+};
+
+/* Exit statuses. */
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+
+/* Parses argv into cfg.  Returns 0 to run, 1 when --help/--version was
+ * printed (exit 0), or -EINVAL after printing one line on stderr. */
+int config_parse(struct config *cfg, int argc, char **argv);
+
+/* Parses a CPU list like "0-3,5" into cpus (sorted, unique).  -EINVAL if malformed. */
+int config_parse_cpuset(const char *text, int *cpus, int *ncpus);
+
+/* Prints a CPU list back in range form ("0-3,5") into buf. */
+void config_format_cpuset(const int *cpus, int ncpus, char *buf, unsigned long len);
+
+const char *config_policy_name(enum config_policy policy);
+const char *config_timer_name(enum config_timer timer);
+const char *config_counters_name(enum config_counters counters);
+
+#endif

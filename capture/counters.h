@@ -1,0 +1,78 @@
+/* Time-stamp counter and frequency counters, read by a measuring thread on
+ * its own CPU: rdtscp (TSC + TSC_AUX), MSRs through that CPU's msr device (or
+ * files laid out like it), or the perf "msr" PMU.  The probe decides at setup
+ * which columns exist and records why any is missing; reads in the loop never
+ * print or fail the capture. */
+#ifndef JITTERSCOPE_COUNTERS_H
+#define JITTERSCOPE_COUNTERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "config.h"
+#include "sample.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define COUNTERS_HAVE_TSC 1
+#else
+#define COUNTERS_HAVE_TSC 0
+#include <sched.h>
+#endif
+
+enum counters_source { SOURCE_NONE, SOURCE_MSR, SOURCE_FILE, SOURCE_PERF };
+
+struct counters_probe {
+	enum counters_source source;
+	bool have[CTR_COUNT];
+	uint32_t msr_address[CTR_COUNT];  /* msr/file source */
+	uint64_t perf_config[CTR_COUNT];  /* perf source */
+	uint32_t perf_type;
+	char missing[CTR_COUNT][200];     /* why a column is absent ("" when present) */
+	char vendor[13];                  /* CPUID vendor string */
+};
+
+/* One measuring thread's handles, opened at setup. */
+struct counters_cpu {
+	enum counters_source source;
+	int msr_fd;
+	int perf_fd[CTR_COUNT];
+	uint32_t msr_address[CTR_COUNT];
+	bool have[CTR_COUNT];
+};
+
+extern const char *const counters_names[CTR_COUNT];
+
+/* Decides the source and columns for cfg->counters on cfg's CPUs.  An explicit
+ * source that cannot work returns -errno after printing one line. */
+int counters_probe(struct counters_probe *p, const struct config *cfg);
+/* Opens the handles of one CPU (msr fd or cpu-bound perf events).  -errno after printing one line. */
+int counters_open(struct counters_cpu *c, const struct counters_probe *p, const struct config *cfg, int cpu);
+void counters_close(struct counters_cpu *c);
+const char *counters_source_name(enum counters_source s);
+
+/* TSC frequency: CPUID 0x15 when it gives the crystal, else calibrated against
+ * CLOCK_MONOTONIC_RAW over ~100 ms.  source describes which. */
+double counters_tsc_hz(const char **source);
+
+/* TSC and the CPU it was read on (TSC_AUX; getcpu() where there is no TSC). */
+static inline uint64_t counters_tsc(int32_t *cpu)
+{
+#if COUNTERS_HAVE_TSC
+	uint32_t lo, hi, aux;
+	__asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
+	*cpu = (int32_t)(aux & 0xfff); /* Linux stores (node << 12) | cpu */
+	return ((uint64_t)hi << 32) | lo;
+#else
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	*cpu = sched_getcpu();
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+/* Reads the present counters into values; returns how many reads failed (value 0). */
+int counters_read(const struct counters_cpu *c, uint64_t values[CTR_COUNT]);
+
+#endif

@@ -1,0 +1,21 @@
+/* The output directory: created without following symlinks, refused when
+ * it exists unless --force, handed back to the invoking user under sudo. */
+#ifndef JITTERSCOPE_OUTPUT_H
+#define JITTERSCOPE_OUTPUT_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct output_owner {
+	bool set;   /* running under sudo: SUDO_UID/SUDO_GID were valid */
+	uid_t uid;
+	gid_t gid;
+};
+
+/* Reads SUDO_UID/SUDO_GID when we are root. */
+void output_owner(struct output_owner *owner);
+/* Creates the directory path (replacing our old parts with force) and returns
+ * an O_DIRECTORY fd, or -errno after printing one line. */
+int output_create(const char *path, bool force, const struct output_owner *owner);
+
+#endif

@@ -1,0 +1,60 @@
+/* One measuring thread per CPU: sleep until an absolute target, take the
+ * timestamps and counters, push the sample into the ring.  The loop does no
+ * I/O (beyond the timer and counter syscalls), no allocation, no locks and
+ * no printing. */
+#ifndef JITTERSCOPE_TIMERLOOP_H
+#define JITTERSCOPE_TIMERLOOP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "config.h"
+#include "counters.h"
+#include "ring.h"
+
+/* Start gate: threads report ready, then wait until main opens it (setup only). */
+struct timerloop_gate {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int ready;      /* threads that finished their own setup */
+	int state;      /* 0 closed, 1 go, -1 abort */
+	int64_t start_ns; /* first target = start_ns + interval */
+};
+
+struct timerloop {
+	/* set by main before start */
+	int thread, cpu;
+	int64_t interval_ns;
+	int64_t end_ns;          /* last allowed target; INT64_MAX = no duration */
+	uint64_t loops;          /* 0 = no limit */
+	enum config_timer timer;
+	struct ring ring;
+	struct counters_cpu counters;
+	const atomic_bool *stop;
+	struct timerloop_gate *gate;
+	/* set by the thread */
+	pid_t tid;
+	int error;               /* -errno of a timer setup/wait failure, 0 if none */
+	_Atomic uint64_t wakeups; /* wake-ups so far, dropped ones included */
+	uint64_t counter_errors;  /* counter reads that failed (value stored as 0) */
+	atomic_bool done;
+	/* timer handles */
+	int timer_fd;
+	timer_t posix_timer;
+	bool posix_timer_made;
+};
+
+/* The signal the posix timer mode delivers; blocked in every thread. */
+int timerloop_signal(void);
+void *timerloop_run(void *arg);
+void timerloop_gate_init(struct timerloop_gate *g);
+/* Main: waits until n threads are ready, then opens with go (start at start_ns) or abort. */
+void timerloop_gate_wait_ready(struct timerloop_gate *g, int n);
+void timerloop_gate_open(struct timerloop_gate *g, bool go, int64_t start_ns);
+int64_t timerloop_now_ns(void);
+
+#endif

@@ -1,0 +1,462 @@
+/* Drain, statistics and flushing; see writer.h.  Only this thread touches
+ * the output files.  A part file appears under its final name only once it
+ * holds a valid (empty) Parquet file, so a kill at any moment leaves every
+ * part-*.parquet readable. */
+#include "writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jsonw.h"
+
+#define WRITER_POP_CHUNK 4096
+#define WRITER_TICK_NS 10000000 /* drain every 10 ms */
+
+static void writer_columns(struct writer *w, const bool counter_column[CTR_COUNT])
+{
+	w->ncolumns = 0;
+	for (int col = 0; col < COL_COUNT; col++) {
+		bool present = col < SCHEMA_FIRST_COUNTER || counter_column[col - SCHEMA_FIRST_COUNTER];
+		w->column_of[col] = present ? w->ncolumns : -1;
+		if (!present)
+			continue;
+		w->columns[w->ncolumns].name = SCHEMA_SAMPLE_COLUMNS[col].name;
+		w->columns[w->ncolumns].type = SCHEMA_SAMPLE_COLUMNS[col].type;
+		w->columns[w->ncolumns].encoding = SCHEMA_SAMPLE_COLUMNS[col].encoding;
+		w->ncolumns++;
+	}
+}
+
+uint64_t writer_total_rows(const struct writer *w)
+{
+	return w->rows_closed_parts + (w->pq ? pq_rows(w->pq) : 0);
+}
+
+/* ---- metadata -------------------------------------------------------------------- */
+
+/* Per-thread counts as of this flush.  While running, drops are the seq gaps
+ * written so far; at the end, the ring's drop counter (which also counts
+ * drops after the last written sample) and the thread's total wake-ups. */
+static void writer_thread_json(struct jsonw *j, const struct writer_thread *t, bool final)
+{
+	uint64_t wakeups = (uint64_t)t->next_seq, drops = t->gap_drops;
+	if (final && t->loop) {
+		wakeups = atomic_load(&t->loop->wakeups);
+		drops = ring_drops(&t->loop->ring);
+	}
+	jsonw_object_begin(j, NULL);
+	jsonw_int(j, "thread", t->thread);
+	jsonw_int(j, "cpu", t->cpu);
+	if (t->loop)
+		jsonw_int(j, "tid", t->loop->tid);
+	else
+		jsonw_null(j, "tid");
+	jsonw_int(j, "interval_ns", t->interval_ns);
+	jsonw_uint(j, "samples", t->samples + t->nstaged);
+	jsonw_uint(j, "drops", drops);
+	jsonw_uint(j, "overruns", t->overruns);
+	jsonw_uint(j, "wakeups", wakeups);
+	if (final && t->loop)
+		jsonw_uint(j, "counter_read_errors", t->loop->counter_errors);
+	jsonw_object_end(j);
+}
+
+static char *writer_threads_json(const struct writer *w, bool final)
+{
+	struct jsonw j;
+	jsonw_init(&j);
+	jsonw_array_begin(&j, NULL);
+	for (int i = 0; i < w->nthreads; i++)
+		writer_thread_json(&j, &w->threads[i], final);
+	jsonw_array_end(&j);
+	return jsonw_take(&j);
+}
+
+static char *writer_status_json(const struct writer *w, const char *state, const char *reason)
+{
+	struct jsonw j;
+	jsonw_init(&j);
+	jsonw_object_begin(&j, NULL);
+	jsonw_string(&j, "state", state);
+	jsonw_string(&j, "reason", reason);
+	jsonw_uint(&j, "flushes", w->flushes);
+	jsonw_object_end(&j);
+	return jsonw_take(&j);
+}
+
+#define WRITER_NKV 9
+
+/* kv gets the keys; the two dynamic values are returned for freeing. */
+static int writer_metadata(const struct writer *w, const char *state, const char *reason, struct pq_kv kv[WRITER_NKV],
+			   char **threads, char **status)
+{
+	*threads = writer_threads_json(w, strcmp(state, "running") != 0);
+	*status = writer_status_json(w, state, reason);
+	if (!*threads || !*status) {
+		free(*threads);
+		free(*status);
+		return -ENOMEM;
+	}
+	kv[0] = (struct pq_kv){"jitterscope.schema_version", "1"};
+	kv[1] = (struct pq_kv){"jitterscope.kind", "\"capture\""};
+	kv[2] = (struct pq_kv){"jitterscope.tool", "{\"name\":\"jitterscope-capture\",\"version\":\"" CONFIG_VERSION "\"}"};
+	kv[3] = (struct pq_kv){"jitterscope.threads", *threads};
+	kv[4] = (struct pq_kv){"jitterscope.settings", w->settings_json ? w->settings_json : "null"};
+	kv[5] = (struct pq_kv){"jitterscope.environment", w->environment_json ? w->environment_json : "null"};
+	kv[6] = (struct pq_kv){"jitterscope.counters", w->counters_json ? w->counters_json : "null"};
+	kv[7] = (struct pq_kv){"jitterscope.clock", w->clock_json ? w->clock_json : "null"};
+	kv[8] = (struct pq_kv){"jitterscope.status", *status};
+	return 0;
+}
+
+/* ---- part files ------------------------------------------------------------------ */
+
+static void writer_fail(struct writer *w, int err, const char *what)
+{
+	w->error = err;
+	snprintf(w->error_line, sizeof(w->error_line),
+		 "jitterscope-capture: %s %s/part-%05d.parquet failed: %s; the dataset holds %" PRIu64
+		 " samples up to the last flush",
+		 what, w->cfg->output ? w->cfg->output : "(none)", w->part, strerror(-err), writer_total_rows(w));
+}
+
+static void writer_close_part(struct writer *w)
+{
+	if (!w->pq)
+		return;
+	uint64_t data = pq_data_bytes(w->pq), dead = pq_dead_footer_bytes(w->pq), file = pq_file_bytes(w->pq);
+	w->rows_closed_parts += pq_rows(w->pq);
+	w->data_closed += data;
+	w->dead_closed += dead;
+	w->footer_closed += file - 4 - data - dead;
+	w->file_closed += file;
+	pq_close(w->pq);
+	w->pq = NULL;
+	if (w->part_fd >= 0)
+		close(w->part_fd);
+	w->part_fd = -1;
+}
+
+/* Creates part number w->part under a hidden name, writes a valid empty file,
+ * then renames it into place without replacing anything. */
+static int writer_open_part(struct writer *w, const struct pq_kv *kv, size_t nkv)
+{
+	char tmp[64], name[64];
+	snprintf(name, sizeof(name), "part-%05d.parquet", w->part);
+	snprintf(tmp, sizeof(tmp), ".part-%05d.parquet.tmp", w->part);
+	if (w->to_dev_null) {
+		w->part_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		return w->part_fd < 0 ? -errno : pq_open(&w->pq, w->part_fd, w->columns, (size_t)w->ncolumns, kv, nkv);
+	}
+	w->part_fd = openat(w->dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (w->part_fd < 0)
+		return -errno;
+	if (w->chown_parts && fchown(w->part_fd, w->owner_uid, w->owner_gid)) {
+		/* best effort: root keeps the file; the directory was handed over already */
+	}
+	int err = pq_open(&w->pq, w->part_fd, w->columns, (size_t)w->ncolumns, kv, nkv);
+	if (!err && renameat2(w->dir_fd, tmp, w->dir_fd, name, RENAME_NOREPLACE))
+		err = -errno;
+	if (err) {
+		if (w->pq)
+			pq_close(w->pq);
+		w->pq = NULL;
+		close(w->part_fd);
+		w->part_fd = -1;
+		unlinkat(w->dir_fd, tmp, 0);
+	}
+	return err;
+}
+
+/* Superseded footers would pass WRITER_ROTATE_PERCENT % of the part's data
+ * (counting the next row group at this part's average size). */
+static bool writer_should_rotate(const struct writer *w, uint64_t groups)
+{
+	if (!w->pq || groups == 0)
+		return false;
+	uint64_t data = pq_data_bytes(w->pq), dead = pq_dead_footer_bytes(w->pq);
+	uint64_t footer = pq_file_bytes(w->pq) - 4 - data - dead;
+	return (dead + footer) * 100 > (uint64_t)WRITER_ROTATE_PERCENT * (data + data / groups);
+}
+
+/* ---- staging and flushing -------------------------------------------------------- */
+
+int writer_reserve(struct writer_thread *t, size_t more)
+{
+	if (t->nstaged + more <= t->cap)
+		return 0;
+	size_t cap = t->cap ? t->cap : 1024;
+	while (cap < t->nstaged + more)
+		cap *= 2;
+	struct sample *grown = realloc(t->staged, cap * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	t->staged = grown;
+	t->cap = cap;
+	return 0;
+}
+
+static void writer_account(struct writer_thread *t, const struct sample *s)
+{
+	int64_t latency = s->actual_ns - s->expected_ns;
+	t->gap_drops += (uint64_t)(s->seq - t->next_seq);
+	t->next_seq = s->seq + 1;
+	t->overruns += (uint64_t)s->overruns;
+	if (t->count == 0 || latency < t->min_ns)
+		t->min_ns = latency;
+	if (t->count == 0 || latency > t->max_ns)
+		t->max_ns = latency;
+	t->last_ns = latency;
+	t->sum_ns += latency;
+	t->count++;
+}
+
+void writer_take(struct writer_thread *t, size_t n)
+{
+	for (size_t i = t->nstaged; i < t->nstaged + n; i++)
+		writer_account(t, &t->staged[i]);
+	t->nstaged += n;
+}
+
+void writer_drain(struct writer *w)
+{
+	for (int i = 0; i < w->nthreads; i++) {
+		struct writer_thread *t = &w->threads[i];
+		size_t n;
+		do {
+			if (writer_reserve(t, WRITER_POP_CHUNK))
+				return; /* out of memory: leave samples in the ring (it drops, counted) */
+			n = ring_pop(&t->loop->ring, t->staged + t->nstaged, WRITER_POP_CHUNK);
+			writer_take(t, n);
+		} while (n == WRITER_POP_CHUNK);
+	}
+}
+
+static int writer_reserve_buffers(struct writer *w, size_t rows)
+{
+	if (rows <= w->buffer_rows)
+		return 0;
+	for (int col = 0; col < w->ncolumns; col++) {
+		size_t width = w->columns[col].type == PQ_INT32 ? 4 : 8;
+		void *grown = realloc(w->buffers[col], rows * width);
+		if (!grown)
+			return -ENOMEM;
+		w->buffers[col] = grown;
+	}
+	w->buffer_rows = rows;
+	return 0;
+}
+
+static void writer_put32(struct writer *w, int col, size_t row, int32_t v)
+{
+	if (w->column_of[col] >= 0)
+		((int32_t *)w->buffers[w->column_of[col]])[row] = v;
+}
+
+static void writer_put64(struct writer *w, int col, size_t row, int64_t v)
+{
+	if (w->column_of[col] >= 0)
+		((int64_t *)w->buffers[w->column_of[col]])[row] = v;
+}
+
+/* Rows grouped by thread, each thread's in seq order, so the int32 columns
+ * are constant over long runs (they pack to 0 bits, see schema.h). */
+static size_t writer_fill(struct writer *w)
+{
+	size_t row = 0;
+	for (int i = 0; i < w->nthreads; i++) {
+		const struct writer_thread *t = &w->threads[i];
+		for (size_t k = 0; k < t->nstaged; k++, row++) {
+			const struct sample *s = &t->staged[k];
+			writer_put32(w, COL_CPU, row, t->cpu);
+			writer_put32(w, COL_THREAD, row, t->thread);
+			writer_put64(w, COL_SEQ, row, s->seq);
+			writer_put64(w, COL_EXPECTED_NS, row, s->expected_ns);
+			writer_put64(w, COL_ACTUAL_NS, row, s->actual_ns);
+			writer_put32(w, COL_OVERRUNS, row, s->overruns);
+			writer_put64(w, COL_TSC, row, (int64_t)s->tsc);
+			writer_put32(w, COL_RUN_CPU, row, s->run_cpu);
+			writer_put32(w, COL_READ_CYCLES, row, s->read_cycles);
+			for (int ctr = 0; ctr < CTR_COUNT; ctr++)
+				writer_put64(w, SCHEMA_FIRST_COUNTER + ctr, row, (int64_t)s->counters[ctr]);
+		}
+	}
+	return row;
+}
+
+static void writer_commit(struct writer *w)
+{
+	for (int i = 0; i < w->nthreads; i++) {
+		w->threads[i].samples += w->threads[i].nstaged;
+		w->threads[i].nstaged = 0;
+	}
+}
+
+static int writer_append(struct writer *w, size_t rows, const struct pq_kv *kv, size_t nkv)
+{
+	if (writer_should_rotate(w, w->groups_in_part)) {
+		writer_close_part(w);
+		w->part++;
+		w->groups_in_part = 0;
+		int err = writer_open_part(w, kv, nkv);
+		if (err) {
+			writer_fail(w, err, "creating");
+			return err;
+		}
+	}
+	int err = pq_append_row_group(w->pq, (const void *const *)w->buffers, rows, kv, nkv);
+	if (err) {
+		writer_fail(w, err, "write to");
+		return err;
+	}
+	w->groups_in_part += rows > 0;
+	return 0;
+}
+
+int writer_flush(struct writer *w, const char *state, const char *reason)
+{
+	size_t rows = 0;
+	for (int i = 0; i < w->nthreads; i++)
+		rows += w->threads[i].nstaged;
+	if (!w->pq) { /* statistics only */
+		writer_commit(w);
+		return 0;
+	}
+	if (writer_reserve_buffers(w, rows ? rows : 1)) {
+		writer_fail(w, -ENOMEM, "buffering for");
+		return -ENOMEM;
+	}
+	writer_fill(w);
+	w->flushes++;
+	struct pq_kv kv[WRITER_NKV];
+	char *threads, *status;
+	int err = writer_metadata(w, state, reason, kv, &threads, &status);
+	if (!err)
+		err = writer_append(w, rows, kv, WRITER_NKV);
+	else
+		writer_fail(w, err, "metadata for");
+	free(threads);
+	free(status);
+	if (err) {
+		w->flushes--;
+		return err;
+	}
+	writer_commit(w);
+	return 0;
+}
+
+/* ---- setup and thread ------------------------------------------------------------ */
+
+int writer_init(struct writer *w, const struct config *cfg, struct writer_thread *threads, int nthreads,
+		const bool counter_column[CTR_COUNT], int dir_fd)
+{
+	w->cfg = cfg;
+	w->threads = threads;
+	w->nthreads = nthreads;
+	w->dir_fd = dir_fd;
+	w->part_fd = -1;
+	atomic_init(&w->finish, false);
+	memcpy(w->counter_column, counter_column, sizeof(w->counter_column));
+	writer_columns(w, counter_column);
+	if (dir_fd < 0 && !w->to_dev_null)
+		return 0;
+	struct pq_kv kv[WRITER_NKV];
+	char *threads_json, *status;
+	int err = writer_metadata(w, "running", "", kv, &threads_json, &status);
+	if (!err)
+		err = writer_open_part(w, kv, WRITER_NKV);
+	if (err && !threads_json)
+		return err;
+	free(threads_json);
+	free(status);
+	if (err) {
+		writer_fail(w, err, "creating");
+		fprintf(stderr, "%s\n", w->error_line);
+	}
+	return err;
+}
+
+void writer_free(struct writer *w)
+{
+	writer_close_part(w);
+	for (int col = 0; col < COL_COUNT; col++)
+		free(w->buffers[col]);
+	for (int i = 0; i < w->nthreads; i++)
+		free(w->threads[i].staged);
+}
+
+void writer_sizes(const struct writer *w, uint64_t *data, uint64_t *dead, uint64_t *live_footers, uint64_t *file,
+		  int *parts)
+{
+	*data = w->data_closed;
+	*dead = w->dead_closed;
+	*live_footers = w->footer_closed;
+	*file = w->file_closed;
+	*parts = w->part + (w->pq != NULL);
+	if (w->pq) {
+		uint64_t d = pq_data_bytes(w->pq), x = pq_dead_footer_bytes(w->pq), f = pq_file_bytes(w->pq);
+		*data += d;
+		*dead += x;
+		*live_footers += f - 4 - d - x;
+		*file += f;
+	}
+}
+
+static void writer_print_line(const struct writer *w, const struct writer_thread *t, FILE *out)
+{
+	int64_t avg = t->count ? t->sum_ns / (int64_t)t->count : 0;
+	fprintf(out, "T:%2d (%5d) P:%2d I:%ld C:%7lu Min:%7ld Act:%5ld Avg:%5ld Max:%8ld\n", t->thread,
+		t->loop ? (int)t->loop->tid : 0, w->cfg->priority, (long)(t->interval_ns / 1000),
+		(unsigned long)t->count, (long)(t->min_ns / 1000), (long)(t->last_ns / 1000), (long)(avg / 1000),
+		(long)(t->max_ns / 1000));
+}
+
+void writer_print_summary(const struct writer *w, FILE *out)
+{
+	for (int i = 0; i < w->nthreads; i++)
+		writer_print_line(w, &w->threads[i], out);
+	fflush(out);
+}
+
+static void writer_print_status(struct writer *w)
+{
+	if (w->status_lines && isatty(STDERR_FILENO))
+		fprintf(stderr, "\033[%dA", w->status_lines);
+	writer_print_summary(w, stderr);
+	w->status_lines = w->nthreads;
+}
+
+static void writer_sleep_tick(void)
+{
+	struct timespec tick = {0, WRITER_TICK_NS};
+	nanosleep(&tick, NULL);
+}
+
+void *writer_run(void *arg)
+{
+	struct writer *w = arg;
+	w->last_flush_ns = w->last_status_ns = timerloop_now_ns();
+	while (!atomic_load(&w->finish)) {
+		writer_sleep_tick();
+		writer_drain(w);
+		int64_t now = timerloop_now_ns();
+		if (!w->error && now - w->last_flush_ns >= w->cfg->flush_interval_ns) {
+			w->last_flush_ns = now;
+			if (writer_flush(w, "running", ""))
+				atomic_store(w->stop, true);
+		}
+		if (!w->cfg->quiet && now - w->last_status_ns >= 1000000000) {
+			w->last_status_ns = now;
+			writer_print_status(w);
+		}
+	}
+	writer_drain(w);
+	if (!w->error)
+		writer_flush(w, w->final_state, w->final_reason);
+	return NULL;
+}

@@ -1,0 +1,91 @@
+/* The writer: drains the rings into per-thread staging buffers, keeps the
+ * live statistics, and flushes row groups into part files of the output
+ * directory (a new part when the superseded footers would pass 4 % of the
+ * part's data).  Runs on its own thread, off the measured CPUs when it can.
+ * Never touches the measuring threads except through the rings. */
+#ifndef JITTERSCOPE_WRITER_H
+#define JITTERSCOPE_WRITER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "parquet.h"
+#include "schema.h"
+#include "timerloop.h"
+
+#define WRITER_ROTATE_PERCENT 4
+
+struct writer_thread {
+	struct timerloop *loop;  /* NULL in the writer benchmark */
+	int thread, cpu;
+	int64_t interval_ns;
+	struct sample *staged;   /* drained, not yet flushed */
+	size_t nstaged, cap;
+	int64_t next_seq;        /* seq expected next: gaps are drops */
+	uint64_t samples, gap_drops, overruns;
+	/* latency statistics in ns, over every written sample */
+	uint64_t count;
+	int64_t min_ns, max_ns, last_ns, sum_ns;
+};
+
+struct writer {
+	const struct config *cfg;
+	int nthreads;
+	struct writer_thread *threads;
+	bool counter_column[CTR_COUNT];
+	struct pq_column_def columns[COL_COUNT];
+	int column_of[COL_COUNT];   /* schema index -> written column, -1 if absent */
+	int ncolumns;
+	void *buffers[COL_COUNT];   /* column buffers of one row group */
+	size_t buffer_rows;
+	/* metadata fixed at setup (JSON) */
+	const char *settings_json, *environment_json, *counters_json, *clock_json;
+	/* output; dir_fd < 0: statistics only */
+	int dir_fd;
+	bool to_dev_null;           /* writer benchmark without -o */
+	uid_t owner_uid;
+	gid_t owner_gid;
+	bool chown_parts;
+	int part;                   /* index of the current part */
+	uint64_t groups_in_part;
+	int part_fd;
+	struct pq_writer *pq;
+	uint64_t rows_closed_parts, data_closed, dead_closed, footer_closed, file_closed;
+	uint64_t flushes;
+	/* thread control */
+	atomic_bool finish;         /* set by main after the measuring threads are joined */
+	atomic_bool *stop;          /* set by the writer on a write error, to stop the capture */
+	const char *final_state, *final_reason;
+	int error;                  /* -errno of the failed write, 0 if none */
+	char error_line[1024];      /* the one line main prints */
+	int64_t last_flush_ns, last_status_ns;
+	int status_lines;           /* live status lines printed (tty redraw) */
+};
+
+/* w must be zeroed first (to_dev_null, owner fields and the metadata
+ * strings may be set before).  Sets up columns and buffers; opens part-00000 when cfg->output is set
+ * (dir_fd is the output directory, already created).  -errno after printing one line. */
+int writer_init(struct writer *w, const struct config *cfg, struct writer_thread *threads, int nthreads,
+		const bool counter_column[CTR_COUNT], int dir_fd);
+void writer_free(struct writer *w);
+void *writer_run(void *arg);
+/* Room for more staged samples of t; -ENOMEM. */
+int writer_reserve(struct writer_thread *t, size_t more);
+/* Accounts the n samples written at t->staged[t->nstaged..] (by drain, or by the benchmark). */
+void writer_take(struct writer_thread *t, size_t n);
+/* Pops what the rings hold into the staging buffers. */
+void writer_drain(struct writer *w);
+/* Writes the staged samples as one row group with the metadata as of now. */
+int writer_flush(struct writer *w, const char *state, const char *reason);
+/* cyclictest's per-thread line ("T: 0 ( 1234) P:99 I:1000 C: ..."), one per thread. */
+void writer_print_summary(const struct writer *w, FILE *out);
+uint64_t writer_total_rows(const struct writer *w);
+/* Footer and data byte totals over all parts (for the benchmark). */
+void writer_sizes(const struct writer *w, uint64_t *data, uint64_t *dead, uint64_t *live_footers, uint64_t *file,
+		  int *parts);
+
+#endif
