@@ -1,0 +1,168 @@
+"""cyclictest ``-v`` output: one ``thread:cycle:latency`` line per wake-up.
+
+rt-tests prints ``"%8d:%8lu:%8ld\\n"`` (thread, cycle, latency in µs, or ns
+with ``-N``) and, with ``--smi``, ``"%8d:%8lu:%8ld%8ld\\n"`` (the SMIs counted
+during that cycle, glued on without a separator).  The preamble has
+``Max CPUs =``, ``Online CPUs =``, ``# /dev/cpu_dma_latency set to 0us`` and one
+``Thread N Interval: X`` line per thread.  There are no absolute times: the
+importer reconstructs them (see :func:`reconstruct`).
+
+Two cyclictest quirks matter:
+
+* It prints ``Thread N Interval`` *after* adding the distance (``-d``, default
+  500 µs) for the next thread, so the header shows thread N+1's interval
+  unless a histogram was asked for (which forces distance 0).
+* After a late wake-up it silently skips the periods it missed
+  (``while (now > next) next += interval``); the skipped periods are
+  reconstructed from the latency as the ``overruns`` column.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ._common import Parsed, ThreadSamples, fail, read_text, show
+
+FORMAT = "cyclictest-verbose"
+DEFAULT_DISTANCE_US = 500
+
+_SAMPLE = re.compile(r"\s*(\d+):\s*(\d+):(.*)")
+_HEADER = re.compile(r"Thread (\d+) Interval: (\d+)\s*")
+_PREAMBLE = (
+    re.compile(r"Max CPUs = \d+\s*"),
+    re.compile(r"Online CPUs = \d+\s*"),
+    re.compile(r"Using \d+ cpus\.\s*"),
+    re.compile(r"Thread \d+ using cpu \d+\.\s*"),
+    re.compile(r"#.*"),
+    re.compile(r"(WARN|warning|defaulting|policy and priority|expanding).*", re.IGNORECASE),
+    re.compile(r"\s*"),
+)
+
+
+def sniff(head: bytes) -> bool:
+    text = head.decode("utf-8", "replace")
+    return bool(re.search(r"^Thread \d+ Interval: \d+", text, re.M)) or bool(
+        re.search(r"^\s+\d+:\s+\d+:\s+-?\d+", text, re.M)
+    )
+
+
+def parse(path: Path) -> Parsed:
+    """Read a cyclictest ``-v`` log into per-thread latency series (unit not yet known)."""
+    text = read_text(path, FORMAT)
+    headers: dict[int, int] = {}
+    rows: dict[int, tuple[list[int], list[int], list[int]]] = {}
+    smi_mode: bool | None = None
+    lines = text.split("\n")
+    for number, line in enumerate(lines, 1):
+        match = _SAMPLE.fullmatch(line)
+        if match:
+            thread, cycle = int(match[1]), int(match[2])
+            latency, smi = _split_tail(match[3], smi_mode, path, number, line)
+            if smi_mode is None:
+                smi_mode = smi is not None
+            elif smi_mode != (smi is not None):
+                raise fail(FORMAT, path, f"line {number}", f"{show(line)} has "
+                           f"{'no ' if smi_mode else 'an '}SMI field unlike the lines before")
+            if thread > 4095 or cycle >= 1 << 48:
+                raise fail(FORMAT, path, f"line {number}", f"{show(line)}: thread or cycle number is implausible")
+            if headers and thread not in headers:
+                raise fail(FORMAT, path, f"line {number}", f"thread {thread} has no 'Thread {thread} Interval:' header")
+            seqs, lats, smis = rows.setdefault(thread, ([], [], []))
+            if seqs and cycle <= seqs[-1]:
+                raise fail(FORMAT, path, f"line {number}",
+                           f"cycle {cycle} of thread {thread} does not follow cycle {seqs[-1]}",
+                           "lines are duplicated or out of order")
+            seqs.append(cycle)
+            lats.append(latency)
+            smis.append(0 if smi is None else smi)
+            continue
+        match = _HEADER.fullmatch(line)
+        if match:
+            thread, interval = int(match[1]), int(match[2])
+            if rows or thread in headers or thread != len(headers) or not 0 < interval <= 10_000_000:
+                raise fail(FORMAT, path, f"line {number}", f"unexpected header {show(line)}")
+            headers[thread] = interval
+            continue
+        if any(p.fullmatch(line) for p in _PREAMBLE):
+            continue
+        raise fail(FORMAT, path, f"line {number}", f"{show(line)} is not a 'thread:cycle:latency' line")
+    if not headers:
+        raise fail(FORMAT, path, "preamble", "no 'Thread N Interval:' header", "was cyclictest run with -v?")
+    if not rows:
+        raise fail(FORMAT, path, "body", "no sample lines", "the run printed nothing; is the file complete?")
+    parsed = Parsed(format=FORMAT, path=path, role="samples")
+    parsed.settings["interval_headers_us"] = [headers[t] for t in sorted(headers)]
+    for thread in sorted(headers):
+        seqs, lats, smis = rows.get(thread, ([], [], []))
+        parsed.samples.append(ThreadSamples(
+            thread=thread,
+            seq=np.asarray(seqs, dtype=np.int64),
+            latency_ns=np.asarray(lats, dtype=np.int64),  # still in the source's unit
+            smi_delta=np.asarray(smis, dtype=np.int64) if smi_mode else None,
+        ))
+    return parsed
+
+
+def _split_tail(tail: str, smi_mode: bool | None, path: Path, number: int, line: str) -> tuple[int, int | None]:
+    tokens = tail.split()
+    # "%8ld%8ld" glues the SMI count to a latency of 8 or more digits: split by width.
+    if len(tokens) == 1 and smi_mode and len(tail) == 16:
+        tokens = [tail[:8], tail[8:]]
+    if len(tokens) not in (1, 2) or not all(re.fullmatch(r"-?\d{1,15}", t) for t in tokens):
+        raise fail(FORMAT, path, f"line {number}", f"{show(line)} is not a 'thread:cycle:latency' line")
+    return int(tokens[0]), (int(tokens[1]) if len(tokens) == 2 else None)
+
+
+def resolve_intervals(headers_us: list[int], options: dict | None) -> tuple[list[int], str]:
+    """Each thread's interval in µs from the headers (and the command line when known), with how."""
+    options = options or {}
+    count = len(headers_us)
+    if options.get("interval_us") is not None:
+        base = int(options["interval_us"])
+        distance = 0 if options.get("histogram") else int(options.get("distance_us", DEFAULT_DISTANCE_US))
+        intervals = [base + k * distance for k in range(count)]
+        return intervals, (f"from the command line: -i {base}, distance {distance} µs "
+                           f"(interval of thread k = {base} + k*{distance})")
+    if options.get("histogram"):
+        return list(headers_us), "from the 'Thread N Interval:' headers (histogram mode: no distance added)"
+    if count >= 2:
+        distance = headers_us[1] - headers_us[0]
+        intervals = [h - distance for h in headers_us]
+        if distance >= 0 and intervals[0] > 0 and all(
+            b - a == distance for a, b in itertools.pairwise(headers_us)
+        ):
+            return intervals, (f"from the 'Thread N Interval:' headers minus the distance {distance} µs "
+                               "(cyclictest prints each header after adding the distance for the next thread)")
+        return list(headers_us), "from the 'Thread N Interval:' headers as printed (irregular distances)"
+    interval = headers_us[0] - DEFAULT_DISTANCE_US
+    if interval <= 0:
+        return list(headers_us), "from the 'Thread 0 Interval:' header as printed"
+    return [interval], (f"from the 'Thread 0 Interval:' header minus cyclictest's default distance "
+                        f"{DEFAULT_DISTANCE_US} µs (ASSUMED: give the --json file to know -d)")
+
+
+def reconstruct(
+    latency_ns: np.ndarray, seq: np.ndarray, interval_ns: int, resolution_ns: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
+    """Expected wake-up times (from 0) and overruns of one thread, from its latencies.
+
+    cyclictest advances its target by one interval per wake-up and then, while the
+    target is in the past, by further intervals: a wake-up ``L`` ns late skips
+    ``(L - 1) // interval`` periods (none when ``L <= interval``).  A latency
+    printed in µs is truncated, so the true one is taken as the printed one plus
+    ``resolution_ns - 1``.  Returns (expected_ns, overruns), where
+    ``overruns[i]`` is the number of periods skipped before wake-up ``i``.
+    """
+    latency = latency_ns.astype(np.int64) + (resolution_ns - 1)
+    skipped = np.where(latency > interval_ns, (latency - 1) // interval_ns, 0).astype(np.int64)
+    overruns = np.zeros(len(latency), dtype=np.int64)
+    overruns[1:] = skipped[:-1]
+    steps = np.zeros(len(latency), dtype=np.int64)
+    if len(latency) > 1:
+        steps[1:] = (np.diff(seq) + overruns[1:]) * interval_ns
+    steps[0] = seq[0] * interval_ns if len(seq) else 0
+    return np.cumsum(steps), overruns

@@ -1,0 +1,181 @@
+"""jitterdebugger output: ``samples.raw``, ``results.json`` and its stdout summary.
+
+``samples.raw`` is a stream of packed 28-byte records written with ``fwrite``
+of ``struct latency_sample { uint32_t cpuid; struct timespec ts; uint64_t val; }
+__attribute__((packed))``: u32 thread index, i64 tv_sec, i64 tv_nsec
+(CLOCK_MONOTONIC after waking), u64 latency in µs (ns with ``-N``), in the
+writer's byte order (little-endian on x86 and arm64; the file does not say).
+The writer thread drains per-thread rings and stops when the measurement
+stops, so the last samples may never reach the file: ``results.json`` counts
+them, and the importer reports the difference.
+
+``results.json`` (``"version": 3``): ``sysinfo`` (uname, ``cpus_online``,
+``resolution_in_ns``) and per thread ``histogram`` (1 µs bins below 1000 µs),
+``count``, ``min``, ``max``, ``avg`` (``%.2f``).  The stdout summary lines are
+``T:%2u (%5lu) A:%2u C:%10 Min:%10u Avg:%8.2f Max:%10u`` with VT100 escapes;
+``A`` is the CPU the thread was pinned to.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ._common import (
+    Parsed,
+    ThreadHistogram,
+    ThreadSamples,
+    ThreadSummary,
+    fail,
+    json_histogram,
+    json_int,
+    json_number,
+    read_bytes,
+    read_text,
+    show,
+)
+from .cyclictest_json import sysinfo_environment
+
+SAMPLES_FORMAT = "jitterdebugger-samples"
+RESULTS_FORMAT = "jitterdebugger-results"
+STDOUT_FORMAT = "jitterdebugger-stdout"
+
+RECORD = np.dtype([("cpuid", "<u4"), ("tv_sec", "<i8"), ("tv_nsec", "<i8"), ("val", "<u8")])
+assert RECORD.itemsize == 28
+MAX_THREADS = 4096
+MAX_LATENCY_NS = 3600 * 10**9  # an hour: anything above is a damaged record
+
+_STDOUT_LINE = re.compile(
+    r"T:\s*(\d+) \(\s*(\d+)\) A:\s*(\d+) C:\s*(\d+) Min:\s*(\d+) Avg:\s*(\d+\.\d+|nan|-nan) Max:\s*(\d+)\s*"
+)
+_ESCAPE = re.compile(r"\x1b\[\d*[A-Za-z]")
+
+
+def sniff_results(head: bytes) -> bool:
+    text = head.decode("utf-8", "replace")
+    return text.lstrip().startswith("{") and '"cpu"' in text and '"file_version"' not in text and (
+        '"version"' in text)
+
+
+def sniff_stdout(head: bytes) -> bool:
+    return bool(re.search(rb"T:\s*\d+ \(\s*\d+\) A:\s*\d+ C:", head))
+
+
+def sniff_samples(head: bytes, size: int) -> bool:
+    if size == 0 or size % RECORD.itemsize or len(head) < RECORD.itemsize:
+        return False
+    records = np.frombuffer(head[: len(head) - len(head) % RECORD.itemsize], dtype=RECORD)
+    return bool(np.all(records["cpuid"] < MAX_THREADS) and np.all((records["tv_nsec"] >= 0)
+                & (records["tv_nsec"] < 10**9)) and np.all(records["tv_sec"] >= 0))
+
+
+def parse_samples(path: Path, resolution_ns: int = 1000) -> Parsed:
+    data = read_bytes(path)
+    fmt = SAMPLES_FORMAT
+    if not data:
+        raise fail(fmt, path, "byte 0", "the file is empty", "jitterdebugger wrote no samples (was -s given?)")
+    whole = len(data) - len(data) % RECORD.itemsize
+    if whole != len(data):
+        raise fail(fmt, path, f"byte {whole}", f"{len(data)} bytes is not a whole number of 28-byte records "
+                   f"(the last record is cut after {len(data) - whole} bytes)",
+                   f"truncate the file to {whole} bytes to import the complete records")
+    records = np.frombuffer(data, dtype=RECORD)
+    _check_field(records["cpuid"] >= MAX_THREADS, "thread index (u32 at offset 0)", records["cpuid"], fmt, path)
+    _check_field((records["tv_nsec"] < 0) | (records["tv_nsec"] >= 10**9), "tv_nsec (i8 at offset 12)",
+                 records["tv_nsec"], fmt, path)
+    _check_field((records["tv_sec"] < 0) | (records["tv_sec"] > 1 << 40), "tv_sec (i8 at offset 4)",
+                 records["tv_sec"], fmt, path)
+    _check_field(records["val"] > MAX_LATENCY_NS // resolution_ns, "latency (u64 at offset 20)",
+                 records["val"], fmt, path)
+    parsed = Parsed(format=fmt, path=path, role="samples", resolution_ns=resolution_ns)
+    actual = records["tv_sec"].astype(np.int64) * 10**9 + records["tv_nsec"].astype(np.int64)
+    for thread in np.unique(records["cpuid"]):
+        index = np.flatnonzero(records["cpuid"] == thread)
+        times = actual[index]
+        backwards = np.flatnonzero(np.diff(times) <= 0)
+        if len(backwards):
+            where = int(index[backwards[0] + 1])
+            raise fail(fmt, path, f"byte {where * RECORD.itemsize} (record {where})",
+                       f"thread {int(thread)}'s time does not increase ({int(times[backwards[0] + 1])} ns after "
+                       f"{int(times[backwards[0]])} ns)", "the file is damaged")
+        parsed.samples.append(ThreadSamples(
+            thread=int(thread), seq=np.arange(len(index), dtype=np.int64),
+            latency_ns=records["val"][index].astype(np.int64) * resolution_ns, actual_ns=times,
+        ))
+    return parsed
+
+
+def _check_field(bad: np.ndarray, name: str, values: np.ndarray, fmt: str, path: Path) -> None:
+    wrong = np.flatnonzero(bad)
+    if len(wrong):
+        record = int(wrong[0])
+        raise fail(fmt, path, f"byte {record * RECORD.itemsize} (record {record})",
+                   f"{name} is {int(values[record])}, which is impossible",
+                   "the file is damaged or not a jitterdebugger samples.raw")
+
+
+def parse_results(path: Path) -> Parsed:
+    fmt = RESULTS_FORMAT
+    text = read_text(path, fmt)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise fail(fmt, path, f"line {exc.lineno} column {exc.colno}", exc.msg, "the JSON is truncated or damaged") \
+            from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("cpu"), dict) or not doc["cpu"]:
+        raise fail(fmt, path, '"cpu"', "missing or empty", "not a jitterdebugger results.json")
+    sysinfo = doc.get("sysinfo") if isinstance(doc.get("sysinfo"), dict) else {}
+    resolution_ns = 1 if sysinfo.get("resolution_in_ns") == 1 else 1000
+    parsed = Parsed(format=fmt, path=path, role="histogram", resolution_ns=resolution_ns)
+    parsed.tool = {"name": "jitterdebugger", "version": f"results.json version {doc.get('version')}"}
+    parsed.environment.update(sysinfo_environment(sysinfo))
+    for key in sorted(doc["cpu"], key=lambda k: int(k) if str(k).isdigit() else -1):
+        where = f'cpu "{key}"'
+        entry = doc["cpu"][key]
+        if not str(key).isdigit() or int(key) >= MAX_THREADS or not isinstance(entry, dict):
+            raise fail(fmt, path, where, "is not a thread entry")
+        count = json_int(entry, "count", fmt, path, where, lo=0)
+        values, counts = json_histogram(entry.get("histogram", {}), resolution_ns, fmt, path, where)
+        if int(counts.sum()) > count:
+            raise fail(fmt, path, where, f"histogram holds {int(counts.sum())} wake-ups but count is {count}")
+        parsed.summaries.append(ThreadSummary(
+            thread=int(key), count=count,
+            min_ns=json_int(entry, "min", fmt, path, where, lo=0) * resolution_ns if count else None,
+            max_ns=json_int(entry, "max", fmt, path, where, lo=0) * resolution_ns if count else None,
+            avg_ns=json_number(entry, "avg", fmt, path, where) * resolution_ns if count else None,
+            unit_ns=resolution_ns, overflows=count - int(counts.sum()),
+        ))
+        parsed.histograms.append(ThreadHistogram(
+            thread=int(key), bin_start_ns=values, bin_width_ns=np.full(len(values), resolution_ns, np.int64),
+            counts=counts, overflows=count - int(counts.sum()),
+        ))
+    return parsed
+
+
+def parse_stdout(path: Path) -> Parsed:
+    fmt = STDOUT_FORMAT
+    text = read_text(path, fmt)
+    found: dict[int, ThreadSummary] = {}
+    for number, raw in enumerate(text.split("\n"), 1):
+        line = _ESCAPE.sub("", raw)
+        match = _STDOUT_LINE.fullmatch(line)
+        if match:
+            count = int(match[4])
+            found[int(match[1])] = ThreadSummary(
+                thread=int(match[1]), tid=int(match[2]), cpu=int(match[3]), count=count,
+                min_ns=int(match[5]) * 1000 if count else None,
+                avg_ns=float(match[6]) * 1000 if count and "nan" not in match[6] else None,
+                max_ns=int(match[7]) * 1000 if count else None,
+            )
+            continue
+        if not line.strip() or line.startswith(("jitterdebugger", "jd_", "affinity:", "warning:", "Thread ")):
+            continue
+        raise fail(fmt, path, f"line {number}", f"{show(line)} is not a jitterdebugger summary line")
+    if not found or sorted(found) != list(range(len(found))):
+        raise fail(fmt, path, "whole file", "no complete set of 'T: n (tid) A: cpu C: Min: Avg: Max:' lines")
+    parsed = Parsed(format=fmt, path=path, role="summary", resolution_ns=1000)
+    parsed.summaries = [found[t] for t in sorted(found)]
+    return parsed
