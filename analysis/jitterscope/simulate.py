@@ -63,6 +63,7 @@ CHUNK_SLOTS = 1 << 20
 """Wake-up slots per thread generated at once."""
 
 COUNTER_NAMES = ("aperf", "mperf", "smi")
+DEFAULT_SAMPLES = 10_000
 # Raw counters do not start at zero on a real machine; neither do ours.
 _COUNTER_ORIGIN = 1_000_000_000_000
 _REALTIME_AT_START_NS = 1_764_460_800_000_000_000  # 2025-11-30T00:00:00Z, fixed for reproducibility
@@ -115,7 +116,8 @@ class SimulationSpec:
     """What to simulate.  Build from code, or from JSON with :meth:`from_json`.
 
     ``samples`` (wake-up slots per thread) or ``duration_ns`` (then
-    ``samples = duration_ns // interval_ns``) sets the length.  ``counters``
+    ``samples = duration_ns // interval_ns``) sets the length; neither means
+    :data:`DEFAULT_SAMPLES`.  ``counters``
     lists which counter columns to write; ``governor`` goes to the simulated
     environment so comparisons can tell runs apart.
     """
@@ -123,7 +125,7 @@ class SimulationSpec:
     threads: int = 2
     cpus: tuple[int, ...] | None = None
     interval_ns: int = 1_000_000
-    samples: int | None = 10_000
+    samples: int | None = None
     duration_ns: int | None = None
     start_ns: int = 1_000_000_000_000
     thread_offset_ns: int = 0
@@ -144,8 +146,10 @@ class SimulationSpec:
             raise ValueError("threads must be >= 1 and cpus a list of that many distinct CPUs >= 0")
         if self.interval_ns <= 0 or self.tsc_hz <= 0:
             raise ValueError("interval_ns and tsc_hz must be > 0")
-        if (self.samples is None) == (self.duration_ns is None):
-            raise ValueError("give exactly one of samples and duration_ns")
+        if self.samples is not None and self.duration_ns is not None:
+            raise ValueError("give samples or duration_ns, not both")
+        if self.samples is None and self.duration_ns is None:
+            object.__setattr__(self, "samples", DEFAULT_SAMPLES)
         if self.slots_per_thread < 1:
             raise ValueError("samples (or duration_ns / interval_ns) must be >= 1")
         unknown = set(self.counters) - set(COUNTER_NAMES)
@@ -258,7 +262,8 @@ def write_simulation(
         return write_dataset(sim.table, sim.metadata, out, overwrite=overwrite)
     tmp = out.with_name(out.name + ".tmp")
     try:
-        with pq.ParquetWriter(tmp, schema, compression="zstd", use_dictionary=False) as writer:
+        # without the stored Arrow schema, readers take the key-value metadata added at the end
+        with pq.ParquetWriter(tmp, schema, compression="zstd", use_dictionary=False, store_schema=False) as writer:
             for batch in generator.batches():
                 writer.write_batch(batch, row_group_size=CHUNK_SLOTS)
             writer.add_key_value_metadata(generator.metadata().to_kv())
@@ -468,7 +473,7 @@ def spec_from_options(
     *,
     threads: int = 2,
     interval_ns: int = 1_000_000,
-    samples: int | None = 10_000,
+    samples: int | None = None,
     duration_ns: int | None = None,
     base: BaseLatency | None = None,
     effects: Sequence[Effect] = (),
