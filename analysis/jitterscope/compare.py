@@ -1,0 +1,454 @@
+"""A/B comparison of runs: quantile differences with block-bootstrap intervals, verdicts, tests, environment diff.
+
+:func:`compare_runs` compares every run against the first (the baseline).  Per pair:
+
+* **p50, p99, p99.9, p99.99**: difference and relative change with a
+  ``confidence`` interval from the circular block bootstrap of each run
+  (:mod:`jitterscope.resample`; block length by Politis-White, stated per run);
+  runs longer than ``max_resample`` wake-ups are bootstrapped m-out-of-n.
+* **max**: a sample maximum has no consistent bootstrap, so no interval is
+  claimed.  Instead the maximum of one run is held against the other run's
+  fitted tail (GPD above a threshold chosen as in :mod:`jitterscope.tails`): is
+  it plausible that any of this run's wake-ups reached that level?
+* **Verdict** per metric, in the spirit of criterion: *regressed* when the whole
+  interval of the relative change lies above ``+noise``, *improved* when it lies
+  below ``-noise``, otherwise *within noise*; for the max, *regressed* when it
+  is more than ``noise`` higher and the baseline's tail puts the chance of
+  reaching it at under ``ALPHA_MAX`` (upper confidence bound of the probability).
+* A rank test (Mann-Whitney; effect size P(candidate > baseline)) and two
+  distribution tests (Kolmogorov-Smirnov, Anderson-Darling k-sample), whose
+  p-values assume independent wake-ups and are given as context, not verdicts.
+* Exceedance-rate ratios at the baseline's p99, p99.9 and p99.99, with
+  bootstrap intervals (Haldane's +1/2 so a zero count gives a finite ratio).
+
+Threads of one run are pooled (concatenated in thread order).  Runs with
+different intervals or CPU counts are compared as they are, with a note.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from . import gpd
+from .dataset import Dataset
+from .envdiff import EnvironmentDifference, diff_environments
+from .errors import AnalysisError
+from .metadata import Metadata
+from .resample import BootstrapDraws, bootstrap_series
+from .series import pooled_latency, read_thread_series
+from .tails import choose_threshold
+
+QUANTILE_METRICS: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999), ("p99.99", 0.9999))
+EXCEEDANCE_LEVELS: tuple[tuple[str, float], ...] = (("p99", 0.99), ("p99.9", 0.999), ("p99.99", 0.9999))
+ALPHA_MAX = 0.01
+MAX_TEST_SAMPLES = 100_000
+"""Rank and distribution tests run on a random subsample of at most this many wake-ups per run."""
+PLOT_LEVELS = 160
+HIST_BINS = 120
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run: its size, bootstrap set-up and plot-ready distribution (the figures compute nothing)."""
+
+    label: str
+    path: str
+    kind: str
+    n: int
+    threads: int
+    cpus: tuple[int, ...]
+    intervals_ns: tuple[int, ...]
+    wakeups_per_s: float
+    max_ns: float
+    block_length: int
+    block_reason: str
+    resample_length: int
+    quantile_levels: tuple[float, ...]
+    quantiles_ns: tuple[float, ...]
+    hist_edges_ns: tuple[float, ...]
+    hist_fraction: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    """Change of one metric from baseline to candidate, with its interval and verdict."""
+
+    metric: str
+    baseline_ns: float
+    candidate_ns: float
+    difference_ns: float
+    ci_low_ns: float | None
+    ci_high_ns: float | None
+    relative: float
+    relative_low: float | None
+    relative_high: float | None
+    verdict: str
+    sentence: str
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """A rank or distribution test: statistic, p-value (independence assumed), effect and a sentence."""
+
+    name: str
+    statistic: float
+    p_value: float
+    sentence: str
+
+
+@dataclass(frozen=True)
+class ExceedanceRatio:
+    """How much more often the candidate exceeds a baseline quantile than the baseline does (1 = as often)."""
+
+    level: str
+    threshold_ns: float
+    baseline_rate: float
+    candidate_rate: float
+    ratio: float
+    ratio_low: float
+    ratio_high: float
+    baseline_per_s: float
+    candidate_per_s: float
+
+
+@dataclass(frozen=True)
+class PairComparison:
+    """Candidate run against the baseline run."""
+
+    baseline: str
+    candidate: str
+    metrics: tuple[MetricChange, ...]
+    tests: tuple[TestResult, ...]
+    exceedance_ratios: tuple[ExceedanceRatio, ...]
+    notes: tuple[str, ...]
+
+    def verdict(self, metric: str) -> str:
+        return next(m.verdict for m in self.metrics if m.metric == metric)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every run against the first: changes, tests, exceedance ratios and what differs in the environment."""
+
+    runs: tuple[RunSummary, ...]
+    pairs: tuple[PairComparison, ...]
+    environment: tuple[EnvironmentDifference, ...]
+    notes: tuple[str, ...]
+    noise: float
+    confidence: float
+    n_boot: int
+    method: str
+
+    def to_json(self) -> dict[str, Any]:
+        return _jsonable(dataclasses.asdict(self))
+
+
+@dataclass(frozen=True)
+class _Run:
+    label: str
+    path: str
+    metadata: Metadata
+    latency: np.ndarray
+    wakeups_per_s: float
+
+
+def compare_runs(
+    datasets: Sequence[Dataset],
+    *,
+    labels: Sequence[str] | None = None,
+    noise: float = 0.05,
+    confidence: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+    max_resample: int = 200_000,
+) -> Comparison:
+    """Compare runs against the first one.
+
+    Parameters
+    ----------
+    datasets : sequence of Dataset
+        Two or more opened sample datasets; the first is the baseline.
+    labels : sequence of str, optional
+        Names of the runs in the output (default: the file names).
+    noise : float
+        Noise threshold, relative (0.05 = 5 %): changes whose interval reaches inside
+        ``±noise`` are "within noise".
+    confidence : float
+        Level of the bootstrap intervals.
+    n_boot : int
+        Bootstrap resamples per run.
+    seed : int
+        Seed of the resampling; the same inputs and seed give the same result.
+    max_resample : int
+        Longer runs are bootstrapped m-out-of-n with ``m = max_resample``.
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    AnalysisError
+        Fewer than two runs, a histogram-only or empty run, or bad parameters.
+    """
+    if len(datasets) < 2:
+        raise AnalysisError("compare needs at least two datasets (the first is the baseline)")
+    labels = list(labels) if labels is not None else _default_labels(datasets)
+    if len(labels) != len(datasets):
+        raise AnalysisError(f"{len(labels)} labels for {len(datasets)} datasets; give one label per dataset")
+    runs = []
+    for label, dataset in zip(labels, datasets, strict=True):
+        series = read_thread_series(dataset)
+        runs.append(_Run(label, str(dataset.path), dataset.metadata, pooled_latency(series),
+                         float(sum(s.rate_hz for s in series))))
+    return compare_samples(runs_latency=[r.latency for r in runs], metadatas=[r.metadata for r in runs],
+                           labels=labels, paths=[r.path for r in runs],
+                           wakeups_per_s=[r.wakeups_per_s for r in runs], noise=noise, confidence=confidence,
+                           n_boot=n_boot, seed=seed, max_resample=max_resample)
+
+
+def compare_samples(
+    runs_latency: Sequence[np.ndarray],
+    metadatas: Sequence[Metadata],
+    labels: Sequence[str],
+    *,
+    paths: Sequence[str] | None = None,
+    wakeups_per_s: Sequence[float] | None = None,
+    noise: float = 0.05,
+    confidence: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+    max_resample: int = 200_000,
+) -> Comparison:
+    """:func:`compare_runs` on latency arrays (ns, wake-up order) with their metadata; the numeric core."""
+    if not 0 < confidence < 1 or noise < 0 or n_boot < 20:
+        raise AnalysisError("need 0 < confidence < 1, noise >= 0 and at least 20 bootstrap resamples")
+    values = [np.asarray(v, dtype=np.int64) for v in runs_latency]
+    for label, v in zip(labels, values, strict=True):
+        if v.size < 100:
+            raise AnalysisError(f"run {label!r} has {v.size} wake-ups; compare needs at least 100 per run")
+    paths = list(paths) if paths is not None else list(labels)
+    rates = list(wakeups_per_s) if wakeups_per_s is not None else [
+        sum(1e9 / t.interval_ns for t in m.threads) for m in metadatas]
+    qs = np.array([q for _, q in QUANTILE_METRICS])
+    thresholds = np.quantile(values[0], [q for _, q in EXCEEDANCE_LEVELS])
+    draws = [bootstrap_series(v, qs, thresholds, n_boot=n_boot, seed=seed + 7919 * i, max_resample=max_resample)
+             for i, v in enumerate(values)]
+    summaries = _run_summaries(values, metadatas, labels, paths, rates, draws)
+    pairs = tuple(
+        _compare_pair(values[0], values[i], draws[0], draws[i], summaries[0], summaries[i], thresholds,
+                      noise=noise, confidence=confidence, seed=seed)
+        for i in range(1, len(values)))
+    method = (f"circular block bootstrap, {n_boot} resamples per run, {confidence:.0%} percentile intervals; "
+              f"noise threshold ±{noise:.0%}; max judged against the other run's GPD tail")
+    return Comparison(summaries, pairs, diff_environments(metadatas), _notes(summaries), noise, confidence,
+                      n_boot, method)
+
+
+def _compare_pair(
+    base: np.ndarray, cand: np.ndarray, draws_a: BootstrapDraws, draws_b: BootstrapDraws,
+    run_a: RunSummary, run_b: RunSummary, thresholds: np.ndarray, *, noise: float, confidence: float, seed: int,
+) -> PairComparison:
+    alpha = 1 - confidence
+    est_a = np.quantile(base, [q for _, q in QUANTILE_METRICS])
+    est_b = np.quantile(cand, [q for _, q in QUANTILE_METRICS])
+    metrics = []
+    for j, (name, _) in enumerate(QUANTILE_METRICS):
+        diff = draws_b.quantiles[:, j] - draws_a.quantiles[:, j]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = draws_b.quantiles[:, j] / draws_a.quantiles[:, j] - 1
+        rel = rel[np.isfinite(rel)]
+        lo, hi = np.quantile(diff, [alpha / 2, 1 - alpha / 2])
+        r_lo, r_hi = np.quantile(rel, [alpha / 2, 1 - alpha / 2]) if rel.size else (np.nan, np.nan)
+        relative = est_b[j] / est_a[j] - 1 if est_a[j] > 0 else np.nan
+        metrics.append(_quantile_change(name, est_a[j], est_b[j], lo, hi, relative, r_lo, r_hi, noise, confidence))
+    metrics.append(_max_change(base, cand, noise))
+    return PairComparison(
+        baseline=run_a.label, candidate=run_b.label, metrics=tuple(metrics),
+        tests=_tests(base, cand, seed), exceedance_ratios=_ratios(base, cand, draws_a, draws_b, thresholds,
+                                                                  run_a, run_b, alpha),
+        notes=_pair_notes(run_a, run_b))
+
+
+def _quantile_change(name: str, a: float, b: float, lo: float, hi: float, relative: float, r_lo: float,
+                     r_hi: float, noise: float, confidence: float) -> MetricChange:
+    if np.isfinite(r_lo) and r_lo > noise:
+        verdict, why = "regressed", f"the whole {confidence:.0%} interval lies above the +{noise:.0%} noise threshold"
+    elif np.isfinite(r_hi) and r_hi < -noise:
+        verdict, why = "improved", f"the whole {confidence:.0%} interval lies below the -{noise:.0%} noise threshold"
+    else:
+        verdict, why = "within noise", f"the {confidence:.0%} interval reaches inside ±{noise:.0%}"
+    sentence = (f"{name}: {verdict} — {_us(a)} → {_us(b)} ({_pct(relative)} [{_pct(r_lo)} … {_pct(r_hi)}]); {why}")
+    return MetricChange(name, float(a), float(b), float(b - a), float(lo), float(hi), float(relative),
+                        float(r_lo), float(r_hi), verdict, sentence)
+
+
+def _max_change(base: np.ndarray, cand: np.ndarray, noise: float) -> MetricChange:
+    a, b = float(base.max()), float(cand.max())
+    relative = b / a - 1 if a > 0 else np.nan
+    verdict, why = "within noise", f"the change is inside ±{noise:.0%}"
+    if b > a * (1 + noise):
+        chance = _chance_to_reach(base, b, cand.size)
+        verdict, why = _max_verdict("regressed", chance, "baseline", b, cand.size)
+    elif b < a * (1 - noise):
+        chance = _chance_to_reach(cand, a, base.size)
+        verdict, why = _max_verdict("improved", chance, "candidate", a, base.size)
+    sentence = f"max: {verdict} — {_us(a)} → {_us(b)} ({_pct(relative)}; no interval: see method); {why}"
+    return MetricChange("max", a, b, b - a, None, None, float(relative), None, None, verdict, sentence)
+
+
+def _chance_to_reach(values: np.ndarray, level: float, wakeups: int) -> float | None:
+    """Upper confidence bound of P(any of ``wakeups`` draws from ``values``' fitted tail exceeds ``level``)."""
+    try:
+        candidates, chosen = choose_threshold(values)
+    except AnalysisError:
+        return None
+    u = candidates[chosen].threshold_ns
+    y = values[values > u].astype(float) - u
+    if level <= u:
+        return 1.0
+    _, _, upper = gpd.exceedance_ci(y, y.size, values.size, level - u, level=1 - 2 * ALPHA_MAX)
+    return float(-np.expm1(wakeups * np.log1p(-min(upper, 1 - 1e-16))))
+
+
+def _max_verdict(direction: str, chance: float | None, tail_of: str, level: float, wakeups: int) -> tuple[str, str]:
+    if chance is None:
+        return "within noise", f"too few wake-ups to fit the {tail_of}'s tail, so the maximum cannot be judged"
+    text = (f"the {tail_of}'s fitted tail gives at most {chance:.2g} chance that any of {wakeups} wake-ups "
+            f"reaches {_us(level)}")
+    if chance < ALPHA_MAX:
+        return direction, text
+    return "within noise", text + " — as large a maximum is plausible by chance"
+
+
+def _tests(base: np.ndarray, cand: np.ndarray, seed: int) -> tuple[TestResult, ...]:
+    rng = np.random.default_rng(seed)
+    a = _subsample(base, rng)
+    b = _subsample(cand, rng)
+    mw = stats.mannwhitneyu(b, a, alternative="two-sided")
+    ps = float(mw.statistic) / (a.size * b.size)
+    lean = ("candidate latencies tend to be larger" if ps > 0.52 else
+            "candidate latencies tend to be smaller" if ps < 0.48 else "neither run tends to be larger")
+    ks = stats.ks_2samp(a, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ad = stats.anderson_ksamp([a[:20_000], b[:20_000]])
+    caveat = "p-values assume independent wake-ups"
+    return (
+        TestResult("Mann-Whitney", ps, float(mw.pvalue),
+                   f"P(candidate > baseline) = {ps:.3f}: {lean} (Mann-Whitney p {_p(mw.pvalue)}; {caveat})"),
+        TestResult("Kolmogorov-Smirnov", float(ks.statistic), float(ks.pvalue),
+                   f"largest gap between the two CDFs D = {ks.statistic:.3f} (KS p {_p(ks.pvalue)}; {caveat})"),
+        TestResult("Anderson-Darling k-sample", float(ad.statistic), float(ad.pvalue),
+                   f"Anderson-Darling k-sample A² = {ad.statistic:.2f} (p {_p(ad.pvalue, floor=0.001, cap=0.25)}; "
+                   f"on ≤ 20000 wake-ups per run)"),
+    )
+
+
+def _ratios(base: np.ndarray, cand: np.ndarray, draws_a: BootstrapDraws, draws_b: BootstrapDraws,
+            thresholds: np.ndarray, run_a: RunSummary, run_b: RunSummary, alpha: float) -> tuple[ExceedanceRatio, ...]:
+    out = []
+    for j, (name, _) in enumerate(EXCEEDANCE_LEVELS):
+        ka, kb = np.count_nonzero(base > thresholds[j]), np.count_nonzero(cand > thresholds[j])
+        ratio = ((kb + 0.5) / (cand.size + 0.5)) / ((ka + 0.5) / (base.size + 0.5))
+        boot = (draws_b.exceed[:, j] + 0.5 / cand.size) / (draws_a.exceed[:, j] + 0.5 / base.size)
+        lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
+        out.append(ExceedanceRatio(
+            level=f"baseline {name}", threshold_ns=float(thresholds[j]), baseline_rate=ka / base.size,
+            candidate_rate=kb / cand.size, ratio=float(ratio), ratio_low=float(min(lo, ratio)),
+            ratio_high=float(max(hi, ratio)), baseline_per_s=ka / base.size * run_a.wakeups_per_s,
+            candidate_per_s=kb / cand.size * run_b.wakeups_per_s))
+    return tuple(out)
+
+
+def _run_summaries(values: list[np.ndarray], metadatas: Sequence[Metadata], labels: Sequence[str],
+                   paths: Sequence[str], rates: Sequence[float], draws: list[BootstrapDraws]) -> tuple[RunSummary, ...]:
+    lo = min(float(v.min()) for v in values)
+    hi = max(float(v.max()) for v in values)
+    if lo > 0:
+        edges = np.geomspace(lo, hi * 1.0001, HIST_BINS + 1)
+    else:
+        edges = np.linspace(lo, hi + 1, HIST_BINS + 1)
+    out = []
+    for label, path, meta, v, rate, d in zip(labels, paths, metadatas, values, rates, draws, strict=True):
+        levels = 1 - np.logspace(np.log10(0.5), -np.log10(v.size), PLOT_LEVELS)
+        counts = np.histogram(v, edges)[0]
+        out.append(RunSummary(
+            label=label, path=path, kind=meta.kind, n=int(v.size), threads=len(meta.threads),
+            cpus=tuple(t.cpu for t in meta.threads), intervals_ns=tuple(sorted({t.interval_ns for t in meta.threads})),
+            wakeups_per_s=float(rate), max_ns=float(v.max()), block_length=d.block.length,
+            block_reason=d.block.reason, resample_length=d.resample_length,
+            quantile_levels=tuple(levels.tolist()), quantiles_ns=tuple(np.quantile(v, levels).tolist()),
+            hist_edges_ns=tuple(edges.tolist()), hist_fraction=tuple((counts / v.size).tolist())))
+    return tuple(out)
+
+
+def _notes(runs: tuple[RunSummary, ...]) -> tuple[str, ...]:
+    notes = []
+    for run in runs:
+        notes.append(f"{run.label}: block length {run.block_length} ({run.block_reason})")
+        if run.resample_length < run.n:
+            notes.append(f"{run.label}: {run.n} wake-ups, bootstrapped m-out-of-n with m = {run.resample_length} "
+                         "and the spread scaled by sqrt(m/n)")
+    notes.append("threads of each run are pooled; quantiles are per wake-up")
+    return tuple(notes)
+
+
+def _pair_notes(a: RunSummary, b: RunSummary) -> tuple[str, ...]:
+    notes = []
+    if a.intervals_ns != b.intervals_ns:
+        notes.append(f"different wake-up intervals ({_intervals(a)} vs {_intervals(b)}): per-wake-up quantiles "
+                     "compared as they are; exceedances are also given per second")
+    if len(a.cpus) != len(b.cpus):
+        notes.append(f"different numbers of measured CPUs ({len(a.cpus)} vs {len(b.cpus)}): each run's CPUs are "
+                     "pooled, so a run with more CPUs has more chances at a large maximum")
+    if a.kind != b.kind:
+        notes.append(f"different kinds of data ({a.kind} vs {b.kind})")
+    return tuple(notes)
+
+
+def _default_labels(datasets: Sequence[Dataset]) -> list[str]:
+    names = [d.path.name for d in datasets]
+    return [f"{i}:{name}" if names.count(name) > 1 else name for i, name in enumerate(names)]
+
+
+def _subsample(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return x if x.size <= MAX_TEST_SAMPLES else rng.choice(x, MAX_TEST_SAMPLES, replace=False)
+
+
+def _intervals(run: RunSummary) -> str:
+    return "/".join(f"{i / 1000:g} µs" for i in run.intervals_ns)
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:.4g} µs"
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x * 100:+.1f}%"
+
+
+def _p(p: float, floor: float = 1e-4, cap: float = 1.0) -> str:
+    if p <= floor:
+        return f"≤ {floor:g}"
+    return f"≥ {cap:g}" if p >= cap and cap < 1 else f"= {p:.2g}"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float | np.floating):
+        value = float(value)
+        return value if np.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
