@@ -88,7 +88,7 @@ def optimal_block_length(x: np.ndarray) -> BlockLength:
 
 
 def block_indices(rng: np.random.Generator, n: int, m: int, block: int, count: int) -> np.ndarray:
-    """``count`` circular-block resamples of length ``m`` from a series of length ``n``: an int index array (count, m)."""
+    """``count`` circular-block resamples of length ``m`` from a series of length ``n``: indices (count, m)."""
     n_blocks = -(-m // block)
     starts = rng.integers(0, n, size=(count, n_blocks))
     idx = (starts[:, :, None] + np.arange(block)[None, None, :]) % n
