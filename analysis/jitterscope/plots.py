@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.ticker import FixedLocator, NullLocator
+from matplotlib.ticker import FixedLocator, LogFormatter, NullLocator
 
 from .figdata import BinnedHistograms, CcdfCurve, PercentileCurve
 from .timeline import ThreadTimeline
@@ -25,6 +25,19 @@ NS_PER_US = 1000.0
 NS_PER_S = 1e9
 MONO = "DejaVu Sans Mono"
 LOG_RANGE = 20.0  # a y range wider than this factor gets a log axis
+
+
+class _PlainLogFormatter(LogFormatter):
+    """Log-axis labels as plain numbers (20, 50, 0.5), not 2×10^1: latencies read in µs."""
+
+    def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
+        return f"{x:g}"
+
+
+def plain_log_axis(axis: Any) -> None:
+    """Label a log-scaled axis with plain numbers, minor ticks too where there are few decades."""
+    axis.set_major_formatter(_PlainLogFormatter(labelOnlyBase=False))
+    axis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(1.2, 0.6)))
 
 
 def colour(index: int) -> str:
@@ -96,6 +109,7 @@ def plot_percentiles(curves: Sequence[PercentileCurve], ax: Axes) -> Axes:
     bottom = min((float(np.min(c.values_ns)) for c in curves), default=1.0)
     if bottom > 0 and top / bottom > LOG_RANGE:
         ax.set_yscale("log")
+        plain_log_axis(ax.yaxis)
     ax.set_xlabel("percentile q (axis: 1/(1−q), log scale; ▲ = maximum at x = n)")
     ax.set_ylabel("latency [µs]")
     ax.set_title("Latency percentiles")
@@ -116,6 +130,7 @@ def plot_ccdf(curves: Sequence[CcdfCurve], ax: Axes) -> Axes:
         floor = min(floor, 1.0 / max(curve.n, 1))
     ax.set_xscale("log")
     ax.set_yscale("log")
+    plain_log_axis(ax.xaxis)
     ax.set_ylim(floor * 0.5, 1.5)
     ax.set_xlabel("latency x [µs]")
     ax.set_ylabel("P(latency > x)")
@@ -138,10 +153,15 @@ def plot_timeline(timeline: ThreadTimeline, ax: Axes, *, origin_ns: int | None =
     if spikes:
         ax.plot([(s.actual_ns - origin) / NS_PER_S for s in spikes], [s.latency_ns / NS_PER_US for s in spikes],
                 marker="x", color="#c00000", linestyle="none", markersize=6, label=f"top {len(spikes)} spikes")
-    values = np.concatenate([timeline.max_ns, timeline.p99_ns]).astype(np.float64)
+    values = np.concatenate([timeline.max_ns, timeline.p99_ns]).astype(np.float64) / NS_PER_US
     positive = values[values > 0]
+    # headroom above the data so the legend does not cover the largest values
     if positive.size and positive.max() / positive.min() > LOG_RANGE:
         ax.set_yscale("log")
+        plain_log_axis(ax.yaxis)
+        ax.set_ylim(top=positive.max() * 6.0)
+    elif positive.size:
+        ax.set_ylim(bottom=0.0, top=positive.max() * 1.45)
     ax.set_xlabel("time since first wake-up [s]")
     ax.set_ylabel("latency [µs]")
     ax.set_title(f"{label or f'thread {timeline.thread}'}: latency over time", fontsize=10)
@@ -173,8 +193,9 @@ def plot_text_page(heading: str, blocks: Sequence[tuple[str, Sequence[str]]], ax
                 bbox={"facecolor": "#ffe8e8", "edgecolor": "#b00000", "boxstyle": "square,pad=0.4"})
         y -= 3.6 * step
     for title, lines in blocks:
-        ax.text(0.0, y, title, fontsize=10, weight="bold", va="top", transform=ax.transAxes)
-        y -= 1.4 * step
+        if title:
+            ax.text(0.0, y, title, fontsize=10, weight="bold", va="top", transform=ax.transAxes)
+            y -= 1.4 * step
         ax.text(0.0, y, "\n".join(lines), fontsize=8, family=MONO, va="top", linespacing=1.25,
                 transform=ax.transAxes)
         y -= (len(lines) * 1.25 * 8 / line_pt + 0.6) * step

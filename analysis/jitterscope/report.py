@@ -61,7 +61,7 @@ from tqdm import tqdm
 from . import __version__
 from .dataset import Dataset, open_dataset
 from .errors import JitterscopeError
-from .tables import Table, to_csv, to_json_text, to_latex, to_text
+from .tables import Table, text_header_lines, to_csv, to_json_text, to_latex, to_text
 
 SECTION_MODULES: tuple[str, ...] = (
     # One line per module that registers sections; imported in this order, sections sorted by `order`.
@@ -241,17 +241,20 @@ def text_pages(name: str, heading: str, tables: Sequence[Table], *, banner: str 
     used = 4 if banner else 0
     for table in tables:
         lines = to_text(table, max_width=CHARS_PER_LINE)
-        title = table.title
+        header = lines[:text_header_lines(lines)]
+        title = "" if len(tables) == 1 and table.title == heading else table.title
         while lines:
-            room = LINES_PER_PAGE - used - 2  # the block title and a gap
-            if room < min(6, len(lines)) and pages[-1]:
+            room = LINES_PER_PAGE - used - (2 if title else 0)  # the block title and a gap
+            if room < min(len(header) + 4, len(lines)) and pages[-1]:
                 pages.append([])
                 used = 0
                 continue
             pages[-1].append((title, lines[:room]))
-            used += min(room, len(lines)) + 2
+            used += min(room, len(lines)) + (2 if title else 1)
             lines = lines[room:]
-            title = f"{table.title} (continued)"
+            if lines:  # continue on the next page under the same header
+                lines = header + lines
+                title = f"{table.title} (continued)"
     for number, blocks in enumerate(pages):
         page = _text_page(name, number, heading, blocks, banner if number == 0 else None, plot_text_page)
         yield Page(page.name, page.figure, tuple(tables) if number == 0 else ())
@@ -412,6 +415,9 @@ def _pages_of(section: str, items: Sequence[SectionItem], ctx: ReportContext) ->
 
 def _decorate(fig: Figure, ctx: ReportContext, page_no: int) -> None:
     """Footer on every page: what, from which data, page number; and SIMULATED when it is."""
+    engine = fig.get_layout_engine()
+    if engine is not None and hasattr(engine, "set") and "rect" in engine.get():
+        engine.set(rect=(0.0, 0.03, 1.0, 0.97))  # keep axis labels clear of the footer
     prov = ctx.provenance
     footer = (f"jitterscope {prov.tool_version} · {Path(prov.dataset_path).name} · "
               f"sha256 {prov.dataset_sha256[:12]} · {prov.generated_utc}")

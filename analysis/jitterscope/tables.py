@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,17 +107,26 @@ def format_cell(value: Cell, spec: str = "") -> str:
 
 
 def to_text(table: Table, *, max_width: int | None = None) -> list[str]:
-    """The table as monospace lines: title, header, rules, rows, notes.
+    """The table as monospace lines: rule, header, rule, rows, rule, notes.
 
-    Cells longer than ``max_width`` characters in total are shortened from the
-    middle with an ellipsis, widest column first, so the table fits.
+    A header ``"p99 [µs]"`` is set on two lines, ``p99`` over ``[µs]``, so
+    units do not widen the columns.  To fit ``max_width`` characters, a last
+    left-aligned column wraps onto continuation lines; other cells are
+    shortened from the middle with an ellipsis, widest column first.  Notes wrap.
     """
-    cells = [list(table.columns), *table.text_rows()]
-    widths = [max(len(row[c]) for row in cells) for c in range(len(table.columns))]
-    if max_width is not None:
-        widths = _shrink(widths, max_width - 2 * (len(widths) - 1))
+    names, units = zip(*(_split_header(c) for c in table.columns), strict=True) if table.columns else ((), ())
+    body = table.text_rows()
+    widths = [max([len(names[c]), len(units[c])] + [len(row[c]) for row in body]) for c in range(len(names))]
     align = table.alignment()
-    rule = "─" * (sum(widths) + 2 * (len(widths) - 1))
+    gaps = 2 * (len(widths) - 1)
+    wrap_last = False
+    if max_width is not None and sum(widths) + gaps > max_width:
+        if align and align[-1] == "l":
+            room = max_width - gaps - sum(widths[:-1])
+            if room >= 20:
+                widths[-1], wrap_last = room, True
+        if not wrap_last:
+            widths = _shrink(widths, max_width - gaps)
 
     def line(row: Sequence[str]) -> str:
         parts = []
@@ -125,11 +135,33 @@ def to_text(table: Table, *, max_width: int | None = None) -> list[str]:
             parts.append(text.rjust(width) if how == "r" else text.ljust(width))
         return "  ".join(parts).rstrip()
 
-    out = [rule, line(cells[0]), rule]
-    out += [line(row) for row in cells[1:]]
+    rule = "─" * (sum(widths) + gaps)
+    out = [rule, line(names)]
+    if any(units):
+        out.append(line(units))
     out.append(rule)
-    out += list(table.notes)
+    for row in body:
+        if wrap_last and len(row[-1]) > widths[-1]:
+            pieces = textwrap.wrap(row[-1], widths[-1], break_long_words=True, break_on_hyphens=False) or [""]
+            out.append(line([*row[:-1], pieces[0]]))
+            out += [line([""] * (len(row) - 1) + [piece]) for piece in pieces[1:]]
+        else:
+            out.append(line(row))
+    out.append(rule)
+    for note in table.notes:
+        out += textwrap.wrap(note, max_width) if max_width else [note]
     return out
+
+
+def text_header_lines(lines: Sequence[str]) -> int:
+    """How many of :func:`to_text`'s first lines are the header block (rules included)."""
+    rules = [i for i, text in enumerate(lines) if text and set(text) == {"─"}]
+    return rules[1] + 1 if len(rules) > 1 else 0
+
+
+def _split_header(column: str) -> tuple[str, str]:
+    name, bracket, unit = column.partition(" [")
+    return (name, "[" + unit) if bracket else (column, "")
 
 
 def to_csv(table: Table) -> str:

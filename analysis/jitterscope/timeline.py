@@ -26,6 +26,7 @@ import numpy as np
 from tqdm import tqdm
 
 from .dataset import Dataset
+from .derive import latency_ns
 from .errors import AnalysisError
 
 SUB_BUCKETS = 16
@@ -301,7 +302,7 @@ def _thread_slices(dataset: Dataset, cpus: dict[int, int]) -> Iterator[tuple[int
     for batch in dataset.iter_batches(["thread", "cpu", "expected_ns", "actual_ns"]):
         thread = batch.column("thread").to_numpy()
         actual = batch.column("actual_ns").to_numpy()
-        latency = actual - batch.column("expected_ns").to_numpy()
+        latency = latency_ns(batch)
         cpu = batch.column("cpu").to_numpy()
         if thread.size == 0:
             continue

@@ -13,6 +13,7 @@ from jitterscope.tables import (
     format_cell,
     key_value_table,
     latex_escape,
+    text_header_lines,
     to_csv,
     to_json_text,
     to_latex,
@@ -48,17 +49,31 @@ def test_rows_must_match_columns():
 
 def test_text_layout_aligns_numbers_right_and_fits_width():
     lines = to_text(_table())
-    header = lines[1]
-    assert header.startswith("thread") and "p99 [µs]" in header
-    row0, row1, row2 = lines[3:6]
+    assert lines[1].split() == ["thread", "p99", "note"]
+    assert lines[2].split() == ["[µs]"]  # units on their own header line
+    assert lines[1].index("p99") + 3 == lines[2].index("[µs]") + 4  # right-aligned like the numbers below
+    assert text_header_lines(lines) == 4
+    row0, row1, row2 = lines[4:7]
     # numbers right-aligned: the decimal points line up in the p99 column
     assert row0.index("12.35") + len("12.35") == row2.index("1234.50") + len("1234.50")
     assert "n/a" in row1 and "nan" not in " ".join(lines).lower().replace("n/a", "")
-    assert lines[0] == lines[2] == lines[6] and set(lines[0]) == {"─"}
+    assert lines[0] == lines[3] == lines[7] and set(lines[0]) == {"─"}
     assert lines[-1] == "n/a: not resolved"
-    narrow = to_text(Table(name="w", title="w", columns=("k", "v"), rows=(("key", "x" * 300),)), max_width=60)
-    assert all(len(line) <= 60 for line in narrow)
-    assert "…" in narrow[3]
+
+
+def test_text_wraps_a_long_last_column_and_ellipsizes_others():
+    long_value = " ".join(f"word{i}" for i in range(80))
+    wrapped = to_text(Table(name="w", title="w", columns=("key", "value"), rows=(("k", long_value), ("k2", "v"))),
+                      max_width=60)
+    assert all(len(line) <= 60 for line in wrapped)
+    body = wrapped[3:-1]
+    assert body[0].startswith("k ") and body[-1].startswith("k2")
+    assert " ".join(line[5:].strip() for line in body[:-1]) == long_value  # nothing lost
+    numeric = Table(name="n", title="n", columns=("a", "b"), rows=(("x" * 100, 1),))
+    squeezed = to_text(numeric, max_width=40)
+    assert all(len(line) <= 40 for line in squeezed) and "…" in squeezed[3]
+    notes = to_text(Table(name="t", title="t", columns=("a",), rows=(), notes=(long_value,)), max_width=50)
+    assert all(len(line) <= 50 for line in notes)
 
 
 def test_csv_round_trips_through_pandas():

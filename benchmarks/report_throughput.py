@@ -1,0 +1,95 @@
+"""Time of `jitterscope report` against the read floor, and its peak RSS, on simulated datasets.
+
+Usage: python benchmarks/report_throughput.py [--sizes 1e7 1e8] [--threads 2] [--keep DIR]
+
+For each size it simulates that many wake-ups (once, cached in --keep), then
+measures in fresh subprocesses, so peak RSS is each step's own:
+  floor   pyarrow reading the columns the report reads + one numpy pass over them
+  timeline  the report's own streaming pass (timeline.compute_timeline)
+  report  the whole `write_report` (summary pass + timeline pass + figures + PDF)
+and prints seconds, the ratio to the floor, and peak RSS.  Targets (issue 3):
+report on 1e8 <= 60 s on 2 cores, peak RSS <= 2 GB and not growing with size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+STEPS = {
+    "floor": """
+import numpy as np, pyarrow.parquet as pq
+f = pq.ParquetFile(PATH)
+total = 0
+for g in range(f.num_row_groups):
+    t = f.read_row_group(g, columns=["thread", "cpu", "seq", "expected_ns", "actual_ns"])
+    a = t.column("actual_ns").to_numpy(); e = t.column("expected_ns").to_numpy()
+    total += int((a - e).max())
+""",
+    "timeline": """
+from jitterscope.dataset import open_dataset
+from jitterscope.timeline import compute_timeline
+compute_timeline(open_dataset(PATH))
+""",
+    "report": """
+from jitterscope.report import write_report
+write_report(PATH, OUT)
+""",
+}
+
+RUNNER = """
+import json, resource, sys, time
+PATH, OUT = sys.argv[1], sys.argv[2]
+start = time.perf_counter()
+exec(compile(sys.argv[3], "step", "exec"))
+elapsed = time.perf_counter() - start
+print(json.dumps({"seconds": elapsed, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def simulate(path: Path, rows: int, threads: int) -> None:
+    from jitterscope.simulate import spec_from_options, write_simulation
+
+    spec = spec_from_options(threads=threads, samples=rows // threads, interval_ns=100_000)
+    write_simulation(spec, path, seed=1, overwrite=True)
+
+
+def measure(step: str, path: Path, out: Path) -> dict[str, float]:
+    proc = subprocess.run([sys.executable, "-c", RUNNER, str(path), str(out), STEPS[step]],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"{step} failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", type=float, default=[1e6, 1e7])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--keep", type=Path, help="directory to keep (and reuse) the simulated datasets in")
+    args = parser.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="jitterscope-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"{'rows':>12} {'step':>9} {'seconds':>9} {'x floor':>8} {'peak RSS MB':>12}")
+    for size in args.sizes:
+        rows = int(size)
+        path = work / f"sim-{rows}.parquet"
+        if not path.exists():
+            started = time.perf_counter()
+            simulate(path, rows, args.threads)
+            print(f"# simulated {rows:,} rows in {time.perf_counter() - started:.1f} s -> {path}", file=sys.stderr)
+        floor = measure("floor", path, work / "unused.pdf")
+        for step in STEPS:
+            result = floor if step == "floor" else measure(step, path, work / f"report-{rows}.pdf")
+            ratio = result["seconds"] / floor["seconds"]
+            print(f"{rows:>12,} {step:>9} {result['seconds']:>9.2f} {ratio:>8.2f} {result['rss_mb']:>12.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
