@@ -128,18 +128,23 @@ class HistogramResult:
         x = np.minimum(top, self.max_ns)
         return x, (self.count - np.cumsum(counts)) / self.count
 
-    def mode_ns(self, resolution: float = 0.01) -> float:
-        """The densest value: centre of the fullest bin when re-binned at ``resolution`` relative width.
+    def mode_ns(self, resolution: float = 0.05) -> float:
+        """The densest value: centre of the bin with the most values per ns.
 
-        Finer buckets would make the mode of integer-ns data a matter of noise.
+        Bins are ``resolution`` relative wide (1 ns wide below ``1/resolution``);
+        finer ones would make the mode of integer-ns data a matter of noise.
         """
         self._require_data()
         _, _, counts, middle = self._arrays
-        magnitude = np.maximum(np.abs(middle), 1.0)
-        key = np.sign(middle) * np.floor(np.log(magnitude) / math.log1p(resolution))
-        groups, inverse = np.unique(key, return_inverse=True)
+        step = math.log1p(resolution)
+        magnitude = np.abs(middle)
+        small = magnitude < 1 / resolution
+        k = np.floor(np.log(np.maximum(magnitude, 1.0)) / step)
+        key = np.where(small, np.round(middle), np.sign(middle) * (1e6 + k))
+        width = np.where(small, 1.0, np.exp((k + 1) * step) - np.exp(k * step))
+        groups, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         totals = np.bincount(inverse, weights=counts, minlength=groups.size)
-        best = int(np.argmax(totals))
+        best = int(np.argmax(totals / width[first]))
         members = inverse == best
         return float(np.average(middle[members], weights=counts[members]))
 
