@@ -25,6 +25,7 @@ risk ratio would have been detected.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -287,7 +288,7 @@ def _groups(series: CounterSeries, transitions: Transitions | None, window: int,
         out[SMI] = ("in an interval with an SMI", smi & ~near, smi_known & ~smi & ~near)
     if series.has_c0:
         eligible = np.isfinite(series.c0) & ~smi & ~near
-        for low, high in zip(edges[:-1], edges[1:], strict=True):
+        for low, high in itertools.pairwise(edges):
             last = high == edges[-1]
             inside = eligible & (series.c0 >= low) & ((series.c0 <= high) if last else (series.c0 < high))
             label = f"after an interval with C0 residency {low:.0%}–{high:.0%}"

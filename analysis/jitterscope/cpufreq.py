@@ -155,7 +155,7 @@ def detect_transitions(series: CounterSeries, *, relative_threshold: float = DEF
     values = series.f_eff_hz[pos]
     levels = _levels(values, relative_threshold, min_dwell)
     index, frm, to, timeline = [], [], [], []
-    for k, (start, end, level) in enumerate(levels):
+    for k, (_, end, level) in enumerate(levels):
         if k:
             index.append(int(pos[levels[k - 1][1]]))
             frm.append(levels[k - 1][2])
@@ -268,7 +268,8 @@ def check_claimed(series: CounterSeries, transitions: Transitions, environment: 
         message = (f"cpu {series.cpu}: {who} but f_eff is within ±{tolerance:.0%} of it for only "
                    f"{within:.0%} of wake-ups ({spread})")
     else:
-        message = f"cpu {series.cpu}: {who}, and f_eff agrees ({within:.0%} of wake-ups within ±{tolerance:.0%}; {spread})"
+        message = (f"cpu {series.cpu}: {who}, and f_eff agrees ({within:.0%} of wake-ups within "
+                   f"±{tolerance:.0%}; {spread})")
     return ClaimCheck(**base, **measured, claimed_mhz=claimed, fraction_within=within, disagree=disagree,
                       message=message)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-
 from jitterscope.counters import (
     REASON_FIRST,
     REASON_IMPLAUSIBLE,
