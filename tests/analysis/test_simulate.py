@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-
 from jitterscope import simulate as sim
 from jitterscope.dataset import open_dataset
 from jitterscope.simeffects import Drops, PeriodicDisturbance, PStates, SMIs, Stalls

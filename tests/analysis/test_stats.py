@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from jitterscope.dataset import open_dataset
 from jitterscope.errors import AnalysisError
 from jitterscope.simeffects import Drops, Stalls

@@ -1,0 +1,174 @@
+"""dataset: opening files and directories, one-line errors for every broken input, per-thread iteration."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from jitterscope.dataset import iter_thread_batches, open_dataset
+from jitterscope.errors import DatasetError, SchemaError, UnsupportedVersionError
+from jitterscope.simeffects import Drops, Stalls
+from jitterscope.simulate import SimulationSpec, simulate
+
+SPEC = SimulationSpec(threads=2, samples=500, effects=(Stalls(probability=0.01), Drops(probability=0.01)))
+
+
+def _raw_write(table: pa.Table, metadata, path):
+    pq.write_table(table.replace_schema_metadata(metadata.to_kv()), path)
+    return path
+
+
+@pytest.fixture
+def sim():
+    return simulate(SPEC, 3)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc)
+    assert "\n" not in text and text
+    return text
+
+
+def test_open_file_and_directory_of_parts(tmp_path, sim):
+    table, meta = sim
+    single = _raw_write(table, meta, tmp_path / "one.parquet")
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    half = table.num_rows // 2
+    early = dataclasses.replace(meta, status={"state": "running", "reason": "", "flushes": 1})
+    _raw_write(table.slice(0, half), early, parts / "part-00000.parquet")
+    _raw_write(table.slice(half), meta, parts / "part-00001.parquet")
+    a, b = open_dataset(single), open_dataset(parts)
+    assert a.num_rows == b.num_rows == table.num_rows
+    assert b.metadata == meta  # the last part's metadata wins
+    assert b.read().equals(a.read())
+    assert len(b.files) == 2
+
+
+@pytest.mark.parametrize("damage, error, words", [
+    ("text", DatasetError, "not a readable Parquet file"),
+    ("empty", DatasetError, "empty"),
+    ("truncated", DatasetError, "Parquet"),
+    ("missing", DatasetError, "no such file"),
+    ("no_parts", DatasetError, "no Parquet files"),
+])
+def test_unreadable_inputs_are_one_line_errors(tmp_path, sim, damage, error, words):
+    table, meta = sim
+    path = tmp_path / "d.parquet"
+    if damage == "text":
+        path.write_text("T: 0 ( 1234) P:99 I:1000 C:  10000 Min: 9 Act: 27 Avg: 22 Max: 595\n")
+    elif damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "truncated":
+        _raw_write(table, meta, path)
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "missing":
+        path = tmp_path / "nothing-here"
+    else:
+        path = tmp_path / "emptydir"
+        path.mkdir()
+    with pytest.raises(error) as info:
+        open_dataset(path)
+    assert words in _one_line(info.value)
+
+
+def test_missing_and_mistyped_columns(tmp_path, sim):
+    table, meta = sim
+    with pytest.raises(SchemaError) as info:
+        open_dataset(_raw_write(table.drop_columns(["seq"]), meta, tmp_path / "a.parquet"))
+    assert "required column 'seq' is missing" in _one_line(info.value)
+    mistyped = table.set_column(table.schema.get_field_index("expected_ns"), "expected_ns",
+                                table.column("expected_ns").cast(pa.float64()))
+    with pytest.raises(SchemaError) as info:
+        open_dataset(_raw_write(mistyped, meta, tmp_path / "b.parquet"))
+    assert "'expected_ns' has type double" in _one_line(info.value)
+
+
+def test_newer_version_and_foreign_parquet(tmp_path, sim):
+    table, meta = sim
+    with pytest.raises(UnsupportedVersionError) as info:
+        open_dataset(_raw_write(table, dataclasses.replace(meta, schema_version=99), tmp_path / "v.parquet"))
+    assert "upgrade jitterscope" in _one_line(info.value)
+    pq.write_table(table, tmp_path / "plain.parquet")
+    with pytest.raises(SchemaError) as info:
+        open_dataset(tmp_path / "plain.parquet")
+    assert "not a jitterscope dataset" in _one_line(info.value)
+
+
+def _consume(path):
+    for _ in iter_thread_batches(open_dataset(path), ["actual_ns"]):
+        pass
+
+
+def _with_column(table: pa.Table, name: str, values: np.ndarray) -> pa.Table:
+    index = table.schema.get_field_index(name)
+    return table.set_column(index, table.schema.field(index), pa.array(values, type=table.schema.field(index).type))
+
+
+def test_non_monotonic_expected_ns(tmp_path, sim):
+    table, meta = sim
+    expected = table.column("expected_ns").to_numpy().copy()
+    expected[[10, 11]] = expected[[11, 10]]
+    path = _raw_write(_with_column(table, "expected_ns", expected), meta, tmp_path / "m.parquet")
+    with pytest.raises(SchemaError) as info:
+        _consume(path)
+    assert "expected_ns not increasing" in _one_line(info.value)
+
+
+def test_mixed_intervals_within_a_thread(tmp_path):
+    spec = SimulationSpec(threads=1, samples=200)
+    table, meta = simulate(spec, 0)
+    expected = table.column("expected_ns").to_numpy().copy()
+    # the second half runs at 1.5 ms: steps no longer multiples of the 1 ms interval
+    expected[100:] = expected[100] + np.arange(100) * 1_500_000
+    actual = expected + 2000
+    table = _with_column(_with_column(table, "expected_ns", expected), "actual_ns", actual)
+    with pytest.raises(SchemaError) as info:
+        _consume(_raw_write(table, meta, tmp_path / "i.parquet"))
+    assert "mixed intervals" in _one_line(info.value)
+
+
+def test_unknown_thread_and_wrong_drops(tmp_path, sim):
+    table, meta = sim
+    threads = table.column("thread").to_numpy().copy()
+    threads[threads == 1] = 7
+    with pytest.raises(SchemaError) as info:
+        _consume(_raw_write(_with_column(table, "thread", threads), meta, tmp_path / "t.parquet"))
+    assert "thread 7" in _one_line(info.value)
+    wrong = dataclasses.replace(meta, threads=(dataclasses.replace(meta.threads[0], drops=0), meta.threads[1]))
+    assert meta.threads[0].drops > 0
+    with pytest.raises(SchemaError) as info:
+        _consume(_raw_write(table, wrong, tmp_path / "w.parquet"))
+    assert "drops" in _one_line(info.value)
+
+
+def test_iter_thread_batches_splits_interleaved_rows_in_order(tmp_path, sim):
+    table, meta = sim
+    # interleave the two threads row by row, as a capture's writer may
+    order = np.argsort(table.column("expected_ns").to_numpy(), kind="stable")
+    shuffled = table.take(pa.array(order))
+    pq.write_table(shuffled.replace_schema_metadata(meta.to_kv()), tmp_path / "x.parquet", row_group_size=97)
+    dataset = open_dataset(tmp_path / "x.parquet")
+    seen: dict[int, list[np.ndarray]] = {0: [], 1: []}
+    for info, batch in iter_thread_batches(dataset, ["seq", "actual_ns"]):
+        assert batch.schema.names == ["seq", "actual_ns"]
+        seen[info.thread].append(batch.column("seq").to_numpy())
+        assert batch.num_rows <= 97
+    for thread in (0, 1):
+        seq = np.concatenate(seen[thread])
+        original = table.filter(pa.compute.equal(table.column("thread"), thread)).column("seq").to_numpy()
+        assert np.array_equal(seq, original)
+
+
+def test_empty_dataset_rows(tmp_path, sim):
+    table, meta = sim
+    path = _raw_write(table.slice(0, 0), meta, tmp_path / "e.parquet")
+    dataset = open_dataset(path)
+    assert dataset.num_rows == 0
+    with pytest.raises(SchemaError) as info:
+        _consume(path)
+    assert "no rows" in _one_line(info.value)
