@@ -30,6 +30,9 @@
 
 static int passed, failed;
 
+static uint64_t test_random(void);
+static int64_t test_as_int64(uint64_t u);
+
 #define CHECK(cond) test_check((cond), #cond, __LINE__)
 
 static int test_check(int ok, const char *what, int line)
@@ -186,6 +189,114 @@ static void test_delta_block_boundary(void)
 	CHECK(test_delta(out, v, 130, PQ_INT64) == 11 + 1 + 4);
 	/* 257 values: two full blocks */
 	CHECK(test_delta(out, v, 257, PQ_INT64) == 6 + 2 * 5);
+}
+
+/* A deliberately naive reference decoder (bit by bit) for the widths test. Returns the
+ * number of values decoded; *max_width gets the widest miniblock seen. */
+static uint64_t test_read_uvarint(const uint8_t **p)
+{
+	uint64_t v = 0;
+	for (unsigned shift = 0;; shift += 7) {
+		uint8_t byte = *(*p)++;
+		v |= (uint64_t)(byte & 0x7f) << shift;
+		if (!(byte & 0x80))
+			return v;
+	}
+}
+
+static int64_t test_read_zigzag(const uint8_t **p)
+{
+	uint64_t u = test_read_uvarint(p);
+	return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
+static size_t test_delta_decode(const uint8_t *p, uint64_t *out, uint64_t mask, unsigned *max_width)
+{
+	uint64_t block = test_read_uvarint(&p), minis = test_read_uvarint(&p), n = test_read_uvarint(&p);
+	uint64_t per_mini = block / minis, value = (uint64_t)test_read_zigzag(&p) & mask;
+	size_t got = 0;
+	*max_width = 0;
+	if (n)
+		out[got++] = value;
+	while (got < n) {
+		uint64_t min = (uint64_t)test_read_zigzag(&p);
+		const uint8_t *widths = p;
+		p += minis;
+		for (uint64_t m = 0; m < minis && got < n; m++) {
+			*max_width = widths[m] > *max_width ? widths[m] : *max_width;
+			for (uint64_t i = 0, bit = 0; i < per_mini; i++) {
+				uint64_t rel = 0;
+				for (unsigned b = 0; b < widths[m]; b++, bit++)
+					rel |= (uint64_t)(p[bit / 8] >> (bit % 8) & 1) << b;
+				if (got < n) {
+					value = (value + min + rel) & mask;
+					out[got++] = value;
+				}
+			}
+			p += per_mini * widths[m] / 8;
+		}
+	}
+	return got;
+}
+
+/* A delta for value i of a 129-value (one-block) sequence such that every miniblock's
+ * frame of reference is exactly w bits wide: each miniblock holds one delta at the bottom
+ * and one at the top of the range (at w == the type's width: its MIN and MAX). */
+static uint64_t test_width_delta(size_t i, unsigned w, unsigned bits)
+{
+	uint64_t mask = w == 64 ? UINT64_MAX : (UINT64_C(1) << w) - 1, low = 0, high = mask;
+	if (w == bits) {
+		low = UINT64_C(1) << (bits - 1);
+		high = low - 1;
+	}
+	if (i % 32 == 1)
+		return low;
+	if (i % 32 == 2)
+		return high;
+	return w == bits ? test_random() : test_random() & mask;
+}
+
+static int test_widths_decode(const uint8_t *out, const uint64_t *want, uint64_t mask, unsigned w)
+{
+	static uint64_t decoded[129];
+	unsigned width;
+	int same = test_delta_decode(out, decoded, mask, &width) == 129 && width == w;
+	for (size_t i = 0; same && i < 129; i++)
+		same = decoded[i] == (want[i] & mask);
+	return same;
+}
+
+/* Every bit width 0..64 (INT64) and 0..32 (INT32) occurs and decodes with the naive decoder. */
+static void test_delta_all_widths(void)
+{
+	static int64_t v64[129];
+	static int32_t v32[129];
+	static uint64_t want[129];
+	static uint8_t out[4096];
+	for (unsigned w = 0; w <= 64; w++) {
+		uint64_t acc = 0x0123456789abcdefu;
+		for (size_t i = 0; i < 129; i++) {
+			acc += i ? test_width_delta(i, w, 64) : 0;
+			v64[i] = test_as_int64(acc);
+			want[i] = acc;
+		}
+		/* header 5 + first value (zigzag 0x02468acf13579bde: 9 bytes) + min delta (0, or
+		 * INT64_MIN at w = 64: 10 bytes) + 4 widths + 4 miniblocks of 4 * w bytes */
+		size_t len = test_delta(out, v64, 129, PQ_INT64);
+		if (!CHECK(test_widths_decode(out, want, UINT64_MAX, w) && len == 5 + 9 + (w == 64 ? 10 : 1) + 4 + 16 * w))
+			fprintf(stderr, "  int64 width %u: length %zu\n", w, len);
+		if (w > 32)
+			continue;
+		uint32_t acc32 = 0x89abcdefu;
+		for (size_t i = 0; i < 129; i++) {
+			acc32 += i ? (uint32_t)test_width_delta(i, w, 32) : 0;
+			v32[i] = acc32 < 0x80000000u ? (int32_t)acc32 : (int32_t)(acc32 - 0x80000000u) + INT32_MIN;
+			want[i] = acc32;
+		}
+		len = test_delta(out, v32, 129, PQ_INT32);
+		if (!CHECK(test_widths_decode(out, want, UINT32_MAX, w)))
+			fprintf(stderr, "  int32 width %u: length %zu\n", w, len);
+	}
 }
 
 /* ---- helpers for files ----------------------------------------------------------------- */
@@ -806,6 +917,7 @@ int main(int argc, char **argv)
 	test_delta_int64_extremes();
 	test_delta_int32_extremes();
 	test_delta_block_boundary();
+	test_delta_all_widths();
 	if (argc > 1 && test_files(argv[1]) < 0)
 		failed++;
 	printf("%d passed, %d failed\n", passed, failed);
