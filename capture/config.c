@@ -15,7 +15,7 @@
 
 enum long_only {
 	OPT_POLICY = 256, OPT_LATENCY, OPT_NO_LATENCY, OPT_TIMER, OPT_COUNTERS,
-	OPT_MSR_DIR, OPT_FLUSH, OPT_FORCE, OPT_VERSION, OPT_BENCH_WRITER,
+	OPT_MSR_DIR, OPT_FLUSH, OPT_FORCE, OPT_VERSION, OPT_BENCH_WRITER, OPT_RING,
 };
 
 static const struct option config_options[] = {
@@ -38,6 +38,7 @@ static const struct option config_options[] = {
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, OPT_VERSION},
 	{"bench-writer", required_argument, NULL, OPT_BENCH_WRITER},
+	{"ring", required_argument, NULL, OPT_RING},
 	{NULL, 0, NULL, 0},
 };
 
@@ -314,7 +315,7 @@ static void config_defaults(struct config *cfg)
 /* One option; returns 0, 1 (printed help/version), or -EINVAL. */
 static int config_option(struct config *cfg, int opt, const char *arg, bool *priority_given)
 {
-	int choice, err = 0;
+	int choice = 0, err = 0;
 	uint64_t u;
 	double seconds;
 	char suffix;
@@ -362,6 +363,11 @@ static int config_option(struct config *cfg, int opt, const char *arg, bool *pri
 	case 'h': fputs(config_usage_text, stdout); return 1;
 	case OPT_VERSION: printf(PROG " %s\n", CONFIG_VERSION); return 1;
 	case OPT_BENCH_WRITER: return config_bench(cfg, arg);
+	case OPT_RING:
+		if (config_uint(arg, &u) || u < 2 || u > (1u << 24))
+			return config_fail("invalid --ring '%s': use a number of samples from 2 to 16777216", arg);
+		cfg->ring_samples = u;
+		return 0;
 	default: return -EINVAL;
 	}
 }

@@ -30,6 +30,8 @@ struct config {
 	int64_t flush_interval_ns;  /* --flush-interval s; default 1 s */
 	bool force;                 /* --force: replace an existing output */
 	bool quiet;                 /* -q: no live status */
+	/* hidden, for tests: --ring N samples per thread (0 = two seconds' worth) */
+	uint64_t ring_samples;
 	/* hidden: --bench-writer HOURS,CPUS,HZ pushes synthetic samples through the writer */
 	bool bench_writer;
 	double bench_hours;

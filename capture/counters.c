@@ -295,6 +295,8 @@ static int64_t counters_raw_ns(void)
 static void counters_pair(int64_t *raw_ns, uint64_t *tsc)
 {
 	int64_t best = INT64_MAX;
+	*raw_ns = 0;
+	*tsc = 0;
 	for (int i = 0; i < 20; i++) {
 		int32_t cpu;
 		int64_t before = counters_raw_ns();

@@ -135,6 +135,8 @@ static int capture_pick_writer_cpu(const struct config *cfg)
 static size_t capture_ring_capacity(const struct config *cfg)
 {
 	/* two seconds of samples: the writer drains every 10 ms, a flush or a slow disk may stall it */
+	if (cfg->ring_samples)
+		return (size_t)cfg->ring_samples;
 	double per_second = 1e9 / (double)cfg->interval_ns;
 	double want = per_second * 2;
 	if (want < 8192)

@@ -117,11 +117,14 @@ static void timerloop_measure(struct timerloop *t, int64_t target_ns)
 		s.seq = (int64_t)seq;
 		s.expected_ns = target_ns;
 		s.overruns = overruns;
-		ring_push(&t->ring, &s); /* full: dropped and counted; seq still advances */
+		/* full: dropped and counted; seq still advances, and the next sample
+		 * carries this one's overruns so expected_ns stays explainable */
+		int32_t carried = ring_push(&t->ring, &s) ? s.overruns : 0;
 		atomic_store_explicit(&t->wakeups, seq + 1, memory_order_relaxed);
 		int64_t late = s.actual_ns - target_ns;
-		overruns = late >= t->interval_ns ? (int32_t)(late / t->interval_ns) : 0;
-		target_ns += t->interval_ns * (1 + (int64_t)overruns);
+		int32_t skipped = late >= t->interval_ns ? (int32_t)(late / t->interval_ns) : 0;
+		target_ns += t->interval_ns * (1 + (int64_t)skipped);
+		overruns = skipped + carried;
 	}
 }
 

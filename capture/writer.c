@@ -142,25 +142,27 @@ static void writer_close_part(struct writer *w)
 	w->part_fd = -1;
 }
 
-/* Creates part number w->part under a hidden name, writes a valid empty file,
- * then renames it into place without replacing anything. */
-static int writer_open_part(struct writer *w, const struct pq_kv *kv, size_t nkv)
+/* Creates part number w->part under a hidden name and renames it into place
+ * (never replacing anything) only once it is a valid file with the full
+ * metadata: the first part empty, a rotated part with its first row group
+ * (its empty footer then carries no metadata, so the superseded bytes stay
+ * small). */
+static int writer_open_part(struct writer *w, size_t rows, const struct pq_kv *kv, size_t nkv)
 {
 	char tmp[64], name[64];
 	snprintf(name, sizeof(name), "part-%05d.parquet", w->part);
 	snprintf(tmp, sizeof(tmp), ".part-%05d.parquet.tmp", w->part);
-	if (w->to_dev_null) {
-		w->part_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
-		return w->part_fd < 0 ? -errno : pq_open(&w->pq, w->part_fd, w->columns, (size_t)w->ncolumns, kv, nkv);
-	}
-	w->part_fd = openat(w->dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	w->part_fd = w->to_dev_null ? open("/dev/null", O_WRONLY | O_CLOEXEC)
+				    : openat(w->dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (w->part_fd < 0)
 		return -errno;
 	if (w->chown_parts && fchown(w->part_fd, w->owner_uid, w->owner_gid)) {
 		/* best effort: root keeps the file; the directory was handed over already */
 	}
-	int err = pq_open(&w->pq, w->part_fd, w->columns, (size_t)w->ncolumns, kv, nkv);
-	if (!err && renameat2(w->dir_fd, tmp, w->dir_fd, name, RENAME_NOREPLACE))
+	int err = pq_open(&w->pq, w->part_fd, w->columns, (size_t)w->ncolumns, rows ? NULL : kv, rows ? 0 : nkv);
+	if (!err && rows)
+		err = pq_append_row_group(w->pq, (const void *const *)w->buffers, rows, kv, nkv);
+	if (!err && !w->to_dev_null && renameat2(w->dir_fd, tmp, w->dir_fd, name, RENAME_NOREPLACE))
 		err = -errno;
 	if (err) {
 		if (w->pq)
@@ -168,7 +170,8 @@ static int writer_open_part(struct writer *w, const struct pq_kv *kv, size_t nkv
 		w->pq = NULL;
 		close(w->part_fd);
 		w->part_fd = -1;
-		unlinkat(w->dir_fd, tmp, 0);
+		if (!w->to_dev_null)
+			unlinkat(w->dir_fd, tmp, 0);
 	}
 	return err;
 }
@@ -299,17 +302,15 @@ static void writer_commit(struct writer *w)
 
 static int writer_append(struct writer *w, size_t rows, const struct pq_kv *kv, size_t nkv)
 {
-	if (writer_should_rotate(w, w->groups_in_part)) {
+	int err;
+	if (rows && writer_should_rotate(w, w->groups_in_part)) {
 		writer_close_part(w);
 		w->part++;
 		w->groups_in_part = 0;
-		int err = writer_open_part(w, kv, nkv);
-		if (err) {
-			writer_fail(w, err, "creating");
-			return err;
-		}
+		err = writer_open_part(w, rows, kv, nkv);
+	} else {
+		err = pq_append_row_group(w->pq, (const void *const *)w->buffers, rows, kv, nkv);
 	}
-	int err = pq_append_row_group(w->pq, (const void *const *)w->buffers, rows, kv, nkv);
 	if (err) {
 		writer_fail(w, err, "write to");
 		return err;
@@ -369,7 +370,7 @@ int writer_init(struct writer *w, const struct config *cfg, struct writer_thread
 	char *threads_json, *status;
 	int err = writer_metadata(w, "running", "", kv, &threads_json, &status);
 	if (!err)
-		err = writer_open_part(w, kv, WRITER_NKV);
+		err = writer_open_part(w, 0, kv, WRITER_NKV);
 	if (err && !threads_json)
 		return err;
 	free(threads_json);
