@@ -24,6 +24,10 @@ COMMANDS: tuple[str, ...] = (
     "info",
     "validate",
     "report",
+    "correlate",
+    "import_",
+    "export",
+    "pack",
 )
 
 

@@ -47,8 +47,8 @@ def build_cyclictest_verbose(primary: Parsed, companions: list[Parsed]) -> tuple
                         f"prints no absolute times; interval {how_interval}"),
         "actual_ns": "expected_ns + the printed latency "
                      f"({'ns' if resolution == 1 else 'µs, truncated by cyclictest'})",
-        "overruns": ("periods cyclictest skipped silently after a late wake-up: (latency + resolution - 1 - 1) "
-                     "// interval when latency > interval"),
+        "overruns": ("periods cyclictest skipped silently after a late wake-up: a wake-up L ns late (a printed "
+                     "µs value taken as its upper end) skips (L - 1) // interval periods"),
         "cpu": "from the --json file's per-thread cpu, else -1 (unknown)",
     }
     if options.get("relative"):

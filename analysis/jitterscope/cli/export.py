@@ -1,0 +1,26 @@
+"""``jitterscope export``: a dataset as CSV, cyclictest-style JSON or an HdrHistogram percentile file."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..export import EXPORT_FORMATS, export_dataset
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("export", help="write a dataset as csv, rt-tests-json or hgrm for other tools")
+    parser.add_argument("dataset", help="dataset file or directory")
+    parser.add_argument("--format", required=True, choices=EXPORT_FORMATS, help="output format")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="file to write")
+    parser.add_argument("--thread", type=int, metavar="N", help="only thread N (hgrm merges all threads otherwise)")
+    parser.add_argument("--force", action="store_true", help="overwrite the output")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    result = export_dataset(args.dataset, args.format, args.output, thread=args.thread, overwrite=args.force)
+    print(f"{result.path}: {result.format}, {result.rows} rows/wake-ups, threads "
+          f"{', '.join(map(str, result.threads))}")
+    for note in result.notes:
+        print(f"  note: {note}")
+    return 0

@@ -1,0 +1,30 @@
+"""``jitterscope pack``: one sorted, zstd+delta, checksummed Parquet file for sharing."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..pack import pack_dataset
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("pack", help="write a dataset as one sorted, compressed, checksummed file")
+    parser.add_argument("dataset", help="dataset file or directory")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="packed file to write (.parquet)")
+    parser.add_argument("--anonymize", action="store_true",
+                        help="hash hostnames, serial numbers, MAC/IP addresses and user names in the metadata")
+    parser.add_argument("--force", action="store_true", help="overwrite the output")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    result = pack_dataset(args.dataset, args.output, anonymize=args.anonymize, overwrite=args.force)
+    print(f"{result.path}: {result.rows} rows, {result.bytes} bytes, {result.bytes_per_wakeup:.2f} bytes per "
+          f"wake-up ({result.wakeups} wake-ups), sha256 {result.sha256}")
+    print(f"  {'column':<12} {'bytes':>10} {'bytes/wake-up':>14}")
+    for name, size in result.column_bytes.items():
+        print(f"  {name:<12} {size:>10} {size / max(result.wakeups, 1):>14.3f}")
+    if args.anonymize:
+        changed = ", ".join(result.anonymized) or "nothing (no identifying values found)"
+        print(f"  anonymized: {changed}")
+    return 0
