@@ -419,34 +419,43 @@ def _smi_shares(series: Sequence[CounterSeries], threshold: float) -> tuple[SmiS
 def _verdicts(tests: Sequence[ConditionTest], attributed: Mapping[str, bool], series: Sequence[CounterSeries],
               frequency: FrequencyAnalysis, shares: Sequence[SmiShare], threshold: float, alpha: float,
               window: int) -> tuple[str, ...]:
-    lines = []
+    """Transitions first, then SMIs (and the share of spikes they explain), then idle depth."""
     primary = [t for t in tests if t.exceedance]
+
+    def sentence(condition: str) -> str:
+        mine = [t for t in primary if t.condition == condition]
+        return _sentence(_pick(mine, alpha, attributed[condition]), attributed[condition], threshold)
+
+    lines = []
     if not any(s.has_frequency for s in series):
         lines.append("Frequency transitions: no effective frequency measured (APERF/MPERF missing or unusable).")
-    elif TRANSITION not in attributed:
+    elif TRANSITION in attributed:
+        lines.append(sentence(TRANSITION))
+    else:
         lines.append(f"Frequency transitions: none detected on any CPU (relative threshold "
                      f"{frequency.transitions[0].relative_threshold:.0%}, minimum dwell "
                      f"{frequency.transitions[0].min_dwell} wake-ups), so no latency is attributed to them.")
+    smi_count = int(sum(np.nansum(np.where(s.smi_delta > 0, s.smi_delta, 0)) for s in series if s.has_smi))
     if not any(s.has_smi for s in series):
         lines.append("SMIs: SMI counter not recorded, so no latency can be attributed to SMIs.")
-    elif SMI not in attributed:
+    elif SMI in attributed:
+        lines.append(sentence(SMI))
+        share = next((s for s in shares if s.scope == "all"), shares[0] if shares else None)
+        if attributed[SMI] and share is not None and share.spikes:
+            lines.append(f"{share.spikes_with_smi} of {share.spikes} wake-ups later than {_us(threshold)} "
+                         f"coincide with an SMI; about {share.attributable_fraction:.0%} of them are "
+                         f"attributable to SMIs.")
+    elif smi_count:
+        lines.append(f"SMIs: {smi_count} counted, all within ±{window} wake-ups of frequency transitions, so their "
+                     "effect cannot be told apart from the transitions'.")
+    else:
         lines.append("SMIs: none counted during the capture, so none of the latency is due to SMIs.")
-    idle = [c for c in attributed if c.startswith(C0_PREFIX)]
-    quiet_idle = [c for c in idle if not attributed[c]]
-    if quiet_idle and not any(attributed[c] for c in idle):
+    idle = sorted((c for c in attributed if c.startswith(C0_PREFIX)), key=_condition_order)
+    shown = [c for c in idle if attributed[c]]
+    if idle and not shown:
         # one line for idle depth when no bin stands out: the bin closest to significance
-        quiet_idle = [min(quiet_idle, key=lambda c: min(t.exceedance[0].p_holm for t in primary if t.condition == c))]
-    for condition in sorted(attributed, key=_condition_order):
-        if condition in idle and not attributed[condition] and condition not in quiet_idle:
-            continue
-        mine = [t for t in primary if t.condition == condition]
-        lines.append(_sentence(_pick(mine, alpha, attributed[condition]), attributed[condition], threshold))
-        if condition == SMI and attributed[condition]:
-            share = next((s for s in shares if s.scope == "all"), shares[0] if shares else None)
-            if share is not None and share.spikes:
-                lines.append(f"{share.spikes_with_smi} of {share.spikes} wake-ups later than {_us(threshold)} "
-                             f"coincide with an SMI; about {share.attributable_fraction:.0%} of them are "
-                             f"attributable to SMIs.")
+        shown = [min(idle, key=lambda c: min(t.exceedance[0].p_holm for t in primary if t.condition == c))]
+    lines += [sentence(c) for c in shown]
     return tuple(lines)
 
 

@@ -200,7 +200,7 @@ def time_in_frequency(series: CounterSeries, *, bin_mhz: float = 100.0) -> TimeI
     ----------
     series : CounterSeries
     bin_mhz : float
-        Bin width in MHz; bins start at multiples of it.
+        Bin width in MHz; bins are centred on multiples of it.
 
     Returns
     -------
@@ -214,12 +214,13 @@ def time_in_frequency(series: CounterSeries, *, bin_mhz: float = 100.0) -> TimeI
     if valid.size == 0:
         return TimeInFrequency(series.thread, series.cpu, bin_mhz, (), (), ())
     seconds = (series.expected_ns[valid] - series.expected_ns[valid - 1]) / 1e9
-    bins = np.floor(series.f_eff_hz[valid] / 1e6 / bin_mhz).astype(np.int64)
+    # bins centred on multiples of the width, so a level at 1600 MHz does not straddle two bins
+    bins = np.floor(series.f_eff_hz[valid] / 1e6 / bin_mhz + 0.5).astype(np.int64)
     uniq, inverse = np.unique(bins, return_inverse=True)
     totals = np.bincount(inverse, weights=seconds)
     return TimeInFrequency(
         thread=series.thread, cpu=series.cpu, bin_mhz=bin_mhz,
-        lower_mhz=tuple(float(b * bin_mhz) for b in uniq), seconds=tuple(float(t) for t in totals),
+        lower_mhz=tuple(float((b - 0.5) * bin_mhz) for b in uniq), seconds=tuple(float(t) for t in totals),
         fraction=tuple(float(t / totals.sum()) for t in totals),
     )
 

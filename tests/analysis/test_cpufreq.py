@@ -55,7 +55,7 @@ def test_bad_parameters_raise():
 def test_time_in_frequency_weights_by_interval():
     f = np.array([np.nan] + [1234.0] * 30 + [3456.0] * 10)
     tif = time_in_frequency(_series(f), bin_mhz=100)
-    assert tif.lower_mhz == (1200.0, 3400.0)
+    assert tif.lower_mhz == (1150.0, 3450.0)
     np.testing.assert_allclose(tif.seconds, [30 * PERIOD_NS / 1e9, 10 * PERIOD_NS / 1e9])
     np.testing.assert_allclose(tif.fraction, [0.75, 0.25])
 
