@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pyarrow as pa
 import pytest
-
 from jitterscope.cli import main
 from jitterscope.dataset import write_dataset
 from jitterscope.simpower import simulate_story
@@ -50,7 +49,6 @@ def test_json_output(story, capsys):
 
 def _edge_case_dataset(tmp_path, story) -> str:
     import pyarrow.parquet as pq
-
     from jitterscope.dataset import open_dataset
 
     ds = open_dataset(story["performance"])
