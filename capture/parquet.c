@@ -197,13 +197,9 @@ static int pq_encoding_id(enum pq_encoding encoding)
 	return encoding == PQ_PLAIN ? PQ_ENC_PLAIN : PQ_ENC_DELTA_BINARY_PACKED;
 }
 
-static void pq_encode_page(struct thrift_buf *page, const struct pq_column *col, const void *values, size_t n)
+static void pq_encode_delta_page(struct thrift_buf *page, const struct pq_column *col, const void *values, size_t n)
 {
 	page->len = 0;
-	if (col->encoding == PQ_PLAIN) {
-		thrift_buf_put(page, values, n * pq_width(col->type));
-		return;
-	}
 	uint8_t *dst = thrift_buf_reserve(page, pq_delta_bound(n));
 	if (dst)
 		page->len += pq_delta_encode(dst, values, n, col->type);
@@ -228,16 +224,46 @@ static void pq_put_page_header(struct thrift_buf *out, const struct pq_column *c
 	thrift_struct_end(&t);
 }
 
+/* One loop per type so the compiler can vectorise it. */
 static void pq_min_max(const void *values, enum pq_type type, size_t n, int64_t *min, int64_t *max)
 {
 	int64_t lo = pq_value(values, type, 0), hi = lo;
-	for (size_t i = 1; i < n; i++) {
-		int64_t v = pq_value(values, type, i);
-		lo = v < lo ? v : lo;
-		hi = v > hi ? v : hi;
+	if (type == PQ_INT32) {
+		const int32_t *v = values;
+		int32_t lo32 = v[0], hi32 = v[0];
+		for (size_t i = 1; i < n; i++) {
+			lo32 = v[i] < lo32 ? v[i] : lo32;
+			hi32 = v[i] > hi32 ? v[i] : hi32;
+		}
+		lo = lo32;
+		hi = hi32;
+	} else {
+		const int64_t *v = values;
+		for (size_t i = 1; i < n; i++) {
+			lo = v[i] < lo ? v[i] : lo;
+			hi = v[i] > hi ? v[i] : hi;
+		}
 	}
 	*min = lo;
 	*max = hi;
+}
+
+/* One page: its header, then its values. A PLAIN page's size is known up front, so its
+ * values go straight into w->out; a DELTA page is encoded first to learn its size. */
+static void pq_put_page(struct pq_writer *w, const struct pq_column *col, const void *values, size_t n)
+{
+	if (col->encoding == PQ_PLAIN) {
+		pq_put_page_header(&w->out, col, n, n * pq_width(col->type));
+		thrift_buf_put(&w->out, values, n * pq_width(col->type));
+		return;
+	}
+	pq_encode_delta_page(&w->page, col, values, n);
+	if (w->page.error) {
+		w->out.error = w->page.error;
+		return;
+	}
+	pq_put_page_header(&w->out, col, n, w->page.len);
+	thrift_buf_put(&w->out, w->page.data, w->page.len);
 }
 
 /* Appends one column chunk (pages of at most PQ_PAGE_VALUES values) to w->out. */
@@ -249,13 +275,7 @@ static void pq_put_chunk(struct pq_writer *w, size_t col_index, const void *valu
 	chunk->offset = w->file_bytes + start;
 	for (size_t first = 0; first < nrows; first += PQ_PAGE_VALUES) {
 		size_t n = nrows - first < PQ_PAGE_VALUES ? nrows - first : PQ_PAGE_VALUES;
-		pq_encode_page(&w->page, col, (const uint8_t *)values + first * width, n);
-		if (w->page.error) {
-			w->out.error = w->page.error;
-			return;
-		}
-		pq_put_page_header(&w->out, col, n, w->page.len);
-		thrift_buf_put(&w->out, w->page.data, w->page.len);
+		pq_put_page(w, col, (const uint8_t *)values + first * width, n);
 	}
 	chunk->bytes = w->out.len - start;
 	pq_min_max(values, col->type, nrows, &chunk->min, &chunk->max);

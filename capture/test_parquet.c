@@ -747,6 +747,13 @@ static void test_api_errors(const char *dir, FILE *m)
 	struct pq_writer *again = NULL;
 	CHECK(pq_open(&again, fd, dup, 1, NULL, 0) == -ENOTEMPTY && again == NULL);
 	close(fd);
+	/* ENOSPC: /dev/full refuses every write; the error comes back as -ENOSPC, no writer */
+	int full = open("/dev/full", O_WRONLY);
+	if (full >= 0) {
+		again = (struct pq_writer *)1;
+		CHECK(pq_open(&again, full, dup, 1, NULL, 0) == -ENOSPC && again == NULL);
+		close(full);
+	}
 	struct test_case tc = { .name = "empty", .ncols = 1, .defs = { dup[0] } };
 	test_manifest(m, "empty.parquet", &tc, 0);
 	snprintf(path, sizeof(path), "%s/empty.a.bin", dir);
