@@ -10,6 +10,7 @@
 #endif
 #include "parquet.h"
 
+#include "config.h" /* CONFIG_VERSION, for created_by */
 #include "thrift.h"
 
 #include <errno.h>
@@ -22,10 +23,7 @@
 #error "parquet.c copies values as PLAIN (little-endian) bytes: a little-endian host is required"
 #endif
 
-#ifndef JITTERSCOPE_VERSION
-#define JITTERSCOPE_VERSION "0.1.0"
-#endif
-#define PQ_CREATED_BY "jitterscope-capture " JITTERSCOPE_VERSION
+#define PQ_CREATED_BY "jitterscope-capture " CONFIG_VERSION
 
 /* Enum values from parquet.thrift. */
 enum { PQ_THRIFT_INT32 = 1, PQ_THRIFT_INT64 = 2 };

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 
 import duckdb
@@ -115,7 +116,7 @@ def test_c_unit_tests_pass(written: tuple[str, dict[str, Case]]) -> None:
 
 def _check_metadata(case: Case) -> None:
     md = pq.ParquetFile(case.path).metadata
-    assert md.created_by.startswith("jitterscope-capture ")
+    assert md.created_by == f"jitterscope-capture {version('jitterscope')}"  # config.h agrees with pyproject
     assert md.num_rows == case.rows
     assert [md.row_group(g).num_rows for g in range(md.num_row_groups)] == case.groups
     end_of_previous = 4  # after the leading magic
