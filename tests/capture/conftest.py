@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow.dataset as pads
 import pytest
-
 from jitterscope.capture import capture_binary
 
 

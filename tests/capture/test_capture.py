@@ -10,7 +10,6 @@ import duckdb
 import numpy as np
 import pyarrow.dataset as pads
 import pytest
-
 from jitterscope.dataset import open_dataset
 
 CYCLICTEST_LINE = re.compile(

@@ -1,0 +1,88 @@
+"""The dataset contract is stated three times and they must agree.
+
+docs/dataset-format.md (the column table between the contract markers),
+analysis/jitterscope/schema.py (SAMPLE_COLUMNS), capture/schema.h (the C mirror)
+and the columns of a file the capture binary actually writes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+import subprocess
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from jitterscope.capture import capture_binary
+from jitterscope.schema import SAMPLE_COLUMNS
+
+ROOT = Path(__file__).resolve().parents[1]
+ARROW = {"int32": pa.int32(), "int64": pa.int64()}
+C_TYPES = {"PQ_INT32": pa.int32(), "PQ_INT64": pa.int64()}
+
+
+def doc_sample_columns() -> list[tuple[str, pa.DataType, bool]]:
+    text = (ROOT / "docs" / "dataset-format.md").read_text()
+    block = text.split("<!-- contract:sample-columns -->")[1].split("<!-- /contract:sample-columns -->")[0]
+    rows = []
+    for line in block.strip().splitlines()[2:]:  # skip header and |---|
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rows.append((cells[0].strip("`"), ARROW[cells[1]], {"yes": True, "no": False}[cells[2]]))
+    return rows
+
+
+def c_sample_columns() -> list[tuple[str, pa.DataType, bool]]:
+    text = (ROOT / "capture" / "schema.h").read_text()
+    block = text.split("/* contract:sample-columns")[1].split("/* /contract:sample-columns */")[0]
+    entries = re.findall(r'\{"(\w+)",\s*(PQ_INT\d+),\s*(PQ_\w+),\s*([01])\}', block)
+    return [(name, C_TYPES[ctype], required == "1") for name, ctype, _enc, required in entries]
+
+
+def python_sample_columns() -> list[tuple[str, pa.DataType, bool]]:
+    return [(c.name, c.arrow_type, c.required) for c in SAMPLE_COLUMNS]
+
+
+def test_document_table_parses() -> None:
+    assert len(doc_sample_columns()) >= 5
+
+
+def test_schema_py_equals_document() -> None:
+    assert python_sample_columns() == doc_sample_columns()
+
+
+def test_schema_h_equals_document() -> None:
+    assert c_sample_columns() == doc_sample_columns()
+
+
+def test_file_written_by_the_binary_has_contract_columns(tmp_path: Path) -> None:
+    """With MSR files for every counter the binary writes every column, in contract order."""
+    cpus = sorted(os.sched_getaffinity(0))
+    for cpu in cpus:
+        path = tmp_path / "msr" / str(cpu) / "msr"
+        path.parent.mkdir(parents=True)
+        with open(path, "wb") as f:
+            f.seek(0x1A0)
+            f.write(struct.pack("<Q", 0))  # zeros at every MSR offset up to 0x1A8
+    argv = [str(capture_binary()), "-l", "20", "-q", "--msr-dir", str(tmp_path / "msr"), "-o", str(tmp_path / "out")]
+    if os.geteuid() != 0:
+        argv += ["--policy", "other"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    parts = sorted((tmp_path / "out").glob("part-*.parquet"))
+    assert parts
+    for part in parts:
+        schema = pq.read_schema(part)
+        written = [(f.name, f.type, not f.nullable) for f in schema]
+        # required in the file means "non-nullable"; every contract column is non-nullable
+        assert [(n, t) for n, t, _ in written] == [(n, t) for n, t, _ in doc_sample_columns()]
+        assert all(non_null for _, _, non_null in written)
+
+
+@pytest.mark.skipif(not (ROOT / "capture" / "schema.h").exists(), reason="no C schema")
+def test_schema_h_encodings_are_valid() -> None:
+    text = (ROOT / "capture" / "schema.h").read_text()
+    encodings = re.findall(r'\{"\w+",\s*PQ_INT\d+,\s*(PQ_\w+),', text)
+    assert encodings and set(encodings) <= {"PQ_PLAIN", "PQ_DELTA_BINARY_PACKED"}
