@@ -1,8 +1,10 @@
 """``pack``: one sorted, compressed, checksummed Parquet file for sharing a dataset.
 
 Rows are sorted by (``thread``, ``seq``) (histograms: ``thread``,
-``bin_start_ns``) and every column is written with DELTA_BINARY_PACKED then
-zstd: sorted wake-up indices and timestamps become small, regular deltas.  The
+``bin_start_ns``); int64 columns are written with DELTA_BINARY_PACKED (sorted
+wake-up indices and timestamps become small, regular deltas) and the int32
+ones (cpu, thread, overruns, run_cpu, read_cycles: few distinct values) with
+dictionary encoding, all then zstd-compressed.  The
 metadata gets ``jitterscope.pack``: the row count, what ``--anonymize``
 changed, and a SHA-256 of the canonical column data (see
 :func:`content_sha256`) so a receiver can check the rows are the ones packed.
@@ -117,9 +119,10 @@ def pack_dataset(
     table = table.replace_schema_metadata(metadata.to_kv())
     tmp = out.with_name(out.name + ".tmp")
     try:
+        small = [f.name for f in table.schema if f.type == pa.int32()]
         pq.write_table(
-            table, tmp, compression="zstd", compression_level=ZSTD_LEVEL, use_dictionary=False,
-            column_encoding={name: "DELTA_BINARY_PACKED" for name in table.column_names},
+            table, tmp, compression="zstd", compression_level=ZSTD_LEVEL, use_dictionary=small or False,
+            column_encoding={name: "DELTA_BINARY_PACKED" for name in table.column_names if name not in small},
             row_group_size=ROW_GROUP_ROWS, write_statistics=True,
         )
         os.replace(tmp, out)

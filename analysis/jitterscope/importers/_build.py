@@ -67,7 +67,11 @@ def build_cyclictest_verbose(primary: Parsed, companions: list[Parsed]) -> tuple
     for samples, interval_us in zip(primary.samples, intervals_us, strict=True):
         interval_ns = interval_us * 1000
         latency = samples.latency_ns * resolution
-        expected, overruns = reconstruct(latency, samples.seq, interval_ns, resolution)
+        try:
+            expected, overruns = reconstruct(latency, samples.seq, interval_ns, resolution)
+        except ValueError as exc:
+            raise ImportFormatError(f"{primary.path}: not valid cyclictest-verbose output: thread "
+                                    f"{samples.thread}: {exc}; the file is damaged") from None
         summary = summaries.get(samples.thread)
         cpu = summary.cpu if summary is not None and summary.cpu is not None else -1
         n = len(samples.seq)

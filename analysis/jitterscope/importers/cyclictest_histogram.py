@@ -20,8 +20,10 @@ from ._common import Parsed, ThreadHistogram, ThreadSummary, fail, read_text, sh
 
 FORMAT = "cyclictest-histogram"
 
-_ROW = re.compile(r"(\d{1,9}) (\d+(?:\t\d+)*)\s*")
-_FOOTER = re.compile(r"# (Total|Min Latencies|Avg Latencies|Max Latencies|Histogram Overflows|SMIs):((?: \d+)*)\s*")
+_ROW = re.compile(r"(\d{1,9}) (\d{1,15}(?:\t\d{1,15})*)\s*")
+_FOOTER = re.compile(
+    r"# (Total|Min Latencies|Avg Latencies|Max Latencies|Histogram Overflows|SMIs):((?: \d{1,15})*)\s*"
+)
 _OUTLIERS = re.compile(r"# (Histogram Overflow at cycle number:|Thread \d+:.*)\s*")
 
 

@@ -17,8 +17,8 @@ from ._common import Parsed, ThreadSummary, fail, read_text, show
 FORMAT = "cyclictest-quiet"
 
 _LINE = re.compile(
-    r"T:\s*(\d+) \(\s*(\d+)\) P:\s*(\d+) I:\s*(\d+) C:\s*(\d+) Min:\s*(-?\d+) Act:\s*(-?\d+) "
-    r"Avg:\s*(-?\d+) Max:\s*(-?\d+)(?: SMI:\s*(\d+))?\s*"
+    r"T:\s*(\d{1,4}) \(\s*(\d{1,9})\) P:\s*(\d{1,3}) I:\s*(\d{1,9}) C:\s*(\d{1,15}) Min:\s*(-?\d{1,15}) "
+    r"Act:\s*(-?\d{1,15}) Avg:\s*(-?\d{1,15}) Max:\s*(-?\d{1,15})(?: SMI:\s*(\d{1,15}))?\s*"
 )
 _ESCAPE = re.compile(r"\x1b\[\d*[A-Za-z]")
 _IGNORED = re.compile(r"(#.*|policy: .*|\s*|WARN.*|.*defaulting realtime priority.*)")

@@ -157,7 +157,12 @@ def reconstruct(
     ``resolution_ns - 1``.  Returns (expected_ns, overruns), where
     ``overruns[i]`` is the number of periods skipped before wake-up ``i``.
     """
+    if len(latency_ns) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     latency = latency_ns.astype(np.int64) + (resolution_ns - 1)
+    span = float(seq[-1]) * interval_ns + float(np.sum(np.maximum(latency, 0), dtype=np.float64))
+    if span >= 2.0**62 or float(np.max(np.abs(latency))) >= 2.0**61:
+        raise ValueError(f"cycle numbers and latencies add up to {span:.3g} ns, beyond the int64 range")
     skipped = np.where(latency > interval_ns, (latency - 1) // interval_ns, 0).astype(np.int64)
     overruns = np.zeros(len(latency), dtype=np.int64)
     overruns[1:] = skipped[:-1]

@@ -49,7 +49,8 @@ MAX_THREADS = 4096
 MAX_LATENCY_NS = 3600 * 10**9  # an hour: anything above is a damaged record
 
 _STDOUT_LINE = re.compile(
-    r"T:\s*(\d+) \(\s*(\d+)\) A:\s*(\d+) C:\s*(\d+) Min:\s*(\d+) Avg:\s*(\d+\.\d+|nan|-nan) Max:\s*(\d+)\s*"
+    r"T:\s*(\d{1,4}) \(\s*(\d{1,9})\) A:\s*(\d{1,6}) C:\s*(\d{1,15}) Min:\s*(\d{1,15}) "
+    r"Avg:\s*(\d{1,15}\.\d+|nan|-nan) Max:\s*(\d{1,15})\s*"
 )
 _ESCAPE = re.compile(r"\x1b\[\d*[A-Za-z]")
 

@@ -44,7 +44,7 @@ from .cyclictest_json import load_rt_tests_json, sysinfo_environment
 FORMAT = "oslat"
 JSON_FORMAT = "oslat-json"
 
-_BUCKET = re.compile(r"\s*(\d+) \(us\):\s+((?:\d+\s*)+?)(\(including overflows\))?\s*")
+_BUCKET = re.compile(r"\s*(\d{1,9}) \(us\):\s+(\d{1,15}(?:\s+\d{1,15})*)\s*(\(including overflows\))?\s*")
 _FIELD = re.compile(
     r"\s*(Core|Counter Freq|Minimum|Average|Maximum|Max-Min|Duration):\s+(.*?)\s*(\((?:us|sec|Mhz)\))?\s*"
 )
