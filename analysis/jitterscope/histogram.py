@@ -217,33 +217,37 @@ class LatencyHistogram:
             self._positive = _add(self._positive, np.bincount(self._index(values)))
         else:
             negative = values < 0
+            # -(v + 1) + 1 in uint64: the magnitude even of the most negative int64
+            magnitude = (-(values[negative] + 1)).astype(np.uint64) + np.uint64(1)
             self._positive = _add(self._positive, np.bincount(self._index(values[~negative])))
-            self._negative = _add(self._negative, np.bincount(self._index(-values[negative])))
+            self._negative = _add(self._negative, np.bincount(self._index(magnitude)))
         return self
 
     def _index(self, magnitude: np.ndarray) -> np.ndarray:
-        """Bucket index of non-negative values."""
+        """Bucket index of non-negative values (int64 or uint64)."""
         s = self.sub_bits
         if magnitude.size == 0:
             return np.zeros(0, dtype=np.int64)
+        magnitude = magnitude.astype(np.uint64, copy=False)
         if int(magnitude.max()) < (1 << s):
-            return magnitude
-        # exponent e with 2**e <= v < 2**(e+1); float64 frexp, corrected where rounding moved it
+            return magnitude.astype(np.int64)
+        # exponent e with 2**e <= v < 2**(e+1); float64 frexp, corrected where rounding moved it up
         exponent = np.frexp(magnitude.astype(np.float64))[1].astype(np.int64) - 1
-        exponent = np.maximum(exponent, s)
-        exponent -= (magnitude >> exponent) == 0
-        exponent = np.maximum(exponent, s)
-        shift = exponent - s
-        index = (shift + 1 << s) + (magnitude >> shift) - (1 << s)
-        return np.where(magnitude < (1 << s), magnitude, index)
+        exponent = np.clip(exponent, s, 63).astype(np.uint64)
+        exponent -= ((magnitude >> exponent) == 0).astype(np.uint64)
+        exponent = np.maximum(exponent, np.uint64(s))
+        shift = exponent - np.uint64(s)
+        index = ((shift + np.uint64(1)) << np.uint64(s)) + (magnitude >> shift) - np.uint64(1 << s)
+        return np.where(magnitude < (1 << s), magnitude, index).astype(np.int64)
 
     def _bounds(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Inclusive lower and exclusive upper value of non-negative bucket indices."""
         s = self.sub_bits
+        index = index.astype(object)  # Python ints: bounds up to 2**64 do not fit int64
         block = index >> s  # 0 for exact buckets, else shift + 1
-        shift = np.maximum(block - 1, 0)
-        lower = np.where(block == 0, index, ((index & ((1 << s) - 1)) + (1 << s)) << shift)
-        width = np.where(block == 0, 1, np.left_shift(1, shift))
+        lower = np.array([i if b == 0 else ((i & ((1 << s) - 1)) + (1 << s)) << (b - 1) for i, b in zip(index, block,
+                          strict=True)], dtype=object)
+        width = np.array([1 if b == 0 else 1 << (b - 1) for b in block], dtype=object)
         return lower, lower + width
 
     def merge(self, other: LatencyHistogram) -> LatencyHistogram:

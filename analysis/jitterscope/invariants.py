@@ -18,6 +18,8 @@ from .metadata import Metadata, ThreadInfo
 
 _FIX = "the dataset breaks its contract; 'jitterscope validate' lists every problem"
 MAX_PROBLEMS = 50
+MAX_LATENCY_NS = float(2**62)
+"""A latency this large (146 years) means damaged data; bounding it keeps int64 arithmetic exact."""
 
 
 @dataclass
@@ -83,6 +85,13 @@ class InvariantChecker:
         state.rows += actual_ns.size
         state.overruns += 0 if overruns is None else int(overruns.sum())
         self._check_steps(thread, info.interval_ns, seq, expected, over, state)
+        # float64 so a difference beyond int64 is seen rather than wrapped
+        latency = actual_ns.astype(np.float64) - expected_ns.astype(np.float64)
+        absurd = np.abs(latency) >= MAX_LATENCY_NS
+        if np.any(absurd):
+            i = int(np.argmax(absurd))
+            self._problem(f"thread {thread}: actual_ns - expected_ns is {latency[i]:.3g} ns at seq "
+                          f"{int(seq[-actual_ns.size + i])}, beyond any possible latency")
         if self.kind == "capture":
             early = actual_ns < expected_ns
             if np.any(early):

@@ -48,6 +48,11 @@ class ThreadInfo:
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> ThreadInfo:
         known = {"thread", "cpu", "tid", "interval_ns", "samples", "drops", "overruns"}
+        if not isinstance(obj, Mapping):
+            raise SchemaError(
+                f"metadata 'jitterscope.threads' has an entry {obj!r} that is not an object; "
+                "re-create the dataset with a current jitterscope"
+            )
         try:
             return cls(
                 thread=int(obj["thread"]), cpu=int(obj.get("cpu", -1)),
@@ -59,7 +64,7 @@ class ThreadInfo:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise SchemaError(
-                f"metadata 'jitterscope.threads' has a malformed entry {dict(obj)!r} ({exc}); "
+                f"metadata 'jitterscope.threads' has a malformed entry {_short(dict(obj))} ({_short(exc)}); "
                 "re-create the dataset with a current jitterscope"
             ) from None
 
@@ -138,13 +143,30 @@ class Metadata:
         threads = decoded["threads"]
         if not isinstance(threads, list):
             raise SchemaError(f"{where}: metadata jitterscope.threads is not a list")
+        for key in ("tool", *(k for k in METADATA_KEYS if k not in REQUIRED_METADATA_KEYS)):
+            if key in decoded and not isinstance(decoded[key], dict) and not (key != "tool" and decoded[key] is None):
+                raise SchemaError(
+                    f"{where}: metadata {METADATA_PREFIX}{key} is not a JSON object; "
+                    "the file is damaged or was not written by jitterscope"
+                )
+        try:
+            infos = tuple(ThreadInfo.from_json(t) for t in threads)
+        except SchemaError as exc:
+            raise SchemaError(f"{where}: {exc}") from None
+        if len({info.thread for info in infos}) != len(infos):
+            raise SchemaError(f"{where}: metadata jitterscope.threads lists a thread twice")
         return cls(
             kind=kind,
-            threads=tuple(ThreadInfo.from_json(t) for t in threads),
+            threads=infos,
             tool=decoded["tool"],
             schema_version=version,
             **{k: decoded.get(k) for k in METADATA_KEYS if k not in REQUIRED_METADATA_KEYS},
         )
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = " ".join(repr(value).split()) if not isinstance(value, BaseException) else " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _decode_kv(kv: Mapping[bytes, bytes], where: str) -> dict[str, Any]:

@@ -10,6 +10,8 @@ import pyarrow.parquet as pq
 from jitterscope.cli import main
 from jitterscope.simulate import SimulationSpec, simulate, write_simulation
 
+CLI = "import sys; from jitterscope.cli import main; sys.exit(main())"
+
 
 def test_valid(tmp_path, capsys):
     path = write_simulation(SimulationSpec(threads=2, samples=100), tmp_path / "ok.parquet", 1)
@@ -30,6 +32,7 @@ def test_invalid_lists_reasons(tmp_path, capsys):
 
 def test_subprocess_exit_status(tmp_path):
     (tmp_path / "junk.parquet").write_bytes(b"not parquet at all")
-    run = subprocess.run([sys.executable, "-m", "jitterscope.cli", "validate", str(tmp_path / "junk.parquet")],
+    run = subprocess.run([sys.executable, "-c", CLI, "validate", str(tmp_path / "junk.parquet")],
                          capture_output=True, text=True, check=False)
     assert run.returncode == 1 and run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    assert run.stderr.startswith("jitterscope validate: invalid: ") and "Parquet" in run.stderr
