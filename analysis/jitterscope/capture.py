@@ -2,6 +2,9 @@
 
 The binary is installed inside the package (``jitterscope/bin``), so it is
 found even under sudo, whose secure_path does not include a venv's ``bin/``.
+:func:`capture_dataset` runs one capture into a directory (falling back to
+``--policy other`` when real-time scheduling is refused, and saying so);
+``jitterscope capture`` passes options straight through with :func:`run_capture`.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import subprocess
 import sys
 import sysconfig
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 
@@ -54,3 +59,107 @@ def run_capture(options: Sequence[str]) -> int:
         return subprocess.run([str(binary), *options], check=False).returncode
     except OSError as exc:
         raise CaptureError(f"cannot run {binary}: {exc.strerror}") from None
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    """One finished capture made by :func:`capture_dataset`."""
+
+    output: Path
+    policy: str
+    """``fifo`` as asked, or ``other`` after a refusal."""
+    note: str | None
+    """Why the capture is degraded (the binary's refusal line), or None."""
+    final_lines: tuple[str, ...]
+    """The binary's last lines, one per thread, in cyclictest's format."""
+
+    def to_json(self) -> dict[str, object]:
+        return {"output": str(self.output), "policy": self.policy, "note": self.note,
+                "final_lines": list(self.final_lines)}
+
+
+def realtime_refusal(binary: Path | None = None) -> str | None:
+    """Return the binary's one-line refusal when SCHED_FIFO 99 is not granted here, else None.
+
+    Runs the binary for one wake-up on every CPU without output.
+    """
+    binary = binary or capture_binary()
+    try:
+        done = subprocess.run([str(binary), "-l", "1", "-q", "--no-latency", "--counters", "none"],
+                              capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CaptureError(f"cannot run {binary}: {exc}") from None
+    if done.returncode == 0:
+        return None
+    line = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit status {done.returncode}"
+    if "refused" not in line:
+        raise CaptureError(f"{binary} failed its real-time check: {line}")
+    return line
+
+
+def demo_output_dir(base: str | os.PathLike[str] = "out", now: datetime | None = None) -> Path:
+    """A fresh ``base/demo-YYYYmmdd-HHMMSS`` path (the directory itself is left for the binary to create)."""
+    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    return Path(base) / f"demo-{stamp}"
+
+
+def capture_dataset(
+    output: str | os.PathLike[str],
+    *,
+    seconds: float = 10.0,
+    hz: float = 1000.0,
+    fallback_to_other: bool = True,
+    quiet: bool = False,
+    extra: Sequence[str] = (),
+) -> CaptureResult:
+    """Capture ``seconds`` at ``hz`` on every online CPU into the new directory ``output``.
+
+    Parameters
+    ----------
+    output
+        Dataset directory to create; must not exist.
+    seconds, hz
+        Duration and wake-up frequency.
+    fallback_to_other
+        When SCHED_FIFO is refused, capture with ``--policy other`` and say so in
+        :attr:`CaptureResult.note` instead of failing.
+    quiet
+        Pass ``-q`` (no live status on stderr).
+    extra
+        Further options for the binary.
+
+    Returns
+    -------
+    CaptureResult
+
+    Raises
+    ------
+    CaptureError
+        The binary is missing, real-time scheduling is refused without fallback,
+        or the capture failed (its one-line message is in the error).
+    """
+    if seconds <= 0 or hz <= 0:
+        raise CaptureError(f"seconds and hz must be positive (got {seconds}, {hz})")
+    binary = capture_binary()
+    out = Path(output)
+    if out.exists() or out.is_symlink():
+        raise CaptureError(f"{out} already exists; choose a new output directory")
+    refusal = realtime_refusal(binary)
+    if refusal and not fallback_to_other:
+        raise CaptureError(refusal.removeprefix("jitterscope-capture: "))
+    policy = "other" if refusal else "fifo"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    argv = [str(binary), "-D", f"{seconds:g}", "-f", f"{hz:g}", "--policy", policy, "-o", str(out), *extra]
+    if quiet:
+        argv.append("-q")
+    try:
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=None if not quiet else subprocess.PIPE,
+                              text=True, check=False)
+    except OSError as exc:
+        raise CaptureError(f"cannot run {binary}: {exc.strerror}") from None
+    if done.returncode != 0:
+        message = (done.stderr or "").strip().splitlines()
+        detail = message[-1] if message else "see its message above"
+        raise CaptureError(f"capture failed with exit status {done.returncode}: {detail}")
+    return CaptureResult(output=out, policy=policy, note=refusal,
+                         final_lines=tuple(line for line in done.stdout.splitlines() if line.startswith("T:")))
