@@ -79,7 +79,7 @@ def event_table(result: Correlation) -> Table:
         peak = max(centre, key=lambda i: a.mean[i])
         rows.append((trig.cpu, trig.event, a.n_events, a.lags[peak], a.mean[peak] / 1e3, a.band_high[peak] / 1e3,
                      a.p_value))
-    return Table(name="event-averages", title="Event-triggered average latency around transitions and SMIs",
+    return Table(name="event-average-peaks", title="Event-triggered average latency around transitions and SMIs",
                  columns=("cpu", "event", "events", "peak lag", "peak mean [µs]", "surrogate 97.5% [µs]",
                           "p (surrogates)"),
                  rows=tuple(rows), formats=("", "", "", "", "{:.1f}", "{:.1f}", "{:.3g}"),
