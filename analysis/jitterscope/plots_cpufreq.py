@@ -37,9 +37,10 @@ def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | No
         if transitions.count <= MAX_TRANSITION_LINES:
             for x in at:
                 ax_frequency.axvline(x, color="#c00000", linewidth=0.4, alpha=0.5)
-        ax_frequency.plot(at, np.full(at.size, 0.02), "|", color="#c00000", transform=ax_frequency.get_xaxis_transform(),
-                          markersize=8, label=f"{transitions.count} transitions (±{transitions.relative_threshold:.0%},"
-                                              f" dwell ≥ {transitions.min_dwell})")
+        label = (f"{transitions.count} transitions (±{transitions.relative_threshold:.0%}, "
+                 f"dwell ≥ {transitions.min_dwell})")
+        ax_frequency.plot(at, np.full(at.size, 0.02), "|", color="#c00000", markersize=8, label=label,
+                          transform=ax_frequency.get_xaxis_transform())
     ax_frequency.set_ylabel("effective frequency [MHz]")
     ax_frequency.set_title(f"cpu {series.cpu}: effective frequency and latency over time", fontsize=10)
     ax_frequency.grid(True, alpha=0.3)

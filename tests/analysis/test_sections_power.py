@@ -9,7 +9,6 @@ import subprocess
 import matplotlib.image as mpimg
 import numpy as np
 import pytest
-
 from jitterscope.dataset import write_dataset
 from jitterscope.report import write_report
 from jitterscope.simpower import simulate_story
