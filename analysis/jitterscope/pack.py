@@ -172,7 +172,7 @@ _USER_KEYS = {"user", "username", "login", "logname", "sudo_user", "owner", "inv
 _SERIAL_HINTS = ("serial", "uuid", "machine_id", "machine-id", "board_id", "product_id", "asset_tag")
 _MAC = re.compile(r"\b[0-9A-Fa-f]{2}(?:[:-][0-9A-Fa-f]{2}){5}\b")
 _IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
-_IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])|(?<![\w:])::1(?![\w:])")
+_IPV6 = re.compile(r"(?<![\w:.])[0-9A-Fa-f:]*:[0-9A-Fa-f]*:[0-9A-Fa-f:.]*(?![\w:])")  # checked by ipaddress
 _HOME = re.compile(r"(/home/|/Users/|/var/home/)([^/\s\"']+)")
 
 

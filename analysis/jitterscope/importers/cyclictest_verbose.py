@@ -125,6 +125,8 @@ def resolve_intervals(headers_us: list[int], options: dict | None) -> tuple[list
         base = int(options["interval_us"])
         distance = 0 if options.get("histogram") else int(options.get("distance_us", DEFAULT_DISTANCE_US))
         intervals = [base + k * distance for k in range(count)]
+        if min(intervals) <= 0:
+            return list(headers_us), "from the 'Thread N Interval:' headers (the command line gives no valid -i/-d)"
         return intervals, (f"from the command line: -i {base}, distance {distance} µs "
                            f"(interval of thread k = {base} + k*{distance})")
     if options.get("histogram"):

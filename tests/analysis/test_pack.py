@@ -1,0 +1,153 @@
+"""pack: sorted, zstd+delta, checksummed single file; reads back identical; sizes; --anonymize."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from jitterscope.dataset import open_dataset, write_dataset
+from jitterscope.errors import DatasetError
+from jitterscope.importers import import_files
+from jitterscope.metadata import Metadata, ThreadInfo
+from jitterscope.pack import anonymize_metadata, content_sha256, pack_dataset, verify_pack
+from jitterscope.simulate import SimulationSpec, simulate
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "formats"
+
+
+@pytest.fixture(scope="module")
+def long_import(tmp_path_factory) -> Path:
+    """The 20,000-wake-up cyclictest -v run (with its --json), imported."""
+    folder = tmp_path_factory.mktemp("long")
+    text = folder / "ct-long.txt"
+    text.write_bytes(gzip.decompress((DATA / "ct-long.txt.gz").read_bytes()))
+    table, metadata = import_files([text, DATA / "ct-long.json"])
+    return write_dataset(table, metadata, folder / "long.parquet")
+
+
+def _shuffled(table: pa.Table, seed: int) -> pa.Table:
+    return table.take(np.random.default_rng(seed).permutation(table.num_rows))
+
+
+def test_reads_back_identical_in_pyarrow_pandas_duckdb(tmp_path, long_import):
+    source = open_dataset(long_import)
+    shuffled = _shuffled(source.read(), 1)  # pack must sort, whatever the input order
+    write_dataset(shuffled, source.metadata, tmp_path / "shuffled.parquet")
+    result = pack_dataset(tmp_path / "shuffled.parquet", tmp_path / "packed.parquet")
+    expected = source.read().sort_by([("thread", "ascending"), ("seq", "ascending")])
+    packed = pq.read_table(tmp_path / "packed.parquet")
+    assert packed.schema.remove_metadata().equals(expected.schema.remove_metadata())
+    assert packed.equals(expected.replace_schema_metadata(packed.schema.metadata))
+    frame = pd.read_parquet(tmp_path / "packed.parquet")
+    pd.testing.assert_frame_equal(frame, expected.to_pandas())
+    via_duckdb = duckdb.sql(f"SELECT * FROM read_parquet('{tmp_path / 'packed.parquet'}')").arrow()
+    if hasattr(via_duckdb, "read_all"):
+        via_duckdb = via_duckdb.read_all()
+    assert via_duckdb.to_pandas().equals(expected.to_pandas())
+    opened = open_dataset(tmp_path / "packed.parquet")
+    meta_before = {k: v for k, v in vars(source.metadata).items() if k != "pack"}
+    meta_after = {k: v for k, v in vars(opened.metadata).items() if k != "pack"}
+    assert json.dumps(meta_after, default=str, sort_keys=True) == json.dumps(meta_before, default=str, sort_keys=True)
+    assert opened.metadata.pack == {"sha256": result.sha256, "anonymized": [], "rows": 20000}
+    assert result.sha256 == content_sha256(expected)
+    assert verify_pack(tmp_path / "packed.parquet") == result.sha256
+
+
+def test_encodings_and_size_imported_cyclictest(tmp_path, long_import):
+    result = pack_dataset(long_import, tmp_path / "packed.parquet")
+    meta = pq.ParquetFile(tmp_path / "packed.parquet").metadata
+    encodings = {meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i).encodings
+                 for i in range(meta.num_columns)}
+    assert "DELTA_BINARY_PACKED" in encodings["actual_ns"] and "DELTA_BINARY_PACKED" in encodings["seq"]
+    assert meta.row_group(0).column(0).compression == "ZSTD"
+    text_bytes = len(gzip.decompress((DATA / "ct-long.txt.gz").read_bytes())) / result.wakeups
+    print(f"\nimported cyclictest: {result.bytes_per_wakeup:.3f} bytes/wake-up packed "
+          f"(cyclictest -v text {text_bytes:.1f}); per column {result.column_bytes_per_wakeup()}")
+    assert result.wakeups == 20000
+    assert result.bytes_per_wakeup <= 3.0
+    assert sum(result.column_bytes.values()) < result.bytes
+
+
+def test_size_native_capture_with_tsc(tmp_path):
+    # the columns the capture binary writes without counter access (this VM has no MSRs): cpu..read_cycles
+    table, metadata = simulate(SimulationSpec(threads=2, samples=50_000, counters=()), seed=3)
+    assert {"tsc", "run_cpu", "read_cycles"} <= set(table.column_names)
+    write_dataset(table, metadata, tmp_path / "sim.parquet")
+    result = pack_dataset(tmp_path / "sim.parquet", tmp_path / "packed.parquet")
+    print(f"\nsimulated capture with TSC: {result.bytes_per_wakeup:.3f} bytes/wake-up "
+          f"(limit {28 / 5:.1f}); per column {result.column_bytes_per_wakeup()}")
+    assert result.bytes_per_wakeup <= 28 / 5
+
+
+def test_tampered_rows_fail_the_checksum(tmp_path, long_import):
+    pack_dataset(long_import, tmp_path / "packed.parquet")
+    table = pq.read_table(tmp_path / "packed.parquet")
+    actual = np.asarray(table.column("actual_ns")).copy()
+    actual[123] += 1000
+    tampered = table.set_column(table.column_names.index("actual_ns"), "actual_ns", pa.array(actual))
+    pq.write_table(tampered, tmp_path / "tampered.parquet")
+    with pytest.raises(DatasetError, match="does not match the recorded"):
+        verify_pack(tmp_path / "tampered.parquet")
+    with pytest.raises(DatasetError, match="was not written by 'jitterscope pack'"):
+        verify_pack(long_import)
+
+
+def test_histogram_dataset_packs(tmp_path):
+    table, metadata = import_files([DATA / "shared" / "cyclictest-histogram.txt"])
+    write_dataset(table, metadata, tmp_path / "h.parquet")
+    result = pack_dataset(tmp_path / "h.parquet", tmp_path / "hp.parquet")
+    assert result.wakeups == 4000  # bins plus overflows
+    back = open_dataset(tmp_path / "hp.parquet")
+    assert back.is_histogram and back.read().equals(
+        table.cast(back.schema).sort_by([("thread", "ascending"), ("bin_start_ns", "ascending")]))
+
+
+def test_refuses_to_overwrite(tmp_path, long_import):
+    shutil.copy(long_import, tmp_path / "x.parquet")
+    with pytest.raises(DatasetError, match="already exists"):
+        pack_dataset(long_import, tmp_path / "x.parquet")
+
+
+def _identifying_metadata() -> Metadata:
+    return Metadata(
+        kind="import",
+        threads=(ThreadInfo(thread=0, cpu=0, interval_ns=1000, extra={"note": "ran on build-host-7"}),),
+        environment={"hostname": "build-host-7", "kernel_release": "6.18.44-fc-v782", "cpus_online": "0-1",
+                     "cmdline": "root=/dev/sda1 ip=192.168.1.20 ifname=eth0:52:54:00:12:34:56",
+                     "board_serial": "SN-0042-XYZ", "cpu_model": "Intel(R) Xeon(R)"},
+        settings={"asked": {"output": "/home/alice/runs/a.parquet", "user": "alice", "interval_ns": 1000000}},
+        source={"files": ["/home/alice/ct.txt"], "notes": ["copied from fe80::1ff:fe23:4567:890a"]},
+    )
+
+
+def test_anonymize_replaces_identifying_values_and_says_which():
+    meta, changed = anonymize_metadata(_identifying_metadata())
+    dumped = json.dumps({k.decode(): v.decode() for k, v in meta.to_kv().items()})
+    for secret in ("build-host-7", "192.168.1.20", "52:54:00:12:34:56", "SN-0042-XYZ", "alice",
+                   "fe80::1ff:fe23:4567:890a"):
+        assert secret not in dumped, secret
+    assert set(changed) == {"environment.hostname", "environment.cmdline", "environment.board_serial",
+                            "settings.asked.output", "settings.asked.user", "source.files[0]", "source.notes[0]",
+                            "threads[0].note"}
+    assert meta.environment["kernel_release"] == "6.18.44-fc-v782"
+    assert meta.environment["cpu_model"] == "Intel(R) Xeon(R)"
+    assert meta.environment["hostname"].startswith("anon-")
+    assert meta.environment["hostname"] in meta.threads[0].extra["note"]  # same value, same token
+    assert meta.settings["asked"]["interval_ns"] == 1000000
+
+
+def test_pack_anonymize_records_changes(tmp_path):
+    table, _ = simulate(SimulationSpec(threads=1, samples=1000, counters=()), seed=1)
+    write_dataset(table, _identifying_metadata().with_changes(kind="simulation"), tmp_path / "s.parquet")
+    result = pack_dataset(tmp_path / "s.parquet", tmp_path / "p.parquet", anonymize=True)
+    meta = open_dataset(tmp_path / "p.parquet").metadata
+    assert meta.pack["anonymized"] == list(result.anonymized) and "environment.hostname" in result.anonymized
+    assert pq.read_table(tmp_path / "p.parquet").num_rows == 1000
