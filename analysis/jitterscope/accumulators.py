@@ -363,9 +363,20 @@ class CyclictestResult:
 
 
 def cyclictest_us(actual_ns: np.ndarray, expected_ns: np.ndarray) -> np.ndarray:
-    """Per-wake-up latency in µs exactly as cyclictest's ``calcdiff(now, next)`` computes it."""
+    """Per-wake-up latency in µs exactly as cyclictest's ``calcdiff(now, next)`` computes it.
+
+    ``1e6 * (sec(now) - sec(next)) + (nsec(now) - nsec(next)) / 1000`` with C's
+    truncating division: ``floor(latency / 1000)`` when the nanosecond field
+    did not wrap, ``ceil(latency / 1000)`` when it did.
+    """
     actual = np.asarray(actual_ns, dtype=np.int64)
     expected = np.asarray(expected_ns, dtype=np.int64)
+    latency = actual - expected
+    if latency.size and 0 <= latency.min() and latency.max() < 1_000_000_000:
+        # fast path (one division less): the ns field wraps iff nsec(next) + latency >= 1 s
+        floor_us = latency // 1000
+        wrapped = (expected % 1_000_000_000 + latency >= 1_000_000_000) & (floor_us * 1000 != latency)
+        return floor_us + wrapped
     seconds = actual // 1_000_000_000 - expected // 1_000_000_000
     nsec = actual % 1_000_000_000 - expected % 1_000_000_000
     return seconds * 1_000_000 + np.sign(nsec) * (np.abs(nsec) // 1000)

@@ -228,9 +228,15 @@ class LatencyHistogram:
         s = self.sub_bits
         if magnitude.size == 0:
             return np.zeros(0, dtype=np.int64)
-        magnitude = magnitude.astype(np.uint64, copy=False)
-        if int(magnitude.max()) < (1 << s):
+        top = int(magnitude.max())
+        if top < (1 << s):
             return magnitude.astype(np.int64)
+        if top < (1 << 53) and magnitude.dtype == np.int64:
+            # exact in float64: the exponent and the leading s mantissa bits are the bucket
+            bits = magnitude.astype(np.float64).view(np.int64) >> (52 - s)
+            index = bits - ((1023 + s - 1) << s)
+            return np.where(magnitude < (1 << s), magnitude, index)
+        magnitude = magnitude.astype(np.uint64, copy=False)
         # exponent e with 2**e <= v < 2**(e+1); float64 frexp, corrected where rounding moved it up
         exponent = np.frexp(magnitude.astype(np.float64))[1].astype(np.int64) - 1
         exponent = np.clip(exponent, s, 63).astype(np.uint64)

@@ -243,3 +243,20 @@ def test_summarize_matches_numpy_and_metadata(tmp_path):
     assert [s.latency_ns for s in summary.overall.spikes.spikes] == sorted(all_lat)[::-1][:5]
     text = json.dumps(summary.to_json(histograms=True))
     assert json.loads(text)["overall"]["n"] == len(df)
+
+
+def test_cyclictest_us_fast_path_equals_c_arithmetic():
+    rng = np.random.default_rng(5)
+    expected = rng.integers(0, 10**13, 20_000)
+    latency = np.concatenate([rng.integers(0, 3000, 10_000), rng.integers(0, 10**9, 10_000)])
+    actual = expected + latency
+    by_c = [(a // 10**9 - e // 10**9) * 10**6 + int((a % 10**9 - e % 10**9) / 1000)
+            for a, e in zip(actual.tolist(), expected.tolist(), strict=True)]
+    assert cyclictest_us(actual, expected).tolist() == by_c
+
+
+def test_histogram_index_fast_path_equals_exact_path():
+    rng = np.random.default_rng(6)
+    values = np.concatenate([rng.integers(0, 2**53 - 1, 50_000), 2 ** np.arange(10, 53), 2 ** np.arange(10, 53) - 1])
+    hist = LatencyHistogram()
+    assert np.array_equal(hist._index(values), hist._index(values.astype(np.uint64)))
