@@ -477,7 +477,10 @@ def _sentence(test: ConditionTest, attributed: bool, threshold: float) -> str:
     where = "" if test.scope == "all" else f" on {test.scope}"
     numbers = (f"risk ratio {e.risk.ratio:.1f}, 95% CI {e.risk.ci_low:.1f}–{e.risk.ci_high:.1f}, "
                f"{_p(e.p_holm)} Holm-adjusted; Cliff's delta {test.rank.cliffs_delta:+.2f}")
-    share = "no" if math.isnan(e.share_of_spikes) else _pct(e.share_of_spikes)
+    if e.risk.exceed_in + e.risk.exceed_out == 0:
+        return (f"No wake-up{where} was later than {_us(e.threshold_ns)}, so nothing can be attributed to wake-ups "
+                f"{test.label}; choose a lower --threshold-us to test smaller delays.")
+    share = _pct(e.share_of_spikes)
     if attributed:
         return (f"{share} of wake-ups later than {_us(e.threshold_ns)} fall {test.label}{where}, against "
                 f"{_pct(e.share_of_all)} of all wake-ups ({numbers}).")

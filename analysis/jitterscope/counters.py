@@ -193,7 +193,8 @@ def derive_counters(
     tsc, aperf, mperf, smi, run_cpu, read_cycles : numpy.ndarray or None
         Optional columns; counters are int64 holding uint64 values.
     tsc_hz : float or None
-        TSC frequency; when None it is estimated as the median of ΔTSC / Δactual_ns.
+        TSC frequency; when None it is estimated as the median of ΔTSC / Δactual_ns.  Without a
+        ``tsc`` column, intervals are timed by ``actual_ns`` at this frequency.
     read_k : float
         A ``read_cycles`` value above median + read_k·1.4826·MAD (at least 1.5× the
         median) marks a slow read; both deltas touching that row are discarded.
@@ -244,6 +245,11 @@ def derive_counters(
         d_tsc = _modular_delta(np.asarray(tsc, dtype=np.int64)).astype(np.float64)
         _mark(reason, d_tsc <= 0, REASON_TSC)
         tsc_hz, source = _tsc_frequency(tsc_hz, d_tsc, actual)
+    elif tsc_hz and n:
+        # no TSC column (some imports): the monotonic clock times the interval, in TSC cycles
+        d_tsc = np.concatenate(([0.0], np.diff(actual).astype(np.float64))) * (tsc_hz / 1e9)
+        _mark(reason, d_tsc <= 0, REASON_TSC)
+        source = "metadata (intervals from actual_ns: no tsc column)"
 
     limit = None
     if read_cycles is not None and n > 1:

@@ -178,3 +178,13 @@ def test_histogram_dataset_is_refused_with_one_line(tmp_path):
     dataset = open_dataset(write_dataset(table, meta, tmp_path / "h.parquet"))
     with pytest.raises(AnalysisError, match="histogram-only"):
         correlate_dataset(dataset)
+
+
+def test_threshold_above_every_wake_up_says_so():
+    n = 2000
+    rng = np.random.default_rng(1)
+    f = np.repeat([2e9, 3e9], n // 2)
+    s = _series(0, rng.lognormal(np.log(4000), 0.3, n), np.full(n, 0.5), f, np.zeros(n))
+    result = correlate(CounterSet((s,), True, ""), None, thresholds_ns=[1e9], n_surrogates=0)
+    assert not any(result.attributed.values())
+    assert any(v.startswith("No wake-up on cpu 0 was later than 1000000.0 µs") for v in result.verdicts)

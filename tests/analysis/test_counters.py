@@ -188,3 +188,12 @@ def test_all_zero_dataset_is_unavailable_with_reason(tmp_path):
     rows["smi"][:] = 0
     found = read_counters(_write(tmp_path, rows, None))
     assert not found.available and "zero on every wake-up" in found.reason
+
+
+def test_without_tsc_column_intervals_come_from_the_monotonic_clock():
+    rows = _rows(np.full(20, 2.4e9), np.full(20, 0.25))
+    del rows["tsc"]
+    s = derive_counters(cpu=3, tsc_hz=TSC_HZ, **rows)
+    np.testing.assert_allclose(s.f_eff_hz[1:], 2.4e9, rtol=1e-6)
+    np.testing.assert_allclose(s.c0[1:], 0.25, rtol=1e-6)
+    assert "no tsc column" in s.tsc_hz_source
