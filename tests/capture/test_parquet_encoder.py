@@ -252,7 +252,7 @@ def test_random_arrays_round_trip(
 ) -> None:
     a = np.array(values64, dtype="<i8")
     b = np.array(values32.draw(st.lists(st.integers(INT32.min, INT32.max), min_size=len(a), max_size=len(a))), "<i4")
-    if len(b) and len(b) > 3:  # put 32-bit extremes next to each other
+    if len(b) > 3:  # put 32-bit extremes next to each other
         b[:4] = [INT32.max, INT32.min, INT32.max, -1]
     a.tofile(tmp_path / "a.bin")
     b.tofile(tmp_path / "b.bin")
