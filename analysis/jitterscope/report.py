@@ -67,6 +67,7 @@ SECTION_MODULES: tuple[str, ...] = (
     # One line per module that registers sections; imported in this order, sections sorted by `order`.
     "jitterscope.sections.provenance",
     "jitterscope.sections.latency",
+    "jitterscope.sections.power",
 )
 
 PAGE_SIZE_IN = (11.69, 8.27)
@@ -318,6 +319,7 @@ def write_report(
     figures_dir: str | os.PathLike[str] | None = None,
     top_k: int = 20,
     progress: bool = False,
+    sections: Sequence[str] | None = None,
 ) -> ReportInfo:
     """Write the PDF report of ``dataset`` to ``output`` (and figures/tables to ``figures_dir``).
 
@@ -334,6 +336,8 @@ def write_report(
         Number of spikes in the spike catalogue.
     progress
         Show progress bars on stderr.
+    sections
+        Names of the sections to include (default: all registered ones).
 
     Returns
     -------
@@ -350,7 +354,13 @@ def write_report(
     out = Path(output)
     fig_dir = Path(figures_dir) if figures_dir is not None else None
     _check_writable(out, fig_dir)
-    sections = registered_sections()
+    chosen = registered_sections()
+    if sections is not None:
+        unknown = sorted(set(sections) - {s.name for s in chosen})
+        if unknown:
+            raise JitterscopeError(f"unknown report section(s) {', '.join(unknown)}; known: "
+                                   f"{', '.join(s.name for s in chosen)}")
+        chosen = tuple(s for s in chosen if s.name in sections)
     with matplotlib.rc_context(REPORT_RC):
         ctx = build_context(dataset, top_k=top_k, progress=progress)
         when, _ = source_date()
@@ -367,7 +377,7 @@ def write_report(
         pages = 0
         try:
             with PdfPages(tmp, metadata=metadata) as pdf:
-                bar = tqdm(sections, desc="report", unit="section", file=sys.stderr, disable=not progress)
+                bar = tqdm(chosen, desc="report", unit="section", file=sys.stderr, disable=not progress)
                 for section in bar:
                     bar.set_postfix_str(section.name)
                     items = section.function(ctx) or ()
@@ -375,15 +385,17 @@ def write_report(
                         contributed.append(section.name)
                     for page in _pages_of(section.name, items, ctx):
                         _claim(page.name, used_names, section.name)
+                        # the PDF page first, so it is the same bytes with or without --figures
+                        undo = _decorate(page.figure, ctx, pages + 1)
+                        pdf.savefig(page.figure)
+                        pages += 1
                         if fig_dir is not None:
+                            undo()
                             written += _export_figure(page, fig_dir)
                             for table in page.tables:
                                 _claim(table.name, used_names, section.name)
                                 written += _export_table(table, fig_dir)
-                        _decorate(page.figure, ctx, pages + 1)
-                        pdf.savefig(page.figure)
                         page.figure.clear()
-                        pages += 1
             os.replace(tmp, out)
         except OSError as exc:
             tmp.unlink(missing_ok=True)
@@ -413,19 +425,28 @@ def _pages_of(section: str, items: Sequence[SectionItem], ctx: ReportContext) ->
         yield from typeset()
 
 
-def _decorate(fig: Figure, ctx: ReportContext, page_no: int) -> None:
-    """Footer on every page: what, from which data, page number; and SIMULATED when it is."""
+def _decorate(fig: Figure, ctx: ReportContext, page_no: int) -> Callable[[], None]:
+    """Footer on every page (what, from which data, page number; SIMULATED when it is); returns its undo."""
     engine = fig.get_layout_engine()
-    if engine is not None and hasattr(engine, "set") and "rect" in engine.get():
+    rect = engine.get().get("rect") if engine is not None else None
+    if rect is not None:
         engine.set(rect=(0.0, 0.03, 1.0, 0.97))  # keep axis labels clear of the footer
     prov = ctx.provenance
     footer = (f"jitterscope {prov.tool_version} · {Path(prov.dataset_path).name} · "
               f"sha256 {prov.dataset_sha256[:12]} · {prov.generated_utc}")
-    fig.text(0.01, 0.005, footer, fontsize=8, color="0.35", ha="left", va="bottom")
-    fig.text(0.99, 0.005, f"page {page_no}", fontsize=8, color="0.35", ha="right", va="bottom")
+    texts = [fig.text(0.01, 0.005, footer, fontsize=8, color="0.35", ha="left", va="bottom"),
+             fig.text(0.99, 0.005, f"page {page_no}", fontsize=8, color="0.35", ha="right", va="bottom")]
     if ctx.dataset.metadata.kind == "simulation":
-        fig.text(0.5, 0.005, "SIMULATED DATA", fontsize=9, color="#b00000", weight="bold",
-                 ha="center", va="bottom")
+        texts.append(fig.text(0.5, 0.005, "SIMULATED DATA", fontsize=9, color="#b00000", weight="bold",
+                              ha="center", va="bottom"))
+
+    def undo() -> None:
+        for text in texts:
+            text.remove()
+        if rect is not None:
+            engine.set(rect=rect)
+
+    return undo
 
 
 def _claim(name: str, used: set[str], section: str) -> None:

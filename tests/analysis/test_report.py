@@ -1,0 +1,263 @@
+"""The PDF report: pages rendered and not blank, Type 42 fonts, reproducible bytes, --figures outputs, registry."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from jitterscope import report
+from jitterscope.dataset import open_dataset, write_dataset
+from jitterscope.errors import JitterscopeError
+from jitterscope.metadata import Metadata, ThreadInfo
+from jitterscope.report import Page, new_page, register_section, write_report
+from jitterscope.simeffects import PeriodicDisturbance, SMIs
+from jitterscope.simulate import spec_from_options, write_simulation
+from jitterscope.stats import summarize
+from jitterscope.tables import Table
+from matplotlib import image as mpimg
+
+pytestmark = pytest.mark.skipif(not shutil.which("pdftoppm") or not shutil.which("pdffonts"),
+                                reason="poppler-utils (pdftoppm, pdffonts) not installed")
+
+EPOCH = "1764460800"
+INK_THRESHOLD = 0.008  # non-white pixel fraction: report pages have >= 2.8 %, a footer-only page 0.23 %
+FIGURE_PAGES = ("latency-histogram", "latency-percentiles", "latency-ccdf", "latency-over-time", "period-error")
+
+
+def render(pdf: Path, out: Path) -> list[Path]:
+    """Every page of ``pdf`` as a 50 dpi PNG, in page order."""
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["pdftoppm", "-png", "-r", "50", str(pdf), str(out / "page")], check=True)
+    return sorted(out.glob("page-*.png"), key=lambda p: int(p.stem.split("-")[-1]))
+
+
+def ink(png: Path) -> float:
+    pixels = mpimg.imread(png)[..., :3]
+    return float((pixels.min(axis=2) < 0.9).mean())
+
+
+def page_count(pdf: Path) -> int:
+    info = subprocess.run(["pdfinfo", str(pdf)], check=True, capture_output=True, text=True).stdout
+    return int(next(line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")))
+
+
+def pdf_text(pdf: Path) -> str:
+    return subprocess.run(["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory) -> Path:
+    spec = spec_from_options(threads=2, samples=20_000, effects=[
+        PeriodicDisturbance(frequency_hz=10.0, amplitude_ns=20_000.0), SMIs(rate_hz=0.2, duration_ns=150_000)])
+    return write_simulation(spec, tmp_path_factory.mktemp("sim") / "sim.parquet", seed=11)
+
+
+@pytest.fixture(scope="module")
+def rendered(simulated, tmp_path_factory):
+    work = tmp_path_factory.mktemp("report")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SOURCE_DATE_EPOCH", EPOCH)
+        info = write_report(simulated, work / "report.pdf", figures_dir=work / "figures")
+    return info, work
+
+
+@pytest.fixture(scope="module")
+def histogram_dataset(tmp_path_factory) -> Path:
+    # cyclictest -h style: 1 µs bins per thread, extremes from the source
+    rng = np.random.default_rng(2)
+    rows = {"thread": [], "cpu": [], "bin_start_ns": [], "bin_width_ns": [], "count": []}
+    threads = []
+    for thread in range(2):
+        counts = np.bincount(rng.poisson(4, 50_000), minlength=40)
+        counts[35] = 2
+        bins = np.flatnonzero(counts)
+        rows["thread"] += [thread] * bins.size
+        rows["cpu"] += [thread] * bins.size
+        rows["bin_start_ns"] += (bins * 1000).tolist()
+        rows["bin_width_ns"] += [1000] * bins.size
+        rows["count"] += counts[bins].tolist()
+        threads.append(ThreadInfo(thread=thread, cpu=thread, interval_ns=1_000_000, samples=int(counts.sum()),
+                                  extra={"min_ns": 0, "max_ns": 35_400, "avg_ns": 4000.0, "overflows": 0}))
+    table = pa.table({k: np.asarray(v) for k, v in rows.items()})
+    meta = Metadata(kind="histogram", threads=tuple(threads),
+                    source={"format": "cyclictest-histogram", "files": ["h.txt"], "reconstructed": {}, "notes": []})
+    return write_dataset(table, meta, tmp_path_factory.mktemp("hist") / "hist.parquet")
+
+
+def test_every_page_renders_and_none_is_blank(rendered, tmp_path):
+    info, work = rendered
+    pdf = work / "report.pdf"
+    pages = render(pdf, tmp_path / "png")
+    assert len(pages) == info.pages == page_count(pdf)
+    figures = work / "figures"
+    assert len(list(figures.glob("*.pdf"))) == info.pages  # every page is also a figure file
+    provenance_pages = len(list(figures.glob("provenance*.pdf")))
+    assert provenance_pages >= 1
+    for name in FIGURE_PAGES:
+        assert (figures / f"{name}.pdf").exists()
+    mine = ("provenance", "distributions", "timeline", "period", "spikes")
+    assert [s for s in info.sections if s in mine] == list(mine)
+    assert info.sections[0] == "provenance"
+    for png in pages:
+        assert ink(png) > INK_THRESHOLD, png.name
+
+
+def test_the_blank_check_can_fail(tmp_path):
+    # a page carrying only what every page has (the footer) must count as blank
+    fig, ax = new_page()
+    ax.set_axis_off()
+    fig.text(0.01, 0.005, "jitterscope 0.1.0 · x.parquet · sha256 0123456789ab · 2025-11-30", fontsize=8)
+    fig.text(0.99, 0.005, "page 1", fontsize=8, ha="right")
+    fig.savefig(tmp_path / "blank.pdf")
+    (png,) = render(tmp_path / "blank.pdf", tmp_path / "png")
+    assert ink(png) < INK_THRESHOLD / 2
+
+
+def test_fonts_are_type42_truetype(rendered):
+    _, work = rendered
+    fonts = subprocess.run(["pdffonts", str(work / "report.pdf")], check=True, capture_output=True, text=True).stdout
+    kinds = [line for line in fonts.splitlines()[2:] if line.strip()]
+    assert kinds and all("TrueType" in line for line in kinds), fonts
+    assert "Type 3" not in fonts
+
+
+def test_source_date_epoch_gives_identical_bytes(rendered, simulated, tmp_path, monkeypatch):
+    _, work = rendered
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    write_report(simulated, tmp_path / "again.pdf")
+    assert (tmp_path / "again.pdf").read_bytes() == (work / "report.pdf").read_bytes()
+    assert b"D:20251130000000" in (work / "report.pdf").read_bytes()  # CreationDate is the epoch's
+
+
+def test_figure_and_table_files_are_reproducible(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    table = Table(name="t", title="T", columns=("a [µs]",), rows=((1.5,),))
+    for run in ("one", "two"):
+        (tmp_path / run).mkdir()
+        with matplotlib.rc_context(report.REPORT_RC):
+            fig, ax = new_page()
+            ax.plot([0, 1, 2], [3, 1, 2], label="x")
+            ax.legend()
+            report._export_figure(Page("fig", fig), tmp_path / run)
+        report._export_table(table, tmp_path / run)
+    for name in ("fig.pdf", "fig.svg", "fig.png", "t.csv", "t.json", "t.tex"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
+
+
+def test_page_one_has_provenance_and_says_simulated(rendered, simulated):
+    _, work = rendered
+    text = pdf_text(work / "report.pdf")
+    first = text.split("\f")[0]
+    file_hash = hashlib.sha256(simulated.read_bytes()).hexdigest()
+    assert "SIMULATED DATA" in first and "SIMULATION" in first
+    assert file_hash in first
+    assert "40,000" in first  # rows
+    assert "Latency summary" in first and "p99.99" in first
+    assert "2025-11-30 00:00:00 UTC (SOURCE_DATE_EPOCH)" in first
+    assert "Capture settings" in text and "Counters available" in text and "Environment" in text
+    assert "Planted ground truth" in text
+    assert all("SIMULATED DATA" in page for page in text.split("\f") if page.strip())  # every page's footer
+
+
+def test_figures_dir_has_every_figure_and_table_in_every_format(rendered, simulated):
+    info, work = rendered
+    figures = work / "figures"
+    for name in FIGURE_PAGES:
+        for ext in ("pdf", "svg", "png"):
+            assert (figures / f"{name}.{ext}").stat().st_size > 1000, f"{name}.{ext}"
+    assert mpimg.imread(figures / "latency-histogram.png").shape[0] > 500
+    summary = summarize(open_dataset(simulated), top_k=20)
+    for name in ("dataset", "summary", "settings", "counters", "environment", "spikes"):
+        frame = pd.read_csv(figures / f"{name}.csv")
+        assert len(frame) > 0, name
+        obj = json.loads((figures / f"{name}.json").read_text())
+        assert obj["name"] == name and len(obj["rows"]) == len(frame)
+        tex = (figures / f"{name}.tex").read_text()
+        assert r"\toprule" in tex and r"\midrule" in tex and r"\bottomrule" in tex
+    frame = pd.read_csv(figures / "summary.csv")
+    assert frame["n"].tolist() == [t.n for t in summary.threads] + [summary.overall.n]
+    assert frame["max [µs]"].tolist() == pytest.approx([t.max_ns / 1000 for t in summary.threads]
+                                                        + [summary.overall.max_ns / 1000])
+    spikes = pd.read_csv(figures / "spikes.csv")
+    assert len(spikes) == 20
+    assert spikes["latency [µs]"].iloc[0] == pytest.approx(summary.overall.max_ns / 1000)
+    assert spikes["latency [µs]"].is_monotonic_decreasing
+    assert set(info.figure_files) == {str(p) for p in figures.iterdir()}
+
+
+def test_histogram_only_dataset_gets_a_report_with_notes(histogram_dataset, tmp_path):
+    info = write_report(histogram_dataset, tmp_path / "h.pdf")
+    pages = render(tmp_path / "h.pdf", tmp_path / "png")
+    assert len(pages) == info.pages
+    for png in pages:
+        assert ink(png) > INK_THRESHOLD, png.name
+    text = pdf_text(tmp_path / "h.pdf")
+    assert text.count("not available for histogram-only data") == 3  # timeline, period, spikes
+    assert "cyclictest-histogram" in text
+    assert "Latency histogram" in text and "Latency percentiles" in text and "Complementary CDF" in text
+    assert "35.4" in text.split("\f")[0]  # the source's max, in the summary table
+    assert "SIMULATED" not in text
+
+
+def test_sections_plug_in_through_the_registry(simulated, tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "_REGISTRY", dict(report._REGISTRY))
+    calls = []
+
+    @register_section(order=41, name="test-extra")
+    def extra(ctx):
+        calls.append(ctx.shared("answer", lambda: len(calls) + 42))
+        fig, ax = new_page()
+        ax.plot([0, 1], [0, 1])
+        ax.set_xlabel("x [s]")
+        return [Page("test-extra", fig), Table(name="test-extra-table", title="Extra", columns=("a",), rows=((1,),))]
+
+    @register_section(order=5, name="test-nothing")
+    def nothing(ctx):
+        return None
+
+    with pytest.raises(ValueError, match="registered twice"):
+        register_section(order=1, name="test-extra")(nothing)
+    names = [s.name for s in report.registered_sections()]
+    assert names.index("test-nothing") == 0 and names.index("period") < names.index("test-extra")
+    info = write_report(simulated, tmp_path / "r.pdf", figures_dir=tmp_path / "f",
+                        sections=("test-nothing", "period", "test-extra"))
+    assert calls == [42]
+    assert "test-extra" in info.sections and "test-nothing" not in info.sections
+    assert info.sections == ("period", "test-extra") and info.pages == 3
+    assert (tmp_path / "f" / "test-extra.svg").exists() and (tmp_path / "f" / "test-extra-table.tex").exists()
+
+
+def test_duplicate_page_names_are_refused(simulated, tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "_REGISTRY", dict(report._REGISTRY))
+
+    @register_section(order=99, name="test-clash")
+    def clash(ctx):
+        return [Page("latency-histogram", new_page()[0])]
+
+    with pytest.raises(ValueError, match="already used"):
+        write_report(simulated, tmp_path / "r.pdf", sections=("distributions", "test-clash"))
+    assert not (tmp_path / "r.pdf").exists()
+
+
+def test_unwritable_outputs_are_one_line_errors(simulated, tmp_path, monkeypatch):
+    with pytest.raises(JitterscopeError, match="no such directory"):
+        write_report(simulated, tmp_path / "missing" / "r.pdf")
+    with pytest.raises(JitterscopeError, match="is a directory"):
+        write_report(simulated, tmp_path)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(JitterscopeError, match="not a directory"):
+        write_report(simulated, tmp_path / "r.pdf", figures_dir=tmp_path / "file")
+    with pytest.raises(JitterscopeError, match="unknown report section"):
+        write_report(simulated, tmp_path / "r.pdf", sections=("nonsense",))
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
+    with pytest.raises(JitterscopeError, match="SOURCE_DATE_EPOCH") as err:
+        write_report(simulated, tmp_path / "r.pdf")
+    assert "\n" not in str(err.value)
