@@ -181,6 +181,9 @@ def _weighted_median(sorted_values: np.ndarray, weights: np.ndarray) -> float:
     return float((lo + hi) / 2)
 
 
+_EXACT = 1 << 53  # int64 magnitudes below this convert to float64 exactly
+
+
 class LatencyHistogram:
     """Accumulator: HDR-style histogram of int64 ns values (``update`` / ``merge`` / ``result``).
 
@@ -214,7 +217,16 @@ class LatencyHistogram:
         self.max_ns = high if self.max_ns is None else max(self.max_ns, high)
         self.count += values.size
         if low >= 0:
-            self._positive = _add(self._positive, np.bincount(self._index(values)))
+            self._positive = _add(self._positive, np.bincount(self._index(values, low)))
+        elif -low < _EXACT and high < _EXACT:
+            # one pass for both signs: negative magnitudes counted in a second block of indices
+            negative = values < 0
+            index = self._index(np.abs(values))
+            block = int(self._index(np.array([max(-low, high)], dtype=np.int64))[0]) + 1
+            np.add(index, block, out=index, where=negative)
+            counts = np.bincount(index, minlength=2 * block)
+            self._positive = _add(self._positive, counts[:block])
+            self._negative = _add(self._negative, counts[block:])
         else:
             negative = values < 0
             # -(v + 1) + 1 in uint64: the magnitude even of the most negative int64
@@ -223,18 +235,20 @@ class LatencyHistogram:
             self._negative = _add(self._negative, np.bincount(self._index(magnitude)))
         return self
 
-    def _index(self, magnitude: np.ndarray) -> np.ndarray:
-        """Bucket index of non-negative values (int64 or uint64)."""
+    def _index(self, magnitude: np.ndarray, low: int | None = None) -> np.ndarray:
+        """Bucket index of non-negative values (int64 or uint64); ``low``: their minimum, if known."""
         s = self.sub_bits
         if magnitude.size == 0:
             return np.zeros(0, dtype=np.int64)
         top = int(magnitude.max())
         if top < (1 << s):
             return magnitude.astype(np.int64)
-        if top < (1 << 53) and magnitude.dtype == np.int64:
+        if top < _EXACT and magnitude.dtype == np.int64:
             # exact in float64: the exponent and the leading s mantissa bits are the bucket
-            bits = magnitude.astype(np.float64).view(np.int64) >> (52 - s)
-            index = bits - ((1023 + s - 1) << s)
+            index = magnitude.astype(np.float64).view(np.int64) >> (52 - s)
+            index -= (1023 + s - 1) << s
+            if low is not None and low >= (1 << s):
+                return index
             return np.where(magnitude < (1 << s), magnitude, index)
         magnitude = magnitude.astype(np.uint64, copy=False)
         # exponent e with 2**e <= v < 2**(e+1); float64 frexp, corrected where rounding moved it up

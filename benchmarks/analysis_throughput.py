@@ -1,0 +1,114 @@
+"""Time of `summary` against the read floor, and peak RSS, on simulated datasets of 1e7 and 1e8 wake-ups.
+
+Usage: python benchmarks/analysis_throughput.py [--sizes 1e7 1e8] [--threads 4] [--keep DIR] [--repeat 2]
+
+Each dataset is simulated once with `write_simulation`, which streams chunks
+to the file (1e8 rows never sit in RAM), and cached in --keep.  Every step
+then runs in a fresh subprocess so its peak RSS is its own:
+
+  floor    pyarrow reading the columns summary reads + one numpy pass over them
+  summary  jitterscope.stats.summarize (one streaming pass, invariants checked)
+
+and the script prints seconds (best of --repeat), the ratio to the floor
+measured in the same run, and peak RSS.  Target (issue 3): summary <= 3x the
+floor.  More steps (the report's) go in STEPS: each is Python code run with
+PATH (the dataset) and OUT (a scratch directory) defined; the report's own
+timing lives in benchmarks/report_throughput.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SUMMARY_COLUMNS = ["thread", "cpu", "seq", "expected_ns", "actual_ns", "overruns"]
+
+STEPS: dict[str, str] = {
+    "floor": f"""
+import numpy as np, pyarrow.parquet as pq
+f = pq.ParquetFile(PATH)
+worst = 0
+for g in range(f.num_row_groups):
+    t = f.read_row_group(g, columns={SUMMARY_COLUMNS!r})
+    worst = max(worst, int((t.column("actual_ns").to_numpy() - t.column("expected_ns").to_numpy()).max()))
+""",
+    "summary": """
+from jitterscope.dataset import open_dataset
+from jitterscope.stats import summarize
+summarize(open_dataset(PATH))
+""",
+}
+TARGETS = {"summary": 3.0}
+
+RUNNER = """
+import json, resource, sys, time
+PATH, OUT = sys.argv[1], sys.argv[2]
+start = time.perf_counter()
+exec(compile(sys.argv[3], "step", "exec"))
+elapsed = time.perf_counter() - start
+print(json.dumps({"seconds": elapsed, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def simulate_to(path: Path, rows: int, threads: int) -> float:
+    """Write a simulated dataset of ``rows`` wake-ups (if not cached); returns seconds spent."""
+    if path.exists():
+        return 0.0
+    from jitterscope.simeffects import Drops, PeriodicDisturbance, SMIs, Stalls
+    from jitterscope.simulate import SimulationSpec, write_simulation
+
+    spec = SimulationSpec(
+        threads=threads, samples=rows // threads,
+        effects=(PeriodicDisturbance(frequency_hz=10, amplitude_ns=20_000), SMIs(rate_hz=0.2),
+                 Stalls(probability=1e-6), Drops(probability=1e-6)),
+    )
+    start = time.perf_counter()
+    write_simulation(spec, path, seed=1)
+    return time.perf_counter() - start
+
+
+def run_step(name: str, path: Path, scratch: Path) -> dict[str, float]:
+    done = subprocess.run([sys.executable, "-c", RUNNER, str(path), str(scratch), STEPS[name]],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"step {name} failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", type=float, default=[1e7])
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--keep", type=Path, help="directory to cache the simulated datasets in")
+    parser.add_argument("--repeat", type=int, default=2, help="runs per step; the best time counts")
+    parser.add_argument("--steps", nargs="+", default=list(STEPS), choices=list(STEPS))
+    args = parser.parse_args()
+    workdir = args.keep or Path(tempfile.mkdtemp(prefix="jitterscope-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(f"{'rows':>12} {'step':>9} {'seconds':>9} {'x floor':>8} {'peak RSS':>10}  target")
+    for size in args.sizes:
+        rows = int(size)
+        path = workdir / f"sim-{rows}.parquet"
+        made = simulate_to(path, rows, args.threads)
+        if made:
+            print(f"{rows:>12} {'simulate':>9} {made:9.2f} {'':>8} {'':>10}  ({path.stat().st_size / 2**20:.0f} MiB)")
+        results = {}
+        for name in ["floor", *[s for s in args.steps if s != "floor"]]:
+            runs = [run_step(name, path, workdir) for _ in range(args.repeat)]
+            results[name] = {"seconds": min(r["seconds"] for r in runs), "rss_mb": max(r["rss_mb"] for r in runs)}
+        floor = results["floor"]["seconds"]
+        for name, result in results.items():
+            ratio = result["seconds"] / floor
+            target = TARGETS.get(name)
+            verdict = "" if target is None else f"<= {target:g}x: {'met' if ratio <= target else 'MISSED'}"
+            print(f"{rows:>12} {name:>9} {result['seconds']:9.2f} {ratio:8.2f} {result['rss_mb']:8.0f} MB  {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
