@@ -446,9 +446,8 @@ def _jsonable(value: Any) -> Any:
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
-    if isinstance(value, float | np.floating):
-        value = float(value)
-        return value if np.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
     return value

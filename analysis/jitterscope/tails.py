@@ -3,15 +3,19 @@
 Per thread (:func:`fit_tail` on one series, :func:`analyze_tails` on a dataset):
 
 1. **Threshold** by an automated, stated rule.  Candidates are the values with
-   ``k`` exceedances, ``k`` geometric from ``min(n/5, 10000)`` down to 50.  A
-   GPD is fitted above each.  Chosen: the *lowest* candidate whose shape ``xi``
-   lies inside the 95 % interval ``xi_j ± 1.96 se_j`` of every higher candidate
-   ``j`` (parameter stability, Coles 2001 §4.3.4); the mean-residual-life curve,
-   linear above a valid threshold with slope ``xi / (1 - xi)``, is reported as
-   a cross-check.
+   ``k`` exceedances, ``k`` geometric from ``min(n/5, 10000)`` down to 100.  A
+   GPD is fitted above each.  Chosen: the *lowest* candidate ``i`` whose shape
+   agrees with that of every higher candidate ``j``:
+   ``|xi_j - xi_i| <= z (1 + xi_i) sqrt(1/k_j - 1/k_i)`` (if the GPD with shape
+   ``xi_i`` holds above ``u_i``, estimates above nested thresholds differ by
+   roughly independent increments of that variance, Wadsworth 2016), with
+   ``z`` Bonferroni-corrected for the number of higher candidates at 5 %.  This
+   is the parameter-stability plot (Coles 2001 §4.3.4) read by a rule; the
+   mean-residual-life curve, linear above a valid threshold with slope
+   ``xi / (1 - xi)``, is reported as a cross-check (``mrl_xi``).
 2. **Fit**: GPD by maximum likelihood (:mod:`jitterscope.gpd`); goodness of fit
-   by Anderson-Darling with a parametric-bootstrap p-value, and the QQ
-   correlation.
+   by Anderson-Darling with a parametric-bootstrap p-value (on at most
+   :data:`GOF_MAX` exceedances), and the QQ correlation.
 3. **Exceedance probability** ``P(latency > x)`` per wake-up and **return levels**
    (exceeded about once per hour / day at the thread's wake-up rate, i.e. an
    expected count of one) with **profile-likelihood** intervals of the joint
@@ -37,12 +41,16 @@ from . import gpd
 from .dataset import Dataset
 from .errors import AnalysisError
 from .series import read_thread_series
-from .tailchecks import Check, check_block_maxima, check_exceedances
+from .tailchecks import ALPHA, Check, check_block_maxima, check_exceedances
 
-MIN_EXCEEDANCES = 50
+MIN_EXCEEDANCES = 100
 MAX_EXCEEDANCES = 10_000
 N_CANDIDATES = 12
 N_BLOCKS = 100
+STABILITY_ALPHA = 0.05
+GOF_MAX = 1000
+"""Goodness of fit is tested on a random subsample of at most this many exceedances (cost, and
+with many thousands A² rejects any model for the rounding of the clock alone)."""
 RETURN_PERIODS_S = (("hour", 3600.0), ("day", 86400.0))
 
 EVT_PROMISE = (
@@ -182,7 +190,13 @@ def choose_threshold(values: np.ndarray) -> tuple[tuple[ThresholdCandidate, ...]
     candidates.sort(key=lambda c: c.threshold_ns)
     for i, cand in enumerate(candidates):
         higher = candidates[i + 1:]
-        if all(abs(cand.xi - h.xi) <= 1.96 * h.xi_se for h in higher):
+        if not higher:
+            break
+        z = stats.norm.isf(STABILITY_ALPHA / (2 * len(higher)))  # Bonferroni over the higher candidates
+        # standard errors under the hypothesis that the shape above u_i is xi_i: (1 + xi_i) / sqrt(k)
+        one_plus = 1 + max(cand.xi, -0.5)
+        if all(abs(cand.xi - h.xi) <= z * one_plus * np.sqrt(max(1 / h.exceedances - 1 / cand.exceedances, 1e-12))
+               for h in higher):
             return tuple(candidates), i
     return tuple(candidates), len(candidates) - 1
 
@@ -294,7 +308,8 @@ def fit_tail(
     y = values[positions].astype(float) - u
     fit = gpd.fit_gpd(y)
     k, n = y.size, values.size
-    a2, ad_p = gpd.gof_pvalue(y, fit, seed=seed)
+    gof_y = y if k <= GOF_MAX else np.random.default_rng(seed).choice(y, GOF_MAX, replace=False)
+    a2, ad_p = gpd.gof_pvalue(gof_y, fit if k <= GOF_MAX else gpd.fit_gpd(gof_y), seed=seed)
     probs = (np.arange(1, k + 1) - 0.5) / k
     qq = float(np.corrcoef(np.sort(y), fit.isf(1 - probs))[0, 1])
     observed_max = float(values.max())
@@ -315,7 +330,11 @@ def fit_tail(
         returns.append(ReturnLevel(name, wakeups, Interval(u + est, u + lo, u + hi), wakeups / n))
     block = max(10, n // N_BLOCKS)
     bm = fit_block_maxima(values, block, fit.xi, fit.xi_se) if n // block >= 20 else None
-    checks = check_exceedances(positions, n)
+    gof = Check("goodness of fit", a2, ad_p, ad_p >= ALPHA,
+                f"Anderson-Darling A² = {a2:.2f} on {gof_y.size} exceedances, parametric-bootstrap p = {ad_p:.3f}, "
+                f"QQ correlation {qq:.4f} — " + ("the GPD describes the exceedances" if ad_p >= ALPHA
+                                                 else "the exceedances do not follow a GPD"))
+    checks = (gof, *check_exceedances(positions, n))
     if bm is not None:
         checks += check_block_maxima(np.asarray(bm.maxima_ns))
     failed = [c.name for c in checks if not c.passed]
@@ -358,6 +377,8 @@ def _jsonable(value: Any) -> Any:
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
     if isinstance(value, float) and not np.isfinite(value):
         return None if np.isnan(value) else ("inf" if value > 0 else "-inf")
     return value

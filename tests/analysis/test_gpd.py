@@ -1,0 +1,92 @@
+"""GPD maximum likelihood and profile-likelihood intervals (jitterscope.gpd) on data with known answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from jitterscope import gpd
+from scipy import stats
+
+
+@pytest.mark.parametrize("xi", [-0.3, 0.0, 0.2, 0.5])
+def test_fit_matches_scipy_maximum_likelihood(xi: float) -> None:
+    y = stats.genpareto.rvs(xi, scale=2.0, size=800, random_state=np.random.default_rng(1))
+    fit = gpd.fit_gpd(y)
+    c, _, scale = stats.genpareto.fit(y, floc=0)
+    ll_scipy = stats.genpareto.logpdf(y, c, scale=scale).sum()
+    ll_ours = stats.genpareto.logpdf(y, fit.xi, scale=fit.sigma).sum()
+    assert fit.loglik == pytest.approx(ll_ours, abs=1e-6)
+    assert ll_ours >= ll_scipy - 1e-6  # at least as good an optimum as scipy's
+    assert fit.xi == pytest.approx(c, abs=2e-3)
+    assert fit.sigma == pytest.approx(scale, rel=2e-3)
+    assert abs(fit.xi - xi) < 4 * fit.xi_se  # and near the truth
+
+
+def test_vectorised_fits_agree_with_single_fits() -> None:
+    rng = np.random.default_rng(2)
+    samples = stats.genpareto.rvs(0.25, scale=3.0, size=(5, 400), random_state=rng)
+    xi, sigma = gpd.fit_gpd_many(samples)
+    for row, x, s in zip(samples, xi, sigma, strict=True):
+        single = gpd.fit_gpd(row)
+        assert x == pytest.approx(single.xi, abs=0.02)
+        assert s == pytest.approx(single.sigma, rel=0.02)
+
+
+def test_anderson_darling_by_hand() -> None:
+    y = np.array([0.5, 1.0, 2.0, 4.0])
+    f = stats.genpareto.cdf(np.sort(y), 0.1, scale=1.5)
+    n = 4
+    i = np.arange(1, n + 1)
+    expected = -n - np.sum((2 * i - 1) * (np.log(f) + np.log(1 - f[::-1]))) / n
+    assert gpd.anderson_darling(y, 0.1, 1.5) == pytest.approx(expected)
+
+
+def test_goodness_of_fit_accepts_gpd_and_rejects_a_two_component_mixture() -> None:
+    rng = np.random.default_rng(3)
+    good = stats.genpareto.rvs(0.1, scale=1.0, size=400, random_state=rng)
+    assert gpd.gof_pvalue(good, gpd.fit_gpd(good), seed=1)[1] > 0.05
+    bad = np.concatenate([rng.uniform(0.0, 0.2, 300), rng.uniform(5.0, 6.0, 100)])
+    assert gpd.gof_pvalue(bad, gpd.fit_gpd(bad), seed=1)[1] < 0.01
+
+
+def test_exceedance_interval_covers_truth_and_is_informative() -> None:
+    """Fixed threshold: 30 trials of P(X > x) at a level 10x rarer than 1/n; the 90% interval covers >= 24."""
+    rng = np.random.default_rng(4)
+    n, xi = 4000, 0.2
+    truth = 1 / (10 * n)
+    level = stats.genpareto.isf(truth, xi)
+    covered, ratios = 0, []
+    for _ in range(30):
+        x = stats.genpareto.rvs(xi, size=n, random_state=rng)
+        u = np.quantile(x, 0.9)
+        y = x[x > u] - u
+        est, lo, hi = gpd.exceedance_ci(y, y.size, n, level - u, 0.90)
+        assert lo <= est <= hi
+        covered += lo <= truth <= hi
+        ratios.append(hi / lo)
+    assert covered >= 24
+    assert np.median(ratios) < 200  # an interval spanning everything would cover trivially
+
+
+def test_return_level_is_the_inverse_of_the_exceedance_probability() -> None:
+    rng = np.random.default_rng(5)
+    y = stats.genpareto.rvs(0.1, scale=2.0, size=1000, random_state=rng)
+    fit = gpd.fit_gpd(y)
+    est, lo, hi = gpd.return_level_ci(y, 1000, 10_000, 1e-6, 0.90, fit)
+    assert float(fit.sf(est)) == pytest.approx(1e-6 / (1000 / 10_000), rel=1e-6)  # P(X > u + est) = zeta * sf
+    assert lo < est < hi
+    p_est = gpd.exceedance_ci(y, 1000, 10_000, est, 0.90, fit)[0]
+    assert p_est == pytest.approx(1e-6, rel=1e-6)
+    # test inversion: the level's interval ends are where 1e-6 leaves the probability's interval
+    assert gpd.exceedance_ci(y, 1000, 10_000, lo * 0.98, 0.90, fit)[1] > 1e-6
+    assert gpd.exceedance_ci(y, 1000, 10_000, hi * 1.02, 0.90, fit)[2] < 1e-6
+
+
+def test_bad_input() -> None:
+    with pytest.raises(ValueError, match="at least 10"):
+        gpd.fit_gpd(np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="all > 0"):
+        gpd.fit_gpd(np.r_[np.ones(20), 0.0])
+    y = np.arange(1.0, 101.0)
+    with pytest.raises(ValueError, match="below the threshold"):
+        gpd.return_level_ci(y, 100, 1000, 0.5)
