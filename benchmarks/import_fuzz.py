@@ -48,6 +48,7 @@ TARGETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oslat.txt", ()),
     ("oslat.json", ()),
     ("rtla/timerlat-hist.txt", ()),
+    ("periodic-timer/blocks.log", ()),
 )
 
 

@@ -20,9 +20,12 @@ jitterdebugger-stdout      summary     jitterdebugger's stdout summary lines
 oslat                      histogram   ``oslat`` stdout
 oslat-json                 histogram   ``oslat --json=FILE``
 rtla-timerlat-hist         histogram   ``rtla timerlat hist`` stdout
+periodic-timer             summary     periodic_timer interval-statistics log (period blocks)
 =========================  ==========  =============================================
 
-periodic_timer logs are not supported: their format could not be verified.
+turbostat output is a frequency/C-state/SMI timeline, not latencies, and has
+no dataset kind yet: :func:`jitterscope.importers.turbostat.read_turbostat`
+reads it as a table to join by time with a dataset.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from . import (
     cyclictest_verbose,
     jitterdebugger,
     oslat,
+    periodic_timer,
     rtla_timerlat,
 )
 from ._build import build_cyclictest_verbose, build_histogram, build_jitterdebugger, build_summary_only
@@ -52,10 +56,10 @@ SNIFF_BYTES = 64 * 1024
 FORMATS: tuple[str, ...] = (
     "cyclictest-verbose", "cyclictest-histogram", "cyclictest-json", "cyclictest-quiet",
     "jitterdebugger-samples", "jitterdebugger-results", "jitterdebugger-stdout",
-    "oslat", "oslat-json", "rtla-timerlat-hist",
+    "oslat", "oslat-json", "rtla-timerlat-hist", "periodic-timer",
 )
 
-_TOOL = {f: f.split("-")[0] for f in FORMATS} | {"rtla-timerlat-hist": "rtla"}
+_TOOL = {f: f.split("-")[0] for f in FORMATS} | {"rtla-timerlat-hist": "rtla", "periodic-timer": "periodic_timer"}
 _SAMPLE_FORMATS = ("cyclictest-verbose", "jitterdebugger-samples")
 _HISTOGRAM_FORMATS = ("cyclictest-histogram", "cyclictest-json", "jitterdebugger-results", "oslat", "oslat-json",
                       "rtla-timerlat-hist")
@@ -70,6 +74,7 @@ _SNIFFERS: tuple[tuple[str, Callable[[bytes, int], bool]], ...] = (
     ("jitterdebugger-stdout", lambda h, s: jitterdebugger.sniff_stdout(h)),
     ("cyclictest-verbose", lambda h, s: cyclictest_verbose.sniff(h)),
     ("cyclictest-quiet", lambda h, s: cyclictest_quiet.sniff(h)),
+    ("periodic-timer", lambda h, s: periodic_timer.sniff(h)),
     ("jitterdebugger-samples", jitterdebugger.sniff_samples),
 )
 
@@ -210,6 +215,8 @@ def _parse(path: Path, fmt: str, resolution_ns: int | None) -> Parsed:
         return oslat.parse_json(path)
     if fmt == "rtla-timerlat-hist":
         return rtla_timerlat.parse(path)
+    if fmt == "periodic-timer":
+        return periodic_timer.parse(path)
     raise UnknownFormatError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
 
 

@@ -191,8 +191,9 @@ def build_histogram(primary: Parsed, companions: list[Parsed]) -> tuple[pa.Table
 def build_summary_only(primary: Parsed, companions: list[Parsed]) -> tuple[pa.Table, Metadata]:
     threads = []
     notes = list(primary.notes)
-    notes.append("no samples and no histogram: the source printed only count/min/avg/max per thread; every "
-                 "wake-up is counted as an overflow (in no bin), so only those four numbers are known")
+    if primary.format != "periodic-timer":
+        notes.append("no samples and no histogram: the source printed only count/min/avg/max per thread; every "
+                     "wake-up is counted as an overflow (in no bin), so only those four numbers are known")
     merged = _merged_summaries([primary, *companions])
     for s in primary.summaries:
         other = merged[s.thread]
@@ -201,7 +202,8 @@ def build_summary_only(primary: Parsed, companions: list[Parsed]) -> tuple[pa.Ta
             thread=s.thread, cpu=-1 if cpu is None else cpu, interval_ns=s.interval_ns or other.interval_ns or 0,
             samples=s.count, tid=s.tid or other.tid,
             extra={"overflows": s.count, "min_ns": s.min_ns, "avg_ns": s.avg_ns, "max_ns": s.max_ns,
-                   "avg_precision_ns": s.avg_precision_ns, "avg_truncated": s.avg_truncated, "summary_only": True},
+                   "avg_precision_ns": s.avg_precision_ns, "avg_truncated": s.avg_truncated, "summary_only": True,
+                   **s.extra},
         ))
     empty = {k: np.zeros(0, np.int64) for k in ("thread", "cpu", "bin_start_ns", "bin_width_ns", "count")}
     return pa.table(empty), _metadata("histogram", threads, primary, companions, {}, notes)

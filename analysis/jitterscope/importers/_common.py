@@ -37,14 +37,15 @@ class ThreadSummary:
     unit_ns: int = 1000  # the unit the tool printed latencies in
     avg_decimals: int = 2  # decimals of the printed average, in that unit
     avg_truncated: bool = False  # printed average was truncated to a whole unit, not rounded
-
-    @property
-    def avg_precision_ns(self) -> float:
-        return self.unit_ns * 10.0 ** -self.avg_decimals
     cpu: int | None = None
     tid: int | None = None
     overflows: int | None = None
     interval_ns: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # format-specific facts kept in threads[]
+
+    @property
+    def avg_precision_ns(self) -> float:
+        return self.unit_ns * 10.0 ** -self.avg_decimals
 
 
 @dataclass
