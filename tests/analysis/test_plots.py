@@ -1,0 +1,202 @@
+"""Figures: figdata turns summaries into exactly the series drawn; plots draw them legibly and compute nothing."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from jitterscope.dataset import open_dataset, write_dataset
+from jitterscope.figdata import bin_histograms, ccdf_curves, percentile_curves, series_label
+from jitterscope.metadata import Metadata, ThreadInfo
+from jitterscope.plots import (
+    plot_ccdf,
+    plot_latency_histogram,
+    plot_note,
+    plot_percentiles,
+    plot_period_error,
+    plot_text_page,
+    plot_timeline,
+)
+from jitterscope.report import PAGE_SIZE_IN
+from jitterscope.simulate import spec_from_options, write_simulation
+from jitterscope.stats import summarize
+from jitterscope.timeline import compute_timeline
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+
+
+def _dataset(tmp_path, latencies: dict[int, list[int]], kind: str = "capture"):
+    cols = {"cpu": [], "thread": [], "seq": [], "expected_ns": [], "actual_ns": []}
+    threads = []
+    for thread, values in latencies.items():
+        n = len(values)
+        expected = 10**12 + np.arange(n, dtype=np.int64) * 1_000_000
+        cols["cpu"] += [thread] * n
+        cols["thread"] += [thread] * n
+        cols["seq"] += list(range(n))
+        cols["expected_ns"] += expected.tolist()
+        cols["actual_ns"] += (expected + np.asarray(values)).tolist()
+        threads.append(ThreadInfo(thread=thread, cpu=thread, interval_ns=1_000_000, samples=n))
+    table = pa.table({k: np.asarray(v) for k, v in cols.items()})
+    path = write_dataset(table, Metadata(kind=kind, threads=tuple(threads)), tmp_path / f"{kind}.parquet")
+    return open_dataset(path)
+
+
+@pytest.fixture(scope="module")
+def simulated_summary(tmp_path_factory):
+    path = write_simulation(spec_from_options(threads=3, samples=30_000), tmp_path_factory.mktemp("s") / "s.parquet",
+                            seed=4)
+    dataset = open_dataset(path)
+    return summarize(dataset), compute_timeline(dataset)
+
+
+def _page():
+    fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots()
+
+
+def _assert_legible(fig):
+    """Every visible text is >= 8 pt and no two tick labels of one axis overlap."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for text in fig.findobj(Text):
+        if text.get_visible() and text.get_text().strip():
+            assert text.get_fontsize() >= 8, (text.get_text(), text.get_fontsize())
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = [t for t in axis.get_ticklabels(which="both") if t.get_visible() and t.get_text()]
+            boxes = [t.get_window_extent(renderer) for t in labels]
+            for a, b in itertools.combinations(boxes, 2):
+                assert not a.overlaps(b), "tick labels overlap"
+
+
+def test_osadl_bins_are_exact_on_hand_data(tmp_path):
+    dataset = _dataset(tmp_path, {0: [1500, 1600, 2500, 2500, 9999], 1: [500, 700, 30_000]})
+    summary = summarize(dataset)
+    hists = bin_histograms(summary.threads)
+    assert hists.bin_width_ns == 1000
+    first, second = hists.series
+    np.testing.assert_array_equal(first.edges_ns, np.arange(0, 32) * 1000.0)
+    expected = np.zeros(31, int)
+    expected[[1, 2, 9]] = [2, 2, 1]
+    np.testing.assert_array_equal(first.counts, expected)
+    expected = np.zeros(31, int)
+    expected[[0, 30]] = [2, 1]
+    np.testing.assert_array_equal(second.counts, expected)
+    assert (first.label, first.n, first.max_ns) == ("CPU 0", 5, 9999)
+
+
+def test_wide_ranges_coarsen_the_bins_and_keep_every_count(tmp_path):
+    dataset = _dataset(tmp_path, {0: [1000, 2000, 100_000_000]})
+    hists = bin_histograms(summarize(dataset).threads)
+    assert hists.bin_width_ns == 8000  # 1 µs doubled until 100 ms spans <= 20 000 bins
+    assert hists.series[0].counts.sum() == 3 and hists.series[0].counts[0] == 2
+
+
+def test_percentile_curves_and_marks_come_from_the_histogram(simulated_summary):
+    summary, _ = simulated_summary
+    curves = percentile_curves((*summary.threads, summary.overall))
+    assert [c.label for c in curves] == ["CPU 0", "CPU 1", "CPU 2", "all threads"]
+    for curve, item in zip(curves, (*summary.threads, summary.overall), strict=True):
+        levels = [q for q, _ in curve.marks]
+        # n = 30 000 resolves up to 99.99 %; n = 90 000 (all) too, but not 99.999 %
+        assert levels == [50.0, 90.0, 99.0, 99.9, 99.99]
+        for q, value in curve.marks:
+            assert value == item.histogram.percentile(q)
+        assert curve.levels[-1] == pytest.approx(100 * (1 - 1 / item.n))
+        assert np.all(np.diff(curve.values_ns) >= 0)
+
+
+def test_ccdf_leaves_out_non_positive_latencies_and_says_how_many(tmp_path):
+    dataset = _dataset(tmp_path, {0: [-300, 0, 1000, 2000, 4000]}, kind="import")
+    (curve,) = ccdf_curves(summarize(dataset).threads)
+    assert curve.excluded == 2 and curve.n == 5
+    assert np.all(curve.x_ns > 0) and curve.p_exceed[0] == pytest.approx(0.4, abs=1e-9)
+
+
+def test_series_labels():
+    assert series_label(0, 0, 1) == "CPU 0"
+    assert series_label(1, 3, 2) == "CPU 3 (T1)"
+    assert series_label(2, -1, 3) == "thread 2"
+    assert series_label(-1, -1, 3) == "all threads"
+
+
+def test_histogram_plot_draws_the_binned_counts(simulated_summary):
+    summary, _ = simulated_summary
+    hists = bin_histograms(summary.threads)
+    fig, ax = _page()
+    assert plot_latency_histogram(hists, ax) is ax
+    assert ax.get_yscale() == "log" and "[µs]" in ax.get_xlabel() and "1 µs bin" in ax.get_ylabel()
+    stairs = [p for p in ax.patches if p.__class__.__name__ == "StepPatch"]
+    assert len(stairs) == 3
+    for patch, series in zip(stairs, hists.series, strict=True):
+        values, edges, _ = patch.get_data()
+        np.testing.assert_array_equal(values[series.counts > 0], series.counts[series.counts > 0])
+        np.testing.assert_allclose(edges, series.edges_ns / 1000)
+    markers = [line for line in ax.lines if line.get_marker() == "v"]
+    assert [m.get_xdata()[0] for m in markers] == pytest.approx([s.max_ns / 1000 for s in hists.series])
+    assert len(ax.get_legend().get_texts()) == 3
+    _assert_legible(fig)
+
+
+def test_percentile_plot_axis_is_labelled_in_percent(simulated_summary):
+    summary, _ = simulated_summary
+    curves = percentile_curves((*summary.threads, summary.overall))
+    fig, ax = _page()
+    plot_percentiles(curves, ax)
+    assert ax.get_xscale() == "log"
+    fig.canvas.draw()
+    # all threads: n = 90 000, the axis runs to 1.6 n, past x = 10^5
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["50%", "90%", "99%", "99.9%", "99.99%", "99.999%"]
+    line = ax.lines[0]
+    np.testing.assert_allclose(line.get_ydata(), curves[0].values_ns / 1000)
+    np.testing.assert_allclose(line.get_xdata(), 1 / (1 - curves[0].levels / 100))
+    _assert_legible(fig)
+
+
+def test_ccdf_and_period_plots(simulated_summary):
+    summary, _ = simulated_summary
+    fig, ax = _page()
+    plot_ccdf(ccdf_curves(summary.threads), ax)
+    assert ax.get_xscale() == ax.get_yscale() == "log" and ax.get_ylabel() == "P(latency > x)"
+    _assert_legible(fig)
+    fig, ax = _page()
+    hists = bin_histograms(summary.threads, "period error", attribute="period_error")
+    plot_period_error(hists, ax)
+    assert "period error" in ax.get_xlabel() and "[µs]" in ax.get_xlabel()
+    assert sum(s.counts.sum() for s in hists.series) == sum(t.period_error.count for t in summary.threads)
+    _assert_legible(fig)
+
+
+def test_timeline_plot_draws_max_p99_and_spikes(simulated_summary):
+    summary, timeline = simulated_summary
+    fig, ax = _page()
+    item = timeline.thread(1)
+    spikes = summary.threads[1].spikes.spikes
+    plot_timeline(item, ax, origin_ns=timeline.origin_ns, spikes=spikes, label="CPU 1")
+    max_line, p99_line, spike_line = ax.lines
+    np.testing.assert_allclose(max_line.get_ydata(), item.max_ns / 1000)
+    np.testing.assert_allclose(p99_line.get_ydata(), item.p99_ns / 1000)
+    np.testing.assert_allclose(spike_line.get_ydata(), [s.latency_ns / 1000 for s in spikes])
+    assert spike_line.get_xdata()[0] == pytest.approx((spikes[0].actual_ns - timeline.origin_ns) / 1e9)
+    assert ax.get_ylim()[1] > item.max_ns.max() / 1000 * 1.3  # headroom for the legend
+    assert ax.get_xlabel() == "time since first wake-up [s]" and ax.get_ylabel() == "latency [µs]"
+    _assert_legible(fig)
+
+
+def test_note_and_text_pages_show_their_text():
+    fig, ax = _page()
+    plot_note("Spectra", "not available for histogram-only data", ax)
+    texts = [t.get_text() for t in fig.findobj(Text)]
+    assert "Spectra" in texts and any("histogram-only" in t for t in texts)
+    fig = Figure(figsize=PAGE_SIZE_IN)
+    FigureCanvasAgg(fig)
+    ax = fig.add_axes((0.04, 0.05, 0.92, 0.9))
+    plot_text_page("Heading", [("Block", ["line 1", "line 2"])], ax, banner="SIMULATED")
+    texts = [t.get_text() for t in fig.findobj(Text)]
+    assert {"Heading", "Block", "line 1\nline 2", "SIMULATED"} <= set(texts)
+    _assert_legible(fig)
