@@ -146,6 +146,10 @@ class WelchAccumulator:
             self._scale[-1] /= 2.0
         self.sum = np.zeros(nfreq)
         self.count = 0
+        # per-segment mean level, summed and squared: segments of unequal level (a burst, a heavy-tailed
+        # spike) make the average less stable than chi2(2K)/2K; Satterthwaite's dof accounts for it
+        self.level_sum = 0.0
+        self.level_sq = 0.0
         self.samples = 0
         self.reservoir = np.empty((0, nfreq), dtype=np.float32)
         self.reservoir_seen = 0
@@ -218,6 +222,9 @@ class WelchAccumulator:
     def _add_segments(self, power: np.ndarray, starts: np.ndarray) -> None:
         self.sum += power.sum(axis=0)
         self.count += power.shape[0]
+        level = power[:, 1:-1].mean(axis=1)
+        self.level_sum += float(level.sum())
+        self.level_sq += float(np.dot(level, level))
         if self.average == "median":
             self._reserve(power[starts % self.nperseg == 0])
         self._add_columns(power, starts)
@@ -265,6 +272,8 @@ class WelchAccumulator:
             raise AnalysisError("cannot merge spectra computed with different fs, segment length, overlap or average")
         self.sum += other.sum
         self.count += other.count
+        self.level_sum += other.level_sum
+        self.level_sq += other.level_sq
         self.samples += other.samples
         if self.average == "median":
             self._merge_reservoir(other)
@@ -315,7 +324,8 @@ class WelchAccumulator:
             )
         if self.average == "mean":
             psd = self.sum / self.count
-            null = mean_null(self.count, self.window, self.step)
+            equivalent = self.level_sum**2 / self.level_sq if self.level_sq > 0 else float(self.count)
+            null = mean_null(self.count, self.window, self.step, equivalent_segments=min(equivalent, self.count))
         else:
             k = self.reservoir.shape[0]
             order = (k + 1) // 2 - 1
