@@ -398,3 +398,64 @@ class Drops(Effect):
         np.add.at(delta, starts, 1)
         np.add.at(delta, np.minimum(starts + lengths, n), -1)
         rows.keep &= np.cumsum(delta[:-1]) == 0
+
+
+@register_effect
+@dataclass(frozen=True)
+class IdleStates(Effect):
+    """Deep idle: some intervals end in a deep C-state, with less C0 time and a slower wake-up.
+
+    With probability ``deep_probability`` a wake-up comes out of a deep state:
+    it pays ``exit_latency_ns`` more latency, and over the interval it ends the
+    CPU was in C0 only ``deep_c0_fraction`` of the time (MPERF and APERF advance
+    only in C0, so both shrink by the same factor; the effective frequency is
+    unchanged).  The other intervals keep the C0 share of the frequency
+    timeline.  Ground truth: the deep wake-ups' ``expected_ns``.
+    """
+
+    type: ClassVar[str] = "idle"
+    deep_probability: float = 0.1
+    exit_latency_ns: float = 50_000.0
+    deep_c0_fraction: float = 0.001
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.deep_probability <= 1 or self.exit_latency_ns < 0 or not 0 < self.deep_c0_fraction <= 1:
+            raise ValueError("idle: deep_probability in [0, 1], exit_latency_ns >= 0, deep_c0_fraction in (0, 1]")
+
+    def prepare(self, run: SimulationRun) -> None:
+        run.state["idle"] = {}  # thread -> expected_ns of the deep wake-ups of its current chunk
+        run.state["idle_carry"] = {}
+        run.ground_truth["idle"] = {**self.to_json(), "deep_expected_ns": {}}
+
+    def apply(self, run: SimulationRun, chunk: ThreadChunk) -> None:
+        deep = chunk.rng.random(chunk.slots.size) < self.deep_probability
+        if chunk.slots[0] == 0:
+            deep[0] = False  # the first wake-up has no interval before it
+        chunk.latency_ns += np.where(deep, self.exit_latency_ns, 0.0)
+        run.state["idle"][chunk.thread] = chunk.expected_ns[deep]
+
+    def rows(self, run: SimulationRun, rows: ThreadRows) -> None:
+        # rows come from the slots of the chunk just applied (an overrun-skipped slot is simply absent)
+        deep = np.isin(rows.expected_ns, run.state["idle"].get(rows.thread, np.empty(0, np.int64)))
+        truth = run.ground_truth["idle"]["deep_expected_ns"].setdefault(str(rows.thread), {"count": 0, "values": []})
+        truth["count"] += int(deep.sum())
+        room = GROUND_TRUTH_LIST_LIMIT - len(truth["values"])
+        truth["values"] += rows.expected_ns[deep][:room].tolist()
+        if truth["count"] > len(truth["values"]):
+            truth["truncated"] = True
+        if not {"mperf", "aperf"} <= set(rows.columns) or rows.seq.size == 0:
+            return
+        tsc, mperf, aperf = rows.columns["tsc"], rows.columns["mperf"], rows.columns["aperf"]
+        # carry: the previous row's original (tsc, mperf, aperf) and adjusted (mperf, aperf)
+        carry = run.state["idle_carry"].get(rows.thread)
+        if carry is None:
+            carry = (tsc[0], mperf[0], aperf[0], mperf[0], aperf[0])
+            deep[0] = False
+        d_tsc = np.diff(np.concatenate([[carry[0]], tsc]))
+        d_m = np.diff(np.concatenate([[carry[1]], mperf]))
+        d_a = np.diff(np.concatenate([[carry[2]], aperf]))
+        scale = np.where(deep, self.deep_c0_fraction * d_tsc / np.maximum(d_m, 1), 1.0)
+        new_m = carry[3] + np.cumsum(np.where(deep, np.floor(d_m * scale), d_m)).astype(np.int64)
+        new_a = carry[4] + np.cumsum(np.where(deep, np.floor(d_a * scale), d_a)).astype(np.int64)
+        run.state["idle_carry"][rows.thread] = (tsc[-1], mperf[-1], aperf[-1], new_m[-1], new_a[-1])
+        rows.columns["mperf"], rows.columns["aperf"] = new_m, new_a

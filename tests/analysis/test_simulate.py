@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from jitterscope import simulate as sim
 from jitterscope.dataset import open_dataset
-from jitterscope.simeffects import Drops, PeriodicDisturbance, PStates, SMIs, Stalls
+from jitterscope.simeffects import Drops, IdleStates, PeriodicDisturbance, PStates, SMIs, Stalls
 from jitterscope.simulate import BaseLatency, SimulationSpec, SpecError, load_spec, simulate, write_simulation
 from jitterscope.validate import validate_dataset
 
@@ -20,6 +20,7 @@ ALL_EFFECTS = (
     SMIs(rate_hz=2),
     Stalls(probability=2e-3),
     Drops(probability=2e-3),
+    IdleStates(deep_probability=0.05),
 )
 
 
@@ -232,3 +233,22 @@ def test_no_counters_when_not_asked():
     table, meta = simulate(SimulationSpec(threads=1, samples=10, counters=()), 0)
     assert not {"aperf", "mperf", "smi"} & set(table.column_names)
     assert set(meta.counters["missing"]) == {"aperf", "mperf", "smi", "perf_status"}
+
+
+def test_deep_idle_lowers_c0_keeps_frequency_and_adds_exit_latency(monkeypatch):
+    monkeypatch.setattr(sim, "CHUNK_SLOTS", 1009)  # the counter adjustment must carry across chunks
+    effects = (PStates(levels_mhz=(2000,), dwell_ns=(10**15,), c0_fraction=0.2),
+               IdleStates(deep_probability=0.2, exit_latency_ns=30_000, deep_c0_fraction=0.01))
+    spec = SimulationSpec(threads=2, samples=5000, base=CONSTANT, effects=effects)
+    table, meta = simulate(spec, 3)
+    for thread in (0, 1):
+        df = _thread(table, thread)
+        deep = df.expected_ns.isin(meta.ground_truth["idle"]["deep_expected_ns"][str(thread)]["values"]).to_numpy()
+        assert meta.ground_truth["idle"]["deep_expected_ns"][str(thread)]["count"] == deep.sum()
+        assert 0.15 < deep.mean() < 0.25
+        latency = (df.actual_ns - df.expected_ns).to_numpy()
+        assert np.all(latency[deep] == 32_000) and np.all(latency[~deep] == 2_000)
+        c0 = np.diff(df.mperf.to_numpy()) / np.diff(df.tsc.to_numpy())
+        mhz = spec.tsc_hz * np.diff(df.aperf.to_numpy()) / np.diff(df.mperf.to_numpy()) / 1e6
+        assert np.allclose(c0[deep[1:]], 0.01, rtol=0.01) and np.allclose(c0[~deep[1:]], 0.2, rtol=1e-3)
+        assert np.allclose(mhz, 2000, rtol=0.01)

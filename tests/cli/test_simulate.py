@@ -7,7 +7,7 @@ import json
 import numpy as np
 from jitterscope.cli import main
 from jitterscope.dataset import open_dataset
-from jitterscope.simeffects import Drops, PeriodicDisturbance, PStates, SMIs, Stalls
+from jitterscope.simeffects import Drops, IdleStates, PeriodicDisturbance, PStates, SMIs, Stalls
 from jitterscope.simulate import BaseLatency, SimulationSpec, simulate
 
 
@@ -16,7 +16,7 @@ def test_options_build_the_expected_spec(tmp_path, capsys):
     args = ["simulate", "-o", str(out), "--threads", "3", "--samples", "2000", "--interval-us", "500",
             "--median-us", "4", "--spread", "0.2", "--periodic", "10:20", "--pstates", "1200,2400",
             "--dwell-ms", "100", "--coupling", "0.5:30:1", "--smi", "1:100", "--stalls", "1e-3",
-            "--drops", "1e-3", "--seed", "5", "--governor", "powersave"]
+            "--drops", "1e-3", "--idle", "0.1:20", "--seed", "5", "--governor", "powersave"]
     assert main(args) == 0
     assert "3 thread(s) x 2000 wake-ups, seed 5" in capsys.readouterr().out
     spec = SimulationSpec(
@@ -25,7 +25,8 @@ def test_options_build_the_expected_spec(tmp_path, capsys):
         effects=(PeriodicDisturbance(frequency_hz=10, amplitude_ns=20_000, width_ns=500_000),
                  PStates(levels_mhz=(1200, 2400), dwell_ns=(100_000_000, 100_000_000), coupling_probability=0.5,
                          coupling_amplitude_ns=30_000, coupling_window=1),
-                 SMIs(rate_hz=1, duration_ns=100_000), Stalls(probability=1e-3), Drops(probability=1e-3)),
+                 SMIs(rate_hz=1, duration_ns=100_000), IdleStates(deep_probability=0.1, exit_latency_ns=20_000),
+                 Stalls(probability=1e-3), Drops(probability=1e-3)),
     )
     dataset = open_dataset(out)
     table, _ = simulate(spec, 5)

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ..simeffects import Drops, Effect, PeriodicDisturbance, PStates, SMIs, Stalls
+from ..simeffects import Drops, Effect, IdleStates, PeriodicDisturbance, PStates, SMIs, Stalls
 from ..simulate import BaseLatency, SimulationSpec, SpecError, load_spec, spec_from_options, write_simulation
 
 
@@ -39,6 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     effects.add_argument("--coupling", metavar="P:AMP_US:K",
                          help="with probability P a transition adds AMP_US to the wake-ups within ±K of it")
     effects.add_argument("--smi", metavar="RATE_HZ:DURATION_US", help="SMIs: Poisson rate and duration")
+    effects.add_argument("--idle", metavar="P:EXIT_US",
+                         help="deep idle before a wake-up with probability P, costing EXIT_US of latency")
     effects.add_argument("--stalls", type=float, metavar="P", help="probability per wake-up of a 2.5-period stall")
     effects.add_argument("--drops", type=float, metavar="P", help="probability per row of a burst of drops")
     parser.set_defaults(func=_run)
@@ -98,6 +100,9 @@ def _effects(args: argparse.Namespace, interval_ns: int) -> list[Effect]:
     if args.smi:
         rate, duration = _numbers(args.smi, "--smi", (2, 2))
         effects.append(SMIs(rate_hz=rate, duration_ns=round(duration * 1000)))
+    if args.idle:
+        probability, exit_us = _numbers(args.idle, "--idle", (2, 2))
+        effects.append(IdleStates(deep_probability=probability, exit_latency_ns=exit_us * 1000))
     if args.stalls is not None:
         effects.append(Stalls(probability=args.stalls))
     if args.drops is not None:
