@@ -339,8 +339,7 @@ def read_counters(dataset: Dataset, *, read_k: float = 10.0, threads: Sequence[i
     if dataset.num_rows == 0:
         raise AnalysisError(f"{dataset.path}: the dataset has no wake-ups")
     present = [c for c in COUNTER_INPUTS if dataset.has(c)]
-    table = dataset.read(["thread", "cpu", "seq", "expected_ns", "actual_ns", *present])
-    columns = {name: table.column(name).to_numpy() for name in table.column_names}
+    columns = _read_columns(dataset, ["thread", "cpu", "seq", "expected_ns", "actual_ns", *present])
     meta_counters = dict(dataset.metadata.counters or {})
     missing = {str(k): str(v) for k, v in dict(meta_counters.get("missing") or {}).items()}
     for name in ("aperf", "mperf", "smi"):
@@ -362,6 +361,18 @@ def read_counters(dataset: Dataset, *, read_k: float = 10.0, threads: Sequence[i
     available = any(s.has_c0 or s.has_smi for s in series)
     return CounterSet(series=tuple(series), available=available,
                       reason="" if available else _unavailable_reason(series, missing, meta_counters))
+
+
+def _read_columns(dataset: Dataset, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """Columns as numpy arrays filled batch by batch (no intermediate Arrow table held beside them)."""
+    schema = dataset.schema
+    out = {name: np.empty(dataset.num_rows, dtype=schema.field(name).type.to_pandas_dtype()) for name in names}
+    at = 0
+    for batch in dataset.iter_batches(names):
+        for name in names:
+            out[name][at:at + batch.num_rows] = batch.column(name).to_numpy()
+        at += batch.num_rows
+    return {name: values[:at] for name, values in out.items()}
 
 
 def _unavailable_reason(series: Sequence[CounterSeries], missing: Mapping[str, str],

@@ -60,3 +60,16 @@ def test_no_counters_gives_one_line_and_no_figure_pages(tmp_path):
                    for p in figures.iterdir())
     text = subprocess.run(["pdftotext", str(tmp_path / "r.pdf"), "-"], capture_output=True, text=True).stdout
     assert "counters not recorded (counter source none; aperf: cannot open /dev/cpu/0/msr" in " ".join(text.split())
+
+
+def test_large_datasets_are_left_to_the_cli(tmp_path, monkeypatch):
+    import jitterscope.sections.power as power
+
+    table, metadata = simulate_story("performance", 1, seconds=5)
+    dataset = write_dataset(table, metadata, tmp_path / "d.parquet")
+    monkeypatch.setattr(power, "MAX_ROWS", 100)
+    figures = tmp_path / "figures"
+    info = write_report(dataset, tmp_path / "r.pdf", figures_dir=figures, sections=SECTION)
+    assert info.pages == 1
+    line = json.loads((figures / "frequency-smi.json").read_text())
+    assert "run 'jitterscope correlate'" in json.dumps(line)

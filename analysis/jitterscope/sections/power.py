@@ -26,6 +26,9 @@ from ..report import PAGE_SIZE_IN, Page, ReportContext, register_section
 from ..tables import Table
 from ..tables_cpufreq import claims_table, event_table, tests_table, time_in_frequency_table, verdict_table
 
+MAX_ROWS = 5_000_000
+"""Above this many wake-ups the report leaves the correlation to ``jitterscope correlate``: it holds
+every thread's series in memory (peak about 250 bytes per wake-up), unlike the report's streaming passes."""
 TIMELINE_PAGES = 4  # CPUs that get a frequency-timeline page
 PANELS = 4  # event-average / correlation panels per page
 
@@ -40,6 +43,10 @@ def power_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
     """Verdict, timelines, hexbins, event-triggered averages, lagged correlations and tables."""
     if ctx.dataset.is_histogram:
         return [_line("counters not recorded (histogram-only data keeps no per-wake-up counters)")]
+    if ctx.dataset.num_rows > MAX_ROWS:
+        return [_line(f"frequency and SMI correlation left out of the report: {ctx.dataset.num_rows:,} wake-ups are "
+                      f"more than the {MAX_ROWS:,} it analyses in memory; run 'jitterscope correlate' on the "
+                      "dataset (about 250 bytes of memory per wake-up)")]
     try:
         result, counters = ctx.shared("correlation", lambda: correlate_dataset(ctx.dataset))
     except AnalysisError as exc:
