@@ -29,9 +29,11 @@ def test_capture_dataset_refuses_existing_output(tmp_path: Path) -> None:
 def test_demo_captures_summarises_and_prints_the_path(tmp_path: Path, capsys) -> None:
     assert main(["demo", "--seconds", "1", "--out", str(tmp_path), "-q"]) == 0
     out = capsys.readouterr().out
-    [made] = list(tmp_path.iterdir())
+    [made] = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert made.name.startswith("demo-")
     assert f"dataset: {made}" in out
+    report = tmp_path / f"{made.name}-report.pdf"
+    assert out.rstrip().endswith(f"report: {report}") and report.read_bytes().startswith(b"%PDF")
     dataset = open_dataset(made)
     lines = [line for line in out.splitlines() if line.startswith("T:")]
     assert len(lines) == len(dataset.metadata.threads) == len(os.sched_getaffinity(0))
@@ -54,5 +56,5 @@ def test_demo_falls_back_to_policy_other_with_a_note(tmp_path: Path, capture_bin
     )
     assert done.returncode == 0, done.stderr
     assert "note: real-time scheduling was refused" in done.stderr and "--policy other" in done.stderr
-    [made] = list(tmp_path.iterdir())
+    [made] = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert open_dataset(made).metadata.settings["granted"]["policy"] == "other"
