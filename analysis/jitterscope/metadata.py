@@ -95,9 +95,40 @@ class Metadata:
     @property
     def tsc_hz(self) -> float | None:
         """TSC frequency recorded by the producer, if any."""
-        if self.clock and self.clock.get("tsc_hz"):
-            return float(self.clock["tsc_hz"])
+        value = (self.clock or {}).get("tsc_hz")
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            return float(value)
         return None
+
+    @property
+    def asked(self) -> Mapping[str, Any]:
+        """Capture settings as asked (``settings.asked``); empty when unknown."""
+        value = (self.settings or {}).get("asked")
+        return value if isinstance(value, Mapping) else {}
+
+    @property
+    def granted(self) -> Mapping[str, Any]:
+        """Capture settings as actually applied (``settings.granted``); empty when unknown."""
+        value = (self.settings or {}).get("granted")
+        return value if isinstance(value, Mapping) else {}
+
+    @property
+    def drops(self) -> int:
+        """Samples lost over all threads (``threads[].drops``)."""
+        return sum(t.drops for t in self.threads)
+
+    @property
+    def overruns(self) -> int:
+        """Periods skipped over all threads (``threads[].overruns``)."""
+        return sum(t.overruns for t in self.threads)
+
+    @property
+    def governors(self) -> dict[str, str | None]:
+        """cpufreq governor per CPU from the environment (``{}`` when not recorded)."""
+        cpufreq = (self.environment or {}).get("cpufreq")
+        if not isinstance(cpufreq, Mapping):
+            return {}
+        return {str(cpu): (v.get("governor") if isinstance(v, Mapping) else None) for cpu, v in cpufreq.items()}
 
     def with_changes(self, **changes: Any) -> Metadata:
         return replace(self, **changes)

@@ -204,7 +204,7 @@ def summarize(
     """
     if dataset.is_histogram:
         return _summarize_histogram(dataset)
-    settings = dict((dataset.metadata.settings or {}).get("granted") or {})
+    settings = _policy(dataset.metadata.granted)
     has_overruns = dataset.has("overruns")
     columns = ["seq", "expected_ns", "actual_ns"] + (["overruns"] if has_overruns else [])
     accumulators: dict[int, _ThreadAccumulators] = {}
@@ -226,6 +226,15 @@ def summarize(
     overall = _overall(list(accumulators.values()), threads, settings, top_k)
     return Summary(threads=threads, overall=overall, dataset=_provenance(dataset),
                    intervals=None if intervals is None else intervals.result())
+
+
+def _policy(granted: Any) -> dict[str, Any]:
+    """Policy and priority as granted, when the metadata holds them with sensible types."""
+    policy, priority = granted.get("policy"), granted.get("priority")
+    return {
+        "policy": policy if isinstance(policy, str) else None,
+        "priority": priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
+    }
 
 
 def _provenance(dataset: Dataset) -> DatasetProvenance:
@@ -281,7 +290,7 @@ def _summarize_histogram(dataset: Dataset) -> Summary:
     """Summary of a histogram-kind dataset: statistics from the bins, extremes from the source."""
     table = dataset.read(["thread", "cpu", "bin_start_ns", "bin_width_ns", "count"])
     thread_col = table.column("thread").to_numpy()
-    settings = dict((dataset.metadata.settings or {}).get("granted") or {})
+    settings = _policy(dataset.metadata.granted)
     summaries = []
     lowers, widths, counts = [], [], []
     for info in dataset.metadata.threads:

@@ -157,3 +157,15 @@ def test_subprocess_one_line_exit_1(tmp_path, damage):
     assert run.returncode == 1
     assert run.stderr.count("\n") == 1 and run.stderr.startswith("jitterscope summary: error: ")
     assert "Traceback" not in run.stderr
+
+
+@FUZZ
+@given(part=st.sampled_from(["asked", "granted"]), field=st.sampled_from(["policy", "priority", "interval_ns"]),
+       value=JSON)
+def test_rewritten_settings(part, field, value):
+    settings = json.loads(METADATA.to_kv()[b"jitterscope.settings"])
+    settings[part][field] = value
+    kv = dict(METADATA.to_kv())
+    kv[b"jitterscope.settings"] = json.dumps(settings).encode()
+    with tempfile.TemporaryDirectory() as tmp:
+        _assert_clean(_write(TABLE, Path(tmp) / "s.parquet", kv=kv))

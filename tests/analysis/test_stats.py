@@ -6,9 +6,11 @@ import json
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
-from jitterscope.dataset import open_dataset
+from jitterscope.dataset import open_dataset, write_dataset
 from jitterscope.errors import AnalysisError
+from jitterscope.metadata import Metadata, ThreadInfo
 from jitterscope.simeffects import Drops, Stalls
 from jitterscope.simulate import SimulationSpec, simulate, write_simulation
 from jitterscope.stats import (
@@ -260,3 +262,21 @@ def test_histogram_index_fast_path_equals_exact_path():
     values = np.concatenate([rng.integers(0, 2**53 - 1, 50_000), 2 ** np.arange(10, 53), 2 ** np.arange(10, 53) - 1])
     hist = LatencyHistogram()
     assert np.array_equal(hist._index(values), hist._index(values.astype(np.uint64)))
+
+
+def test_summarize_histogram_dataset(tmp_path):
+    # thread 0: 10 wake-ups in [1, 2) µs, 30 in [2, 3), 60 in [3, 4); cyclictest printed min 1.2, avg 3.0, max 3.9 µs
+    table = pa.table({"thread": [0, 0, 0, 1], "cpu": [0, 0, 0, 1], "bin_start_ns": [1000, 2000, 3000, 5000],
+                      "bin_width_ns": [1000] * 4, "count": [10, 30, 60, 5]})
+    threads = (ThreadInfo(thread=0, cpu=0, interval_ns=1_000_000, samples=100,
+                          extra={"min_ns": 1200, "avg_ns": 3000, "max_ns": 3900}),
+               ThreadInfo(thread=1, cpu=1, interval_ns=1_000_000, samples=5))
+    path = write_dataset(table, Metadata(kind="histogram", threads=threads), tmp_path / "h.parquet")
+    summary = summarize(open_dataset(path))
+    first = summary.thread(0)
+    assert (first.n, first.min_ns, first.max_ns, first.mean_ns) == (100, 1200, 3900, 3000)
+    assert first.percentiles["50"] == 3500  # rank 49.5: inside the [3000, 4000) bin, reported at its midpoint
+    assert first.cyclictest is None and first.spikes.spikes == ()
+    assert summary.thread(1).max_ns == 6000 and summary.overall.n == 105
+    # rank 103.99896 of 105: between the last bin's midpoint (rank 103) and the maximum (rank 104)
+    assert summary.overall.percentiles["99.999"] == pytest.approx(5500 + 0.99896 * 500)
