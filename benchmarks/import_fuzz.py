@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from jitterscope.errors import JitterscopeError
 from jitterscope.importers import import_files
+from jitterscope.importers.turbostat import read_turbostat
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "formats"
 
@@ -49,6 +50,7 @@ TARGETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oslat.json", ()),
     ("rtla/timerlat-hist.txt", ()),
     ("periodic-timer/blocks.log", ()),
+    ("turbostat/interval.txt", ()),  # read with read_turbostat (not a dataset import)
 )
 
 
@@ -130,7 +132,10 @@ def run_case(case: int, seed: int, workdir: Path) -> tuple[str, str, str]:
         shutil.copyfile(DATA / companion, copy)
         files.append(copy)
     try:
-        import_files(files)
+        if target.startswith("turbostat/"):
+            read_turbostat(mutated)
+        else:
+            import_files(files)
         outcome = "imported"
     except JitterscopeError as exc:
         message = str(exc)
@@ -152,7 +157,10 @@ def main(argv: list[str] | None = None) -> int:
         workdir = Path(tmp)
         start = time.perf_counter()
         for target, companions in TARGETS:
-            import_files([DATA / target, *(DATA / c for c in companions)])
+            if target.startswith("turbostat/"):
+                read_turbostat(DATA / target)
+            else:
+                import_files([DATA / target, *(DATA / c for c in companions)])
         baseline = (time.perf_counter() - start) / len(TARGETS)
         outcomes: Counter[str] = Counter()
         start = time.perf_counter()

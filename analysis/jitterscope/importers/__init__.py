@@ -47,6 +47,7 @@ from . import (
     oslat,
     periodic_timer,
     rtla_timerlat,
+    turbostat,
 )
 from ._build import build_cyclictest_verbose, build_histogram, build_jitterdebugger, build_summary_only
 from ._common import Parsed
@@ -59,7 +60,8 @@ FORMATS: tuple[str, ...] = (
     "oslat", "oslat-json", "rtla-timerlat-hist", "periodic-timer",
 )
 
-_TOOL = {f: f.split("-")[0] for f in FORMATS} | {"rtla-timerlat-hist": "rtla", "periodic-timer": "periodic_timer"}
+_TOOL = {f: f.split("-")[0] for f in (*FORMATS, "turbostat")} | {
+    "rtla-timerlat-hist": "rtla", "periodic-timer": "periodic_timer"}
 _SAMPLE_FORMATS = ("cyclictest-verbose", "jitterdebugger-samples")
 _HISTOGRAM_FORMATS = ("cyclictest-histogram", "cyclictest-json", "jitterdebugger-results", "oslat", "oslat-json",
                       "rtla-timerlat-hist")
@@ -75,12 +77,15 @@ _SNIFFERS: tuple[tuple[str, Callable[[bytes, int], bool]], ...] = (
     ("cyclictest-verbose", lambda h, s: cyclictest_verbose.sniff(h)),
     ("cyclictest-quiet", lambda h, s: cyclictest_quiet.sniff(h)),
     ("periodic-timer", lambda h, s: periodic_timer.sniff(h)),
+    ("turbostat", lambda h, s: turbostat.sniff(h)),
     ("jitterdebugger-samples", jitterdebugger.sniff_samples),
 )
 
 
 def detect(path: str | os.PathLike[str]) -> str:
     """Name the format of ``path`` (one of :data:`FORMATS`) from its first bytes.
+
+    ``turbostat`` is also recognised (for a clear refusal by :func:`import_files`).
 
     Raises
     ------
@@ -141,6 +146,11 @@ def import_files(
     if fmt is not None and fmt not in FORMATS:
         raise UnknownFormatError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
     formats = [fmt if (fmt and i == 0) else detect(f) for i, f in enumerate(files)]
+    if "turbostat" in formats:
+        raise ImportFormatError(
+            f"{files[formats.index('turbostat')]}: turbostat output is a frequency/C-state/SMI timeline, not "
+            "wake-up latencies, and the dataset format has no timeline kind; read it with "
+            "jitterscope.importers.turbostat.read_turbostat() and join it by time")
     tools = {_TOOL[f] for f in formats}
     if len(tools) > 1:
         listing = ", ".join(f"{p.name} ({f})" for p, f in zip(files, formats, strict=True))

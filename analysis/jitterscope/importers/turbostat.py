@@ -1,0 +1,123 @@
+"""turbostat interval output: a per-CPU frequency, C-state and SMI timeline.
+
+turbostat prints, every interval, a header line of column names (``Core CPU
+Avg_MHz Busy% Bzy_MHz TSC_MHz IRQ SMI POLL C1 ... CoreTmp PkgWatt``, tab- or
+space-separated, chosen with ``--show``/``--hide``), a summary row whose
+topology columns (``Package``, ``Die``, ``Node``, ``Core``, ``CPU``) are ``-``,
+and one row per CPU (the second hyper-thread of a core leaves the core-level
+columns at the end of its row out).  With ``--show Time_Of_Day_Seconds`` each row carries the
+wall-clock time.  Lines before the first header (version, CPUID and MSR notes
+on stderr) are skipped.
+
+This is not latency data, so it does not become a dataset (the format has no
+timeline kind yet): :func:`read_turbostat` returns an Arrow table, one row per
+(interval, CPU), to join by time with a latency dataset.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from ._common import fail, read_text, show
+
+FORMAT = "turbostat"
+TOPOLOGY = ("Package", "Die", "Node", "Core", "CPU", "APIC", "X2APIC")
+_KNOWN = {"CPU", "Core", "Avg_MHz", "Busy%", "Bzy_MHz", "TSC_MHz", "IRQ", "SMI", "Time_Of_Day_Seconds", "usec",
+          "Package", "PkgWatt", "CorWatt", "POLL", "C1", "C1%", "CPU%c1", "CoreTmp", "PkgTmp"}
+_ELAPSED = re.compile(r"\s*\d+\.\d+ sec\s*")
+_VALUE = re.compile(r"-|-?\d{1,18}(\.\d+)?|0x[0-9a-fA-F]{1,16}")
+
+
+def sniff(head: bytes) -> bool:
+    for line in head.decode("utf-8", "replace").splitlines():
+        words = set(line.split())
+        if ("Avg_MHz" in words or "Busy%" in words or "Bzy_MHz" in words) and len(words & _KNOWN) >= 2:
+            return True
+    return False
+
+
+def read_turbostat(path: str | os.PathLike[str]) -> pa.Table:
+    """Read turbostat's interval output into a table.
+
+    Returns
+    -------
+    pyarrow.Table
+        ``interval`` (int64, 0-based block number), ``cpu`` (int32, -1 for the
+        summary row), ``time_s`` (float64 wall-clock seconds when
+        ``Time_Of_Day_Seconds`` was shown, else null), then every other column
+        as printed, as float64 (null where turbostat printed ``-``).
+
+    Raises
+    ------
+    ImportFormatError
+        No header line, a row that does not fit its header, or a value that is not a number.
+    """
+    file = Path(path)
+    text = read_text(file, FORMAT)
+    header: list[str] | None = None
+    interval = -1
+    rows: list[tuple[int, list[str]]] = []
+    for number, line in enumerate(text.split("\n"), 1):
+        words = line.split()
+        if not words:
+            continue
+        if sniff(line.encode()):
+            if header is not None and words != header:
+                raise fail(FORMAT, file, f"line {number}", "the columns changed from the first header",
+                           "import one run (one --show selection) at a time")
+            header = words
+            interval += 1
+            continue
+        if header is None or _ELAPSED.fullmatch(line):
+            continue  # turbostat's start-up notes; "10.003837 sec" after a forked command
+        if len(words) > len(header):
+            raise fail(FORMAT, file, f"line {number}", f"{len(words)} values for {len(header)} columns")
+        # the second hyper-thread of a core omits the core-level columns at the end of its row
+        words += ["-"] * (len(header) - len(words))
+        bad = next((w for w in words if not _VALUE.fullmatch(w)), None)
+        if bad is not None:
+            raise fail(FORMAT, file, f"line {number}", f"{show(bad)} is not a number ({show(line)})")
+        rows.append((interval, words))
+    if header is None:
+        raise fail(FORMAT, file, "whole file", "no header line with Avg_MHz/Busy%/Bzy_MHz",
+                   "was turbostat run in interval mode?")
+    if len(set(header)) != len(header):
+        raise fail(FORMAT, file, "header", "a column name appears twice")
+    columns: dict[str, list] = {"interval": [r[0] for r in rows]}
+    cpu_index = header.index("CPU") if "CPU" in header else None
+    columns["cpu"] = [-1 if cpu_index is None else _cpu(r[1][cpu_index], file) for r in rows]
+    if "Time_Of_Day_Seconds" in header:
+        at = header.index("Time_Of_Day_Seconds")
+        columns["time_s"] = [_number(r[1][at]) for r in rows]
+    else:
+        columns["time_s"] = [None] * len(rows)
+    for index, name in enumerate(header):
+        if name in ("CPU", "Time_Of_Day_Seconds"):
+            continue
+        columns[name] = [_number(r[1][index]) for r in rows]
+    schema = pa.schema([("interval", pa.int64()), ("cpu", pa.int32()), ("time_s", pa.float64())]
+                       + [(name, pa.float64()) for name in columns if name not in ("interval", "cpu", "time_s")])
+    return pa.table({name: pa.array(values, type=schema.field(name).type) for name, values in columns.items()},
+                    schema=schema)
+
+
+def _cpu(text: str, file: Path) -> int:
+    if text == "-":
+        return -1  # the summary row
+    if not re.fullmatch(r"\d{1,7}", text):
+        raise fail(FORMAT, file, "CPU column", f"{show(text)} is not a CPU number")
+    return int(text)
+
+
+def _number(text: str) -> float | None:
+    if text == "-":
+        return None
+    if text.startswith("0x"):
+        return float(int(text, 16))
+    value = float(text)
+    return value if np.isfinite(value) else None
