@@ -1,0 +1,44 @@
+"""``jitterscope spectrum``: periodic disturbances per thread, as a peak table or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..dataset import open_dataset
+from ..spectral import SpectralOptions, analyze_spectra, parse_sources
+from ..spectral_text import format_spectral_analysis
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "spectrum", help="periodic disturbances: significant spectral peaks, harmonics, aliases, likely sources",
+    )
+    parser.add_argument("dataset", help="dataset file or directory")
+    parser.add_argument("--json", action="store_true", help="print the full results (spectra included) as JSON")
+    parser.add_argument("--method", choices=("auto", "welch", "lombscargle"), default="auto",
+                        help="auto: Welch on the wake-up index, Lomb-Scargle when there are gaps (default)")
+    parser.add_argument("--nperseg", type=int, metavar="N", help="Welch segment length (default: n/16, 64..4096)")
+    parser.add_argument("--average", choices=("mean", "median"), default="mean", help="Welch averaging")
+    parser.add_argument("--alpha", type=float, default=0.01, help="false-alarm probability of a peak (0.01)")
+    parser.add_argument("--sources", default="", metavar="NAME=HZ,...",
+                        help="your candidate sources, e.g. 'smi=0.5,nic=77' (tried before the built-in ones)")
+    parser.add_argument("--spike-threshold-us", type=float, metavar="US",
+                        help="latency above which a wake-up is a spike (default: median + 10 IQR)")
+    parser.add_argument("--top", type=int, default=20, metavar="K", help="peaks shown per thread (default 20)")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    options = SpectralOptions(
+        nperseg=args.nperseg, average=args.average, alpha=args.alpha, method=args.method,
+        spike_threshold_ns=None if args.spike_threshold_us is None else args.spike_threshold_us * 1000,
+    )
+    analysis = analyze_spectra(open_dataset(args.dataset), options, sources=parse_sources(args.sources))
+    if args.json:
+        json.dump(analysis.to_json(), sys.stdout, allow_nan=False)
+        print()
+    else:
+        print(format_spectral_analysis(analysis, top=args.top))
+    return 0

@@ -1,0 +1,94 @@
+"""jitterscope.spectral.analyze_spectra on simulated datasets with planted periodic sources."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from jitterscope.dataset import open_dataset
+from jitterscope.errors import AnalysisError
+from jitterscope.simeffects import Drops, PeriodicDisturbance, Stalls
+from jitterscope.simulate import BaseLatency, SimulationSpec, write_simulation
+from jitterscope.spectral import SpectralOptions, analyze_spectra, parse_sources
+
+BASE = BaseLatency(distribution="lognormal", median_ns=3_000, spread=0.3)
+
+
+def _write(tmp_path, name, seed=1, **spec):
+    return open_dataset(write_simulation(SimulationSpec(base=BASE, **spec), tmp_path / f"{name}.parquet", seed))
+
+
+def test_planted_sources_per_thread_with_alias_and_attribution(tmp_path):
+    ds = _write(tmp_path, "two", threads=2, samples=120_000, effects=(
+        PeriodicDisturbance(frequency_hz=37.0, amplitude_ns=20_000, width_ns=1_000_000, threads=(0,)),
+        PeriodicDisturbance(frequency_hz=1230.0, amplitude_ns=800, shape="sine", threads=(1,)),
+    ))
+    result = analyze_spectra(ds, sources=parse_sources("daemon=37"))
+    spikes, sine = result.threads
+    resolution = spikes.psd.bin_width_hz
+    fundamental = next(p for p in spikes.peaks if p.harmonic_number == 1 and p.harmonic_group == 1)
+    assert abs(fundamental.frequency_hz - 37.0) <= resolution
+    assert fundamental.likely_source == "daemon"
+    harmonics = {p.harmonic_number for p in spikes.peaks if p.harmonic_group == fundamental.harmonic_group}
+    assert {2, 3, 4, 5} <= harmonics
+    assert abs(spikes.isi.mode_s - 1 / 37.0) / (1 / 37.0) < 0.06
+    assert abs(min(p.frequency_hz for p in spikes.spike_peaks) - 37.0) <= resolution
+    # 1230 Hz sampled at 1 kHz: reported at 230 Hz with 1230 among the candidates
+    assert len(sine.peaks) == 1
+    assert abs(sine.peaks[0].frequency_hz - 230.0) <= resolution
+    assert any(abs(c - 1230.0) <= resolution for c in sine.peaks[0].alias_candidates_hz)
+    assert sine.isi.spikes == 0
+
+
+def test_no_planted_source_gives_no_peak(tmp_path):
+    ds = _write(tmp_path, "quiet", seed=3, threads=2, samples=60_000)
+    result = analyze_spectra(ds)
+    assert [t.peaks for t in result.threads] == [(), ()]
+
+
+def test_intermittent_source_is_confined_to_its_time_span_in_the_spectrogram(tmp_path):
+    ds = _write(tmp_path, "burst", threads=1, samples=200_000, effects=(
+        PeriodicDisturbance(frequency_hz=83.0, amplitude_ns=2_000, shape="sine",
+                            start_ns=80_000_000_000, stop_ns=120_000_000_000),
+    ))
+    thread = analyze_spectra(ds).threads[0]
+    spec = thread.spectrogram
+    bin83 = int(np.argmin(np.abs(spec.frequencies_hz - 83.0)))
+    ratio = spec.power[:, bin83] / np.median(spec.power[:, bin83 + 20:bin83 + 80], axis=1)
+    loud = spec.start_s[ratio > 20]
+    # a column holds the segments that start in [start, start + span); each lasts nperseg / fs
+    segment_s = thread.psd.nperseg / thread.fs_hz
+    reach = spec.span_s + segment_s
+    assert loud.size >= (40 - reach) / spec.span_s
+    assert loud.min() + reach > 80 and loud.max() < 120
+    assert np.all((loud + reach > 80) & (loud < 120))
+
+
+def test_drops_and_overruns_go_through_lomb_scargle(tmp_path):
+    ds = _write(tmp_path, "gappy", threads=1, samples=60_000, effects=(
+        PeriodicDisturbance(frequency_hz=13.0, amplitude_ns=3_000, shape="sine"),
+        Drops(probability=2e-3, mean_burst=5), Stalls(probability=2e-4),
+    ))
+    thread = analyze_spectra(ds).threads[0]
+    assert thread.method == "lomb-scargle" and thread.gaps > 50
+    assert abs(thread.peaks[0].frequency_hz - 13.0) <= thread.lomb_scargle.resolution_hz
+    assert any("gaps" in note for note in thread.notes)
+
+
+def test_tiny_dataset_is_too_short(tmp_path):
+    ds = _write(tmp_path, "tiny", threads=1, samples=40)
+    with pytest.raises(AnalysisError, match=r"too short for spectral analysis \(n=40, need ≥ 64"):
+        analyze_spectra(ds)
+    with pytest.raises(AnalysisError, match=r"too short for spectral analysis \(n=40, need ≥ 256"):
+        analyze_spectra(ds, SpectralOptions(nperseg=256))
+
+
+def test_median_average_and_json_round_trip(tmp_path):
+    import json
+
+    ds = _write(tmp_path, "median", threads=1, samples=50_000, effects=(
+        PeriodicDisturbance(frequency_hz=50.0, amplitude_ns=1_000, shape="sine"),))
+    result = analyze_spectra(ds, SpectralOptions(average="median"))
+    assert result.threads[0].method == "welch-median"
+    assert abs(result.threads[0].peaks[0].frequency_hz - 50.0) <= result.threads[0].psd.bin_width_hz
+    text = json.dumps(result.to_json(), allow_nan=False)
+    assert json.loads(text)["threads"][0]["peaks"][0]["harmonic_group"] == 1
