@@ -28,6 +28,7 @@ COMMANDS: tuple[str, ...] = (
     "import_",
     "export",
     "pack",
+    "spectrum",
 )
 
 
