@@ -435,6 +435,8 @@ def _verdicts(tests: Sequence[ConditionTest], attributed: Mapping[str, bool], se
         lines.append(f"Frequency transitions: none detected on any CPU (relative threshold "
                      f"{frequency.transitions[0].relative_threshold:.0%}, minimum dwell "
                      f"{frequency.transitions[0].min_dwell} wake-ups), so no latency is attributed to them.")
+    lines += [f"Claimed vs measured: {c.message.split(': ', 1)[1]}" + ("." if len(series) == 1 else f" (cpu {c.cpu}).")
+              for c in frequency.claims if c.disagree]
     smi_count = int(sum(np.nansum(np.where(s.smi_delta > 0, s.smi_delta, 0)) for s in series if s.has_smi))
     if not any(s.has_smi for s in series):
         lines.append("SMIs: SMI counter not recorded, so no latency can be attributed to SMIs.")

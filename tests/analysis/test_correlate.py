@@ -39,6 +39,8 @@ def test_seed_story_performance_is_attributed_to_transitions(tmp_path):
     assert VERDICT.match(next(v for v in result.verdicts if "frequency transition" in v))
     claim = result.frequency.claims[0]
     assert claim.disagree and claim.claimed_mhz == 2400 and claim.fraction_within < 0.5
+    assert any(v.startswith("Claimed vs measured: cpufreq claims 2400 MHz (governor performance) but f_eff")
+               for v in result.verdicts)
     # the event-triggered average peaks at the transition, far above its surrogate band
     eta = next(e.average for e in result.event_averages if e.event == TRANSITION)
     lag0 = eta.lags.index(0)
@@ -188,3 +190,13 @@ def test_threshold_above_every_wake_up_says_so():
     result = correlate(CounterSet((s,), True, ""), None, thresholds_ns=[1e9], n_surrogates=0)
     assert not any(result.attributed.values())
     assert any(v.startswith("No wake-up on cpu 0 was later than 1000000.0 µs") for v in result.verdicts)
+
+
+def test_smi_attribution_over_20_seeds(tmp_path):
+    smis = {"rate_hz": 2.0, "duration_ns": 3_000_000, "at_transitions": 0.6}
+    right = 0
+    for seed in range(20):
+        dataset = _open(tmp_path, "performance", 200 + seed, seconds=60, coupling_probability=0.0, smis=smis)
+        found = correlate(read_counters(dataset), dataset.metadata.environment, n_surrogates=0).attributed
+        right += found.get(SMI, False) and not found.get(TRANSITION, False)
+    assert right >= 19
