@@ -87,17 +87,18 @@ def plot_counter_hexbin(values: np.ndarray, latency_ns: np.ndarray, ax: Axes, *,
 def plot_event_average(trigger: EventTrigger, ax: Axes, *, index: int = 0) -> Axes:
     """Mean latency around events, with the surrogates' pointwise band shaded."""
     a = trigger.average
+    event = {"transition": "frequency transition", "smi": "SMI"}.get(trigger.event, trigger.event)
     lags = np.asarray(a.lags)
     low, high = np.asarray(a.band_low) / NS_PER_US, np.asarray(a.band_high) / NS_PER_US
     if np.isfinite(low).any():
         ax.fill_between(lags, low, high, color="0.8", step="mid",
                         label=f"95% band of {a.n_surrogates} circular-shift surrogates")
     ax.plot(lags, np.asarray(a.mean) / NS_PER_US, color=colour(index), marker="o", markersize=3, linewidth=1.2,
-            label=f"mean over {a.n_events} {trigger.event} events (p = {a.p_value:.3g})")
+            label=f"mean over {a.n_events} {event}s (p = {a.p_value:.3g})")
     ax.axvline(0, color="0.4", linewidth=0.6, linestyle=":")
-    ax.set_xlabel(f"wake-ups relative to the {'transition' if trigger.event == 'transition' else 'SMI'}")
+    ax.set_xlabel(f"wake-ups relative to the {event}")
     ax.set_ylabel("mean latency [µs]")
-    ax.set_title(f"cpu {trigger.cpu}: latency around {trigger.event} events", fontsize=10)
+    ax.set_title(f"cpu {trigger.cpu}: latency around {event}s", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper right", fontsize=7)
     return ax
