@@ -25,6 +25,7 @@ NS_PER_US = 1000.0
 NS_PER_S = 1e9
 MONO = "DejaVu Sans Mono"
 LOG_RANGE = 20.0  # a y range wider than this factor gets a log axis
+WIDE_TAIL = 50.0  # a histogram whose maximum is this many times its mode's bin gets a log x axis
 
 
 class _PlainLogFormatter(LogFormatter):
@@ -58,7 +59,15 @@ def plot_latency_histogram(hists: BinnedHistograms, ax: Axes) -> Axes:
         ax.axvline(series.max_ns / NS_PER_US, color=colour(i), linewidth=0.8, linestyle=":")
     ax.set_yscale("log")
     ax.set_ylim(0.5, top * 8.0)
-    ax.set_xlabel("latency [µs]")
+    # A far outlier squeezes the bulk into one pixel column on a linear axis: go logarithmic then.
+    lowest = min(s.min_ns for s in hists.series)
+    highest = max(s.max_ns for s in hists.series)
+    bulk = max(s.edges_ns[int(np.argmax(s.counts)) + 1] for s in hists.series)
+    if lowest >= 0 and highest > WIDE_TAIL * bulk:
+        ax.set_xscale("log")
+        plain_log_axis(ax.xaxis)
+        ax.set_xlim(max(lowest, hists.bin_width_ns) / NS_PER_US * 0.8, highest / NS_PER_US * 1.5)
+    ax.set_xlabel("latency [µs]" + (" (log scale: the maximum is far out)" if ax.get_xscale() == "log" else ""))
     ax.set_ylabel(f"wake-ups per {width_us:g} µs bin")
     ax.set_title(f"Latency histogram ({width_us:g} µs bins; ▼ and dotted line: maximum)")
     ax.grid(True, which="major", alpha=0.3)

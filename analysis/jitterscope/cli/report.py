@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import JitterscopeError
 from ..report import write_report
 
 
@@ -24,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     if args.top < 1:
-        raise SystemExit("jitterscope report: error: --top must be at least 1")
+        raise JitterscopeError(f"--top {args.top}: the spike catalogue needs at least 1 entry")
     info = write_report(args.dataset, args.output, figures_dir=args.figures, top_k=args.top,
                         progress=not args.quiet and sys.stderr.isatty())
     print(info.path)
