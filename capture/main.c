@@ -1,7 +1,9 @@
 /* jitterscope-capture: options -> setup -> run -> drain -> finish.
  * Every failure during setup prints one line and exits non-zero; after
- * setup every exit goes through capture_cleanup().  The signal handler only
- * stores the signal number. */
+ * setup every exit goes through capture_cleanup().  SIGINT and SIGTERM are
+ * blocked everywhere and taken synchronously by main with sigwaitinfo(), so
+ * no handler runs at all; measuring threads and the writer wake main with
+ * SIGUSR1 when they end or fail. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -25,6 +27,9 @@
 
 #define PROG "jitterscope-capture"
 #define MAX_DEGRADED 8
+/* Small stacks: mlockall locks every page of them, and 8 MB each costs thousands of page faults. */
+#define MEASURING_STACK (128 * 1024)
+#define WRITER_STACK (512 * 1024)
 
 struct capture {
 	struct config cfg;
@@ -46,13 +51,6 @@ struct capture {
 	int ndegraded;
 	char *environment_json, *settings_json, *counters_json, *clock_json;
 };
-
-static atomic_int capture_signal;
-
-static void capture_on_signal(int signo)
-{
-	atomic_store(&capture_signal, signo);
-}
 
 static int capture_policy(enum config_policy p)
 {
@@ -161,6 +159,7 @@ static int capture_alloc(struct capture *c)
 		t->timer = c->cfg.timer;
 		t->stop = &c->stop;
 		t->gate = &c->gate;
+		t->notify = pthread_self();
 		t->counters.msr_fd = -1;
 		if (ring_init(&t->ring, capture_ring_capacity(&c->cfg)))
 			return -ENOMEM;
@@ -287,6 +286,7 @@ static int capture_start_thread(struct capture *c, int i)
 	CPU_ZERO(&cpus);
 	CPU_SET(c->loops[i].cpu, &cpus);
 	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, MEASURING_STACK);
 	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
 	pthread_attr_setschedpolicy(&attr, capture_policy(c->cfg.policy));
 	pthread_attr_setschedparam(&attr, &param);
@@ -303,6 +303,7 @@ static int capture_start_writer(struct capture *c)
 {
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, WRITER_STACK);
 	if (c->writer_cpu >= 0) {
 		cpu_set_t cpus;
 		CPU_ZERO(&cpus);
@@ -319,16 +320,22 @@ static int capture_start_writer(struct capture *c)
 	return 0;
 }
 
+/* Blocks the signals main waits for (in every thread: they inherit the mask). */
+static void capture_block_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGUSR1);
+	sigaddset(set, timerloop_signal());
+	pthread_sigmask(SIG_BLOCK, set, NULL);
+	sigdelset(set, timerloop_signal()); /* main waits for the others */
+}
+
 /* Starts every measuring thread, waits until each has set up its timer, then
- * opens the gate (or aborts it).  Signals stay blocked in every thread but main. */
+ * opens the gate (or aborts it). */
 static int capture_start(struct capture *c)
 {
-	sigset_t block;
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, timerloop_signal());
-	pthread_sigmask(SIG_BLOCK, &block, NULL);
 	timerloop_gate_init(&c->gate);
 	int err = 0;
 	for (int i = 0; i < c->cfg.ncpus && !err; i++)
@@ -346,19 +353,7 @@ static int capture_start(struct capture *c)
 	for (int i = 0; i < c->started; i++)
 		c->loops[i].end_ns = c->cfg.duration_ns ? start_ns + c->cfg.duration_ns : INT64_MAX;
 	timerloop_gate_open(&c->gate, err == 0, start_ns);
-	sigdelset(&block, timerloop_signal());
-	pthread_sigmask(SIG_UNBLOCK, &block, NULL);
 	return err;
-}
-
-static void capture_install_signals(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = capture_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 }
 
 static bool capture_threads_done(const struct capture *c)
@@ -371,12 +366,14 @@ static bool capture_threads_done(const struct capture *c)
 
 /* Waits for the end (duration, loops, signal or a writer error), then stops
  * and joins the threads and lets the writer make its final flush. */
-static int capture_wait(struct capture *c)
+static int capture_wait(struct capture *c, const sigset_t *signals)
 {
-	struct timespec tick = {0, 20000000};
-	while (!capture_threads_done(c) && !atomic_load(&capture_signal) && !atomic_load(&c->stop))
-		nanosleep(&tick, NULL);
-	int signo = atomic_load(&capture_signal);
+	int signo = 0;
+	while (!signo && !capture_threads_done(c) && !atomic_load(&c->stop)) {
+		int got = sigwaitinfo(signals, NULL);
+		if (got == SIGINT || got == SIGTERM)
+			signo = got;
+	}
 	atomic_store(&c->stop, true);
 	for (int i = 0; i < c->started; i++)
 		pthread_join(c->tids[i], NULL);
@@ -384,11 +381,10 @@ static int capture_wait(struct capture *c)
 	int thread_err = 0;
 	for (int i = 0; i < c->cfg.ncpus && !thread_err; i++)
 		thread_err = c->loops[i].error;
-	c->writer.final_state = signo ? "interrupted" : thread_err ? "error" : "complete";
-	c->writer.final_reason = signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM"
-			       : thread_err ? "a timer failed in a measuring thread"
-			       : c->cfg.duration_ns ? "duration reached" : "loop count reached";
-	atomic_store(&c->writer.finish, true);
+	writer_finish(&c->writer, signo ? "interrupted" : thread_err ? "error" : "complete",
+		      signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM"
+		      : thread_err ? "a timer failed in a measuring thread"
+		      : c->cfg.duration_ns ? "duration reached" : "loop count reached");
 	pthread_join(c->writer_tid, NULL);
 	c->writer_started = false;
 	if (c->writer.error) {
@@ -438,6 +434,8 @@ static int capture_setup(struct capture *c)
 	c->writer.counters_json = c->counters_json;
 	c->writer.clock_json = c->clock_json;
 	c->writer.stop = &c->stop;
+	c->writer.notify = pthread_self();
+	c->writer.notify_set = true;
 	c->writer.owner_uid = owner.uid;
 	c->writer.owner_gid = owner.gid;
 	c->writer.chown_parts = owner.set;
@@ -448,12 +446,11 @@ static int capture_setup(struct capture *c)
 	return EXIT_OK;
 }
 
-static int capture_run(struct capture *c)
+static int capture_run(struct capture *c, const sigset_t *signals)
 {
-	capture_install_signals();
 	if (capture_start(c))
 		return EXIT_RUNTIME;
-	int status = capture_wait(c);
+	int status = capture_wait(c, signals);
 	writer_print_summary(&c->writer, stdout);
 	return status;
 }
@@ -466,7 +463,7 @@ static void capture_cleanup(struct capture *c)
 			pthread_join(c->tids[i], NULL);
 	}
 	if (c->writer_started) {
-		atomic_store(&c->writer.finish, true);
+		writer_finish(&c->writer, "error", "setup failed");
 		pthread_join(c->writer_tid, NULL);
 	}
 	writer_free(&c->writer);
@@ -498,9 +495,11 @@ int main(int argc, char **argv)
 	c.dir_fd = -1;
 	c.dma_fd = -1;
 	atomic_init(&c.stop, false);
+	sigset_t signals;
+	capture_block_signals(&signals); /* a SIGINT during setup waits, then ends the run cleanly */
 	int status = capture_setup(&c);
 	if (status == EXIT_OK)
-		status = capture_run(&c);
+		status = capture_run(&c, &signals);
 	capture_cleanup(&c);
 	return status;
 }

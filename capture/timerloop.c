@@ -177,5 +177,6 @@ void *timerloop_run(void *arg)
 		timerloop_measure(t, start_ns + t->interval_ns);
 	timerloop_teardown_timer(t);
 	atomic_store(&t->done, true);
+	pthread_kill(t->notify, SIGUSR1); /* main waits in sigwaitinfo, no polling */
 	return NULL;
 }

@@ -36,6 +36,7 @@ struct timerloop {
 	struct counters_cpu counters;
 	const atomic_bool *stop;
 	struct timerloop_gate *gate;
+	pthread_t notify;        /* main thread: gets SIGUSR1 when this thread ends */
 	/* set by the thread */
 	pid_t tid;
 	int error;               /* -errno of a timer setup/wait failure, 0 if none */

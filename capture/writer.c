@@ -14,8 +14,10 @@
 
 #include "jsonw.h"
 
+#include <signal.h>
+
 #define WRITER_POP_CHUNK 4096
-#define WRITER_TICK_NS 10000000 /* drain every 10 ms */
+#define WRITER_MIN_DRAIN_NS 10000000 /* 10 ms */
 
 static void writer_columns(struct writer *w, const bool counter_column[CTR_COUNT])
 {
@@ -361,7 +363,21 @@ int writer_init(struct writer *w, const struct config *cfg, struct writer_thread
 	w->nthreads = nthreads;
 	w->dir_fd = dir_fd;
 	w->part_fd = -1;
-	atomic_init(&w->finish, false);
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->wake, &attr);
+	pthread_condattr_destroy(&attr);
+	pthread_mutex_init(&w->lock, NULL);
+	w->finish = false;
+	w->drain_period_ns = WRITER_MIN_DRAIN_NS;
+	if (nthreads > 0 && threads[0].loop) {
+		/* half the time a ring takes to fill, within [10 ms, flush interval] */
+		int64_t fill_ns = (int64_t)ring_capacity(&threads[0].loop->ring) * threads[0].interval_ns;
+		w->drain_period_ns = fill_ns / 2 < WRITER_MIN_DRAIN_NS ? WRITER_MIN_DRAIN_NS : fill_ns / 2;
+	}
+	if (w->drain_period_ns > cfg->flush_interval_ns)
+		w->drain_period_ns = cfg->flush_interval_ns;
 	memcpy(w->counter_column, counter_column, sizeof(w->counter_column));
 	writer_columns(w, counter_column);
 	if (dir_fd < 0 && !w->to_dev_null)
@@ -432,27 +448,67 @@ static void writer_print_status(struct writer *w)
 	w->status_lines = w->nthreads;
 }
 
-static void writer_sleep_tick(void)
+void writer_finish(struct writer *w, const char *state, const char *reason)
 {
-	struct timespec tick = {0, WRITER_TICK_NS};
-	nanosleep(&tick, NULL);
+	pthread_mutex_lock(&w->lock);
+	w->final_state = state;
+	w->final_reason = reason;
+	w->finish = true;
+	pthread_cond_broadcast(&w->wake);
+	pthread_mutex_unlock(&w->lock);
 }
 
+/* Sleeps until deadline_ns or until main asks to finish; true when asked. */
+static bool writer_wait_until(struct writer *w, int64_t deadline_ns)
+{
+	struct timespec ts = {.tv_sec = deadline_ns / 1000000000, .tv_nsec = deadline_ns % 1000000000};
+	pthread_mutex_lock(&w->lock);
+	while (!w->finish && pthread_cond_timedwait(&w->wake, &w->lock, &ts) == 0)
+		;
+	bool finish = w->finish;
+	pthread_mutex_unlock(&w->lock);
+	return finish;
+}
+
+static int64_t writer_min(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+static void writer_stop_capture(struct writer *w)
+{
+	atomic_store(w->stop, true);
+	if (w->notify_set)
+		pthread_kill(w->notify, SIGUSR1);
+}
+
+/* Wakes only at deadlines: each flush (on a fixed schedule, so a kill loses at
+ * most one flush interval), each second of live status, and as often as the
+ * rings need draining.  Drains on every wake. */
 void *writer_run(void *arg)
 {
 	struct writer *w = arg;
-	w->last_flush_ns = w->last_status_ns = timerloop_now_ns();
-	while (!atomic_load(&w->finish)) {
-		writer_sleep_tick();
+	int64_t now = timerloop_now_ns();
+	int64_t next_flush = now + w->cfg->flush_interval_ns, next_status = now + 1000000000;
+	int64_t next_drain = now + w->drain_period_ns;
+	for (;;) {
+		int64_t deadline = writer_min(next_flush, next_drain);
+		if (!w->cfg->quiet)
+			deadline = writer_min(deadline, next_status);
+		if (writer_wait_until(w, deadline))
+			break;
+		now = timerloop_now_ns();
 		writer_drain(w);
-		int64_t now = timerloop_now_ns();
-		if (!w->error && now - w->last_flush_ns >= w->cfg->flush_interval_ns) {
-			w->last_flush_ns = now;
-			if (writer_flush(w, "running", ""))
-				atomic_store(w->stop, true);
+		next_drain = now + w->drain_period_ns;
+		if (now >= next_flush) {
+			next_flush += w->cfg->flush_interval_ns;
+			if (next_flush <= now) /* fell behind (slow disk): restart the schedule */
+				next_flush = now + w->cfg->flush_interval_ns;
+			if (!w->error && writer_flush(w, "running", ""))
+				writer_stop_capture(w);
 		}
-		if (!w->cfg->quiet && now - w->last_status_ns >= 1000000000) {
-			w->last_status_ns = now;
+		if (!w->cfg->quiet && now >= next_status) {
+			next_status += 1000000000;
 			writer_print_status(w);
 		}
 	}

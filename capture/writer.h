@@ -6,6 +6,7 @@
 #ifndef JITTERSCOPE_WRITER_H
 #define JITTERSCOPE_WRITER_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -57,12 +58,16 @@ struct writer {
 	uint64_t rows_closed_parts, data_closed, dead_closed, footer_closed, file_closed;
 	uint64_t flushes;
 	/* thread control */
-	atomic_bool finish;         /* set by main after the measuring threads are joined */
+	pthread_mutex_t lock;       /* guards finish; the writer sleeps on wake */
+	pthread_cond_t wake;        /* CLOCK_MONOTONIC */
+	bool finish;                /* set by main (writer_finish) after the measuring threads are joined */
 	atomic_bool *stop;          /* set by the writer on a write error, to stop the capture */
+	pthread_t notify;           /* main thread: gets SIGUSR1 when the writer sets stop */
+	bool notify_set;
 	const char *final_state, *final_reason;
 	int error;                  /* -errno of the failed write, 0 if none */
 	char error_line[1024];      /* the one line main prints */
-	int64_t last_flush_ns, last_status_ns;
+	int64_t drain_period_ns;    /* often enough that a ring never fills from waiting */
 	int status_lines;           /* live status lines printed (tty redraw) */
 };
 
@@ -73,6 +78,8 @@ int writer_init(struct writer *w, const struct config *cfg, struct writer_thread
 		const bool counter_column[CTR_COUNT], int dir_fd);
 void writer_free(struct writer *w);
 void *writer_run(void *arg);
+/* Main: ask the writer thread for its final drain and flush (then join it). */
+void writer_finish(struct writer *w, const char *state, const char *reason);
 /* Room for more staged samples of t; -ENOMEM. */
 int writer_reserve(struct writer_thread *t, size_t more);
 /* Accounts the n samples written at t->staged[t->nstaged..] (by drain, or by the benchmark). */
