@@ -23,8 +23,8 @@ from .null import NullDistribution, mean_null, median_null
 
 AVERAGES = ("mean", "median")
 MIN_NPERSEG = 16
-# Segments transformed per FFT call: bounds the temporary memory to CHUNK * nperseg complex values.
-_CHUNK_SEGMENTS = 2048
+# Samples transformed per FFT call (segments x nperseg): bounds the temporaries to a few tens of MiB.
+_CHUNK_SAMPLES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -204,8 +204,9 @@ class WelchAccumulator:
             return
         nseg = (buf.size - self.nperseg) // self.step + 1
         windows = sliding_window_view(buf, self.nperseg)[:: self.step][:nseg]
-        for first in range(0, nseg, _CHUNK_SEGMENTS):
-            chunk = windows[first:first + _CHUNK_SEGMENTS]
+        per_chunk = max(1, _CHUNK_SAMPLES // self.nperseg)
+        for first in range(0, nseg, per_chunk):
+            chunk = windows[first:first + per_chunk]
             starts = self._tail_start + self.step * np.arange(first, first + chunk.shape[0])
             self._add_segments(self._periodograms(chunk), starts)
         consumed = nseg * self.step
