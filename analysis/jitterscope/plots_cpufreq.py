@@ -61,6 +61,33 @@ def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | No
     return ax_frequency
 
 
+def plot_frequency_zoom(series: CounterSeries, transitions: Transitions | None, ax: Axes, *, start_s: float,
+                        stop_s: float, index: int = 0) -> Axes:
+    """A time window close up: f_eff as steps (left axis) and latency as stems (right axis), transitions marked."""
+    seconds = (series.expected_ns - series.expected_ns[0]) / NS_PER_S
+    inside = (seconds >= start_s) & (seconds <= stop_s)
+    ax.step(seconds[inside], series.f_eff_hz[inside] / 1e6, where="pre", color=colour(index), linewidth=1.0,
+            label="f_eff of the interval ending at each wake-up")
+    if transitions is not None and transitions.count:
+        at = seconds[np.asarray(transitions.index)]
+        for x in at[(at >= start_s) & (at <= stop_s)]:
+            ax.axvline(x, color="#c00000", linewidth=0.6, alpha=0.6)
+    ax.set_xlim(start_s, stop_s)
+    ax.set_xlabel("time since first wake-up [s]")
+    ax.set_ylabel("effective frequency [MHz]")
+    ax.grid(True, alpha=0.3)
+    right = ax.twinx()
+    right.vlines(seconds[inside], 0, series.latency_ns[inside] / NS_PER_US, color="0.2", linewidth=0.8,
+                 label="latency")
+    right.set_ylim(bottom=0)
+    right.set_ylabel("latency [µs]")
+    ax.set_title(f"cpu {series.cpu}: close-up of {start_s:g}–{stop_s:g} s (red lines: detected transitions)",
+                 fontsize=10)
+    handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
+    ax.legend(handles=handles, loc="upper right", fontsize=8)
+    return ax
+
+
 def plot_counter_hexbin(values: np.ndarray, latency_ns: np.ndarray, ax: Axes, *, what: str,
                         gridsize: int = 60) -> Axes:
     """Hexbin density of latency against f_eff (``what="f_eff"``, Hz) or C0 residency (``what="c0"``, 0..1)."""

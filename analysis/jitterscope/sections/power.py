@@ -20,6 +20,7 @@ from ..plots_cpufreq import (
     plot_counter_hexbin,
     plot_event_average,
     plot_frequency_timeline,
+    plot_frequency_zoom,
     plot_lagged_correlation,
 )
 from ..report import PAGE_SIZE_IN, Page, ReportContext, register_section
@@ -29,6 +30,7 @@ from ..tables_cpufreq import claims_table, event_table, tests_table, time_in_fre
 MAX_ROWS = 5_000_000
 """Above this many wake-ups the report leaves the correlation to ``jitterscope correlate``: it holds
 every thread's series in memory (peak about 250 bytes per wake-up), unlike the report's streaming passes."""
+ZOOM_S = 10.0  # seconds shown close up under each frequency timeline
 TIMELINE_PAGES = 4  # CPUs that get a frequency-timeline page
 PANELS = 4  # event-average / correlation panels per page
 
@@ -68,9 +70,12 @@ def _timeline_pages(result: Correlation, counters: CounterSet) -> list[Page]:
     pages = []
     for index, series in enumerate([s for s in counters.series if s.has_frequency][:TIMELINE_PAGES]):
         fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
-        top, bottom = fig.subplots(2, 1, sharex=True)
-        plot_frequency_timeline(series, by_thread.get(series.thread), top, bottom,
-                                threshold_ns=result.thresholds_ns[0], index=index)
+        top, middle, bottom = fig.subplots(3, 1, height_ratios=(1.0, 1.0, 1.2))
+        middle.sharex(top)
+        transitions = by_thread.get(series.thread)
+        plot_frequency_timeline(series, transitions, top, middle, threshold_ns=result.thresholds_ns[0], index=index)
+        span_s = (series.expected_ns[-1] - series.expected_ns[0]) / 1e9
+        plot_frequency_zoom(series, transitions, bottom, start_s=0.0, stop_s=min(ZOOM_S, span_s), index=index)
         pages.append(Page(f"frequency-timeline-cpu{series.cpu}", fig))
     return pages
 
