@@ -1,0 +1,62 @@
+"""Report section: latency spectra per CPU, spectrogram, spike-train spectrum, inter-spike intervals, peak table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import AnalysisError
+from ..plots_spectral import plot_isi, plot_psd, plot_spectrogram, plot_spike_psd
+from ..report import Page, ReportContext, new_page, register_section
+from ..spectral import SpectralAnalysis, analyze_spectra
+from ..tables import Table
+
+MAX_THREAD_PAGES = 8
+
+
+def _line(text: str) -> Table:
+    return Table(name="spectra", title="Latency spectra", columns=("finding",), rows=((text,),), formats=("",),
+                 align=("l",))
+
+
+def peak_table(analysis: SpectralAnalysis) -> Table:
+    """Significant peaks of every thread, strongest first (at most 15 per thread)."""
+    rows = []
+    for thread in analysis.threads:
+        for peak in thread.peaks[:15]:
+            rows.append((thread.cpu, peak.frequency_hz, peak.period_s * 1e3, peak.snr, peak.fap,
+                         f"{peak.harmonic_group}" + (f" ×{peak.harmonic_number}" if peak.harmonic_number > 1 else ""),
+                         ", ".join(f"{c:.6g}" for c in peak.alias_candidates_hz[1:3]), peak.likely_source or "-"))
+    return Table(
+        name="spectral-peaks", title="Periodic disturbances: significant spectral peaks",
+        columns=("CPU", "freq [Hz]", "period [ms]", "SNR", "FAP", "group", "alias candidates [Hz]", "likely source"),
+        rows=tuple(rows), formats=("", "{:.4f}", "{:.4g}", "{:.1f}", "{:.1e}", "", "", ""),
+        notes=(f"Peaks with false-alarm probability below {analysis.options.alpha:g} (Welch: local noise-floor test "
+               "with Šidák correction; Lomb-Scargle: Baluev).  A disturbance above fs/2 appears folded; "
+               "the alias candidates are the true frequencies it may have.",),
+    )
+
+
+@register_section(order=40, name="spectra")
+def spectra_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
+    """Per CPU: PSD with marked peaks and spectrogram; spike spectrum and ISI; then the peak table."""
+    if ctx.dataset.is_histogram:
+        return [_line("spectra not available: a histogram-only dataset has no time series")]
+    try:
+        analysis = ctx.shared("spectra", lambda: analyze_spectra(ctx.dataset))
+    except AnalysisError as exc:
+        return [_line(f"spectra not computed: {exc}")]
+    items: list[Page | Table] = []
+    for thread in analysis.threads[:MAX_THREAD_PAGES]:
+        fig, axes = new_page(2, 1)
+        plot_psd(thread, axes[0])
+        if thread.spectrogram is not None:
+            plot_spectrogram(thread.spectrogram, axes[1], title=f"CPU {thread.cpu}: spectrogram of latency")
+        items.append(Page(f"spectrum-cpu{thread.cpu}", fig))
+        fig, axes = new_page(1, 2)
+        if thread.spike_psd is not None:
+            plot_spike_psd(thread.spike_psd, thread.spike_peaks, axes[0],
+                           title=f"CPU {thread.cpu}: spectrum of the spike train")
+        plot_isi(thread.isi, axes[1])
+        items.append(Page(f"spikes-cpu{thread.cpu}", fig))
+    items.append(peak_table(analysis))
+    return items

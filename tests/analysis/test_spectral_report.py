@@ -1,0 +1,44 @@
+"""Spectral figures and the report section: drawn data equals the results; pages exist and render."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from jitterscope.dataset import open_dataset
+from jitterscope.plots_spectral import plot_isi, plot_psd, plot_spectrogram
+from jitterscope.report import new_page, write_report
+from jitterscope.simeffects import PeriodicDisturbance
+from jitterscope.simulate import BaseLatency, SimulationSpec, write_simulation
+from jitterscope.spectral import analyze_spectra
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    spec = SimulationSpec(threads=1, samples=30_000, base=BaseLatency(median_ns=3_000, spread=0.3),
+                          effects=(PeriodicDisturbance(frequency_hz=20.0, amplitude_ns=20_000, width_ns=1_000_000),))
+    return write_simulation(spec, tmp_path_factory.mktemp("specreport") / "s.parquet", 2)
+
+
+def test_plots_draw_the_results_unchanged(dataset):
+    thread = analyze_spectra(open_dataset(dataset)).threads[0]
+    fig, axes = new_page(3, 1)
+    plot_psd(thread, axes[0])
+    line = axes[0].get_lines()[0]
+    np.testing.assert_array_equal(line.get_xdata(), thread.psd.frequencies_hz[1:])
+    np.testing.assert_array_equal(line.get_ydata(), thread.psd.psd[1:])
+    markers = [ln for ln in axes[0].get_lines() if ln.get_marker() == "v"]
+    assert [m.get_xdata()[0] for m in markers] == [p.frequency_hz for p in thread.peaks]
+    assert any(t.get_text().startswith("20") for t in axes[0].texts)
+    assert axes[0].get_xscale() == "log" and axes[0].get_yscale() == "log"
+    plot_spectrogram(thread.spectrogram, axes[1])
+    plot_isi(thread.isi, axes[2])
+    assert axes[2].patches  # the histogram
+
+
+def test_report_has_the_spectral_pages(dataset, tmp_path):
+    info = write_report(dataset, tmp_path / "r.pdf", figures_dir=tmp_path / "fig", sections=["spectra"])
+    names = {p.name for p in (tmp_path / "fig").iterdir()}
+    assert {"spectrum-cpu0.pdf", "spikes-cpu0.pdf", "spectral-peaks.csv"} <= names
+    csv = (tmp_path / "fig" / "spectral-peaks.csv").read_text()
+    assert "20.0" in csv
+    assert info.pages >= 3
