@@ -46,6 +46,7 @@ import hashlib
 import importlib
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -68,6 +69,8 @@ SECTION_MODULES: tuple[str, ...] = (
     "jitterscope.sections.provenance",
     "jitterscope.sections.latency",
     "jitterscope.sections.power",
+    "jitterscope.sections.spectra",
+    "jitterscope.sections.tails",
 )
 
 PAGE_SIZE_IN = (11.69, 8.27)
@@ -212,10 +215,11 @@ class ReportInfo:
     pages: int
     sections: tuple[str, ...]
     figure_files: tuple[str, ...]
+    seconds: tuple[tuple[str, float], ...] = ()  # wall time of the shared passes and of each section
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "pages": self.pages, "sections": list(self.sections),
-                "figure_files": list(self.figure_files)}
+                "figure_files": list(self.figure_files), "seconds": dict(self.seconds)}
 
 
 def new_page(nrows: int = 1, ncols: int = 1, **subplot_kw: Any) -> tuple[Figure, Any]:
@@ -362,7 +366,9 @@ def write_report(
                                    f"{', '.join(s.name for s in chosen)}")
         chosen = tuple(s for s in chosen if s.name in sections)
     with matplotlib.rc_context(REPORT_RC):
+        started = time.perf_counter()
         ctx = build_context(dataset, top_k=top_k, progress=progress)
+        seconds = [("summary+timeline", time.perf_counter() - started)]
         when, _ = source_date()
         metadata = {
             "Title": f"jitterscope report: {dataset.path.name}",
@@ -380,6 +386,7 @@ def write_report(
                 bar = tqdm(chosen, desc="report", unit="section", file=sys.stderr, disable=not progress)
                 for section in bar:
                     bar.set_postfix_str(section.name)
+                    started = time.perf_counter()
                     items = section.function(ctx) or ()
                     if items:
                         contributed.append(section.name)
@@ -396,11 +403,13 @@ def write_report(
                                 _claim(table.name, used_names, section.name)
                                 written += _export_table(table, fig_dir)
                         page.figure.clear()
+                    seconds.append((section.name, time.perf_counter() - started))
             os.replace(tmp, out)
         except OSError as exc:
             tmp.unlink(missing_ok=True)
             raise JitterscopeError(f"{out}: cannot write the report ({exc.strerror or exc})") from None
-    return ReportInfo(path=str(out), pages=pages, sections=tuple(contributed), figure_files=tuple(written))
+    return ReportInfo(path=str(out), pages=pages, sections=tuple(contributed), figure_files=tuple(written),
+                      seconds=tuple(seconds))
 
 
 def _pages_of(section: str, items: Sequence[SectionItem], ctx: ReportContext) -> Iterator[Page]:
