@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-
 from jitterscope.dataset import open_dataset
 from jitterscope.metadata import Metadata, ThreadInfo
 from jitterscope.schema import sample_schema

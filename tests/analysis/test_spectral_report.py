@@ -21,7 +21,7 @@ def dataset(tmp_path_factory):
 
 def test_plots_draw_the_results_unchanged(dataset):
     thread = analyze_spectra(open_dataset(dataset)).threads[0]
-    fig, axes = new_page(3, 1)
+    _fig, axes = new_page(3, 1)
     plot_psd(thread, axes[0])
     line = axes[0].get_lines()[0]
     np.testing.assert_array_equal(line.get_xdata(), thread.psd.frequencies_hz[1:])
