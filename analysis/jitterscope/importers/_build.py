@@ -103,13 +103,13 @@ def build_jitterdebugger(primary: Parsed, companions: list[Parsed]) -> tuple[pa.
         raise ImportFormatError(f"{primary.path}: samples were read in µs but {results.path} says "
                                 f"resolution_in_ns={results.resolution_ns}; re-run the import (internal order error)")
     reconstructed = {
-        "expected_ns": ("actual_ns - the recorded latency, so that latencies are exactly jitterdebugger's; "
-                        "its targets lie on a grid of the interval, but with µs latencies (truncated) each "
-                        "true target is up to 999 ns earlier, so successive expected_ns differ from a whole "
-                        "number of intervals by less than 1 µs"),
-        "interval_ns": "median of successive expected_ns differences, rounded to 1 µs: samples.raw and "
-                       "results.json do not record the interval",
-        "seq": "round((expected_ns - first expected_ns) / interval): wake-ups missing from samples.raw "
+        "expected_ns": ("first target + seq * interval: jitterdebugger's targets lie on a grid of its interval; "
+                        "the first target is the one consistent with every record (each says the target lies "
+                        "in (actual - (latency + 1 unit), actual - latency]), so actual_ns - expected_ns "
+                        "truncated to the recorded unit gives back each recorded latency exactly, and finer"),
+        "interval_ns": "median step of (actual_ns - recorded latency), rounded to the recorded unit: "
+                       "samples.raw and results.json do not record the interval",
+        "seq": "grid index of each target from the first record's: wake-ups missing from samples.raw "
                "(jitterdebugger's ring drops silently) appear as seq gaps",
         "cpu": ("the A: (affinity) field of jitterdebugger's stdout" if stdout else
                 "ASSUMED: thread i on CPU i (jitterdebugger's default, all online CPUs in order); "
@@ -129,9 +129,9 @@ def build_jitterdebugger(primary: Parsed, companions: list[Parsed]) -> tuple[pa.
         summary = summaries.get(thread)
         cpu = summary.cpu if summary is not None and summary.cpu is not None and stdout else thread
         assert samples.actual_ns is not None
-        expected = samples.actual_ns - samples.latency_ns
         n = len(samples.seq)
-        interval_ns, seq = _grid(expected)
+        interval_ns, seq, expected = _grid_targets(samples.actual_ns, samples.latency_ns, primary.resolution_ns or 1000,
+                                                   thread, primary, notes)
         columns["cpu"].append(np.full(n, cpu, np.int32))
         columns["thread"].append(np.full(n, thread, np.int32))
         columns["seq"].append(seq)
@@ -282,18 +282,30 @@ def _stats_mismatch(latency_ns: np.ndarray, summary: ThreadSummary) -> str:
     return ""
 
 
-def _grid(expected: np.ndarray) -> tuple[int, np.ndarray]:
-    """(interval, seq) of targets on a grid: the median step rounded to 1 µs, and each target's grid index."""
-    fallback = np.arange(len(expected), dtype=np.int64)
-    if len(expected) < 2:
-        return 0, fallback
-    interval = round(float(np.median(np.diff(expected))) / 1000.0) * 1000
-    if interval <= 0:
-        return 0, fallback
-    seq = np.rint((expected - expected[0]) / interval).astype(np.int64)
-    if np.any(np.diff(seq) <= 0):
-        return interval, fallback
-    return interval, seq
+def _grid_targets(actual: np.ndarray, recorded: np.ndarray, unit: int, thread: int, primary: Parsed,
+                  notes: list[str]) -> tuple[int, np.ndarray, np.ndarray]:
+    """(interval, seq, expected_ns) of wake-ups whose targets lie on a grid, from their truncated latencies."""
+    rough = actual - recorded  # each true target is in (rough - unit, rough]
+    if len(rough) < 2:
+        return 0, np.arange(len(rough), dtype=np.int64), rough
+    interval = round(float(np.median(np.diff(rough))) / unit) * unit
+    seq = np.rint((rough - rough[0]) / interval).astype(np.int64) if interval > 0 else np.zeros(0, np.int64)
+    if interval <= 0 or np.any(np.diff(seq) <= 0):
+        raise ImportFormatError(f"{primary.path}: thread {thread}'s wake-up targets are not on a grid of one "
+                                "interval; not jitterdebugger samples.raw as known (or damaged)")
+    base = rough - seq * interval  # each record's bound on the first target: first <= base, first > base - unit
+    upper, lower = int(base.min()), int((base - unit + 1).max())
+    if lower <= upper:
+        first = (lower + upper) // 2
+        notes.append(f"thread {thread}: the grid of targets is pinned down to {upper - lower + 1} ns by the "
+                     f"{len(seq)} records (latencies are exact to that, not just to the recorded unit)")
+    else:
+        first = int(np.median(base))
+        expected = first + seq * interval
+        off = int(np.count_nonzero((actual - expected) // unit * unit != recorded))
+        notes.append(f"thread {thread}: the targets are not exactly on one grid ({off} of {len(seq)} records "
+                     f"disagree by up to {(upper - lower) / 1000:.3f} µs); grid from the median")
+    return interval, seq, first + seq * interval
 
 
 def _gaps(seq: np.ndarray) -> int:

@@ -43,6 +43,8 @@ def test_samples_give_results_json_numbers(folder):
             assert any(f"{missing} missing" in n and f"thread {info.thread}" in n for n in metadata.source["notes"])
             assert latency_us.min() >= reported["min"] and latency_us.max() <= reported["max"]
         assert info.interval_ns == 1_000_000  # recovered from the timestamps: jitterdebugger -i 1000
+        steps = np.diff(np.asarray(rows.column("expected_ns")))
+        assert np.all(steps == np.diff(np.asarray(rows.column("seq"))) * info.interval_ns)  # the contract's grid
     total_missing = sum(t.extra["missing"] for t in metadata.threads)
     assert total_missing == {"jd-fresh": 1, "jd-shared": 3}[folder]
 
