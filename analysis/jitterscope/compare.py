@@ -67,6 +67,8 @@ class RunSummary:
     intervals_ns: tuple[int, ...]
     wakeups_per_s: float
     max_ns: float
+    metrics_ns: tuple[tuple[str, float], ...]
+    """p50, p99, p99.9, p99.99 and max of the run, in ns."""
     block_length: int
     block_reason: str
     resample_length: int
@@ -128,6 +130,8 @@ class PairComparison:
     tests: tuple[TestResult, ...]
     exceedance_ratios: tuple[ExceedanceRatio, ...]
     notes: tuple[str, ...]
+    qq_ns: tuple[tuple[float, float], ...]
+    """(baseline quantile, candidate quantile) at shared levels, for the QQ plot."""
 
     def verdict(self, metric: str) -> str:
         return next(m.verdict for m in self.metrics if m.metric == metric)
@@ -274,7 +278,7 @@ def _compare_pair(
         baseline=run_a.label, candidate=run_b.label, metrics=tuple(metrics),
         tests=_tests(base, cand, seed), exceedance_ratios=_ratios(base, cand, draws_a, draws_b, thresholds,
                                                                   run_a, run_b, alpha),
-        notes=_pair_notes(run_a, run_b))
+        notes=_pair_notes(run_a, run_b), qq_ns=_qq(base, cand))
 
 
 def _quantile_change(name: str, a: float, b: float, lo: float, hi: float, relative: float, r_lo: float,
@@ -368,6 +372,12 @@ def _ratios(base: np.ndarray, cand: np.ndarray, draws_a: BootstrapDraws, draws_b
     return tuple(out)
 
 
+def _qq(base: np.ndarray, cand: np.ndarray) -> tuple[tuple[float, float], ...]:
+    n = min(base.size, cand.size)
+    levels = np.unique(np.r_[np.linspace(0.0, 0.99, 100), 1 - np.logspace(-2, -np.log10(n), 60)])
+    return tuple(zip(np.quantile(base, levels).tolist(), np.quantile(cand, levels).tolist(), strict=True))
+
+
 def _run_summaries(values: list[np.ndarray], metadatas: Sequence[Metadata], labels: Sequence[str],
                    paths: Sequence[str], rates: Sequence[float], draws: list[BootstrapDraws]) -> tuple[RunSummary, ...]:
     lo = min(float(v.min()) for v in values)
@@ -377,13 +387,17 @@ def _run_summaries(values: list[np.ndarray], metadatas: Sequence[Metadata], labe
     else:
         edges = np.linspace(lo, hi + 1, HIST_BINS + 1)
     out = []
+    qs = [q for _, q in QUANTILE_METRICS]
     for label, path, meta, v, rate, d in zip(labels, paths, metadatas, values, rates, draws, strict=True):
         levels = 1 - np.logspace(np.log10(0.5), -np.log10(v.size), PLOT_LEVELS)
         counts = np.histogram(v, edges)[0]
         out.append(RunSummary(
             label=label, path=path, kind=meta.kind, n=int(v.size), threads=len(meta.threads),
             cpus=tuple(t.cpu for t in meta.threads), intervals_ns=tuple(sorted({t.interval_ns for t in meta.threads})),
-            wakeups_per_s=float(rate), max_ns=float(v.max()), block_length=d.block.length,
+            wakeups_per_s=float(rate), max_ns=float(v.max()),
+            metrics_ns=(*zip([m for m, _ in QUANTILE_METRICS], np.quantile(v, qs).tolist(), strict=True),
+                        ("max", float(v.max()))),
+            block_length=d.block.length,
             block_reason=d.block.reason, resample_length=d.resample_length,
             quantile_levels=tuple(levels.tolist()), quantiles_ns=tuple(np.quantile(v, levels).tolist()),
             hist_edges_ns=tuple(edges.tolist()), hist_fraction=tuple((counts / v.size).tolist())))

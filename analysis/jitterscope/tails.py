@@ -49,6 +49,8 @@ N_CANDIDATES = 12
 N_BLOCKS = 100
 STABILITY_ALPHA = 0.05
 GOF_MAX = 1000
+QQ_POINTS = 400
+RETURN_CURVE_POINTS = 10
 """Goodness of fit is tested on a random subsample of at most this many exceedances (cost, and
 with many thousands A² rejects any model for the rounding of the clock alone)."""
 RETURN_PERIODS_S = (("hour", 3600.0), ("day", 86400.0))
@@ -135,10 +137,15 @@ class TailFit:
     ad_statistic: float
     ad_p_value: float
     qq_correlation: float
-    exceedance_sizes_ns: tuple[float, ...]
+    qq_points_ns: tuple[tuple[float, float], ...]
+    """(model quantile, observed exceedance size) at plotting positions (i - 0.5)/k, at most QQ_POINTS."""
     observed_max_ns: float
     exceedance_probabilities: tuple[tuple[float, Interval], ...]
     return_levels: tuple[ReturnLevel, ...]
+    return_curve: tuple[tuple[float, float, float, float], ...]
+    """(return period in wake-ups, level, lower, upper) in ns, from the threshold's period up to beyond a day."""
+    empirical_return: tuple[tuple[float, float], ...]
+    """(return period n / i in wake-ups, i-th largest latency), the largest values only."""
     block_maxima: BlockMaxima | None
     checks: tuple[Check, ...]
     assumptions_ok: bool
@@ -311,7 +318,10 @@ def fit_tail(
     gof_y = y if k <= GOF_MAX else np.random.default_rng(seed).choice(y, GOF_MAX, replace=False)
     a2, ad_p = gpd.gof_pvalue(gof_y, fit if k <= GOF_MAX else gpd.fit_gpd(gof_y), seed=seed)
     probs = (np.arange(1, k + 1) - 0.5) / k
-    qq = float(np.corrcoef(np.sort(y), fit.isf(1 - probs))[0, 1])
+    model = fit.isf(1 - probs)
+    qq = float(np.corrcoef(np.sort(y), model)[0, 1])
+    keep = np.unique(np.linspace(0, k - 1, min(k, QQ_POINTS)).round().astype(int))
+    qq_points = tuple(zip(model[keep].tolist(), np.sort(y)[keep].tolist(), strict=True))
     observed_max = float(values.max())
     exceed = []
     for level in sorted({observed_max, *map(float, levels_ns)}):
@@ -328,6 +338,13 @@ def fit_tail(
             continue
         est, lo, hi = gpd.return_level_ci(y, k, n, 1 / wakeups, confidence, fit)
         returns.append(ReturnLevel(name, wakeups, Interval(u + est, u + lo, u + hi), wakeups / n))
+    top = np.sort(values)[::-1][:min(k, QQ_POINTS)].astype(float)
+    empirical = tuple(zip((n / np.arange(1, top.size + 1)).tolist(), top.tolist(), strict=True))
+    curve = []
+    longest = max([r.wakeups for r in returns] + [10.0 * n])
+    for periods in np.geomspace(2 * n / k, longest, RETURN_CURVE_POINTS):
+        est, lo, hi = gpd.return_level_ci(y, k, n, 1 / periods, confidence, fit)
+        curve.append((float(periods), u + est, u + lo, u + hi))
     block = max(10, n // N_BLOCKS)
     bm = fit_block_maxima(values, block, fit.xi, fit.xi_se) if n // block >= 20 else None
     gof = Check("goodness of fit", a2, ad_p, ad_p >= ALPHA,
@@ -344,8 +361,8 @@ def fit_tail(
         thread=thread, cpu=cpu, n=n, rate_hz=rate, confidence=confidence, threshold_ns=u,
         threshold_quantile=1 - k / n, exceedances=k, candidates=candidates, mrl_xi=_mrl_xi(candidates, chosen),
         xi=fit.xi, xi_se=fit.xi_se, sigma_ns=fit.sigma, ad_statistic=a2, ad_p_value=ad_p, qq_correlation=qq,
-        exceedance_sizes_ns=tuple(np.sort(y).tolist()), observed_max_ns=observed_max,
-        exceedance_probabilities=tuple(exceed), return_levels=tuple(returns), block_maxima=bm,
+        qq_points_ns=qq_points, observed_max_ns=observed_max, exceedance_probabilities=tuple(exceed),
+        return_levels=tuple(returns), return_curve=tuple(curve), empirical_return=empirical, block_maxima=bm,
         checks=checks, assumptions_ok=not failed, verdict=verdict)
 
 

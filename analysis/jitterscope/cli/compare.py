@@ -1,0 +1,53 @@
+"""``jitterscope compare A B [C …] [-o compare.pdf] [--json]``: every run against the first."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..compare import compare_runs
+from ..compare_report import write_compare_report
+from ..dataset import open_dataset
+from ..errors import AnalysisError
+from ..tables_compare import comparison_text
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compare", help="compare runs: quantile changes with intervals, verdicts, tests, environment diff",
+        description="Compare two or more datasets against the first: p50 … max with block-bootstrap intervals, "
+                    "a verdict per metric (improved / regressed / within noise), rank and distribution tests, "
+                    "exceedance-rate ratios and every difference in environment and settings.",
+    )
+    parser.add_argument("datasets", nargs="+", metavar="DATASET",
+                        help="two or more datasets; the first is the baseline")
+    parser.add_argument("-o", "--output", metavar="PDF", help="also write the comparison as a PDF")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
+    parser.add_argument("--labels", metavar="A,B,…", help="names of the runs (default: file names)")
+    parser.add_argument("--noise", type=float, default=5.0, metavar="PCT",
+                        help="noise threshold in percent (default: 5)")
+    parser.add_argument("--confidence", type=float, default=95.0, metavar="PCT",
+                        help="confidence level of the intervals in percent (default: 95)")
+    parser.add_argument("--resamples", type=int, default=1000, metavar="B",
+                        help="bootstrap resamples per run (default: 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0)")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if len(args.datasets) < 2:
+        raise AnalysisError("compare needs at least two datasets (the first is the baseline)")
+    if not 0 < args.confidence < 100 or args.noise < 0 or args.resamples < 20:
+        raise AnalysisError("need 0 < --confidence < 100, --noise >= 0 and --resamples >= 20")
+    labels = args.labels.split(",") if args.labels else None
+    comparison = compare_runs([open_dataset(p) for p in args.datasets], labels=labels, noise=args.noise / 100,
+                              confidence=args.confidence / 100, n_boot=args.resamples, seed=args.seed)
+    if args.output:
+        info = write_compare_report(comparison, args.output)
+        print(f"{info.path}: {info.pages} pages", file=sys.stderr)
+    if args.json:
+        print(json.dumps(comparison.to_json(), indent=1, allow_nan=False))
+    else:
+        print(comparison_text(comparison))
+    return 0

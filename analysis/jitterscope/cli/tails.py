@@ -1,0 +1,37 @@
+"""``jitterscope tails DATASET [--json]``: peaks-over-threshold fit per thread, assumptions checked."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..dataset import open_dataset
+from ..errors import AnalysisError
+from ..tables_compare import tails_text
+from ..tails import analyze_tails
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "tails", help="extreme-value fit per thread: exceedance probabilities, return levels, assumptions",
+        description="Fit a generalised Pareto tail per thread (threshold by a stated parameter-stability rule), "
+                    "give P(latency > x) and the latency exceeded about once per hour/day with profile-likelihood "
+                    "intervals, cross-check with block maxima, and check independence and stationarity.",
+    )
+    parser.add_argument("dataset", metavar="DATASET", help="dataset file or directory")
+    parser.add_argument("--level-us", type=float, action="append", default=[], metavar="US",
+                        help="also give P(latency > US µs); repeatable")
+    parser.add_argument("--confidence", type=float, default=90.0, metavar="PCT",
+                        help="confidence level of the intervals in percent (default: 90)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if not 0 < args.confidence < 100:
+        raise AnalysisError(f"--confidence must be between 0 and 100, not {args.confidence}")
+    report = analyze_tails(open_dataset(args.dataset), levels_ns=tuple(x * 1000 for x in args.level_us),
+                           confidence=args.confidence / 100)
+    print(json.dumps(report.to_json(), indent=1) if args.json else tails_text(report), end="" if not args.json
+          else "\n")
+    return 0
