@@ -29,6 +29,8 @@ COMMANDS: tuple[str, ...] = (
     "export",
     "pack",
     "spectrum",
+    "compare",
+    "tails",
 )
 
 
