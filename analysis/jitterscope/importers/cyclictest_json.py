@@ -70,7 +70,7 @@ def parse(path: Path) -> Parsed:
             max_ns=json_int(entry, "max", FORMAT, path, where) * resolution_ns if cycles else None,
             avg_ns=json_number(entry, "avg", FORMAT, path, where) * resolution_ns if cycles else None,
             unit_ns=resolution_ns,
-            cpu=cpu if isinstance(cpu, int) and not isinstance(cpu, bool) and cpu >= 0 else None,
+            cpu=cpu if isinstance(cpu, int) and not isinstance(cpu, bool) and 0 <= cpu < 1 << 20 else None,
             overflows=cycles - binned if len(counts) else None,
         )
         parsed.summaries.append(summary)

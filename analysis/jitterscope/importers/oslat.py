@@ -95,6 +95,8 @@ def parse(path: Path) -> Parsed:
         raise fail(FORMAT, path, "whole file", "no 'Core:' line with bucket rows after it",
                    "the run did not finish or this is not oslat output")
     cores = [_int(c, path, "Core:") for c in fields["Core"]]
+    if any(c >= 1 << 20 for c in cores):
+        raise fail(FORMAT, path, "'Core:' line", "a core number is implausible")
     if any(len(r) != len(cores) for r in rows):
         raise fail(FORMAT, path, "buckets", f"a bucket row does not have one count per core ({len(cores)})")
     for key in ("Minimum", "Average", "Maximum"):

@@ -35,7 +35,7 @@ from ._common import Parsed, ThreadHistogram, ThreadSummary, fail, read_text, sh
 
 FORMAT = "rtla-timerlat-hist"
 
-_COLUMN = re.compile(r"(IRQ|Thr|Usr)-(\d+)")
+_COLUMN = re.compile(r"(IRQ|Thr|Usr)-(\d{1,6})")
 _STATS = ("over", "count", "min", "avg", "max")
 
 
