@@ -43,6 +43,7 @@ TARGETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ct-hist.json", ()),
     ("ct-histofall.txt", ()),
     ("ct-quiet.txt", ()),
+    ("ct-vq.txt", ()),
     ("shared/cyclictest-histogram.txt", ("shared/cyclictest-summary.json",)),
     ("shared/cyclictest-verbose.txt", ()),
     ("jd-shared/samples.raw", ("jd-shared/results.json",)),

@@ -19,10 +19,14 @@ from .. import __version__
 from ..errors import ImportFormatError
 from ..metadata import Metadata, ThreadInfo
 from ._common import Parsed, ThreadSamples, ThreadSummary
+from .cyclictest_quiet import scale as scale_summaries
 from .cyclictest_verbose import reconstruct, resolve_intervals
 
 
 def build_cyclictest_verbose(primary: Parsed, companions: list[Parsed]) -> tuple[pa.Table, Metadata]:
+    if primary.summaries:  # "-v -q": the summary lines are in the same file
+        embedded = Parsed(format="cyclictest-quiet", path=primary.path, role="summary", summaries=primary.summaries)
+        companions = [*companions, embedded]
     options: dict[str, Any] = {}
     resolution = None
     for comp in companions:
@@ -38,6 +42,9 @@ def build_cyclictest_verbose(primary: Parsed, companions: list[Parsed]) -> tuple
                      "give the --json file to know")
     headers = primary.settings["interval_headers_us"]
     intervals_us, how_interval = resolve_intervals(headers, options)
+    for comp in companions:
+        if comp.format == "cyclictest-quiet" and comp.resolution_ns is None:
+            scale_summaries(comp, resolution)
     quiet = next((c for c in companions if c.format == "cyclictest-quiet"), None)
     if quiet is not None and len(quiet.summaries) == len(headers):
         intervals_us = [s.interval_ns // 1000 for s in quiet.summaries]
@@ -58,6 +65,10 @@ def build_cyclictest_verbose(primary: Parsed, companions: list[Parsed]) -> tuple
         notes.append(f"cyclictest ran with -o {options['oscope']}: each line is the maximum of "
                      f"{options['oscope']} wake-ups")
     summaries = _merged_summaries(companions)
+    known = {s.thread for s in primary.samples}
+    if summaries and set(summaries) != known:
+        raise ImportFormatError(f"{primary.path}: threads {sorted(known)} but {other_path(companions)} describe "
+                                f"threads {sorted(summaries)}; the files are not from the same run")
     columns: dict[str, list[np.ndarray]] = {k: [] for k in ("cpu", "thread", "seq", "expected_ns", "actual_ns",
                                                              "overruns", "smi")}
     threads = []

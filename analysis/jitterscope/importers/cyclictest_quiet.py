@@ -28,22 +28,27 @@ def sniff(head: bytes) -> bool:
     return bool(re.search(rb"T:\s*\d+ \(\s*\d+\) P:\s*\d+ I:\s*\d+ C:", head))
 
 
+def summary_from_line(raw: str) -> ThreadSummary | None:
+    """The summary of one ``T: ...`` line (latencies still in the printed unit), or None."""
+    match = _LINE.fullmatch(_ESCAPE.sub("", raw))
+    if not match:
+        return None
+    count = int(match[5])
+    return ThreadSummary(
+        thread=int(match[1]), tid=int(match[2]), interval_ns=int(match[4]) * 1000, count=count,
+        min_ns=int(match[6]) if count else None, avg_ns=float(match[8]) if count else None,
+        max_ns=int(match[9]) if count else None, avg_decimals=0, avg_truncated=True,
+    )
+
+
 def parse(path: Path) -> Parsed:
     text = read_text(path, FORMAT)
     found: dict[int, ThreadSummary] = {}
     for number, raw in enumerate(text.split("\n"), 1):
         line = _ESCAPE.sub("", raw)
-        match = _LINE.fullmatch(line)
-        if match:
-            thread = int(match[1])
-            if thread > 4095:
-                raise fail(FORMAT, path, f"line {number}", f"thread {thread} is implausible")
-            count = int(match[5])
-            found[thread] = ThreadSummary(
-                thread=thread, tid=int(match[2]), interval_ns=int(match[4]) * 1000, count=count,
-                min_ns=int(match[6]) if count else None, avg_ns=float(match[8]) if count else None,
-                max_ns=int(match[9]) if count else None, avg_decimals=0, avg_truncated=True,
-            )
+        summary = summary_from_line(line)
+        if summary is not None:
+            found[summary.thread] = summary
             continue
         if _IGNORED.fullmatch(line):
             continue

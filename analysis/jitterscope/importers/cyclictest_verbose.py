@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import Parsed, ThreadSamples, fail, read_text, show
+from ._common import Parsed, ThreadSamples, ThreadSummary, fail, read_text, show
+from .cyclictest_quiet import summary_from_line
 
 FORMAT = "cyclictest-verbose"
 DEFAULT_DISTANCE_US = 500
@@ -56,6 +57,7 @@ def parse(path: Path) -> Parsed:
     headers: dict[int, int] = {}
     rows: dict[int, tuple[list[int], list[int], list[int]]] = {}
     smi_mode: bool | None = None
+    summaries: list[ThreadSummary] = []  # "-v -q" also prints the summary lines at exit
     lines = text.split("\n")
     for number, line in enumerate(lines, 1):
         match = _SAMPLE.fullmatch(line)
@@ -87,6 +89,10 @@ def parse(path: Path) -> Parsed:
                 raise fail(FORMAT, path, f"line {number}", f"unexpected header {show(line)}")
             headers[thread] = interval
             continue
+        summary = summary_from_line(line)
+        if summary is not None:
+            summaries.append(summary)
+            continue
         if any(p.fullmatch(line) for p in _PREAMBLE):
             continue
         raise fail(FORMAT, path, f"line {number}", f"{show(line)} is not a 'thread:cycle:latency' line")
@@ -94,7 +100,7 @@ def parse(path: Path) -> Parsed:
         raise fail(FORMAT, path, "preamble", "no 'Thread N Interval:' header", "was cyclictest run with -v?")
     if not rows:
         raise fail(FORMAT, path, "body", "no sample lines", "the run printed nothing; is the file complete?")
-    parsed = Parsed(format=FORMAT, path=path, role="samples")
+    parsed = Parsed(format=FORMAT, path=path, role="samples", summaries=summaries)
     parsed.settings["interval_headers_us"] = [headers[t] for t in sorted(headers)]
     for thread in sorted(headers):
         seqs, lats, smis = rows.get(thread, ([], [], []))

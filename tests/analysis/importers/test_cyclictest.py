@@ -249,3 +249,15 @@ def test_parse_cmdline():
     options = parse_cmdline("cyclictest -t2 -a -p99 -i1000 -l2000 -q -m --histogram=200 --json=x.json -d 250 -N")
     assert options == {"threads": 2, "priority": 99, "interval_us": 1000, "loops": 2000, "quiet": True,
                        "mlockall": True, "histogram": 200, "distance_us": 250, "nsecs": True}
+
+
+def test_verbose_and_quiet_in_one_file():
+    # "cyclictest -v -q" prints the samples and, at exit, the summary lines: the file checks itself
+    _, metadata = import_files([DATA / "ct-vq.txt"])
+    summary_lines = [line for line in (DATA / "ct-vq.txt").read_text().splitlines() if line.startswith("T:")]
+    assert len(summary_lines) == 2
+    assert [t.extra["missing"] for t in metadata.threads] == [0, 208 - 201]
+    assert [t.interval_ns for t in metadata.threads] == [1_000_000, 1_500_000]
+    assert "I: field" in metadata.source["reconstructed"]["expected_ns"]
+    _, with_json = import_files([DATA / "ct-vq.txt", DATA / "ct-vq.json"])
+    assert with_json.threads[0].extra["source_avg_ns"] == 20690.0  # the JSON's two decimals win
