@@ -182,6 +182,11 @@ def _weighted_median(sorted_values: np.ndarray, weights: np.ndarray) -> float:
 
 
 _EXACT = 1 << 53  # int64 magnitudes below this convert to float64 exactly
+# Values below 8.4 ms (nearly every latency and period error) index through a table: one gather
+# instead of four passes.  32 MiB, built on the first large batch.
+_LUT_SIZE = 1 << 23
+_LUT_MIN_BATCH = 1 << 14
+_LUTS: dict[int, np.ndarray] = {}
 
 
 class LatencyHistogram:
@@ -243,6 +248,8 @@ class LatencyHistogram:
         top = int(magnitude.max())
         if top < (1 << s):
             return magnitude.astype(np.int64)
+        if top < _LUT_SIZE and magnitude.size >= _LUT_MIN_BATCH and magnitude.dtype == np.int64:
+            return self._lookup().take(magnitude)
         if top < _EXACT and magnitude.dtype == np.int64:
             # exact in float64: the exponent and the leading s mantissa bits are the bucket
             index = magnitude.astype(np.float64).view(np.int64) >> (52 - s)
@@ -259,6 +266,18 @@ class LatencyHistogram:
         shift = exponent - np.uint64(s)
         index = ((shift + np.uint64(1)) << np.uint64(s)) + (magnitude >> shift) - np.uint64(1 << s)
         return np.where(magnitude < (1 << s), magnitude, index).astype(np.int64)
+
+    def _lookup(self) -> np.ndarray:
+        """Bucket index of every value below ``_LUT_SIZE`` (built once per process and bucket layout)."""
+        table = _LUTS.get(self.sub_bits)
+        if table is None:
+            values = np.arange(_LUT_SIZE, dtype=np.int64)
+            # computed without the table (it does not exist yet): the exact float64-bits path
+            index = values.astype(np.float64).view(np.int64) >> (52 - self.sub_bits)
+            index -= (1023 + self.sub_bits - 1) << self.sub_bits
+            table = np.where(values < (1 << self.sub_bits), values, index).astype(np.int32)
+            _LUTS[self.sub_bits] = table
+        return table
 
     def _bounds(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Inclusive lower and exclusive upper value of non-negative bucket indices."""

@@ -152,17 +152,18 @@ class _ThreadAccumulators:
         self.histogram.update(latency)
         self.moments.update(latency)
         self.spikes.update(self.info.thread, self.info.cpu, seq, actual, latency)
-        self.cyclictest.update(actual, expected)
+        self.cyclictest.update(actual, expected, sorted_expected=True)  # iter_thread_batches checked the order
         if overruns is not None:
             self.overruns += int(overruns.sum())
-        if self.last is not None:
-            seq = np.concatenate([[self.last[0]], seq])
-            actual_all = np.concatenate([[self.last[1]], actual])
-        else:
-            actual_all = actual
-        self.last = (int(seq[-1]), int(actual_all[-1]))
-        consecutive = np.diff(seq) == 1  # a period across a drop is not a period
-        self.period_error.update((np.diff(actual_all) - self.info.interval_ns)[consecutive])
+        # periods within the batch, and the one joining it to the previous batch; a period across a drop is none
+        error = actual[1:] - actual[:-1]
+        error -= self.info.interval_ns
+        if seq.size and seq[-1] - seq[0] != seq.size - 1:  # seq strictly increases, so this means a gap
+            error = error[seq[1:] - seq[:-1] == 1]
+        if self.last is not None and seq[0] - self.last[0] == 1:
+            error = np.concatenate([[actual[0] - self.last[1] - self.info.interval_ns], error])
+        self.period_error.update(error)
+        self.last = (int(seq[-1]), int(actual[-1]))
 
 
 def summarize(

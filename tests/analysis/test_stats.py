@@ -255,6 +255,15 @@ def test_cyclictest_us_fast_path_equals_c_arithmetic():
     by_c = [(a // 10**9 - e // 10**9) * 10**6 + int((a % 10**9 - e % 10**9) / 1000)
             for a, e in zip(actual.tolist(), expected.tolist(), strict=True)]
     assert cyclictest_us(actual, expected).tolist() == by_c
+    # one thread's rows in order (every 0.1 ms, some right at a second boundary): the boundary search
+    expected = 999_000_000 + np.arange(200_000) * 100_000 + np.repeat([0, 1], 100_000)
+    latency = rng.integers(0, 2_500_000, expected.size)
+    latency[::7] = (latency[::7] // 1000) * 1000  # whole µs never round up
+    actual = expected + latency
+    by_c = [(a // 10**9 - e // 10**9) * 10**6 + int((a % 10**9 - e % 10**9) / 1000)
+            for a, e in zip(actual.tolist(), expected.tolist(), strict=True)]
+    assert cyclictest_us(actual, expected, sorted_expected=True).tolist() == by_c
+    assert sum(int((a % 10**9) < (e % 10**9)) for a, e in zip(actual.tolist(), expected.tolist(), strict=True)) > 100
 
 
 def test_histogram_index_fast_path_equals_exact_path():
@@ -262,6 +271,8 @@ def test_histogram_index_fast_path_equals_exact_path():
     values = np.concatenate([rng.integers(0, 2**53 - 1, 50_000), 2 ** np.arange(10, 53), 2 ** np.arange(10, 53) - 1])
     hist = LatencyHistogram()
     assert np.array_equal(hist._index(values), hist._index(values.astype(np.uint64)))
+    small = np.concatenate([rng.integers(0, 1 << 23, 100_000), np.arange(4096)])  # through the lookup table
+    assert np.array_equal(hist._index(small), hist._index(small.astype(np.uint64)))
 
 
 def test_summarize_histogram_dataset(tmp_path):
