@@ -137,8 +137,11 @@ def tail_checks_table(fit: TailFit) -> Table:
     notes = [f"verdict: {fit.verdict}"]
     if fit.block_maxima is not None:
         notes.append(fit.block_maxima.sentence)
-    notes.append(f"mean-residual-life slope above the threshold implies ξ = {fit.mrl_xi:.3f} "
-                 f"(GPD fit ξ = {fit.xi:.3f} ± {fit.xi_se:.3f})")
+    if fit.mrl_xi == fit.mrl_xi:  # not NaN: enough candidates above the threshold for a slope
+        notes.append(f"mean-residual-life slope above the threshold implies ξ = {fit.mrl_xi:.3f} "
+                     f"(GPD fit ξ = {fit.xi:.3f} ± {fit.xi_se:.3f})")
+    else:
+        notes.append("mean-residual-life slope: fewer than 3 candidate thresholds above the chosen one")
     for r in fit.return_levels:
         notes.append(f"once per {r.period}: {r.level_ns.estimate / 1000:.1f} µs "
                      f"[{r.level_ns.lower / 1000:.1f} … {r.level_ns.upper / 1000:.1f}] — {r.extrapolation:.0f}× "

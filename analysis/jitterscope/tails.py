@@ -31,6 +31,7 @@ Per thread (:func:`fit_tail` on one series, :func:`analyze_tails` on a dataset):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,17 +196,22 @@ def choose_threshold(values: np.ndarray) -> tuple[tuple[ThresholdCandidate, ...]
     if not candidates:
         raise AnalysisError("latencies take too few distinct values for a tail fit (heavily rounded data?)")
     candidates.sort(key=lambda c: c.threshold_ns)
-    for i, cand in enumerate(candidates):
-        higher = candidates[i + 1:]
-        if not higher:
-            break
-        z = stats.norm.isf(STABILITY_ALPHA / (2 * len(higher)))  # Bonferroni over the higher candidates
-        # standard errors under the hypothesis that the shape above u_i is xi_i: (1 + xi_i) / sqrt(k)
-        one_plus = 1 + max(cand.xi, -0.5)
-        if all(abs(cand.xi - h.xi) <= z * one_plus * np.sqrt(max(1 / h.exceedances - 1 / cand.exceedances, 1e-12))
-               for h in higher):
+    for i in range(len(candidates) - 1):
+        if _is_stable(candidates, i):
             return tuple(candidates), i
     return tuple(candidates), len(candidates) - 1
+
+
+def _is_stable(candidates: Sequence[ThresholdCandidate], i: int) -> bool:
+    """Whether candidate ``i``'s shape agrees with every higher candidate's (the rule in the module docstring)."""
+    cand, higher = candidates[i], candidates[i + 1:]
+    if not higher:
+        return False
+    z = stats.norm.isf(STABILITY_ALPHA / (2 * len(higher)))  # Bonferroni over the higher candidates
+    # standard errors under the hypothesis that the shape above u_i is xi_i: (1 + xi_i) / sqrt(k)
+    one_plus = 1 + max(cand.xi, -0.5)
+    return all(abs(cand.xi - h.xi) <= z * one_plus * np.sqrt(max(1 / h.exceedances - 1 / cand.exceedances, 1e-12))
+               for h in higher)
 
 
 def _mrl_xi(candidates: tuple[ThresholdCandidate, ...], chosen: int) -> float:
@@ -347,11 +353,18 @@ def fit_tail(
         curve.append((float(periods), u + est, u + lo, u + hi))
     block = max(10, n // N_BLOCKS)
     bm = fit_block_maxima(values, block, fit.xi, fit.xi_se) if n // block >= 20 else None
+    stable = _is_stable(candidates, chosen)
+    threshold_check = Check(
+        "threshold stability", float(chosen), None, stable,
+        f"threshold {u / 1000:.3f} µs ({k} exceedances) is the lowest of {len(candidates)} candidates whose shape "
+        "agrees with every higher one" if stable else
+        f"no candidate threshold has a shape that agrees with every higher one; the highest ({k} exceedances) "
+        "is used — the tail looks like a mixture of mechanisms, which one GPD cannot describe")
     gof = Check("goodness of fit", a2, ad_p, ad_p >= ALPHA,
                 f"Anderson-Darling A² = {a2:.2f} on {gof_y.size} exceedances, parametric-bootstrap p = {ad_p:.3f}, "
                 f"QQ correlation {qq:.4f} — " + ("the GPD describes the exceedances" if ad_p >= ALPHA
                                                  else "the exceedances do not follow a GPD"))
-    checks = (gof, *check_exceedances(positions, n))
+    checks = (threshold_check, gof, *check_exceedances(positions, n))
     if bm is not None:
         checks += check_block_maxima(np.asarray(bm.maxima_ns))
     failed = [c.name for c in checks if not c.passed]
