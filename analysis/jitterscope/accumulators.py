@@ -144,10 +144,11 @@ class TopSpikes:
         w = self.neighbours
         self._complete_after(thread, latency)
         previous = self._tail.get(thread, np.zeros(0, np.int64))
-        candidates = np.arange(latency.size) if latency.size <= self.k else np.argpartition(-latency, self.k)[: self.k]
         threshold = self._threshold()
-        if threshold is not None:
-            candidates = candidates[latency[candidates] >= threshold]
+        # once k spikes are known, only rows at or above the smallest of them can enter: one compare, no partition
+        candidates = np.arange(latency.size) if threshold is None else np.flatnonzero(latency >= threshold)
+        if candidates.size > self.k:
+            candidates = candidates[np.argpartition(-latency[candidates], self.k)[: self.k]]
         padded = np.concatenate([previous, latency])
         for index in candidates.tolist():
             start = index + previous.size
