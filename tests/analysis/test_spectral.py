@@ -327,3 +327,33 @@ def test_isi_histogram_of_a_periodic_spike_train():
     assert result.spikes == n // 250
     assert result.counts.sum() == n // 250 - 1
     assert result.mode_s == pytest.approx(0.25, rel=0.06)
+
+
+def test_merge_of_median_reservoirs_and_spectrogram_columns():
+    x = _noise(13, 40_000)
+    first, second = WelchAccumulator(FS, 256, average="median", columns=16, span_hint=40_000), WelchAccumulator(
+        FS, 256, average="median", columns=16, span_hint=40_000)
+    first.update(x[:20_000], np.arange(20_000))
+    second.update(x[20_000:], np.arange(20_000, 40_000))
+    whole = WelchAccumulator(FS, 256, average="median", columns=16, span_hint=40_000)
+    whole.update(x, np.arange(40_000))
+    merged = first.merge(second)
+    # the parts are cut at 20000, so at most the one segment spanning the cut is missing
+    assert whole.reservoir_seen - merged.reservoir_seen in (0, 1)
+    assert merged.result().n_segments == merged.reservoir.shape[0] == merged.reservoir_seen
+    np.testing.assert_allclose(np.median(merged.result().psd[5:-5] / whole.result().psd[5:-5]), 1.0, atol=0.05)
+    # the second part's columns land at its own time, not at the start
+    merged_spec, whole_spec = merged.spectrogram(), whole.spectrogram()
+    assert merged_spec.span_s == whole_spec.span_s
+    assert abs(int(merged_spec.segments.sum()) - int(whole_spec.segments.sum())) <= 2
+    assert np.all(np.abs(merged_spec.segments - whole_spec.segments[: merged_spec.segments.size]) <= 2)
+
+
+def test_reservoir_is_bounded_and_uniform():
+    acc = WelchAccumulator(FS, 64, average="median", reservoir_size=50, seed=3)
+    x = _noise(14, 64 * 5000)
+    x[: 64 * 2500] *= 2.0  # first half has 4x the power: a uniform sample holds about half of each
+    acc.update(x)
+    assert acc.reservoir.shape == (50, 33) and acc.reservoir_seen == 5000
+    loud = np.mean(acc.reservoir[:, 1:-1], axis=1) > 2.5 * 2 / FS
+    assert 15 <= loud.sum() <= 35

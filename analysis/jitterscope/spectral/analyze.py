@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..dataset import Dataset
+from ..derive import latency_ns
 from ..errors import AnalysisError
 from .lombscargle import LombScargleSpectrum, lomb_scargle
 from .peaks import FloorTest, Peak, assess_noise_floor, find_welch_peaks, group_harmonics
@@ -139,7 +140,7 @@ class _ThreadState:
         self.irregular = False
         self.samples = 0
 
-    def update(self, expected_ns: np.ndarray, actual_ns: np.ndarray) -> None:
+    def update(self, expected_ns: np.ndarray, actual_ns: np.ndarray, latency_ns: np.ndarray) -> None:
         if self.first_expected is None:
             self.first_expected = int(expected_ns[0])
         offset = expected_ns - self.first_expected
@@ -149,7 +150,7 @@ class _ThreadState:
         steps = np.diff(index if self.last_index is None else np.r_[self.last_index, index])
         self.gaps += int(np.count_nonzero(steps != 1))
         self.last_index = int(index[-1])
-        latency = (actual_ns - expected_ns).astype(np.float64)
+        latency = latency_ns.astype(np.float64)
         self.samples += latency.size
         self.welch.update(latency, None if self.irregular else index)
         self._spikes(index, actual_ns, latency)
@@ -255,11 +256,12 @@ def analyze_spectra(dataset: Dataset, options: SpectralOptions | None = None, *,
         threads = batch.column(0).to_numpy()
         expected = batch.column(1).to_numpy()
         actual = batch.column(2).to_numpy()
+        latency = latency_ns(batch)
         for thread, rows in _rows_by_thread(threads):
             if thread not in states:
                 raise AnalysisError(f"{dataset.path}: rows of thread {thread} but no metadata for it; "
                                     "run 'jitterscope validate' on the dataset")
-            states[thread].update(expected[rows], actual[rows])
+            states[thread].update(expected[rows], actual[rows], latency[rows])
     all_sources = tuple(sources) + default_sources(dataset.metadata.environment, None)
     results, skipped = [], []
     for thread, state in sorted(states.items()):
