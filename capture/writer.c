@@ -41,16 +41,16 @@ uint64_t writer_total_rows(const struct writer *w)
 
 /* ---- metadata -------------------------------------------------------------------- */
 
-/* Per-thread counts as of this flush.  While running, drops are the seq gaps
- * written so far; at the end, the ring's drop counter (which also counts
- * drops after the last written sample) and the thread's total wake-ups. */
+/* Per-thread counts as of this flush.  drops are the seq gaps written so far
+ * (so they add up exactly); at the end, samples dropped after the last
+ * written one cannot show as gaps and are drops_after_last, and wakeups is
+ * the thread's own count (= samples + drops + drops_after_last). */
 static void writer_thread_json(struct jsonw *j, const struct writer_thread *t, bool final)
 {
-	uint64_t wakeups = (uint64_t)t->next_seq, drops = t->gap_drops;
-	if (final && t->loop) {
+	uint64_t wakeups = (uint64_t)t->next_seq;
+	bool loop_final = final && t->loop;
+	if (loop_final)
 		wakeups = atomic_load(&t->loop->wakeups);
-		drops = ring_drops(&t->loop->ring);
-	}
 	jsonw_object_begin(j, NULL);
 	jsonw_int(j, "thread", t->thread);
 	jsonw_int(j, "cpu", t->cpu);
@@ -60,11 +60,13 @@ static void writer_thread_json(struct jsonw *j, const struct writer_thread *t, b
 		jsonw_null(j, "tid");
 	jsonw_int(j, "interval_ns", t->interval_ns);
 	jsonw_uint(j, "samples", t->samples + t->nstaged);
-	jsonw_uint(j, "drops", drops);
+	jsonw_uint(j, "drops", t->gap_drops);
 	jsonw_uint(j, "overruns", t->overruns);
 	jsonw_uint(j, "wakeups", wakeups);
-	if (final && t->loop)
+	if (loop_final) {
+		jsonw_uint(j, "drops_after_last", ring_drops(&t->loop->ring) - t->gap_drops);
 		jsonw_uint(j, "counter_read_errors", t->loop->counter_errors);
+	}
 	jsonw_object_end(j);
 }
 

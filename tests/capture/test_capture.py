@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow.dataset as pads
 import pytest
 from jitterscope.dataset import open_dataset
+from jitterscope.validate import validate_dataset
 
 CYCLICTEST_LINE = re.compile(
     r"^T:\s*(\d+) \(\s*(\d+)\) P:(\d+) I:(\d+) C:\s*(\d+) Min:\s*(-?\d+) Act:\s*(-?\d+) Avg:\s*(-?\d+) Max:\s*(-?\d+)$"
@@ -61,6 +62,8 @@ def test_rows_per_thread(ten_seconds) -> None:
         assert info.interval_ns == INTERVAL_NS
     assert dataset.metadata.status["state"] == "complete"
     assert dataset.metadata.status["flushes"] >= 9
+    verdict = validate_dataset(out)  # the analysis side's contract check agrees
+    assert verdict.valid and verdict.rows == table.num_rows, verdict.problems
 
 
 @pytest.mark.slow

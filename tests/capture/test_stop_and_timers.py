@@ -31,7 +31,8 @@ def test_signal_ends_with_a_final_flush(capture_bin: Path, tmp_path: Path, signo
     threads = table.column("thread").to_numpy()
     for info in dataset.metadata.threads:
         rows = int(np.sum(threads == info.thread))
-        assert rows == info.samples and rows + info.drops == info.extra["wakeups"]
+        assert rows == info.samples
+        assert rows + info.drops + info.extra["drops_after_last"] == info.extra["wakeups"]
         assert 800 <= rows + info.overruns <= 1600  # ~1.5 s at 1 kHz, everything up to the signal kept
     assert len(stdout.splitlines()) == len(dataset.metadata.threads)
 
@@ -48,9 +49,7 @@ def test_timer_modes_keep_the_invariants(run_capture, frames, timer: str) -> Non
         assert len(col["seq"]) == 300 and np.array_equal(col["seq"], np.arange(300))
         steps = np.diff(col["expected_ns"])
         assert np.array_equal(steps, 500_000 * (1 + col["overruns"][1:].astype(np.int64)))
-        assert np.all(col["actual_ns"] >= col["expected_ns"])
-        # the timer really slept: the wake-ups span the programmed time, not less
-        assert col["actual_ns"][-1] - col["actual_ns"][0] >= steps.sum() - 1_000_000
+        assert np.all(col["actual_ns"] >= col["expected_ns"])  # no timer mode wakes before its target
 
 
 def test_frequency_option_sets_the_interval(run_capture) -> None:
