@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,23 +50,39 @@ class Dataset:
     def has(self, *columns: str) -> bool:
         return all(c in self.schema.names for c in columns)
 
-    def iter_batches(self, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
-        """Yield record batches in file order (parts in name order, row groups in order)."""
+    def iter_batches(
+        self, columns: Sequence[str] | None = None, *, prefetch: bool = True,
+    ) -> Iterator[pa.RecordBatch]:
+        """Yield record batches in file order (parts in name order, row groups in order).
+
+        With ``prefetch`` the next row group is decoded in a background thread
+        while the caller works on the current one (pyarrow and numpy release the
+        GIL), so at most two row groups are in memory.
+        """
         wanted = list(columns) if columns is not None else list(self.schema.names)
         absent = [c for c in wanted if c not in self.schema.names]
         if absent:
             raise SchemaError(f"{self.path}: dataset has no column(s) {', '.join(absent)}")
+        groups = self._row_groups()
+        if not prefetch:
+            for file, parquet, group in groups:
+                yield from _read_group(file, parquet, group, wanted).to_batches()
+            return
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="jitterscope-read") as pool:
+            pending: Future[pa.Table] | None = None
+            for file, parquet, group in groups:
+                future = pool.submit(_read_group, file, parquet, group, wanted)
+                if pending is not None:
+                    yield from pending.result().to_batches()
+                pending = future
+            if pending is not None:
+                yield from pending.result().to_batches()
+
+    def _row_groups(self) -> Iterator[tuple[Path, pq.ParquetFile, int]]:
         for file in self.files:
             parquet = _open_parquet(file)
             for group in range(parquet.num_row_groups):
-                try:
-                    table = parquet.read_row_group(group, columns=wanted)
-                except (OSError, pa.ArrowException) as exc:
-                    raise DatasetError(
-                        f"{file}: row group {group} cannot be read ({_one_line(exc)}); "
-                        "the file is damaged — 'jitterscope validate' says what is still readable"
-                    ) from None
-                yield from table.to_batches()
+                yield file, parquet, group
 
     def read(self, columns: Sequence[str] | None = None) -> pa.Table:
         """Read the whole dataset (or some columns) into memory."""
@@ -245,6 +262,16 @@ def _check_columns(schema: pa.Schema, kind: str, where: str) -> pa.Schema:
                 f"{where}: column '{fld.name}' has type {fld.type}, the contract says {col.arrow_type}"
             )
     return schema.remove_metadata()
+
+
+def _read_group(file: Path, parquet: pq.ParquetFile, group: int, columns: list[str]) -> pa.Table:
+    try:
+        return parquet.read_row_group(group, columns=columns)
+    except (OSError, pa.ArrowException) as exc:
+        raise DatasetError(
+            f"{file}: row group {group} cannot be read ({_one_line(exc)}); "
+            "the file is damaged — 'jitterscope validate' says what is still readable"
+        ) from None
 
 
 def _one_line(exc: BaseException) -> str:
