@@ -1,0 +1,89 @@
+"""Figures and tables of comparisons and tail fits: they draw/format the result's numbers, nothing else."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from jitterscope.compare import compare_samples
+from jitterscope.metadata import Metadata, ThreadInfo
+from jitterscope.plots_compare import (
+    plot_compare_ccdf,
+    plot_compare_histograms,
+    plot_compare_percentiles,
+    plot_compare_qq,
+    plot_mean_residual_life,
+    plot_parameter_stability,
+    plot_return_levels,
+    plot_tail_qq,
+    plot_verdicts,
+)
+from jitterscope.tables import to_text
+from jitterscope.tables_compare import comparison_tables, pair_table, tail_fit_table, tails_text
+from jitterscope.tails import TailsReport, fit_tail
+from matplotlib.figure import Figure
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    rng = np.random.default_rng(1)
+    meta = Metadata(kind="simulation", threads=(ThreadInfo(thread=0, cpu=0, interval_ns=1_000_000),))
+    a = (3000 * np.exp(0.3 * rng.standard_normal(5000))).astype(np.int64)
+    b = (3600 * np.exp(0.3 * rng.standard_normal(5000))).astype(np.int64)
+    return compare_samples([a, b], [meta, meta], ["A", "B"], n_boot=100)
+
+
+@pytest.fixture(scope="module")
+def tail_fit():
+    return fit_tail(3000 * np.exp(0.3 * np.random.default_rng(2).standard_normal(5000)), interval_ns=1_000_000)
+
+
+def test_comparison_plots_draw_the_result_series_in_microseconds(comparison) -> None:
+    runs = comparison.runs
+    ax = Figure().subplots()
+    plot_compare_percentiles(runs, ax)
+    lines = ax.get_lines()
+    assert len(lines) == 2
+    np.testing.assert_allclose(lines[0].get_ydata(), np.asarray(runs[0].quantiles_ns) / 1000)
+    assert ax.get_ylabel() == "latency [µs]"
+    ax = Figure().subplots()
+    plot_compare_ccdf(runs, ax)
+    np.testing.assert_allclose(ax.get_lines()[1].get_xdata(), np.asarray(runs[1].quantiles_ns) / 1000)
+    ax = Figure().subplots()
+    plot_compare_histograms(runs, ax)
+    assert ax.get_xlabel() == "latency [µs]" and len(ax.patches) == 2
+    ax = Figure().subplots()
+    plot_compare_qq(comparison.pairs[0], ax)
+    np.testing.assert_allclose(ax.get_lines()[0].get_xdata(), np.asarray(comparison.pairs[0].qq_ns)[:, 0] / 1000)
+    ax = Figure().subplots()
+    plot_verdicts(comparison.pairs[0], ax)
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("regressed") + texts.count("within noise") + texts.count("improved") == 5
+
+
+def test_tail_plots(tail_fit) -> None:
+    for plot in (plot_mean_residual_life, plot_parameter_stability, plot_tail_qq, plot_return_levels):
+        ax = Figure().subplots()
+        plot(tail_fit, ax)
+        assert ax.get_lines(), plot.__name__
+        assert "[µs]" in ax.get_ylabel() or ax.get_ylabel() == "shape ξ"
+    ax = Figure().subplots()
+    plot_parameter_stability(tail_fit, ax)
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), [c.xi for c in tail_fit.candidates])
+
+
+def test_tables_carry_the_result_numbers(comparison, tail_fit) -> None:
+    pair = comparison.pairs[0]
+    table = pair_table(pair, comparison, 1)
+    p99 = next(row for row in table.rows if row[0] == "p99")
+    change = next(m for m in pair.metrics if m.metric == "p99")
+    assert p99[1] == pytest.approx(change.baseline_ns / 1000)
+    assert p99[6] == pytest.approx(100 * change.relative)
+    assert p99[-1] == change.verdict
+    assert [t.name for t in comparison_tables(comparison)][:3] == ["compare-summary", "compare-runs",
+                                                                     "compare-environment"]
+    report = TailsReport("x", (tail_fit,), ((3, "too short"),))
+    fit_table = tail_fit_table(report)
+    assert fit_table.rows[0][5] == pytest.approx(tail_fit.xi)
+    assert "thread 3: skipped — too short" in fit_table.notes
+    assert to_text(fit_table)
+    assert tails_text(report).rstrip().endswith("argument about the mechanisms.")
