@@ -131,7 +131,7 @@ def _sf_uncertain_level(null, ratio: np.ndarray, relative_sd: float) -> np.ndarr
     return np.where(np.isnan(ratio), np.nan, out)
 
 
-def find_welch_peaks(psd: Psd, *, alpha: float = 0.01, floor_bins: int = 63, max_peaks: int = 50) -> tuple[Peak, ...]:
+def find_welch_peaks(psd: Psd, *, alpha: float = 0.01, floor_bins: int = 63, max_peaks: int = 200) -> tuple[Peak, ...]:
     """Peaks of a Welch PSD whose false-alarm probability is below ``alpha``, strongest first.
 
     Parameters
