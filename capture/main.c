@@ -451,6 +451,8 @@ static int capture_run(struct capture *c, const sigset_t *signals)
 	if (capture_start(c))
 		return EXIT_RUNTIME;
 	int status = capture_wait(c, signals);
+	if (c->writer.status_lines && isatty(STDERR_FILENO) && isatty(STDOUT_FILENO))
+		fprintf(stderr, "\033[%dA", c->writer.status_lines); /* the final lines replace the live ones */
 	writer_print_summary(&c->writer, stdout);
 	return status;
 }

@@ -332,6 +332,8 @@ int writer_flush(struct writer *w, const char *state, const char *reason)
 		writer_commit(w);
 		return 0;
 	}
+	if (rows == 0 && strcmp(state, "running") == 0)
+		return 0; /* nothing new to keep: a footer alone would only add superseded bytes */
 	if (writer_reserve_buffers(w, rows ? rows : 1)) {
 		writer_fail(w, -ENOMEM, "buffering for");
 		return -ENOMEM;
