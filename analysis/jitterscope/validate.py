@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .dataset import open_dataset
 from .errors import JitterscopeError
 from .invariants import InvariantChecker
@@ -86,7 +88,7 @@ def _threads_in(threads: Any) -> list[int]:
         return []
     if threads.min() == threads.max():
         return [int(threads[0])]
-    return sorted({int(t) for t in set(threads.tolist())})
+    return [int(t) for t in np.unique(threads)]
 
 
 def _validate_histogram(dataset: Any, notes: list[str]) -> Validation:
