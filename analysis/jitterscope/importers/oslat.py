@@ -119,6 +119,9 @@ def parse_json(path: Path) -> Parsed:
     threads = doc.get("thread")
     if not isinstance(threads, dict) or not threads:
         raise fail(JSON_FORMAT, path, '"thread"', "missing or empty")
+    cmdline = doc.get("cmdline:")
+    if isinstance(cmdline, str) and cmdline.split()[:1] and not cmdline.split()[0].endswith("oslat"):
+        raise fail(JSON_FORMAT, path, '"cmdline:"', f"the run was {cmdline.split()[0]!r}, not oslat")
     parsed = Parsed(format=JSON_FORMAT, path=path, role="histogram", resolution_ns=1000)
     parsed.tool = {"name": "oslat", "version": str(doc.get("rt_test_version:", "unknown"))}
     parsed.environment.update(sysinfo_environment(doc.get("sysinfo")))
