@@ -36,5 +36,5 @@ def test_forced_format_refuses_the_others(forced):
         message = str(info.value)
         assert "\n" not in message
         assert f"not valid {forced} output" in message, (forced, actual, message)
-        assert re.search(r"(line \d+|byte \d+|whole file|footer|preamble|body|header|\"\w+\"|'[^']+' line|"
+        assert re.search(r"(line \d+|byte \d+|whole file|footer|preamble|body|header|\"[\w:]+\"|'[^']+' line|"
                          r"thread \"\d+\"|cpu \"\d+\"|end of file|top level|buckets)", message), message
