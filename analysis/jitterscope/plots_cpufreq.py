@@ -23,7 +23,6 @@ from .plots import colour, plain_log_axis
 
 NS_PER_US = 1e3
 NS_PER_S = 1e9
-MAX_TRANSITION_LINES = 400  # beyond this, transitions are ticks on the axis instead of full-height lines
 
 
 def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | None, ax_frequency: Axes,
@@ -34,13 +33,11 @@ def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | No
                       markersize=1.5, rasterized=True, label="f_eff (APERF/MPERF)")
     if transitions is not None and transitions.count:
         at = seconds[np.asarray(transitions.index)]
-        if transitions.count <= MAX_TRANSITION_LINES:
-            for x in at:
-                ax_frequency.axvline(x, color="#c00000", linewidth=0.4, alpha=0.5)
         label = (f"{transitions.count} transitions (±{transitions.relative_threshold:.0%}, "
                  f"dwell ≥ {transitions.min_dwell})")
-        ax_frequency.plot(at, np.full(at.size, 0.02), "|", color="#c00000", markersize=8, label=label,
-                          transform=ax_frequency.get_xaxis_transform())
+        # one collection, not an artist per transition: thousands of transitions draw in milliseconds
+        ax_frequency.vlines(at, 0, 1, transform=ax_frequency.get_xaxis_transform(), color="#c00000",
+                            linewidth=0.4, alpha=0.5, rasterized=True, label=label)
     ax_frequency.set_ylabel("effective frequency [MHz]")
     ax_frequency.set_title(f"cpu {series.cpu}: effective frequency and latency over time", fontsize=10)
     ax_frequency.grid(True, alpha=0.3)
@@ -70,15 +67,15 @@ def plot_frequency_zoom(series: CounterSeries, transitions: Transitions | None, 
             label="f_eff of the interval ending at each wake-up")
     if transitions is not None and transitions.count:
         at = seconds[np.asarray(transitions.index)]
-        for x in at[(at >= start_s) & (at <= stop_s)]:
-            ax.axvline(x, color="#c00000", linewidth=0.6, alpha=0.6)
+        shown = at[(at >= start_s) & (at <= stop_s)]
+        ax.vlines(shown, 0, 1, transform=ax.get_xaxis_transform(), color="#c00000", linewidth=0.6, alpha=0.6)
     ax.set_xlim(start_s, stop_s)
     ax.set_xlabel("time since first wake-up [s]")
     ax.set_ylabel("effective frequency [MHz]")
     ax.grid(True, alpha=0.3)
     right = ax.twinx()
     right.vlines(seconds[inside], 0, series.latency_ns[inside] / NS_PER_US, color="0.2", linewidth=0.8,
-                 label="latency")
+                 label="latency", rasterized=True)
     right.set_ylim(bottom=0)
     right.set_ylabel("latency [µs]")
     ax.set_title(f"cpu {series.cpu}: close-up of {start_s:g}–{stop_s:g} s (red lines: detected transitions)",
