@@ -80,6 +80,32 @@ def seq_gaps(seq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return positions, missing[positions]
 
 
+def overruns_from_expected(seq: np.ndarray, expected_ns: np.ndarray, interval_ns: int) -> np.ndarray:
+    """Periods skipped before each row, from the ``expected_ns`` steps (for data without an ``overruns`` column).
+
+    ``expected_ns[i] - expected_ns[i-1] = interval * (seq[i] - seq[i-1] + overruns)``
+    (docs/dataset-format.md); the first row gets 0.  Across a drop the skipped
+    rows' overruns are counted on the row after the gap.
+
+    Raises
+    ------
+    AnalysisError
+        A step is not a whole multiple of the interval, or shorter than the seq step.
+    """
+    if interval_ns <= 0:
+        raise AnalysisError(f"interval_ns must be > 0, got {interval_ns}")
+    seq = np.asarray(seq, dtype=np.int64)
+    expected = np.asarray(expected_ns, dtype=np.int64)
+    if seq.shape != expected.shape:
+        raise AnalysisError("seq and expected_ns must have the same length")
+    periods, remainder = np.divmod(np.diff(expected), int(interval_ns))
+    skipped = periods - np.diff(seq)
+    if np.any(remainder) or np.any(skipped < 0):
+        raise AnalysisError("expected_ns steps are not whole intervals beyond the seq steps; "
+                            "the rows are not one thread's, in order, at this interval")
+    return np.concatenate([np.zeros(min(1, seq.size), np.int64), skipped])
+
+
 def tsc_latency_ns(
     tsc: np.ndarray, expected_ns: np.ndarray, tsc_hz: float, *, reference: int = 0,
 ) -> np.ndarray:

@@ -5,8 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from jitterscope.derive import latency_ns, period_error_ns, period_ns, seq_gaps, tsc_latency_ns, tsc_period_ns
+from jitterscope.derive import (
+    latency_ns,
+    overruns_from_expected,
+    period_error_ns,
+    period_ns,
+    seq_gaps,
+    tsc_latency_ns,
+    tsc_period_ns,
+)
 from jitterscope.errors import AnalysisError
+from jitterscope.simeffects import Drops, Stalls
 from jitterscope.simulate import SimulationSpec, simulate
 
 
@@ -45,3 +54,18 @@ def test_tsc_clock_agrees_with_monotonic_on_simulated_data():
     assert np.ptp(wrong) > 4_000_000
     with pytest.raises(AnalysisError, match="TSC frequency"):
         tsc_latency_ns(tsc, tsc, 0)
+
+
+def test_overruns_from_expected_match_the_column():
+    spec = SimulationSpec(threads=1, samples=20_000, effects=(Stalls(probability=3e-3),))
+    table, _ = simulate(spec, 2)
+    derived = overruns_from_expected(table.column("seq").to_numpy(), table.column("expected_ns").to_numpy(),
+                                     spec.interval_ns)
+    assert np.array_equal(derived, table.column("overruns").to_numpy()) and derived.sum() > 10
+    assert overruns_from_expected(np.array([0, 1, 4]), np.array([0, 2000, 9000]), 1000).tolist() == [0, 1, 4]
+    with pytest.raises(AnalysisError, match="whole intervals"):
+        overruns_from_expected(np.array([0, 1]), np.array([0, 1500]), 1000)
+    with_drops = SimulationSpec(threads=1, samples=5000, effects=(Drops(probability=1e-2),))
+    table, _ = simulate(with_drops, 2)
+    assert overruns_from_expected(table.column("seq").to_numpy(), table.column("expected_ns").to_numpy(),
+                                  1_000_000).sum() == 0
