@@ -291,3 +291,26 @@ def test_summarize_histogram_dataset(tmp_path):
     assert summary.thread(1).max_ns == 6000 and summary.overall.n == 105
     # rank 103.99896 of 105: between the last bin's midpoint (rank 103) and the maximum (rank 104)
     assert summary.overall.percentiles["99.999"] == pytest.approx(5500 + 0.99896 * 500)
+
+
+def test_spikes_and_intervals_merge_equal_all_at_once():
+    table, _ = simulate(SimulationSpec(threads=3, samples=4000, effects=(Stalls(probability=2e-3),)), 12)
+    df = table.to_pandas()
+    df["latency"] = df.actual_ns - df.expected_ns
+
+    def feed(spikes, intervals, threads):
+        for thread in threads:
+            rows = df[df.thread == thread]
+            for lo in range(0, len(rows), 1500):
+                part = rows.iloc[lo:lo + 1500]
+                spikes.update(thread, thread, part.seq.to_numpy(), part.actual_ns.to_numpy(), part.latency.to_numpy())
+                intervals.update(thread, 1_000_000, part.seq.to_numpy(), part.actual_ns.to_numpy())
+        return spikes, intervals
+
+    whole = feed(TopSpikes(k=7), IntervalStats(500, 2000), [0, 1, 2])
+    a = feed(TopSpikes(k=7), IntervalStats(500, 2000), [0, 2])
+    b = feed(TopSpikes(k=7), IntervalStats(500, 2000), [1])
+    assert a[0].merge(b[0]).result() == whole[0].result()
+    assert a[1].merge(b[1]).result() == whole[1].result()
+    with pytest.raises(AnalysisError, match="same thread"):
+        a[1].merge(feed(TopSpikes(), IntervalStats(500, 2000), [1])[1])
