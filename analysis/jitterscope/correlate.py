@@ -148,9 +148,17 @@ def correlate_dataset(dataset: Dataset, **params: Any) -> tuple[Correlation, Cou
     """Read the counters of ``dataset`` and :func:`correlate` them; returns the series too (for plots).
 
     Keyword arguments are those of :func:`correlate` plus ``read_k`` (see
-    :func:`jitterscope.counters.derive_counters`).
+    :func:`jitterscope.counters.derive_counters`) and ``threads`` (thread indices to
+    analyse; default all, see :func:`jitterscope.counters.read_counters`).
     """
-    counters = read_counters(dataset, read_k=params.pop("read_k", 10.0))
+    threads = params.pop("threads", None)
+    if threads is not None:
+        known = {t.thread for t in dataset.metadata.threads}
+        unknown = sorted(set(threads) - known)
+        if unknown:
+            raise AnalysisError(f"no thread {', '.join(map(str, unknown))} in {dataset.path}; "
+                                f"threads are {', '.join(map(str, sorted(known)))}")
+    counters = read_counters(dataset, read_k=params.pop("read_k", 10.0), threads=threads)
     return correlate(counters, dataset.metadata.environment, **params), counters
 
 

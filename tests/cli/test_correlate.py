@@ -91,6 +91,15 @@ def test_missing_and_all_zero_counters_give_one_line(tmp_path, story, capsys):
     assert code == 0 and out.count("\n") == 1 and "read as zero on every wake-up" in out
 
 
+def test_thread_selection(tmp_path, capsys):
+    table, metadata = simulate_story("powersave", 1, seconds=10, threads=2)
+    path = write_dataset(table, metadata, tmp_path / "two.parquet")
+    code, out, _ = _run(capsys, path, "--thread", "1", "--json", "--surrogates", "0")
+    assert code == 0 and [q["thread"] for q in json.loads(out)["counter_quality"]] == [1]
+    code, _, err = _run(capsys, path, "--thread", "7")
+    assert code == 1 and "no thread 7" in err and err.count("\n") == 1
+
+
 @pytest.mark.parametrize("argv, message", [
     (["/no/such/dataset"], "no such file or directory"),
     (["{story}", "--c0-edges", "0,x"], "--c0-edges"),

@@ -34,6 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="C0 residency bin edges as fractions (default 0,0.05,0.5,1)")
     parser.add_argument("--surrogates", type=int, default=200, help="circular-shift surrogates (default 200)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the surrogates (default 0)")
+    parser.add_argument("--thread", type=int, action="append", metavar="N",
+                        help="analyse only thread N (repeatable; default all; less memory on long captures)")
     parser.add_argument("--json", action="store_true", help="print the full result as JSON")
     parser.set_defaults(func=_run)
 
@@ -48,7 +50,7 @@ def _run(args: argparse.Namespace) -> int:
     result, _ = correlate_dataset(
         open_dataset(args.dataset), thresholds_ns=thresholds, window=args.window, alpha=args.alpha,
         relative_threshold=args.rel_threshold, min_dwell=args.min_dwell, c0_edges=edges,
-        n_surrogates=args.surrogates, seed=args.seed,
+        n_surrogates=args.surrogates, seed=args.seed, threads=args.thread,
     )
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=2, ensure_ascii=False, allow_nan=False)
