@@ -1,10 +1,12 @@
 """``pack``: one sorted, compressed, checksummed Parquet file for sharing a dataset.
 
 Rows are sorted by (``thread``, ``seq``) (histograms: ``thread``,
-``bin_start_ns``); int64 columns are written with DELTA_BINARY_PACKED (sorted
-wake-up indices and timestamps become small, regular deltas) and the int32
-ones (cpu, thread, overruns, run_cpu, read_cycles: few distinct values) with
-dictionary encoding, all then zstd-compressed.  The
+``bin_start_ns``).  Each column gets the encoding that makes it smallest after
+zstd, tried on its first rows: DELTA_BINARY_PACKED (sorted indices and
+timestamps become small, regular deltas), BYTE_STREAM_SPLIT (noisy
+timestamps: their high bytes repeat), or a dictionary (int32 columns with few
+distinct values).  The choice depends only on the data, so a given dataset
+always packs to the same bytes.  The
 metadata gets ``jitterscope.pack``: the row count, what ``--anonymize``
 changed, and a SHA-256 of the canonical column data (see
 :func:`content_sha256`) so a receiver can check the rows are the ones packed.
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
-import json
 import os
 import re
 from collections.abc import Callable
@@ -30,8 +31,10 @@ from .dataset import open_dataset
 from .errors import DatasetError
 from .metadata import Metadata, ThreadInfo
 
-ZSTD_LEVEL = 9
+ZSTD_LEVEL = 15
 ROW_GROUP_ROWS = 1 << 20
+TRIAL_ROWS = 1 << 18  # rows each candidate encoding is tried on
+ENCODINGS = ("DELTA_BINARY_PACKED", "BYTE_STREAM_SPLIT")
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class PackResult:
     wakeups: int
     bytes_per_wakeup: float
     column_bytes: dict[str, int]
+    encodings: dict[str, str]
     sha256: str
     anonymized: tuple[str, ...] = field(default_factory=tuple)
 
@@ -119,17 +123,40 @@ def pack_dataset(
     table = table.replace_schema_metadata(metadata.to_kv())
     tmp = out.with_name(out.name + ".tmp")
     try:
-        small = [f.name for f in table.schema if f.type == pa.int32()]
+        encodings = choose_encodings(table)
+        dictionary = [name for name, encoding in encodings.items() if encoding == "DICTIONARY"]
         pq.write_table(
-            table, tmp, compression="zstd", compression_level=ZSTD_LEVEL, use_dictionary=small or False,
-            column_encoding={name: "DELTA_BINARY_PACKED" for name in table.column_names if name not in small},
+            table, tmp, compression="zstd", compression_level=ZSTD_LEVEL, use_dictionary=dictionary or False,
+            column_encoding={name: e for name, e in encodings.items() if e != "DICTIONARY"},
             row_group_size=ROW_GROUP_ROWS, write_statistics=True,
         )
         os.replace(tmp, out)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise DatasetError(f"{out}: cannot write ({exc.strerror or exc})") from None
-    return _result(out, table, metadata, checksum, changed)
+    return _result(out, table, metadata, checksum, changed, encodings)
+
+
+def choose_encodings(table: pa.Table) -> dict[str, str]:
+    """For each column, the encoding with the fewest bytes after zstd on its first :data:`TRIAL_ROWS` rows."""
+    chosen = {}
+    for name in table.column_names:
+        trial = table.select([name]).slice(0, TRIAL_ROWS)
+        candidates = [*ENCODINGS, *(("DICTIONARY",) if table.schema.field(name).type == pa.int32() else ())]
+        sizes = {encoding: _encoded_size(trial, encoding) for encoding in candidates}
+        chosen[name] = min(candidates, key=lambda e: (sizes[e], candidates.index(e)))
+    return chosen
+
+
+def _encoded_size(trial: pa.Table, encoding: str) -> int:
+    sink = pa.BufferOutputStream()
+    if encoding == "DICTIONARY":
+        pq.write_table(trial, sink, compression="zstd", compression_level=ZSTD_LEVEL, use_dictionary=True)
+    else:
+        pq.write_table(trial, sink, compression="zstd", compression_level=ZSTD_LEVEL, use_dictionary=False,
+                       column_encoding={trial.column_names[0]: encoding})
+    meta = pq.ParquetFile(pa.BufferReader(sink.getvalue())).metadata
+    return sum(meta.row_group(i).column(0).total_compressed_size for i in range(meta.num_row_groups))
 
 
 def verify_pack(path: str | os.PathLike[str]) -> str:
@@ -145,7 +172,8 @@ def verify_pack(path: str | os.PathLike[str]) -> str:
     return actual
 
 
-def _result(out: Path, table: pa.Table, metadata: Metadata, checksum: str, changed: list[str]) -> PackResult:
+def _result(out: Path, table: pa.Table, metadata: Metadata, checksum: str, changed: list[str],
+            encodings: dict[str, str]) -> PackResult:
     parquet = pq.ParquetFile(out).metadata
     sizes = {name: 0 for name in table.column_names}
     for group in range(parquet.num_row_groups):
@@ -161,7 +189,8 @@ def _result(out: Path, table: pa.Table, metadata: Metadata, checksum: str, chang
     size = out.stat().st_size
     return PackResult(
         path=str(out), rows=table.num_rows, bytes=size, wakeups=wakeups,
-        bytes_per_wakeup=size / max(wakeups, 1), column_bytes=sizes, sha256=checksum, anonymized=tuple(changed),
+        bytes_per_wakeup=size / max(wakeups, 1), column_bytes=sizes, encodings=encodings, sha256=checksum,
+        anonymized=tuple(changed),
     )
 
 
@@ -258,8 +287,3 @@ def _walk(value: Any, path: str, replace: Callable[[str], str], changed: list[st
             changed.append(path)
         return new
     return value
-
-
-def metadata_json(metadata: Metadata) -> dict[str, Any]:
-    """The metadata as plain JSON values (for comparisons and printing)."""
-    return {key.decode(): json.loads(value) for key, value in metadata.to_kv().items()}

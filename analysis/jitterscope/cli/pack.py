@@ -21,9 +21,9 @@ def _run(args: argparse.Namespace) -> int:
     result = pack_dataset(args.dataset, args.output, anonymize=args.anonymize, overwrite=args.force)
     print(f"{result.path}: {result.rows} rows, {result.bytes} bytes, {result.bytes_per_wakeup:.2f} bytes per "
           f"wake-up ({result.wakeups} wake-ups), sha256 {result.sha256}")
-    print(f"  {'column':<12} {'bytes':>10} {'bytes/wake-up':>14}")
+    print(f"  {'column':<12} {'bytes':>10} {'bytes/wake-up':>14}  encoding")
     for name, size in result.column_bytes.items():
-        print(f"  {name:<12} {size:>10} {size / max(result.wakeups, 1):>14.3f}")
+        print(f"  {name:<12} {size:>10} {size / max(result.wakeups, 1):>14.3f}  {result.encodings[name]}")
     if args.anonymize:
         changed = ", ".join(result.anonymized) or "nothing (no identifying values found)"
         print(f"  anonymized: {changed}")
