@@ -436,7 +436,7 @@ def _verdicts(tests: Sequence[ConditionTest], attributed: Mapping[str, bool], se
 
     lines = []
     if not any(s.has_frequency for s in series):
-        lines.append("Frequency transitions: no effective frequency measured (APERF/MPERF missing or unusable).")
+        lines.append(f"Frequency transitions: no effective frequency measured ({_why_no_frequency(series)}).")
     elif TRANSITION in attributed:
         lines.append(sentence(TRANSITION))
     else:
@@ -467,6 +467,21 @@ def _verdicts(tests: Sequence[ConditionTest], attributed: Mapping[str, bool], se
         shown = [min(idle, key=lambda c: min(t.exceedance[0].p_holm for t in primary if t.condition == c))]
     lines += [sentence(c) for c in shown]
     return tuple(lines)
+
+
+def _why_no_frequency(series: Sequence[CounterSeries]) -> str:
+    missing = {name: why for s in series for name, why in s.quality.missing.items() if name in ("aperf", "mperf")}
+    if missing:
+        return "; ".join(f"{name}: {why}" for name, why in sorted(missing.items()))
+    counts: dict[str, int] = {}
+    for s in series:
+        for why, count in s.quality.discarded.items():
+            counts[why] = counts.get(why, 0) + count
+    rows = sum(s.quality.rows for s in series)
+    if not counts:
+        return "APERF/MPERF unusable"
+    worst = max(counts, key=lambda k: counts[k])
+    return f"APERF/MPERF deltas discarded, mostly for {worst}: {counts[worst]} of {rows} wake-ups"
 
 
 def _pick(tests: Sequence[ConditionTest], alpha: float, attributed: bool) -> ConditionTest:

@@ -91,8 +91,8 @@ def correlation_tables(result: Correlation) -> list[Table]:
     """All tables of a result, in reading order (just the verdict when counters are missing)."""
     if not result.available:
         return [verdict_table(result)]
-    return [verdict_table(result), claims_table(result), tests_table(result), event_table(result),
-            time_in_frequency_table(result)]
+    tables = [claims_table(result), tests_table(result), event_table(result), time_in_frequency_table(result)]
+    return [verdict_table(result), *(t for t in tables if t.rows)]  # an empty table says nothing
 
 
 def correlation_text(result: Correlation, *, width: int = TEXT_WIDTH) -> str:

@@ -117,3 +117,16 @@ def test_not_a_parquet_file(tmp_path, capsys):
     bad.write_bytes(b"not parquet at all")
     code, _, err = _run(capsys, bad)
     assert code == 1 and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_frozen_frequency_counters_with_a_working_smi_counter(tmp_path, capsys):
+    # what a capture with --msr-dir on static MSR files gives: APERF/MPERF never move, SMI is readable
+    table, metadata = simulate_story("powersave", 3, seconds=10)
+    for name in ("aperf", "mperf"):
+        table = table.set_column(table.schema.get_field_index(name), name,
+                                 pa.array(np.full(table.num_rows, 12345, np.int64)))
+    code, out, err = _run(capsys, write_dataset(table, metadata, tmp_path / "frozen.parquet"))
+    assert code == 0 and err == ""
+    assert "no effective frequency measured (APERF/MPERF deltas discarded, mostly for MPERF did not advance" in out
+    assert "SMIs: none counted" in out
+    assert "Time in frequency" not in out and "cpufreq's claim" not in out  # no empty tables

@@ -55,14 +55,19 @@ def power_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
         return [_line(f"frequency and SMI correlation not computed: {exc}")]
     if not result.available:
         return [_line(result.reason)]
-    items: list[Page | Table] = [verdict_table(result), claims_table(result)]
+    items: list[Page | Table] = [verdict_table(result), *_nonempty(claims_table(result))]
     items += _timeline_pages(result, counters)
-    items.append(_hexbin_page(counters))
+    if any(s.has_frequency or s.has_c0 for s in counters.series):
+        items.append(_hexbin_page(counters))
     items += _panel_pages("event-averages", "Event-triggered averages", result.event_averages, plot_event_average)
     items += _panel_pages("lagged-correlation", "Lagged correlation", result.cross_correlations,
                           plot_lagged_correlation)
-    items += [tests_table(result), event_table(result), time_in_frequency_table(result)]
+    items += _nonempty(tests_table(result), event_table(result), time_in_frequency_table(result))
     return items
+
+
+def _nonempty(*tables: Table) -> list[Table]:
+    return [t for t in tables if t.rows]
 
 
 def _timeline_pages(result: Correlation, counters: CounterSet) -> list[Page]:
