@@ -1,7 +1,9 @@
 """jitterscope-capture against Debian's cyclictest, same settings, interleaved pairs.
 
 Settings (both tools): 1 kHz, SCHED_FIFO 99, one thread per online CPU,
-mlockall, ``--seconds`` each (default 10).  ``--pairs`` (default 5) pairs run
+mlockall, ``--seconds`` each (default 10); cyclictest gets ``-d0`` so every
+thread runs at 1 kHz (its default distance of 500 µs would slow thread N to
+1000 + 500 N µs).  ``--pairs`` (default 5) pairs run
 alternately (ours first in even pairs, cyclictest first in odd ones) so a
 slow drift of the machine affects both alike.
 
@@ -71,7 +73,8 @@ def run_ours(binary: Path, seconds: int, workdir: Path, index: int) -> Run:
 
 def run_cyclictest(cyclictest: str, seconds: int, workdir: Path, index: int) -> Run:
     summary = workdir / f"cyclictest-{index}.json"
-    cpu_s = _wait_rusage([cyclictest, "-m", "-p99", "-i1000", "-a", "-t", f"-D{seconds}", "-q",
+    # -d0: cyclictest's default distance (500 us) would run thread N at 1000 + 500 N us
+    cpu_s = _wait_rusage([cyclictest, "-m", "-p99", "-i1000", "-d0", "-a", "-t", f"-D{seconds}", "-q",
                           f"--histogram={HIST_US}", f"--histfile={workdir / 'hist.txt'}", f"--json={summary}"],
                          seconds + 60)
     data = json.loads(summary.read_text())

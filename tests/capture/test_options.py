@@ -87,3 +87,23 @@ def test_version(run_capture) -> None:
     run = run_capture("--version", output=None)
     assert run.returncode == 0
     assert run.stdout.startswith("jitterscope-capture ")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="handing files back (chown) needs root")
+def test_under_sudo_the_output_is_handed_back(run_capture, tmp_path: Path) -> None:
+    env = dict(os.environ, SUDO_UID="65534", SUDO_GID="65533")
+    run = run_capture("-l", "5", "-q", env=env)
+    assert run.returncode == 0, run.stderr
+    owners = {(p.stat().st_uid, p.stat().st_gid) for p in [run.output, *run.output.iterdir()]}
+    assert owners == {(65534, 65533)}
+
+
+def test_jitterscope_capture_passes_options_through(tmp_path: Path) -> None:
+    from jitterscope.cli import main
+
+    extra = [] if os.geteuid() == 0 else ["--policy", "other"]
+    assert main(["capture", "-l", "5", "-q", "-o", str(tmp_path / "via-cli"), *extra]) == 0
+    from jitterscope.dataset import open_dataset
+
+    assert all(t.samples == 5 for t in open_dataset(tmp_path / "via-cli").metadata.threads)
+    assert main(["capture", "-i", "0"]) == 2  # the binary's usage error comes back as the exit status
