@@ -209,17 +209,20 @@ class _ThreadState:
                          "peaks come from Lomb-Scargle")
         if self.gaps:
             notes.append(f"{self.gaps} gaps in the wake-up index (drops or overruns): Welch segments do not span them")
-        peaks = attribute(group_harmonics(peaks, fs_hz=self.fs_hz), sources, fs_hz=fs)
+        isi = self.isi.result()
+        # a spike train's lowest line is often a folded harmonic: its interval names the fundamental
+        seeds = (1.0 / isi.mode_s,) if isi.mode_s and isi.spikes >= 3 else ()
+        peaks = attribute(group_harmonics(peaks, fs_hz=self.fs_hz, seeds_hz=seeds), sources, fs_hz=fs)
         spike_peaks = () if spike_psd is None else attribute(group_harmonics(
-            find_welch_peaks(spike_psd, alpha=options.alpha, floor_bins=options.floor_bins), fs_hz=self.fs_hz),
-            sources, fs_hz=fs)
+            find_welch_peaks(spike_psd, alpha=options.alpha, floor_bins=options.floor_bins), fs_hz=self.fs_hz,
+            seeds_hz=seeds), sources, fs_hz=fs)
         return ThreadSpectra(
             thread=self.thread, cpu=self.cpu, fs_hz=self.fs_hz, samples=self.samples, gaps=self.gaps,
             irregular=self.irregular, method=method, peaks=peaks, psd=psd,
             floor=None if psd is None else assess_noise_floor(psd, floor_bins=options.floor_bins, alpha=options.alpha),
             spectrogram=None if psd is None else self.welch.spectrogram(), spike_psd=spike_psd,
             spike_peaks=spike_peaks,
-            isi=self.isi.result(), lomb_scargle=ls, notes=tuple(notes),
+            isi=isi, lomb_scargle=ls, notes=tuple(notes),
         )
 
 

@@ -212,7 +212,8 @@ def fold_frequency(frequency_hz: float | np.ndarray, fs_hz: float) -> float | np
     return np.minimum(wrapped, fs_hz - wrapped)
 
 
-def group_harmonics(peaks: tuple[Peak, ...], *, fs_hz: float | None, max_harmonic: int = 16) -> tuple[Peak, ...]:
+def group_harmonics(peaks: tuple[Peak, ...], *, fs_hz: float | None, max_harmonic: int = 16,
+                    seeds_hz: tuple[float, ...] = ()) -> tuple[Peak, ...]:
     """Label harmonic families f0, 2 f0, ... (harmonics above fs/2 matched where they fold to).
 
     Parameters
@@ -223,37 +224,70 @@ def group_harmonics(peaks: tuple[Peak, ...], *, fs_hz: float | None, max_harmoni
         Sampling frequency for folding; None for no folding (irregular sampling).
     max_harmonic : int
         Highest harmonic number searched above fs/2 (all harmonics below it are searched).
+    seeds_hz : tuple of float
+        Fundamentals known from elsewhere (the inter-spike interval), tried first.
 
     Returns
     -------
     tuple of Peak
-        The same peaks in the same order, with ``harmonic_group`` (1-based, by
-        ascending fundamental) and ``harmonic_number`` set.  A peak belonging
-        to no family is its own group with number 1.
+        The same peaks in the same order, with ``harmonic_group`` (1-based, in
+        the order families were found) and ``harmonic_number`` set.  A peak
+        belonging to no family is its own group with number 1.
 
     Notes
     -----
-    Fundamentals are tried from the lowest frequency up.  Harmonic n matches a
-    peak within one resolution element plus n times the fundamental's
-    half-bin uncertainty of its predicted (folded) frequency.
+    Fundamentals are tried seeds first, then from the lowest frequency up.
+    Harmonic n matches the nearest free peak within 0.75 resolution elements
+    plus n times the fundamental's uncertainty (a quarter bin divided by the
+    highest harmonic matched so far); each match refines the fundamental from
+    the harmonic's unfolded frequency.  A sampled spike train has lines at
+    every k f0 folded, so its lowest line is often a folded harmonic: seeding
+    with 1 / (inter-spike interval) keeps the family's true fundamental.
     """
-    order = sorted(range(len(peaks)), key=lambda i: peaks[i].frequency_hz)
-    group = [0] * len(peaks)
-    number = [1] * len(peaks)
+    freqs = np.array([p.frequency_hz for p in peaks], dtype=np.float64)
+    group = np.zeros(len(peaks), dtype=np.int64)
+    number = np.ones(len(peaks), dtype=np.int64)
     next_group = 1
-    for i in order:
+    starts: list[tuple[int, float]] = []
+    for seed in seeds_hz:
+        seen = seed if fs_hz is None else float(fold_frequency(seed, fs_hz))
+        if freqs.size and seed > 0:
+            nearest = int(np.argmin(np.abs(freqs - seen)))
+            if abs(freqs[nearest] - seen) <= 0.75 * peaks[nearest].resolution_hz:
+                starts.append((nearest, float(seed)))
+    starts += [(int(i), float(freqs[i])) for i in np.argsort(freqs, kind="stable")]
+    for i, f0 in starts:
         if group[i]:
             continue
         group[i] = next_group
-        f0 = peaks[i].frequency_hz
-        resolution = peaks[i].resolution_hz
-        # every harmonic below fs/2 is searched; folded ones only up to max_harmonic
-        top = max_harmonic if fs_hz is None or f0 <= 0 else max(max_harmonic, int(fs_hz / 2 / f0))
-        for n in range(2, top + 1):
-            predicted = n * f0 if fs_hz is None else fold_frequency(n * f0, fs_hz)
-            tolerance = resolution * (0.75 + 0.05 * n)
-            for j in order:
-                if not group[j] and abs(peaks[j].frequency_hz - predicted) <= tolerance:
-                    group[j], number[j] = next_group, n
+        _collect_harmonics(freqs, group, number, next_group, f0, peaks[i].resolution_hz, fs_hz, max_harmonic)
         next_group += 1
-    return tuple(replace(p, harmonic_group=g, harmonic_number=n) for p, g, n in zip(peaks, group, number, strict=True))
+    return tuple(replace(p, harmonic_group=int(g), harmonic_number=int(n))
+                 for p, g, n in zip(peaks, group, number, strict=True))
+
+
+def _collect_harmonics(freqs: np.ndarray, group: np.ndarray, number: np.ndarray, family: int, f0: float,
+                       resolution: float, fs_hz: float | None, max_harmonic: int) -> None:
+    # every harmonic below fs/2 is searched; folded ones only up to max_harmonic
+    top = max_harmonic if fs_hz is None or f0 <= 0 else max(max_harmonic, int(fs_hz / 2 / f0))
+    best_n = 1
+    for n in range(2, top + 1):
+        free = np.flatnonzero(group == 0)
+        if free.size == 0:
+            return
+        predicted = n * f0 if fs_hz is None else float(fold_frequency(n * f0, fs_hz))
+        tolerance = resolution * (0.75 + 0.25 * n / best_n)
+        distance = np.abs(freqs[free] - predicted)
+        j = int(np.argmin(distance))
+        if distance[j] > tolerance:
+            continue
+        match = free[j]
+        group[match], number[match] = family, n
+        if fs_hz is not None:
+            # the unfolded frequency k fs +- f nearest n f0 refines f0 (its error shrinks as 1/n)
+            k = np.round(n * f0 / fs_hz)
+            unfolded = min((k * fs_hz + freqs[match], k * fs_hz - freqs[match]), key=lambda u: abs(u - n * f0))
+        else:
+            unfolded = freqs[match]
+        if n > best_n:
+            f0, best_n = float(unfolded / n), n

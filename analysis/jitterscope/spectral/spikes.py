@@ -36,18 +36,21 @@ class InterSpikeIntervals:
     spikes: int
     edges_s: np.ndarray
     counts: np.ndarray
+    sums_s: np.ndarray
+    """Sum of the intervals that fell in each bin (their mean is exact, the bin only 12 % wide)."""
 
     @property
     def mode_s(self) -> float | None:
-        """Geometric centre of the most populated bin (None without two spikes)."""
+        """Mean interval in the most populated bin (None without two spikes)."""
         if not self.counts.any():
             return None
         i = int(np.argmax(self.counts))
-        return float(np.sqrt(self.edges_s[i] * self.edges_s[i + 1]))
+        return float(self.sums_s[i] / self.counts[i])
 
     def to_json(self) -> dict:
         return {"threshold_ns": self.threshold_ns, "threshold_rule": self.threshold_rule, "spikes": self.spikes,
-                "edges_s": self.edges_s.tolist(), "counts": self.counts.tolist(), "mode_s": self.mode_s}
+                "edges_s": self.edges_s.tolist(), "counts": self.counts.tolist(), "sums_s": self.sums_s.tolist(),
+                "mode_s": self.mode_s}
 
 
 class IsiAccumulator:
@@ -65,6 +68,7 @@ class IsiAccumulator:
         self.threshold_ns = float(threshold_ns)
         self.threshold_rule = threshold_rule
         self.counts = np.zeros(ISI_EDGES_S.size - 1, dtype=np.int64)
+        self.sums = np.zeros(ISI_EDGES_S.size - 1)
         self.spikes = 0
         self._last_ns: int | None = None
 
@@ -77,6 +81,7 @@ class IsiAccumulator:
                 times = np.r_[self._last_ns, times]
             intervals_s = np.diff(times) / 1e9
             self.counts += np.histogram(intervals_s, bins=ISI_EDGES_S)[0]
+            self.sums += np.histogram(intervals_s, bins=ISI_EDGES_S, weights=intervals_s)[0]
             self.spikes += int(indicator.sum())
             self._last_ns = int(times[-1])
         return indicator.astype(np.float64)
@@ -84,9 +89,10 @@ class IsiAccumulator:
     def merge(self, other: IsiAccumulator) -> IsiAccumulator:
         """Add another part of the stream (the interval across the boundary is not counted)."""
         self.counts += other.counts
+        self.sums += other.sums
         self.spikes += other.spikes
         return self
 
     def result(self) -> InterSpikeIntervals:
         return InterSpikeIntervals(self.threshold_ns, self.threshold_rule, self.spikes, ISI_EDGES_S.copy(),
-                                   self.counts.copy())
+                                   self.counts.copy(), self.sums.copy())
