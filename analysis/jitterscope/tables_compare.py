@@ -120,14 +120,14 @@ def tail_fit_table(report: TailsReport) -> Table:
     conf = report.threads[0].confidence
     return Table(
         name="tails-fit", title="Tail fits (generalised Pareto above a threshold)",
-        columns=("thread", "CPU", "wake-ups", "threshold [µs]", "exceedances", "ξ", "± se", "σ [µs]", "max [µs]",
+        columns=("thread", "CPU", "n", "u [µs]", "k", "ξ", "± se", "σ [µs]", "max [µs]",
                  "P(>max) [/wake-up]", "low", "high", "1/hour [µs]", "low [µs]", "high [µs]", "1/day [µs]",
                  "assumptions"),
         rows=tuple(rows),
-        formats=("{:d}", "{:d}", "{:d}", US, "{:d}", "{:.3f}", "{:.3f}", US, US, "{:.2e}", "{:.2e}", "{:.2e}",
-                 "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}", ""),
-        notes=(f"intervals: {conf:.0%} profile likelihood; '1/hour' = latency exceeded about once per hour at the "
-               "thread's wake-up rate (expected count one)",
+        formats=("{:d}", "{:d}", "{:d}", "{:.4g}", "{:d}", "{:.3f}", "{:.3f}", "{:.4g}", "{:.4g}", "{:.2e}",
+                 "{:.2e}", "{:.2e}", "{:.4g}", "{:.4g}", "{:.4g}", "{:.4g}", ""),
+        notes=(f"n wake-ups; u threshold with k exceedances; intervals: {conf:.0%} profile likelihood; '1/hour' = "
+               "latency exceeded about once per hour at the thread's wake-up rate (expected count one)",
                *[f"thread {t}: skipped — {why}" for t, why in report.skipped]))
 
 
@@ -143,8 +143,8 @@ def tail_checks_table(fit: TailFit) -> Table:
     else:
         notes.append("mean-residual-life slope: fewer than 3 candidate thresholds above the chosen one")
     for r in fit.return_levels:
-        notes.append(f"once per {r.period}: {r.level_ns.estimate / 1000:.1f} µs "
-                     f"[{r.level_ns.lower / 1000:.1f} … {r.level_ns.upper / 1000:.1f}] — {r.extrapolation:.0f}× "
+        notes.append(f"once per {r.period}: {r.level_ns.estimate / 1000:.4g} µs "
+                     f"[{r.level_ns.lower / 1000:.4g} … {r.level_ns.upper / 1000:.4g}] — {r.extrapolation:.0f}× "
                      "beyond the capture's length" + (", so it rests on the model more than on the data"
                                                       if r.extrapolation > 10 else ""))
     notes += [c.sentence for c in fit.checks]

@@ -214,6 +214,20 @@ def _is_stable(candidates: Sequence[ThresholdCandidate], i: int) -> bool:
                for h in higher)
 
 
+def clock_resolution(values: np.ndarray) -> float:
+    """The largest power-of-ten step (ns) all values are multiples of, when it is at least 10 ns; else 1."""
+    ints = np.asarray(values)
+    if not np.issubdtype(ints.dtype, np.integer):
+        if not np.all(ints == np.round(ints)):
+            return 1.0
+        ints = ints.astype(np.int64)
+    step = 1
+    for candidate in (10, 100, 1000, 10_000):
+        if np.all(ints % candidate == 0):
+            step = candidate
+    return float(step) if step >= 10 else 1.0
+
+
 def _mrl_xi(candidates: tuple[ThresholdCandidate, ...], chosen: int) -> float:
     """Shape implied by the slope b of mean excess vs threshold above the chosen one: xi = b / (1 + b)."""
     above = candidates[chosen:]
@@ -314,6 +328,11 @@ def fit_tail(
         raise AnalysisError("fit_tail needs a 1-D latency series and a positive interval")
     if not 0 < confidence < 1:
         raise AnalysisError(f"confidence must be in (0, 1), not {confidence}")
+    resolution = clock_resolution(values)
+    if resolution > 1:
+        # Rounded clocks (cyclictest prints whole µs) put many exceedances on the same value, which a
+        # continuous GPD cannot fit; spread each value uniformly over its rounding interval (seeded).
+        values = values + np.random.default_rng(seed).uniform(-resolution / 2, resolution / 2, values.size)
     candidates, chosen = choose_threshold(values)
     cand = candidates[chosen]
     u = cand.threshold_ns
@@ -328,7 +347,7 @@ def fit_tail(
     qq = float(np.corrcoef(np.sort(y), model)[0, 1])
     keep = np.unique(np.linspace(0, k - 1, min(k, QQ_POINTS)).round().astype(int))
     qq_points = tuple(zip(model[keep].tolist(), np.sort(y)[keep].tolist(), strict=True))
-    observed_max = float(values.max())
+    observed_max = float(np.max(latency_ns))  # as recorded, before any spreading of rounded values
     exceed = []
     for level in sorted({observed_max, *map(float, levels_ns)}):
         if level <= u:
@@ -354,12 +373,14 @@ def fit_tail(
     block = max(10, n // N_BLOCKS)
     bm = fit_block_maxima(values, block, fit.xi, fit.xi_se) if n // block >= 20 else None
     stable = _is_stable(candidates, chosen)
+    rounding = (f"; values are multiples of {resolution:g} ns and were spread uniformly over their rounding "
+                "interval before fitting" if resolution > 1 else "")
     threshold_check = Check(
         "threshold stability", float(chosen), None, stable,
         f"threshold {u / 1000:.3f} µs ({k} exceedances) is the lowest of {len(candidates)} candidates whose shape "
-        "agrees with every higher one" if stable else
+        f"agrees with every higher one{rounding}" if stable else
         f"no candidate threshold has a shape that agrees with every higher one; the highest ({k} exceedances) "
-        "is used — the tail looks like a mixture of mechanisms, which one GPD cannot describe")
+        f"is used — the tail looks like a mixture of mechanisms, which one GPD cannot describe{rounding}")
     gof = Check("goodness of fit", a2, ad_p, ad_p >= ALPHA,
                 f"Anderson-Darling A² = {a2:.2f} on {gof_y.size} exceedances, parametric-bootstrap p = {ad_p:.3f}, "
                 f"QQ correlation {qq:.4f} — " + ("the GPD describes the exceedances" if ad_p >= ALPHA
