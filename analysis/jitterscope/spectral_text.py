@@ -31,6 +31,17 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
+def peaks_by_family(peaks: tuple[Peak, ...], top: int, per_family: int = 4) -> tuple[list[Peak], int]:
+    """Families in order of their strongest member, each by harmonic number, at most ``per_family`` rows each."""
+    families: dict[int, list[Peak]] = {}
+    for peak in peaks:  # strongest first, so families come in order of their strongest member
+        families.setdefault(peak.harmonic_group, []).append(peak)
+    shown = []
+    for members in families.values():
+        shown += sorted(members, key=lambda p: p.harmonic_number)[:per_family]
+    return shown[:top], len(peaks) - len(shown[:top])
+
+
 def format_thread(thread: ThreadSpectra, alpha: float, *, top: int = 20) -> str:
     """One thread's heading, method line, notes and peak table (strongest first)."""
     unit = "" if thread.method == "lomb-scargle" else "ns²/Hz"
@@ -43,9 +54,11 @@ def format_thread(thread: ThreadSpectra, alpha: float, *, top: int = 20) -> str:
     if not thread.peaks:
         lines.append(f"  no peak with false-alarm probability below {alpha:g}")
     else:
-        lines += ["  " + line for line in _table([_HEADER, *(_row(p, unit) for p in thread.peaks[:top])])]
-        if len(thread.peaks) > top:
-            lines.append(f"  ... {len(thread.peaks) - top} weaker peaks not shown (--top)")
+        shown, hidden = peaks_by_family(thread.peaks, top)
+        lines += ["  " + line for line in _table([_HEADER, *(_row(p, unit) for p in shown)])]
+        if hidden:
+            lines.append(f"  ... {hidden} more peaks not shown: higher harmonics of the families above, "
+                         "or weaker (--top)")
     if thread.spike_peaks:
         f0 = min(thread.spike_peaks, key=lambda p: p.frequency_hz)
         lines.append(f"  spike train: {len(thread.spike_peaks)} significant peaks, lowest {f0.frequency_hz:.4f} Hz"

@@ -8,6 +8,7 @@ from ..errors import AnalysisError
 from ..plots_spectral import plot_isi, plot_psd, plot_spectrogram, plot_spike_psd
 from ..report import Page, ReportContext, new_page, register_section
 from ..spectral import SpectralAnalysis, analyze_spectra
+from ..spectral_text import peaks_by_family
 from ..tables import Table
 
 MAX_THREAD_PAGES = 8
@@ -19,10 +20,10 @@ def _line(text: str) -> Table:
 
 
 def peak_table(analysis: SpectralAnalysis) -> Table:
-    """Significant peaks of every thread, strongest first (at most 15 per thread)."""
+    """Significant peaks of every thread: families by strongest member, 4 harmonics each, 15 rows per thread."""
     rows = []
     for thread in analysis.threads:
-        for peak in thread.peaks[:15]:
+        for peak in peaks_by_family(thread.peaks, 15)[0]:
             rows.append((thread.cpu, peak.frequency_hz, peak.period_s * 1e3, peak.snr, peak.fap,
                          f"{peak.harmonic_group}" + (f" ×{peak.harmonic_number}" if peak.harmonic_number > 1 else ""),
                          ", ".join(f"{c:.6g}" for c in peak.alias_candidates_hz[1:3]), peak.likely_source or "-"))
