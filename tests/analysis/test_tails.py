@@ -12,7 +12,7 @@ from jitterscope.dataset import open_dataset, write_dataset
 from jitterscope.errors import AnalysisError
 from jitterscope.metadata import Metadata, ThreadInfo
 from jitterscope.simulate import BaseLatency, SimulationSpec, write_simulation
-from jitterscope.tails import analyze_tails, choose_threshold, fit_tail
+from jitterscope.tails import analyze_tails, choose_threshold, clock_resolution, fit_tail
 from scipy import stats
 
 XI = 0.2
@@ -136,3 +136,14 @@ def test_analyze_tails_refuses_histogram_data(tmp_path: Path) -> None:
     path = write_dataset(table, meta, tmp_path / "h.parquet")
     with pytest.raises(AnalysisError, match="histogram-only"):
         analyze_tails(open_dataset(path))
+
+
+def test_rounded_clock_values_are_spread_and_said_so() -> None:
+    rng = np.random.default_rng(7)
+    x = OFFSET_NS + stats.genpareto.rvs(XI, scale=20 * SCALE_NS, size=20_000, random_state=rng)
+    rounded = (np.round(x / 1000) * 1000).astype(np.int64)  # whole µs, as cyclictest prints them
+    assert clock_resolution(rounded) == 1000 and clock_resolution(x.astype(np.int64) + 1) == 1
+    fit = fit_tail(rounded, interval_ns=1_000_000)
+    assert fit.observed_max_ns == rounded.max()
+    assert "multiples of 1000 ns" in fit.checks[0].sentence
+    assert abs(fit.xi - XI) < 3 * fit.xi_se
