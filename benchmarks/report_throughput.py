@@ -1,6 +1,6 @@
 """Time of `jitterscope report` against the read floor, and its peak RSS, on simulated datasets.
 
-Usage: python benchmarks/report_throughput.py [--sizes 1e7 1e8] [--threads 2] [--keep DIR]
+Usage: python benchmarks/report_throughput.py [--sizes 1e7 1e8] [--threads 2] [--keep DIR] [--sections a,b]
 
 For each size it simulates that many wake-ups (once, cached in --keep), then
 measures in fresh subprocesses, so peak RSS is each step's own:
@@ -38,13 +38,16 @@ compute_timeline(open_dataset(PATH))
 """,
     "report": """
 from jitterscope.report import write_report
-write_report(PATH, OUT)
+info = write_report(PATH, OUT, sections=SECTIONS)
+print("# sections:", ", ".join(f"{name} {secs:.1f} s" for name, secs in info.seconds), file=sys.stderr)
 """,
 }
 
 RUNNER = """
 import json, resource, sys, time
+import numpy, pyarrow.parquet, jitterscope.report, jitterscope.stats, jitterscope.timeline  # imports are not timed
 PATH, OUT = sys.argv[1], sys.argv[2]
+SECTIONS = tuple(sys.argv[4].split(",")) if sys.argv[4] else None
 start = time.perf_counter()
 exec(compile(sys.argv[3], "step", "exec"))
 elapsed = time.perf_counter() - start
@@ -59,11 +62,12 @@ def simulate(path: Path, rows: int, threads: int) -> None:
     write_simulation(spec, path, seed=1, overwrite=True)
 
 
-def measure(step: str, path: Path, out: Path) -> dict[str, float]:
-    proc = subprocess.run([sys.executable, "-c", RUNNER, str(path), str(out), STEPS[step]],
+def measure(step: str, path: Path, out: Path, sections: str = "") -> dict[str, float]:
+    proc = subprocess.run([sys.executable, "-c", RUNNER, str(path), str(out), STEPS[step], sections],
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"{step} failed:\n{proc.stderr}")
+    sys.stderr.write("".join(line + "\n" for line in proc.stderr.splitlines() if line.startswith("# ")))
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -72,6 +76,7 @@ def main() -> int:
     parser.add_argument("--sizes", nargs="+", type=float, default=[1e6, 1e7])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--keep", type=Path, help="directory to keep (and reuse) the simulated datasets in")
+    parser.add_argument("--sections", default="", help="comma-separated report sections to time (default: all)")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="jitterscope-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -85,7 +90,7 @@ def main() -> int:
             print(f"# simulated {rows:,} rows in {time.perf_counter() - started:.1f} s -> {path}", file=sys.stderr)
         floor = measure("floor", path, work / "unused.pdf")
         for step in STEPS:
-            result = floor if step == "floor" else measure(step, path, work / f"report-{rows}.pdf")
+            result = floor if step == "floor" else measure(step, path, work / f"report-{rows}.pdf", args.sections)
             ratio = result["seconds"] / floor["seconds"]
             print(f"{rows:>12,} {step:>9} {result['seconds']:>9.2f} {ratio:>8.2f} {result['rss_mb']:>12.0f}")
     return 0

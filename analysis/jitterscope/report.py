@@ -48,6 +48,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,7 +63,10 @@ from tqdm import tqdm
 from . import __version__
 from .dataset import Dataset, open_dataset
 from .errors import JitterscopeError
+from .plots import plot_note, plot_text_page
+from .stats import Summary, summarize
 from .tables import Table, text_header_lines, to_csv, to_json_text, to_latex, to_text
+from .timeline import TimelineResult, compute_timeline
 
 SECTION_MODULES: tuple[str, ...] = (
     # One line per module that registers sections; imported in this order, sections sorted by `order`.
@@ -173,8 +177,8 @@ class ReportContext:
     """
 
     dataset: Dataset
-    summary: Any
-    timeline: Any
+    summary: Summary
+    timeline: TimelineResult | None
     provenance: Provenance
     top_k: int = 20
     progress: bool = False
@@ -231,8 +235,6 @@ def new_page(nrows: int = 1, ncols: int = 1, **subplot_kw: Any) -> tuple[Figure,
 
 def note_page(name: str, title: str, message: str) -> Page:
     """A page that says why a figure is absent (e.g. histogram-only data), instead of an empty page."""
-    from .plots import plot_note
-
     fig, ax = new_page()
     plot_note(title, message, ax)
     return Page(name, fig)
@@ -240,8 +242,6 @@ def note_page(name: str, title: str, message: str) -> Page:
 
 def text_pages(name: str, heading: str, tables: Sequence[Table], *, banner: str | None = None) -> Iterator[Page]:
     """Typeset tables as monospace text pages, continuing onto further pages as needed."""
-    from .plots import plot_text_page
-
     pages: list[list[tuple[str, list[str]]]] = [[]]
     used = 4 if banner else 0
     for table in tables:
@@ -300,18 +300,23 @@ def hash_files(dataset: Dataset) -> tuple[tuple[tuple[str, str, int], ...], str]
 
 
 def build_context(dataset: Dataset, *, top_k: int = 20, progress: bool = False) -> ReportContext:
-    """Open-once work every section shares: file hashes, the summary pass, the timeline pass."""
-    from .stats import summarize
-    from .timeline import compute_timeline
+    """Open-once work every section shares: file hashes, the summary pass, the timeline pass.
 
-    files, combined = hash_files(dataset)
+    The three are independent streaming reads, run in threads: Parquet decoding,
+    numpy and hashlib release the GIL, so on two cores they overlap.
+    """
     when, reproducible = source_date()
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="report") as pool:
+        hashing = pool.submit(hash_files, dataset)
+        summarizing = pool.submit(summarize, dataset, progress=progress, top_k=top_k)
+        timing = None if dataset.is_histogram else pool.submit(compute_timeline, dataset, progress=progress)
+        summary = summarizing.result()
+        timeline = None if timing is None else timing.result()
+        files, combined = hashing.result()
     provenance = Provenance(
         dataset_path=str(dataset.path), files=files, dataset_sha256=combined, tool_version=__version__,
         generated_utc=when.strftime("%Y-%m-%d %H:%M:%S UTC"), reproducible=reproducible,
     )
-    summary = summarize(dataset, progress=progress, top_k=top_k)
-    timeline = None if dataset.is_histogram else compute_timeline(dataset, progress=progress)
     return ReportContext(dataset=dataset, summary=summary, timeline=timeline, provenance=provenance,
                          top_k=top_k, progress=progress)
 

@@ -18,12 +18,14 @@ def dataset(tmp_path_factory):
 
 def test_report_writes_pdf_and_figures_and_prints_the_path(dataset, tmp_path, capsys):
     out = tmp_path / "r.pdf"
-    assert main(["report", str(dataset), "-o", str(out), "--figures", str(tmp_path / "figs"), "--top", "5"]) == 0
+    assert main(["report", str(dataset), "-o", str(out), "--figures", str(tmp_path / "figs"), "--top", "5",
+                 "--sections", "provenance,distributions, spikes"]) == 0
     captured = capsys.readouterr()
     assert captured.out == f"{out}\n"
     assert out.read_bytes().startswith(b"%PDF") and out.stat().st_size > 10_000
     assert "pages" in captured.err and "files in" in captured.err
     assert (tmp_path / "figs" / "latency-histogram.svg").exists()
+    assert not (tmp_path / "figs" / "latency-over-time.svg").exists()  # not among --sections
     spikes = (tmp_path / "figs" / "spikes.csv").read_text().splitlines()
     assert len(spikes) == 1 + 5  # header + --top 5
     assert not (tmp_path / "r.pdf.tmp").exists()
@@ -35,6 +37,7 @@ def test_report_writes_pdf_and_figures_and_prints_the_path(dataset, tmp_path, ca
     (["{dataset}", "-o", "{tmp}/no/such/dir/r.pdf"], "no such directory"),
     (["{dataset}", "-o", "{tmp}"], "is a directory"),
     (["{dataset}", "--top", "0"], "at least 1"),
+    (["{dataset}", "--sections", "spectra,nonsense"], "unknown report section(s) nonsense; known: provenance"),
 ])
 def test_bad_input_is_one_line_and_exit_1(dataset, tmp_path, capsys, args, message):
     garbage = tmp_path / "garbage.parquet"
@@ -47,6 +50,14 @@ def test_bad_input_is_one_line_and_exit_1(dataset, tmp_path, capsys, args, messa
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("jitterscope report: error: ") and message in err
     assert "Traceback" not in err
+
+
+def test_full_report_with_every_registered_section(dataset, tmp_path, capsys):
+    # the whole report, later analyses' sections included, on a small dataset
+    out = tmp_path / "all.pdf"
+    assert main(["report", str(dataset), "-o", str(out), "-q"]) == 0
+    assert capsys.readouterr().out == f"{out}\n"
+    assert out.read_bytes().startswith(b"%PDF")
 
 
 def test_console_script_error_has_no_traceback(tmp_path):

@@ -42,9 +42,10 @@ def dataset_table(ctx: ReportContext) -> Table:
     items: list[tuple[str, Any]] = [
         ("dataset", prov.dataset_path),
         ("kind", kind),
-        ("rows", f"{ctx.dataset.num_rows:,}"),
+        ("rows", f"{ctx.dataset.num_rows:,}" + (" (histogram bins)" if ctx.dataset.is_histogram else " (wake-ups)")),
         ("threads", f"{len(meta.threads)} (CPUs {_cpus(meta.threads)})"),
-        ("intervals", ", ".join(sorted({f'{t.interval_ns / 1000:g} µs' for t in meta.threads}))),
+        ("intervals", ", ".join(sorted({f'{t.interval_ns / 1000:g} µs' if t.interval_ns > 0 else "not recorded"
+                                        for t in meta.threads})) or "-"),
         ("schema version", meta.schema_version),
         ("written by", f"{meta.tool.get('name', '?')} {meta.tool.get('version', '?')}"),
         ("capture status", f"{status.get('state', 'unknown')} {status.get('reason', '')}".strip()),
@@ -96,7 +97,8 @@ def environment_table(environment: Mapping[str, Any] | None) -> Table:
             for cpu, info in sorted(value.items(), key=lambda kv: _int_key(kv[0])):
                 items.append((f"cpufreq CPU {cpu}", _text(info)))
         elif key == "cpuidle" and isinstance(value, Mapping):
-            items.append(("cpuidle driver/governor", f"{value.get('driver')} / {value.get('governor')}"))
+            items.append(("cpuidle driver/governor",
+                          f"{_text(value.get('driver'))} / {_text(value.get('governor'))}"))
             for state in value.get("states") or []:
                 items.append((f"idle state {state.get('name')}",
                               f"exit latency {state.get('exit_latency_us')} µs"
@@ -119,7 +121,7 @@ def _text(value: Any) -> str:
 
 
 def _cpus(threads: Sequence[Any]) -> str:
-    return ",".join(str(t.cpu) for t in threads) if threads else "-"
+    return ",".join(str(t.cpu) if t.cpu >= 0 else "?" for t in threads) if threads else "-"
 
 
 def _int_key(text: str) -> tuple[int, str]:
