@@ -75,8 +75,8 @@ def plot_latency_histogram(hists: BinnedHistograms, ax: Axes) -> Axes:
     return ax
 
 
-def plot_period_error(hists: BinnedHistograms, ax: Axes) -> Axes:
-    """Distribution of period error (Δactual − interval) per CPU, log y."""
+def plot_period_error(hists: BinnedHistograms, ax: Axes, *, interval_ns: int | None = None) -> Axes:
+    """Distribution of period error (Δactual − interval) per CPU, log y; with ``interval_ns``, the period on top."""
     width_us = hists.bin_width_ns / NS_PER_US
     top = max(int(s.counts.max()) for s in hists.series)
     for i, series in enumerate(hists.series):
@@ -90,6 +90,11 @@ def plot_period_error(hists: BinnedHistograms, ax: Axes) -> Axes:
     ax.set_xlabel("period error = (actual_ns[i] − actual_ns[i−1]) − interval [µs]")
     ax.set_ylabel(f"periods per {width_us:g} µs bin")
     ax.set_title("Period error distribution")
+    if interval_ns:
+        interval_us = interval_ns / NS_PER_US
+        top_axis = ax.secondary_xaxis("top", functions=(lambda e: e + interval_us, lambda p: p - interval_us))
+        top_axis.set_xlabel(f"period [µs] (interval {interval_us:g} µs)")
+        ax.set_title("Period error distribution", pad=12)
     ax.grid(True, which="major", alpha=0.3)
     _legend(ax, len(hists.series))
     return ax

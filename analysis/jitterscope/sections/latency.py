@@ -75,8 +75,9 @@ def period_section(ctx: ReportContext) -> Sequence[Page]:
     except AnalysisError:
         return [note_page("period-error", "Period error distribution",
                           "No thread has two consecutive wake-ups, so no period can be measured.")]
+    intervals = {t.interval_ns for t in ctx.summary.threads if t.interval_ns}
     fig, ax = new_page()
-    plot_period_error(hists, ax)
+    plot_period_error(hists, ax, interval_ns=intervals.pop() if len(intervals) == 1 else None)
     return [Page("period-error", fig)]
 
 
