@@ -19,6 +19,8 @@ from typing import Any
 
 Cell = str | int | float | None
 
+LATEX_WRAP = 40  # characters: a longer left-aligned cell puts its column in a p{} paragraph column
+
 MISSING = "n/a"
 """What a missing or non-finite cell shows in text and LaTeX (never a bare NaN)."""
 
@@ -27,7 +29,7 @@ _LATEX_ESCAPES = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
     "µ": r"\textmu{}", "μ": r"\textmu{}", "<": r"\textless{}", ">": r"\textgreater{}",
-    "−": "-", "…": r"\dots{}", "≥": r"$\geq$", "≤": r"$\leq$", "×": r"$\times$",
+    "−": "-", "…": r"\dots{}", "·": r"\textperiodcentered{}", "─": "-", "≥": r"$\geq$", "≤": r"$\leq$", "×": r"$\times$",
 }
 
 
@@ -184,13 +186,18 @@ def to_latex(table: Table) -> str:
 
     Needs ``\\usepackage{booktabs}`` (and ``textcomp`` for µ on old LaTeX kernels).
     """
-    spec = "".join(table.alignment())
+    text = table.text_rows()
+    # a left column with long text wraps in a paragraph column instead of running off the page
+    spec = "".join(
+        r"p{0.6\linewidth}" if how == "l" and any(len(row[c]) > LATEX_WRAP for row in text) else how
+        for c, how in enumerate(table.alignment())
+    )
     lines = [
         r"\begin{table}[htbp]", r"\centering", rf"\caption{{{latex_escape(table.title)}}}",
         rf"\label{{tab:{_label(table.name)}}}", rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
         " & ".join(latex_escape(c) for c in table.columns) + r" \\", r"\midrule",
     ]
-    lines += [" & ".join(latex_escape(text) for text in row) + r" \\" for row in table.text_rows()]
+    lines += [" & ".join(latex_escape(cell) for cell in row) + r" \\" for row in text]
     lines += [r"\bottomrule", r"\end{tabular}"]
     for note in table.notes:
         lines.append(rf"\par\smallskip{{\footnotesize {latex_escape(note)}}}")
@@ -257,7 +264,7 @@ def summary_table(summary: Any, *, name: str = "summary") -> Table:
     rows = []
     for item in (*summary.threads, summary.overall):
         label = "all" if item is summary.overall else str(item.thread)
-        cpu = "" if item is summary.overall or item.cpu is None or item.cpu < 0 else str(item.cpu)
+        cpu = "all" if item is summary.overall else (None if item.cpu is None or item.cpu < 0 else int(item.cpu))
         pct = {level: _resolved(item.percentiles.get(level), item.n, float(level)) for level in SUMMARY_LEVELS}
         rows.append((
             label, cpu, int(item.n), _us(item.min_ns), _us(pct["50"]), _us(item.mean_ns), _us(item.std_ns),

@@ -13,6 +13,8 @@ from jitterscope.tables import (
     format_cell,
     key_value_table,
     latex_escape,
+    spike_table,
+    summary_table,
     text_header_lines,
     to_csv,
     to_json_text,
@@ -117,3 +119,49 @@ def test_key_value_table_renders_nested_values_as_json():
     table = key_value_table("kv", "KV", {"a": 1, "b": [1, 2], "c": {"x": True}, "d": None, "e": False})
     assert table.rows == (("a", 1), ("b", "[1,2]"), ("c", '{"x":true}'), ("d", None), ("e", "no"))
     assert table.alignment() == ("l", "l")
+
+
+def test_latex_wraps_long_text_columns_in_paragraph_columns():
+    table = key_value_table("env", "Environment", {"cmdline": "console=ttyS0 " * 10, "hz": 250})
+    tex = to_latex(table)
+    assert r"\begin{tabular}{lp{0.6\linewidth}}" in tex
+    assert r"\begin{tabular}{ll}" in to_latex(key_value_table("short", "Short", {"hz": 250}))
+
+
+def _summary(tmp_path, latencies):
+    import numpy as np
+    import pyarrow as pa
+    from jitterscope.dataset import open_dataset, write_dataset
+    from jitterscope.metadata import Metadata, ThreadInfo
+    from jitterscope.stats import summarize
+
+    n = len(latencies)
+    expected = 10**12 + np.arange(n, dtype=np.int64) * 1_000_000
+    table = pa.table({"cpu": np.full(n, 3), "thread": np.zeros(n), "seq": np.arange(n), "expected_ns": expected,
+                      "actual_ns": expected + np.asarray(latencies)})
+    meta = Metadata(kind="capture", threads=(ThreadInfo(thread=0, cpu=3, interval_ns=1_000_000, samples=n),))
+    return summarize(open_dataset(write_dataset(table, meta, tmp_path / "d.parquet")), top_k=3), int(expected[0])
+
+
+def test_summary_table_is_in_us_and_says_na_where_n_cannot_resolve(tmp_path):
+    summary, _ = _summary(tmp_path, [1000, 2000, 3000, 4000, 50_000])
+    table = summary_table(summary)
+    thread, overall = table.rows
+    columns = list(table.columns)
+    assert thread[:3] == ("0", 3, 5) and overall[:3] == ("all", "all", 5)
+    assert thread[columns.index("min [µs]")] == 1.0 and thread[columns.index("max [µs]")] == 50.0
+    assert thread[columns.index("mean [µs]")] == pytest.approx(12.0)
+    assert thread[columns.index("p50 [µs]")] == pytest.approx(summary.threads[0].percentiles["50"] / 1000)
+    for level in ("p90 [µs]", "p99 [µs]", "p99.999 [µs]"):  # n = 5: n (1 - q) < 1
+        assert thread[columns.index(level)] is None
+    assert "n/a" in to_text(table)[5]
+
+
+def test_spike_table_orders_by_latency_with_times_and_neighbours(tmp_path):
+    summary, origin = _summary(tmp_path, [1000, 9000, 2000, 30_000, 3000, 4000])
+    table = spike_table(summary.threads[0].spikes.spikes, origin_ns=origin + 1000, cpus={0: 3})
+    assert [row[5] for row in table.rows] == [30.0, 9.0, 4.0]
+    rank, time_s, thread, cpu, seq, _, before, after = table.rows[0]
+    assert (rank, thread, cpu, seq) == (1, 0, 3, 3)
+    assert time_s == pytest.approx(3e-3 + 29_000 / 1e9)  # actual of seq 3, from the origin
+    assert before.split()[-1] == "2.0" and after.split()[0] == "3.0"
