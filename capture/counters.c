@@ -134,7 +134,7 @@ static int counters_probe_perf(struct counters_probe *p, const struct config *cf
 	char text[256];
 	int err = counters_read_text(PERF_MSR_PMU "/type", text, sizeof(text));
 	if (err) {
-		snprintf(why, whylen, "no perf msr PMU (%s/type: %s)", PERF_MSR_PMU, strerror(-err));
+		snprintf(why, whylen, "no msr PMU (%s/type: %s)", PERF_MSR_PMU, strerror(-err));
 		return err;
 	}
 	p->perf_type = (uint32_t)strtoul(text, NULL, 10);
@@ -145,7 +145,7 @@ static int counters_probe_perf(struct counters_probe *p, const struct config *cf
 		snprintf(path, sizeof(path), PERF_MSR_PMU "/events/%s", counters_names[ctr]);
 		p->have[ctr] = false;
 		if (counters_read_text(path, text, sizeof(text)) || sscanf(text, "event=%llx", &config) != 1) {
-			snprintf(p->missing[ctr], sizeof(p->missing[ctr]), "perf msr PMU has no '%s' event",
+			snprintf(p->missing[ctr], sizeof(p->missing[ctr]), "msr PMU has no '%s' event",
 				 counters_names[ctr]);
 			continue;
 		}
@@ -161,17 +161,21 @@ static int counters_probe_perf(struct counters_probe *p, const struct config *cf
 		found++;
 	}
 	if (!found)
-		snprintf(why, whylen, "perf msr PMU has none of aperf, mperf, smi");
+		snprintf(why, whylen, "msr PMU has none of aperf, mperf, smi");
 	return found ? 0 : -ENOENT;
 }
 
-static void counters_note_missing(struct counters_probe *p, const char *why)
+/* missing[ctr] becomes "msr: <why>; perf: <why>" for every absent counter
+ * (the perf part being the probe's own per-counter reason when it has one). */
+static void counters_explain(struct counters_probe *p, const char *why_msr, const char *why_perf)
 {
 	for (int ctr = 0; ctr < CTR_COUNT; ctr++) {
 		if (p->have[ctr])
 			continue;
-		size_t used = strlen(p->missing[ctr]);
-		snprintf(p->missing[ctr] + used, sizeof(p->missing[ctr]) - used, "%s%s", used ? "; " : "", why);
+		char perf[200];
+		snprintf(perf, sizeof(perf), "%s", p->missing[ctr][0] ? p->missing[ctr] : why_perf);
+		snprintf(p->missing[ctr], sizeof(p->missing[ctr]), "%s%.90s%s%.90s", why_msr[0] ? "msr: " : "",
+			 why_msr, perf[0] ? (why_msr[0] ? "; perf: " : "perf: ") : "", perf);
 	}
 }
 
@@ -181,7 +185,8 @@ int counters_probe(struct counters_probe *p, const struct config *cfg)
 	memset(p, 0, sizeof(*p));
 	counters_vendor(p->vendor);
 	if (cfg->counters == COUNTERS_NONE) {
-		counters_note_missing(p, "counters disabled (--counters none)");
+		for (int ctr = 0; ctr < CTR_COUNT; ctr++)
+			snprintf(p->missing[ctr], sizeof(p->missing[ctr]), "counters disabled (--counters none)");
 		return 0;
 	}
 	if (cfg->counters != COUNTERS_PERF) {
@@ -199,21 +204,14 @@ int counters_probe(struct counters_probe *p, const struct config *cfg)
 		}
 	}
 	int err = counters_probe_perf(p, cfg, why_perf, sizeof(why_perf));
-	if (!err) {
-		p->source = SOURCE_PERF;
-		counters_note_missing(p, why_msr[0] ? why_msr : "");
-		return 0;
-	}
-	if (cfg->counters == COUNTERS_PERF) {
+	if (err && cfg->counters == COUNTERS_PERF) {
 		fprintf(stderr, "jitterscope-capture: %s (use --counters msr|none)\n", why_perf);
 		return err;
 	}
-	memset(p->have, 0, sizeof(p->have));
-	p->source = SOURCE_NONE;
-	counters_note_missing(p, why_msr);
-	for (int ctr = 0; ctr < CTR_COUNT; ctr++)
-		if (!strstr(p->missing[ctr], "perf"))
-			counters_note_missing(p, why_perf);
+	p->source = err ? SOURCE_NONE : SOURCE_PERF;
+	if (err)
+		memset(p->have, 0, sizeof(p->have));
+	counters_explain(p, why_msr, why_perf);
 	return 0;
 }
 

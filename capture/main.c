@@ -20,8 +20,8 @@
 #include "config.h"
 #include "counters.h"
 #include "envinfo.h"
-#include "jsonw.h"
 #include "output.h"
+#include "setupinfo.h"
 #include "timerloop.h"
 #include "writer.h"
 
@@ -171,111 +171,6 @@ static int capture_alloc(struct capture *c)
 	return 0;
 }
 
-/* ---- metadata fixed at setup ----------------------------------------------------- */
-
-static void capture_settings_asked(struct jsonw *j, const struct config *cfg)
-{
-	jsonw_object_begin(j, "asked");
-	jsonw_int(j, "interval_ns", cfg->interval_ns);
-	jsonw_array_begin(j, "cpus");
-	for (int i = 0; i < cfg->ncpus; i++)
-		jsonw_int(j, NULL, cfg->cpus[i]);
-	jsonw_array_end(j);
-	jsonw_string(j, "policy", config_policy_name(cfg->policy));
-	jsonw_int(j, "priority", cfg->priority);
-	jsonw_int(j, "duration_ns", cfg->duration_ns);
-	jsonw_uint(j, "loops", cfg->loops);
-	jsonw_int(j, "latency_us", cfg->latency_us);
-	jsonw_string(j, "timer", config_timer_name(cfg->timer));
-	jsonw_string(j, "counters", config_counters_name(cfg->counters));
-	jsonw_string(j, "msr_dir", cfg->msr_dir);
-	jsonw_int(j, "flush_interval_ns", cfg->flush_interval_ns);
-	jsonw_string(j, "output", cfg->output);
-	jsonw_object_end(j);
-}
-
-static void capture_settings_granted(struct jsonw *j, const struct capture *c)
-{
-	jsonw_object_begin(j, "granted");
-	jsonw_string(j, "policy", config_policy_name(c->cfg.policy));
-	jsonw_int(j, "priority", c->cfg.priority);
-	jsonw_int(j, "latency_us", c->dma_fd >= 0 ? c->cfg.latency_us : -1);
-	if (c->cfg.latency_us >= 0 && c->dma_fd < 0)
-		jsonw_string(j, "latency_error", strerror(c->dma_errno));
-	jsonw_bool(j, "mlockall", c->mlocked);
-	if (!c->mlocked)
-		jsonw_string(j, "mlockall_error", strerror(c->mlock_errno));
-	jsonw_string(j, "timer", config_timer_name(c->cfg.timer));
-	jsonw_string(j, "counters", counters_source_name(c->probe.source));
-	jsonw_int(j, "writer_cpu", c->writer_cpu);
-	jsonw_uint(j, "ring_capacity", c->cfg.ncpus ? ring_capacity(&c->loops[0].ring) : 0);
-	jsonw_array_begin(j, "degraded");
-	for (int i = 0; i < c->ndegraded; i++)
-		jsonw_string(j, NULL, c->degraded[i]);
-	jsonw_array_end(j);
-	jsonw_object_end(j);
-}
-
-static char *capture_settings_json(const struct capture *c)
-{
-	struct jsonw j;
-	jsonw_init(&j);
-	jsonw_object_begin(&j, NULL);
-	capture_settings_asked(&j, &c->cfg);
-	capture_settings_granted(&j, c);
-	jsonw_object_end(&j);
-	return jsonw_take(&j);
-}
-
-static char *capture_counters_json(const struct counters_probe *p)
-{
-	struct jsonw j;
-	jsonw_init(&j);
-	jsonw_object_begin(&j, NULL);
-	jsonw_string(&j, "source", counters_source_name(p->source));
-	jsonw_array_begin(&j, "columns");
-	for (int ctr = 0; ctr < CTR_COUNT; ctr++)
-		if (p->have[ctr])
-			jsonw_string(&j, NULL, counters_names[ctr]);
-	jsonw_array_end(&j);
-	jsonw_object_begin(&j, "missing");
-	for (int ctr = 0; ctr < CTR_COUNT; ctr++)
-		if (!p->have[ctr])
-			jsonw_string(&j, counters_names[ctr], p->missing[ctr]);
-	jsonw_object_end(&j);
-	if (p->source == SOURCE_MSR || p->source == SOURCE_FILE) {
-		jsonw_object_begin(&j, "msr_addresses");
-		for (int ctr = 0; ctr < CTR_COUNT; ctr++) {
-			char hex[16];
-			snprintf(hex, sizeof(hex), "0x%X", p->msr_address[ctr]);
-			if (p->have[ctr])
-				jsonw_string(&j, counters_names[ctr], hex);
-		}
-		jsonw_object_end(&j);
-	}
-	jsonw_string(&j, "cpu_vendor", p->vendor);
-	jsonw_object_end(&j);
-	return jsonw_take(&j);
-}
-
-static char *capture_clock_json(void)
-{
-	const char *source;
-	double hz = counters_tsc_hz(&source);
-	struct timespec real, mono;
-	clock_gettime(CLOCK_REALTIME, &real);
-	clock_gettime(CLOCK_MONOTONIC, &mono);
-	struct jsonw j;
-	jsonw_init(&j);
-	jsonw_object_begin(&j, NULL);
-	jsonw_int(&j, "realtime_ns", (int64_t)real.tv_sec * 1000000000 + real.tv_nsec);
-	jsonw_int(&j, "monotonic_ns", (int64_t)mono.tv_sec * 1000000000 + mono.tv_nsec);
-	jsonw_double(&j, "tsc_hz", hz);
-	jsonw_string(&j, "tsc_hz_source", source);
-	jsonw_object_end(&j);
-	return jsonw_take(&j);
-}
-
 /* ---- threads --------------------------------------------------------------------- */
 
 static int capture_start_thread(struct capture *c, int i)
@@ -421,10 +316,16 @@ static int capture_setup(struct capture *c)
 	c->writer_cpu = capture_pick_writer_cpu(&c->cfg);
 	if (c->writer_cpu < 0)
 		capture_degrade(c, "no unmeasured CPU: the writer thread shares the measured CPUs");
+	struct setup_granted granted = {
+		.mlocked = c->mlocked, .mlock_errno = c->mlock_errno,
+		.latency_held = c->dma_fd >= 0, .latency_errno = c->dma_errno,
+		.writer_cpu = c->writer_cpu, .ring_capacity = ring_capacity(&c->loops[0].ring),
+		.counters = c->probe.source, .degraded = c->degraded, .ndegraded = c->ndegraded,
+	};
 	c->environment_json = envinfo_json();
-	c->clock_json = capture_clock_json();
-	c->counters_json = capture_counters_json(&c->probe);
-	c->settings_json = capture_settings_json(c);
+	c->clock_json = setupinfo_clock_json();
+	c->counters_json = setupinfo_counters_json(&c->probe);
+	c->settings_json = setupinfo_settings_json(&c->cfg, &granted);
 	if (!c->environment_json || !c->clock_json || !c->counters_json || !c->settings_json) {
 		fprintf(stderr, PROG ": out of memory building the metadata\n");
 		return EXIT_RUNTIME;

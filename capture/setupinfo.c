@@ -1,0 +1,111 @@
+/* Setup metadata as JSON; see setupinfo.h. */
+#include "setupinfo.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "jsonw.h"
+
+static void setupinfo_asked(struct jsonw *j, const struct config *cfg)
+{
+	jsonw_object_begin(j, "asked");
+	jsonw_int(j, "interval_ns", cfg->interval_ns);
+	jsonw_array_begin(j, "cpus");
+	for (int i = 0; i < cfg->ncpus; i++)
+		jsonw_int(j, NULL, cfg->cpus[i]);
+	jsonw_array_end(j);
+	jsonw_string(j, "policy", config_policy_name(cfg->policy));
+	jsonw_int(j, "priority", cfg->priority);
+	jsonw_int(j, "duration_ns", cfg->duration_ns);
+	jsonw_uint(j, "loops", cfg->loops);
+	jsonw_int(j, "latency_us", cfg->latency_us);
+	jsonw_string(j, "timer", config_timer_name(cfg->timer));
+	jsonw_string(j, "counters", config_counters_name(cfg->counters));
+	jsonw_string(j, "msr_dir", cfg->msr_dir);
+	jsonw_int(j, "flush_interval_ns", cfg->flush_interval_ns);
+	jsonw_string(j, "output", cfg->output);
+	jsonw_object_end(j);
+}
+
+static void setupinfo_granted(struct jsonw *j, const struct config *cfg, const struct setup_granted *g)
+{
+	jsonw_object_begin(j, "granted");
+	jsonw_string(j, "policy", config_policy_name(cfg->policy));
+	jsonw_int(j, "priority", cfg->priority);
+	jsonw_int(j, "latency_us", g->latency_held ? cfg->latency_us : -1);
+	if (cfg->latency_us >= 0 && !g->latency_held)
+		jsonw_string(j, "latency_error", strerror(g->latency_errno));
+	jsonw_bool(j, "mlockall", g->mlocked);
+	if (!g->mlocked)
+		jsonw_string(j, "mlockall_error", strerror(g->mlock_errno));
+	jsonw_string(j, "timer", config_timer_name(cfg->timer));
+	jsonw_string(j, "counters", counters_source_name(g->counters));
+	jsonw_int(j, "writer_cpu", g->writer_cpu);
+	jsonw_uint(j, "ring_capacity", g->ring_capacity);
+	jsonw_array_begin(j, "degraded");
+	for (int i = 0; i < g->ndegraded; i++)
+		jsonw_string(j, NULL, g->degraded[i]);
+	jsonw_array_end(j);
+	jsonw_object_end(j);
+}
+
+char *setupinfo_settings_json(const struct config *cfg, const struct setup_granted *granted)
+{
+	struct jsonw j;
+	jsonw_init(&j);
+	jsonw_object_begin(&j, NULL);
+	setupinfo_asked(&j, cfg);
+	setupinfo_granted(&j, cfg, granted);
+	jsonw_object_end(&j);
+	return jsonw_take(&j);
+}
+
+char *setupinfo_counters_json(const struct counters_probe *p)
+{
+	struct jsonw j;
+	jsonw_init(&j);
+	jsonw_object_begin(&j, NULL);
+	jsonw_string(&j, "source", counters_source_name(p->source));
+	jsonw_array_begin(&j, "columns");
+	for (int ctr = 0; ctr < CTR_COUNT; ctr++)
+		if (p->have[ctr])
+			jsonw_string(&j, NULL, counters_names[ctr]);
+	jsonw_array_end(&j);
+	jsonw_object_begin(&j, "missing");
+	for (int ctr = 0; ctr < CTR_COUNT; ctr++)
+		if (!p->have[ctr])
+			jsonw_string(&j, counters_names[ctr], p->missing[ctr]);
+	jsonw_object_end(&j);
+	if (p->source == SOURCE_MSR || p->source == SOURCE_FILE) {
+		jsonw_object_begin(&j, "msr_addresses");
+		for (int ctr = 0; ctr < CTR_COUNT; ctr++) {
+			char hex[16];
+			snprintf(hex, sizeof(hex), "0x%X", p->msr_address[ctr]);
+			if (p->have[ctr])
+				jsonw_string(&j, counters_names[ctr], hex);
+		}
+		jsonw_object_end(&j);
+	}
+	jsonw_string(&j, "cpu_vendor", p->vendor);
+	jsonw_object_end(&j);
+	return jsonw_take(&j);
+}
+
+char *setupinfo_clock_json(void)
+{
+	const char *source;
+	double hz = counters_tsc_hz(&source);
+	struct timespec real, mono;
+	clock_gettime(CLOCK_REALTIME, &real);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	struct jsonw j;
+	jsonw_init(&j);
+	jsonw_object_begin(&j, NULL);
+	jsonw_int(&j, "realtime_ns", (int64_t)real.tv_sec * 1000000000 + real.tv_nsec);
+	jsonw_int(&j, "monotonic_ns", (int64_t)mono.tv_sec * 1000000000 + mono.tv_nsec);
+	jsonw_double(&j, "tsc_hz", hz);
+	jsonw_string(&j, "tsc_hz_source", source);
+	jsonw_object_end(&j);
+	return jsonw_take(&j);
+}
