@@ -8,8 +8,8 @@ from matplotlib.axes import Axes
 from .spectral import InterSpikeIntervals, Peak, Psd, Spectrogram, ThreadSpectra
 
 
-def plot_psd(thread: ThreadSpectra, ax: Axes, *, label_peaks: int = 8) -> None:
-    """PSD on log axes with the FAP threshold and the significant peaks marked and labelled."""
+def plot_psd(thread: ThreadSpectra, ax: Axes, *, label_families: int = 6) -> None:
+    """PSD on log axes with the FAP threshold; the strongest significant peaks marked, each family labelled."""
     psd = thread.psd
     if psd is None:
         ax.set_title(f"CPU {thread.cpu} (thread {thread.thread}): latency PSD")
@@ -21,21 +21,29 @@ def plot_psd(thread: ThreadSpectra, ax: Axes, *, label_peaks: int = 8) -> None:
     ax.loglog(f, p, lw=0.6, color="C0", label="Welch PSD")
     if thread.floor is not None:
         ax.loglog(f, thread.floor.threshold[1:], lw=0.8, color="C1", ls="--", label="FAP threshold")
-    _mark(ax, thread.peaks if thread.method != "lomb-scargle" else (), label_peaks)
+    _mark(ax, thread.peaks if thread.method != "lomb-scargle" else (), label_families)
     ax.set_xlabel("frequency [Hz]")
     ax.set_ylabel("PSD [ns²/Hz]")
     ax.legend(loc="lower left")
 
 
-def _mark(ax: Axes, peaks: tuple[Peak, ...], label_peaks: int) -> None:
-    for rank, peak in enumerate(peaks):
-        ax.plot(peak.frequency_hz, peak.power, "v", color="C3", ms=5)
-        if rank < label_peaks:
-            text = f"{peak.frequency_hz:.4g} Hz"
-            if peak.harmonic_number > 1:
-                text += f" ×{peak.harmonic_number}"
-            ax.annotate(text, (peak.frequency_hz, peak.power), textcoords="offset points", xytext=(0, 6),
-                        ha="center", fontsize=8)
+MAX_MARKERS = 60
+
+
+def _mark(ax: Axes, peaks: tuple[Peak, ...], label_families: int) -> None:
+    """Mark the strongest peaks; label each family once, at its lowest harmonic, with its size."""
+    for peak in peaks[:MAX_MARKERS]:
+        ax.plot(peak.frequency_hz, peak.power, "v", color="C3", ms=4)
+    families: dict[int, list[Peak]] = {}
+    for peak in peaks:  # strongest first: families in order of their strongest member
+        families.setdefault(peak.harmonic_group, []).append(peak)
+    for members in list(families.values())[:label_families]:
+        first = min(members, key=lambda p: p.harmonic_number)
+        text = f"{first.frequency_hz:.4g} Hz" + (f" ×{first.harmonic_number}" if first.harmonic_number > 1 else "")
+        if len(members) > 1:
+            text += f" (+{len(members) - 1} harmonics)"
+        ax.annotate(text, (first.frequency_hz, first.power), textcoords="offset points", xytext=(4, 8),
+                    ha="left", fontsize=8, arrowprops={"arrowstyle": "-", "lw": 0.5})
 
 
 def plot_spectrogram(spec: Spectrogram, ax: Axes, *, title: str = "spectrogram") -> None:
@@ -59,7 +67,7 @@ def plot_spectrogram(spec: Spectrogram, ax: Axes, *, title: str = "spectrogram")
 def plot_spike_psd(psd: Psd, peaks: tuple[Peak, ...], ax: Axes, *, title: str = "spike-train spectrum") -> None:
     """Spectrum of the spike indicator series with its significant peaks."""
     ax.loglog(psd.frequencies_hz[1:], np.maximum(psd.psd[1:], np.finfo(float).tiny), lw=0.6, color="C2")
-    _mark(ax, peaks, 6)
+    _mark(ax, peaks, 4)
     ax.set_title(title)
     ax.set_xlabel("frequency [Hz]")
     ax.set_ylabel("PSD [1/Hz]")

@@ -235,16 +235,17 @@ def test_harmonic_grouping_follows_folded_harmonics():
     assert [by_f[f].harmonic_number for f in (100.0, 200.0, 300.0, 400.0)] == [1, 2, 3, 4]
 
 
-def test_interval_seed_keeps_the_true_fundamental_of_an_aliased_comb():
-    # a 37 Hz spike train sampled at 1 kHz also has a line at |27 * 37 - 1000| = 1 Hz
-    peaks = (_peak(1.0, 0.25), _peak(37.0, 0.25), _peak(74.0, 0.25))
+def test_interval_seed_names_far_harmonics_a_lone_peak_cannot():
+    # 37 Hz and its 16th harmonic, 592 Hz folded to 408 Hz at fs = 1 kHz, with nothing in between
+    peaks = (_peak(37.0, 0.25), _peak(408.0, 0.25), _peak(5.0, 0.25))
     unseeded = {p.frequency_hz: p for p in group_harmonics(peaks, fs_hz=FS)}
-    # unseeded, the 1 Hz line is taken for the fundamental and swallows 37 Hz as a high harmonic
-    assert unseeded[1.0].harmonic_number == 1 and unseeded[37.0].harmonic_number > 1
-    assert unseeded[37.0].harmonic_group == unseeded[1.0].harmonic_group
+    # from one peak, f0 is known to a quarter bin: harmonic 16 is out of reach (and 5 Hz cannot claim 37)
+    assert unseeded[408.0].harmonic_number == 1 and unseeded[37.0].harmonic_number == 1
+    assert len({p.harmonic_group for p in unseeded.values()}) == 3
+    # the mean inter-spike interval pins f0 down: 408 Hz is its 16th harmonic, aliased
     seeded = {p.frequency_hz: p for p in group_harmonics(peaks, fs_hz=FS, seeds_hz=(1 / 0.027027,))}
-    assert seeded[37.0].harmonic_number == 1 and seeded[74.0].harmonic_number == 2
-    assert seeded[74.0].harmonic_group == seeded[37.0].harmonic_group != seeded[1.0].harmonic_group
+    assert seeded[37.0].harmonic_group == seeded[408.0].harmonic_group == 1
+    assert seeded[408.0].harmonic_number == 16 and seeded[5.0].harmonic_group == 2
 
 
 def test_spike_train_harmonics_form_one_family():

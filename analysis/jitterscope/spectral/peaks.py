@@ -32,6 +32,9 @@ _SIDELOBE_DB_AT = (2.5, -31.5)
 _SIDELOBE_DB_PER_DECADE = -60.0
 _SIDELOBE_MARGIN_DB = 10.0
 _SIDELOBE_REACH_BINS = 16
+FIRST_TESTED_BIN = 2
+"""Bins 0 and 1 are not tested: detrending empties bin 0 and the window's main lobe spreads drift into bin 1,
+so a slow trend would pass for a peak there; a period must fit at least twice in a segment."""
 # Hann: correlation of powers in adjacent bins 4/9, two apart 1/36, so m bins hold m / (1 + 2 (4/9 + 1/36)).
 _HANN_BIN_CORRELATION = 1.0 + 2.0 * (4.0 / 9.0 + 1.0 / 36.0)
 _QUADRATURE = np.polynomial.hermite_e.hermegauss(21)
@@ -84,7 +87,7 @@ class FloorTest:
 def assess_noise_floor(psd: Psd, *, floor_bins: int = 63, alpha: float = 0.01) -> FloorTest:
     """Per-bin false-alarm probability of a Welch PSD against its local noise floor.
 
-    Bin 0 (removed by detrending) and the Nyquist bin are not tested.
+    Bins 0 and 1 (detrending, drift leakage) and the Nyquist bin are not tested.
 
     Parameters
     ----------
@@ -101,7 +104,7 @@ def assess_noise_floor(psd: Psd, *, floor_bins: int = 63, alpha: float = 0.01) -
     """
     power = psd.psd
     last = power.size - 1 if psd.nperseg % 2 == 0 else power.size
-    tested = slice(1, last)
+    tested = slice(1, last)  # the floor is estimated from bin 1 on; peaks are tested from FIRST_TESTED_BIN
     width = min(floor_bins | 1, (last - 1) | 1 if last > 2 else 1)
     floor = np.full(power.size, np.nan)
     floor[tested] = ndimage.median_filter(power[tested], size=width, mode="reflect")
@@ -109,8 +112,8 @@ def assess_noise_floor(psd: Psd, *, floor_bins: int = 63, alpha: float = 0.01) -
     floor_sd = np.sqrt(np.pi / 2 * psd.null.variance / psd.null.median**2 * _HANN_BIN_CORRELATION / width)
     with np.errstate(invalid="ignore", divide="ignore"):
         p_value = _sf_uncertain_level(psd.null, power / level, floor_sd)
-    p_value[[0, *range(last, power.size)]] = np.nan
-    tested_bins = last - 1
+    p_value[[*range(FIRST_TESTED_BIN), *range(last, power.size)]] = np.nan
+    tested_bins = last - FIRST_TESTED_BIN
     fap = -np.expm1(tested_bins * np.log1p(-np.clip(p_value, 0.0, 1.0 - 1e-16)))
     per_bin = -np.expm1(np.log1p(-alpha) / max(tested_bins, 1))
     excess = lambda x: _sf_uncertain_level(psd.null, np.array([x]), floor_sd)[0] - per_bin  # noqa: E731
@@ -240,7 +243,8 @@ def group_harmonics(peaks: tuple[Peak, ...], *, fs_hz: float | None, max_harmoni
     Harmonic n matches the nearest free peak within 0.75 resolution elements
     plus n times the fundamental's uncertainty (a quarter bin divided by the
     highest harmonic matched so far); each match refines the fundamental from
-    the harmonic's unfolded frequency.  A sampled spike train has lines at
+    the harmonic's unfolded frequency.  The search stops where that tolerance
+    exceeds two bins.  A sampled spike train has lines at
     every k f0 folded, so its lowest line is often a folded harmonic: seeding
     with 1 / (inter-spike interval) keeps the family's true fundamental.
     """
@@ -256,27 +260,33 @@ def group_harmonics(peaks: tuple[Peak, ...], *, fs_hz: float | None, max_harmoni
             if abs(freqs[nearest] - seen) <= 0.75 * peaks[nearest].resolution_hz:
                 starts.append((nearest, float(seed)))
     starts += [(int(i), float(freqs[i])) for i in np.argsort(freqs, kind="stable")]
-    for i, f0 in starts:
+    seeded = len(starts) - len(peaks)
+    for rank, (i, f0) in enumerate(starts):
         if group[i]:
             continue
         group[i] = next_group
-        _collect_harmonics(freqs, group, number, next_group, f0, peaks[i].resolution_hz, fs_hz, max_harmonic)
+        # a seed from the mean inter-spike interval is as precise as a 16th harmonic, a peak as a first
+        known_n = max_harmonic if rank < seeded else 1
+        _collect_harmonics(freqs, group, number, next_group, f0, peaks[i].resolution_hz, fs_hz, max_harmonic,
+                           known_n)
         next_group += 1
     return tuple(replace(p, harmonic_group=int(g), harmonic_number=int(n))
                  for p, g, n in zip(peaks, group, number, strict=True))
 
 
 def _collect_harmonics(freqs: np.ndarray, group: np.ndarray, number: np.ndarray, family: int, f0: float,
-                       resolution: float, fs_hz: float | None, max_harmonic: int) -> None:
+                       resolution: float, fs_hz: float | None, max_harmonic: int, known_n: int) -> None:
     # every harmonic below fs/2 is searched; folded ones only up to max_harmonic
     top = max_harmonic if fs_hz is None or f0 <= 0 else max(max_harmonic, int(fs_hz / 2 / f0))
-    best_n = 1
+    best_n = known_n
     for n in range(2, top + 1):
         free = np.flatnonzero(group == 0)
         if free.size == 0:
             return
         predicted = n * f0 if fs_hz is None else float(fold_frequency(n * f0, fs_hz))
         tolerance = resolution * (0.75 + 0.25 * n / best_n)
+        if tolerance > 2.0 * resolution:
+            return  # the fundamental is too uncertain to name harmonic n: a family must grow step by step
         distance = np.abs(freqs[free] - predicted)
         j = int(np.argmin(distance))
         if distance[j] > tolerance:
