@@ -94,3 +94,31 @@ def test_median_average_and_json_round_trip(tmp_path):
     assert abs(result.threads[0].peaks[0].frequency_hz - 50.0) <= result.threads[0].psd.bin_width_hz
     text = json.dumps(result.to_json(), allow_nan=False)
     assert json.loads(text)["threads"][0]["peaks"][0]["harmonic_group"] == 1
+
+
+def test_interleaved_threads_give_the_same_spectra_as_sorted_rows(tmp_path):
+    import pyarrow as pa
+    from jitterscope.dataset import write_dataset
+
+    ds = _write(tmp_path, "sorted", threads=2, samples=20_000, effects=(
+        PeriodicDisturbance(frequency_hz=40.0, amplitude_ns=1_000, shape="sine", threads=(1,)),))
+    table = ds.read()
+    order = np.lexsort((table.column("thread").to_numpy(), table.column("seq").to_numpy()))  # seq-major: interleaved
+    interleaved = write_dataset(table.take(pa.array(order)), ds.metadata, tmp_path / "mixed.parquet",
+                                row_group_size=3_000)
+    a, b = analyze_spectra(ds), analyze_spectra(open_dataset(interleaved))
+    for x, y in zip(a.threads, b.threads, strict=True):
+        np.testing.assert_allclose(x.psd.psd, y.psd.psd, rtol=1e-12)
+        assert [p.frequency_hz for p in x.peaks] == [p.frequency_hz for p in y.peaks]
+    assert a.threads[0].peaks == () and abs(a.threads[1].peaks[0].frequency_hz - 40.0) <= a.threads[1].psd.bin_width_hz
+
+
+def test_histogram_dataset_is_refused(tmp_path):
+    import pyarrow as pa
+    from jitterscope.dataset import write_dataset
+    from jitterscope.metadata import Metadata, ThreadInfo
+
+    table = pa.table({"thread": [0], "cpu": [0], "bin_start_ns": [1000], "bin_width_ns": [1000], "count": [5]})
+    path = write_dataset(table, Metadata(kind="histogram", threads=(ThreadInfo(0, 0, 1_000_000),)), tmp_path / "h.pq")
+    with pytest.raises(AnalysisError, match="histogram-only dataset has no time series"):
+        analyze_spectra(open_dataset(path))

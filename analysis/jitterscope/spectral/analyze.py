@@ -186,7 +186,8 @@ class _ThreadState:
         assert self.isi is not None
         options = self.options
         notes = []
-        use_ls = self.want_ls or self.irregular
+        # gaps the metadata did not announce (an import) also send the peaks through Lomb-Scargle
+        use_ls = self.want_ls or self.irregular or (options.method == "auto" and self.gaps > 0)
         try:
             psd, spike_psd = self.welch.result(), self.spike_welch.result()
         except AnalysisError as exc:
