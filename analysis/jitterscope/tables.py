@@ -29,7 +29,8 @@ _LATEX_ESCAPES = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
     "µ": r"\textmu{}", "μ": r"\textmu{}", "<": r"\textless{}", ">": r"\textgreater{}",
-    "−": "-", "…": r"\dots{}", "·": r"\textperiodcentered{}", "─": "-", "≥": r"$\geq$", "≤": r"$\leq$", "×": r"$\times$",
+    "−": "-", "…": r"\dots{}", "·": r"\textperiodcentered{}", "─": "-",
+    "≥": r"$\geq$", "≤": r"$\leq$", "×": r"$\times$",
 }
 
 
