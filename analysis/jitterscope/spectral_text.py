@@ -45,8 +45,10 @@ def peaks_by_family(peaks: tuple[Peak, ...], top: int, per_family: int = 4) -> t
 def format_thread(thread: ThreadSpectra, alpha: float, *, top: int = 20) -> str:
     """One thread's heading, method line, notes and peak table (strongest first)."""
     unit = "" if thread.method == "lomb-scargle" else "ns²/Hz"
-    resolution = thread.peaks[0].resolution_hz if thread.peaks else (
-        thread.psd.bin_width_hz if thread.psd is not None else math.nan)
+    if thread.lomb_scargle is not None and thread.method == "lomb-scargle":
+        resolution = thread.lomb_scargle.resolution_hz
+    else:
+        resolution = thread.psd.bin_width_hz if thread.psd is not None else math.nan
     lines = [f"thread {thread.thread} (CPU {thread.cpu}): fs {thread.fs_hz:g} Hz, n={thread.samples}, "
              f"{thread.method}, resolution {resolution:.4g} Hz, "
              f"spikes > {thread.isi.threshold_ns / 1000:.4g} µs: {thread.isi.spikes}"]
