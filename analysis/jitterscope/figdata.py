@@ -159,16 +159,21 @@ def percentile_curves(summaries: Sequence[Any], *, points: int = 200) -> tuple[P
 
 
 def ccdf_curves(summaries: Sequence[Any]) -> tuple[CcdfCurve, ...]:
-    """CCDF of each thread's latency, positive values only (for log-log axes)."""
+    """CCDF of each thread's latency, positive values and probabilities only (for log-log axes).
+
+    Threads with nothing left to draw (one distinct value) are left out.
+    """
     curves = []
     for summary in summaries:
         hist = summary.histogram
         if hist is None or hist.count == 0:
             continue
         x, p = (np.asarray(a, dtype=np.float64) for a in hist.ccdf())
-        keep = x > 0
+        keep = (x > 0) & (p > 0)  # a log-log axis shows neither; P = 0 at the maximum says nothing
         lower = np.asarray(hist.bucket_lower_ns, dtype=np.float64)
         excluded = int(np.asarray(hist.bucket_counts)[lower <= 0].sum())
+        if not keep.any():
+            continue
         curves.append(CcdfCurve(
             label=series_label(summary.thread, summary.cpu, len(summaries)), thread=summary.thread,
             cpu=summary.cpu, n=int(hist.count), x_ns=x[keep], p_exceed=p[keep], excluded=excluded,

@@ -263,3 +263,17 @@ def test_unwritable_outputs_are_one_line_errors(simulated, tmp_path, monkeypatch
     with pytest.raises(JitterscopeError, match="SOURCE_DATE_EPOCH") as err:
         write_report(simulated, tmp_path / "r.pdf")
     assert "\n" not in str(err.value)
+
+
+def test_a_single_wake_up_gives_notes_not_empty_figures(tmp_path):
+    table = pa.table({"cpu": np.zeros(1, np.int32), "thread": np.zeros(1, np.int32), "seq": np.zeros(1, np.int64),
+                      "expected_ns": np.array([10**12]), "actual_ns": np.array([10**12 + 5000])})
+    meta = Metadata(kind="capture", threads=(ThreadInfo(thread=0, cpu=0, interval_ns=1_000_000, samples=1),))
+    path = write_dataset(table, meta, tmp_path / "one.parquet")
+    info = write_report(path, tmp_path / "one.pdf", sections=MINE)
+    for png in render(tmp_path / "one.pdf", tmp_path / "png"):
+        assert ink(png) > INK_THRESHOLD, png.name
+    text = pdf_text(tmp_path / "one.pdf")
+    assert text.count("Too few wake-ups to draw this") == 2  # percentiles, CCDF
+    assert "no period can be measured" in text
+    assert info.pages >= 7

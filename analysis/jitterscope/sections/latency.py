@@ -19,6 +19,8 @@ from ..tables import Table, spike_table
 HISTOGRAM_ONLY = ("not available for histogram-only data: the source ({source}) kept only a latency histogram, "
                   "not the individual wake-ups this figure needs. Capture with jitterscope-capture, or import "
                   "per-sample output (cyclictest -v, jitterdebugger samples) to get it.")
+TOO_FEW = ("Too few wake-ups to draw this: every thread has fewer than two (distinct, positive) latencies. "
+           "Capture for longer.")
 TIMELINE_PANELS = 4  # threads per latency-over-time page
 
 
@@ -31,12 +33,20 @@ def distributions_section(ctx: ReportContext) -> Sequence[Page]:
     fig, ax = new_page()
     plot_latency_histogram(bin_histograms(threads, "latency"), ax)
     pages.append(Page("latency-histogram", fig))
-    fig, ax = new_page()
-    plot_percentiles(percentile_curves(with_all), ax)
-    pages.append(Page("latency-percentiles", fig))
-    fig, ax = new_page()
-    plot_ccdf(ccdf_curves(with_all), ax)
-    pages.append(Page("latency-ccdf", fig))
+    curves = percentile_curves(with_all)
+    if curves:
+        fig, ax = new_page()
+        plot_percentiles(curves, ax)
+        pages.append(Page("latency-percentiles", fig))
+    else:
+        pages.append(note_page("latency-percentiles", "Latency percentiles", TOO_FEW))
+    tails = ccdf_curves(with_all)
+    if tails:
+        fig, ax = new_page()
+        plot_ccdf(tails, ax)
+        pages.append(Page("latency-ccdf", fig))
+    else:
+        pages.append(note_page("latency-ccdf", "Complementary CDF (tail)", TOO_FEW))
     return pages
 
 
