@@ -97,7 +97,11 @@ static int counters_probe_msr(struct counters_probe *p, const struct config *cfg
 				p->have[ctr] = false;
 				snprintf(p->missing[ctr], sizeof(p->missing[ctr]), "MSR 0x%X not readable from %.150s",
 					 cand[0], path);
-			} else if (k < n && (i == 0 || p->msr_address[ctr] == cand[k])) {
+			} else if (k < n && i > 0 && p->have[ctr] && p->msr_address[ctr] != cand[k]) {
+				p->have[ctr] = false;
+				snprintf(p->missing[ctr], sizeof(p->missing[ctr]), "MSR for %s differs between CPUs",
+					 counters_names[ctr]);
+			} else if (k < n) {
 				p->msr_address[ctr] = cand[k];
 			}
 		}

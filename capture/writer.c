@@ -104,6 +104,7 @@ static int writer_metadata(const struct writer *w, const char *state, const char
 	if (!*threads || !*status) {
 		free(*threads);
 		free(*status);
+		*threads = *status = NULL; /* the caller frees them again */
 		return -ENOMEM;
 	}
 	kv[0] = (struct pq_kv){"jitterscope.schema_version", "1"};
@@ -391,8 +392,6 @@ int writer_init(struct writer *w, const struct config *cfg, struct writer_thread
 	int err = writer_metadata(w, "running", "", kv, &threads_json, &status);
 	if (!err)
 		err = writer_open_part(w, 0, kv, WRITER_NKV);
-	if (err && !threads_json)
-		return err;
 	free(threads_json);
 	free(status);
 	if (err) {
