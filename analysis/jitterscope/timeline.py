@@ -291,7 +291,7 @@ def compute_timeline(dataset: Dataset, *, bins: int = DEFAULT_BINS, progress: bo
     cpus = {info.thread: info.cpu for info in dataset.metadata.threads}
     timeline = Timeline(bins=bins)
     with tqdm(total=dataset.num_rows, desc="timeline", unit="row", unit_scale=True, file=sys.stderr,
-              disable=not progress) as bar:
+              disable=not progress, leave=False) as bar:
         for thread, cpu, actual, latency in _thread_slices(dataset, cpus):
             timeline.update(thread, cpu, actual, latency)
             bar.update(actual.size)
