@@ -24,4 +24,5 @@ def test_ring_unit_tests(tmp_path: Path) -> None:
     done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     passed = {line.split()[1] for line in done.stdout.splitlines() if line.startswith("ok ")}
-    assert passed == {"capacity_rounds_up", "empty_pop", "wrap_around", "full_drops_and_counts", "spsc_threads"}
+    assert passed == {"capacity_rounds_up", "empty_pop", "wrap_around", "full_drops_and_counts", "spsc_threads",
+                      "spsc_lossless"}
