@@ -36,8 +36,8 @@ summary and timeline every section may use, and :meth:`ReportContext.shared`
 to compute anything else once for all sections.
 
 Orders in use: 10 provenance and summary, 20 distributions, 30 latency over
-time, 35 period, 40 spectra, 50 frequency and SMI correlation, 60 tails,
-80 spike catalogue, 100 reproducibility appendix.
+time, 35 period, 40 spectra, 50 power management (frequency, SMI, idle),
+60 tails, 80 spike catalogue, 100 reproducibility appendix.
 """
 
 from __future__ import annotations
@@ -172,6 +172,8 @@ class ReportContext:
         File hashes, tool version and generation time (see :class:`Provenance`).
     top_k
         How many spikes the catalogue lists.
+    sections
+        Names of the sections in this report, in order.
     progress
         Whether long work may show a progress bar on stderr.
     """
@@ -182,6 +184,7 @@ class ReportContext:
     provenance: Provenance
     top_k: int = 20
     progress: bool = False
+    sections: tuple[str, ...] = ()  # the sections this report includes, in order
     _shared: dict[str, Any] = field(default_factory=dict)
 
     def shared(self, key: str, compute: Callable[[], Any]) -> Any:
@@ -201,13 +204,14 @@ class Provenance:
     tool_version: str
     generated_utc: str
     reproducible: bool
+    source_date_epoch: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "dataset_path": self.dataset_path, "dataset_sha256": self.dataset_sha256,
             "files": [{"name": n, "sha256": h, "bytes": b} for n, h, b in self.files],
             "tool_version": self.tool_version, "generated_utc": self.generated_utc,
-            "reproducible": self.reproducible,
+            "reproducible": self.reproducible, "source_date_epoch": self.source_date_epoch,
         }
 
 
@@ -287,7 +291,7 @@ def source_date() -> tuple[datetime, bool]:
 
 
 def hash_files(dataset: Dataset) -> tuple[tuple[tuple[str, str, int], ...], str]:
-    """sha256 of each dataset file, and of the dataset (sha256 over the sorted "name sha256" lines)."""
+    """sha256 of each file, and of the dataset: the file's own for one file, else of the "name sha256" lines."""
     entries = []
     for file in dataset.files:
         digest = hashlib.sha256()
@@ -295,6 +299,8 @@ def hash_files(dataset: Dataset) -> tuple[tuple[tuple[str, str, int], ...], str]
             for chunk in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(chunk)
         entries.append((file.name, digest.hexdigest(), file.stat().st_size))
+    if len(entries) == 1:
+        return tuple(entries), entries[0][1]
     combined = hashlib.sha256("".join(f"{n} {h}\n" for n, h, _ in entries).encode()).hexdigest()
     return tuple(entries), combined
 
@@ -316,6 +322,7 @@ def build_context(dataset: Dataset, *, top_k: int = 20, progress: bool = False) 
     provenance = Provenance(
         dataset_path=str(dataset.path), files=files, dataset_sha256=combined, tool_version=__version__,
         generated_utc=when.strftime("%Y-%m-%d %H:%M:%S UTC"), reproducible=reproducible,
+        source_date_epoch=int(when.timestamp()) if reproducible else None,
     )
     return ReportContext(dataset=dataset, summary=summary, timeline=timeline, provenance=provenance,
                          top_k=top_k, progress=progress)
@@ -373,6 +380,7 @@ def write_report(
     with matplotlib.rc_context(REPORT_RC):
         started = time.perf_counter()
         ctx = build_context(dataset, top_k=top_k, progress=progress)
+        ctx.sections = tuple(section.name for section in chosen)
         seconds = [("summary+timeline", time.perf_counter() - started)]
         when, _ = source_date()
         metadata = {

@@ -29,7 +29,8 @@ pytestmark = pytest.mark.skipif(not shutil.which("pdftoppm") or not shutil.which
 
 EPOCH = "1764460800"
 INK_THRESHOLD = 0.008  # non-white pixel fraction: report pages have >= 2.8 %, a footer-only page 0.23 %
-MINE = ("provenance", "distributions", "timeline", "period", "spikes")  # later sections test their own pages
+# the sections this file tests; later sections test their own pages
+MINE = ("provenance", "distributions", "timeline", "period", "spikes", "appendix")
 FIGURE_PAGES = ("latency-histogram", "latency-percentiles", "latency-ccdf", "latency-over-time", "period-error")
 
 
@@ -102,8 +103,8 @@ def test_every_page_renders_and_none_is_blank(rendered, tmp_path):
     provenance_pages = sum(1 for page in texts if page.strip().startswith("jitterscope report: sim.parquet"))
     assert provenance_pages >= 1
     assert info.sections == MINE
-    # provenance pages, 3 distributions, latency over time (2 threads: 1 page), period error, spike catalogue
-    assert info.pages == provenance_pages + 3 + 1 + 1 + 1
+    # provenance pages, 3 distributions, latency over time (2 threads: 1 page), period error, spikes, appendix
+    assert info.pages == provenance_pages + 3 + 1 + 1 + 1 + 1
     for png in pages:
         assert ink(png) > INK_THRESHOLD, png.name
 
@@ -174,7 +175,7 @@ def test_figures_dir_has_every_figure_and_table_in_every_format(simulated, tmp_p
             assert (figures / f"{name}.{ext}").stat().st_size > 1000, f"{name}.{ext}"
     assert mpimg.imread(figures / "latency-histogram.png").shape[0] > 500
     summary = summarize(open_dataset(simulated), top_k=20)
-    for name in ("dataset", "summary", "settings", "counters", "environment", "spikes"):
+    for name in ("dataset", "summary", "settings", "counters", "environment", "spikes", "reproducibility"):
         frame = pd.read_csv(figures / f"{name}.csv")
         assert len(frame) > 0, name
         obj = json.loads((figures / f"{name}.json").read_text())
@@ -277,3 +278,13 @@ def test_a_single_wake_up_gives_notes_not_empty_figures(tmp_path):
     assert text.count("Too few wake-ups to draw this") == 2  # percentiles, CCDF
     assert "no period can be measured" in text
     assert info.pages >= 7
+
+
+def test_appendix_says_how_to_make_the_same_report(simulated, tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    write_report(simulated, tmp_path / "a.pdf", sections=("appendix",), top_k=7)
+    text = " ".join(pdf_text(tmp_path / "a.pdf").split())
+    digest = hashlib.sha256(simulated.read_bytes()).hexdigest()
+    assert f"dataset sha256 {digest}" in text  # one file: the dataset hash is the file's
+    assert f"SOURCE_DATE_EPOCH={EPOCH} jitterscope report {simulated} -o report.pdf --top 7 --sections appendix" in text
+    assert f"matplotlib {matplotlib.__version__}" in text and f"numpy {np.__version__}" in text

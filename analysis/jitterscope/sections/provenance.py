@@ -2,14 +2,19 @@
 
 Provenance first (what was measured, how, on what, with which files), then
 the latency summary; the full settings, counters and environment follow.
+The appendix says how to make the same report again: tool and library
+versions, parameters, hashes, and the command.
 """
 
 from __future__ import annotations
 
+import platform
+import shlex
 from collections.abc import Mapping, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from ..report import Page, ReportContext, register_section, text_pages
+from ..report import Page, ReportContext, register_section, registered_sections, text_pages
 from ..tables import Table, key_value_table, summary_table
 
 SIMULATED_BANNER = "SIMULATED DATA — synthetic wake-ups from jitterscope simulate, not a measurement"
@@ -126,3 +131,49 @@ def _cpus(threads: Sequence[Any]) -> str:
 
 def _int_key(text: str) -> tuple[int, str]:
     return (int(text), text) if text.isdigit() else (1 << 30, text)
+
+
+LIBRARIES = ("numpy", "pyarrow", "pandas", "scipy", "matplotlib")
+
+
+@register_section(order=100, name="appendix")
+def appendix_section(ctx: ReportContext) -> Sequence[Page | Table]:
+    """Reproducibility appendix: versions, parameters, dataset hashes and the command that made this report."""
+    return list(text_pages("appendix", "Reproducibility", [reproducibility_table(ctx)]))
+
+
+def reproducibility_table(ctx: ReportContext) -> Table:
+    """Everything needed to make this report again, byte for byte."""
+    prov = ctx.provenance
+    epoch = (f"{prov.source_date_epoch} ({prov.generated_utc})" if prov.source_date_epoch is not None
+             else "not set: the report carries the time it was made, so its bytes differ run to run")
+    command = ["jitterscope", "report", prov.dataset_path, "-o", "report.pdf", "--top", str(ctx.top_k)]
+    if ctx.sections != tuple(section.name for section in registered_sections()):
+        command += ["--sections", ",".join(ctx.sections)]
+    if prov.source_date_epoch is not None:
+        command.insert(0, f"SOURCE_DATE_EPOCH={prov.source_date_epoch}")
+    items: list[tuple[str, Any]] = [
+        ("jitterscope", prov.tool_version),
+        ("python", platform.python_version()),
+        *((name, _version(name)) for name in LIBRARIES),
+        ("platform", platform.platform()),
+        ("SOURCE_DATE_EPOCH", epoch),
+        ("sections", ", ".join(ctx.sections)),
+        ("spike catalogue size", ctx.top_k),
+        ("dataset", prov.dataset_path),
+        ("dataset sha256", prov.dataset_sha256),
+        *((f"file {name}", f"sha256 {digest}, {size:,} bytes") for name, digest, size in prov.files),
+        ("command", shlex.join(command)),
+    ]
+    return key_value_table(
+        "reproducibility", "Reproducibility", items,
+        notes=("The same command with the same versions and dataset gives identical bytes when "
+               "SOURCE_DATE_EPOCH is set.",),
+    )
+
+
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
