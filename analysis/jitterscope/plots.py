@@ -14,6 +14,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+import matplotlib
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, LogFormatter, NullLocator
@@ -41,22 +42,30 @@ def plain_log_axis(axis: Any) -> None:
     axis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(1.2, 0.6)))
 
 
-def colour(index: int) -> str:
-    """The colour of the ``index``-th series (the same CPU keeps its colour across figures)."""
-    return f"C{index % 10}"
+def colour(index: int, total: int = 10) -> Any:
+    """The colour of series ``index`` of ``total``: distinct for up to 20, sampled from a colour map beyond.
+
+    A CPU keeps its colour across the figures of one report (same index, same total).
+    """
+    if total <= 10:
+        return f"C{index % 10}"
+    if total <= 20:
+        return matplotlib.colormaps["tab20"](index % 20)
+    return matplotlib.colormaps["turbo"](index / max(total - 1, 1))
 
 
 def plot_latency_histogram(hists: BinnedHistograms, ax: Axes) -> Axes:
     """OSADL-style latency histogram: counts per fixed bin, log y, one colour per CPU, max marked."""
     width_us = hists.bin_width_ns / NS_PER_US
     top = max(int(s.counts.max()) for s in hists.series)
+    total = len(hists.series)
     for i, series in enumerate(hists.series):
         edges = series.edges_ns / NS_PER_US
-        ax.stairs(np.where(series.counts > 0, series.counts, 0.1), edges, baseline=0.1, color=colour(i),
+        ax.stairs(np.where(series.counts > 0, series.counts, 0.1), edges, baseline=0.1, color=colour(i, total),
                   linewidth=1.0, label=f"{series.label}: n={series.n:,}, max {series.max_ns / NS_PER_US:,.1f} µs")
-        ax.plot([series.max_ns / NS_PER_US], [top * 3.0], marker="v", color=colour(i), markersize=7,
+        ax.plot([series.max_ns / NS_PER_US], [top * 3.0], marker="v", color=colour(i, total), markersize=7,
                 linestyle="none")
-        ax.axvline(series.max_ns / NS_PER_US, color=colour(i), linewidth=0.8, linestyle=":")
+        ax.axvline(series.max_ns / NS_PER_US, color=colour(i, total), linewidth=0.8, linestyle=":")
     ax.set_yscale("log")
     ax.set_ylim(0.5, top * 8.0)
     # A far outlier squeezes the bulk into one pixel column on a linear axis: go logarithmic then.
@@ -81,7 +90,7 @@ def plot_period_error(hists: BinnedHistograms, ax: Axes, *, interval_ns: int | N
     top = max(int(s.counts.max()) for s in hists.series)
     for i, series in enumerate(hists.series):
         ax.stairs(np.where(series.counts > 0, series.counts, 0.1), series.edges_ns / NS_PER_US, baseline=0.1,
-                  color=colour(i), linewidth=1.0,
+                  color=colour(i, len(hists.series)), linewidth=1.0,
                   label=(f"{series.label}: n={series.n:,}, min {series.min_ns / NS_PER_US:,.1f} µs, "
                          f"max {series.max_ns / NS_PER_US:,.1f} µs"))
     ax.axvline(0.0, color="0.3", linewidth=0.8)
@@ -106,7 +115,7 @@ def plot_percentiles(curves: Sequence[PercentileCurve], ax: Axes) -> Axes:
     top = max(float(np.max(c.values_ns)) for c in curves) if curves else 1.0
     for i, curve in enumerate(curves):
         x = 1.0 / (1.0 - curve.levels / 100.0)
-        style = {"color": "black", "linewidth": 2.0} if curve.thread < 0 else {"color": colour(i), "linewidth": 1.2}
+        style = _curve_style(curve.thread, i, curves)
         ax.plot(x, curve.values_ns / NS_PER_US, label=f"{curve.label} (n={curve.n:,})", **style)
         mx = np.array([1.0 / (1.0 - q / 100.0) for q, _ in curve.marks])
         ax.plot(mx, np.array([v for _, v in curve.marks]) / NS_PER_US, marker="o", markersize=3.5,
@@ -136,7 +145,7 @@ def plot_ccdf(curves: Sequence[CcdfCurve], ax: Axes) -> Axes:
     """P(latency > x) against x on log-log axes, one line per CPU."""
     floor = 1.0
     for i, curve in enumerate(curves):
-        style = {"color": "black", "linewidth": 2.0} if curve.thread < 0 else {"color": colour(i), "linewidth": 1.2}
+        style = _curve_style(curve.thread, i, curves)
         label = f"{curve.label} (n={curve.n:,})"
         if curve.excluded:
             label += f", {curve.excluded:,} ≤ 0 ns not shown"
@@ -155,12 +164,13 @@ def plot_ccdf(curves: Sequence[CcdfCurve], ax: Axes) -> Axes:
 
 
 def plot_timeline(timeline: ThreadTimeline, ax: Axes, *, origin_ns: int | None = None,
-                  spikes: Sequence[Any] = (), label: str = "", index: int = 0) -> Axes:
+                  spikes: Sequence[Any] = (), label: str = "", index: int = 0, total: int = 1) -> Axes:
     """Maximum and p99 latency per time bin of one thread, spikes (``stats.Spike``) marked with ×."""
     origin = timeline.first_ns if origin_ns is None else origin_ns
     centre = (timeline.bin_start_ns + timeline.bin_width_ns / 2 - origin) / NS_PER_S
     width_s = timeline.bin_width_ns / NS_PER_S
-    ax.plot(centre, timeline.max_ns / NS_PER_US, color=colour(index), linewidth=1.0, marker=".", markersize=2,
+    ax.plot(centre, timeline.max_ns / NS_PER_US, color=colour(index, total), linewidth=1.0, marker=".",
+            markersize=2,
             label=f"max per {_seconds(width_s)} bin")
     ax.plot(centre, timeline.p99_ns / NS_PER_US, color="0.35", linewidth=1.0, linestyle="--",
             label=f"p99 per {_seconds(width_s)} bin")
@@ -214,6 +224,13 @@ def plot_text_page(heading: str, blocks: Sequence[tuple[str, Sequence[str]]], ax
                 transform=ax.transAxes)
         y -= (len(lines) * 1.25 * 8 / line_pt + 0.6) * step
     return ax
+
+
+def _curve_style(thread: int, index: int, curves: Sequence[Any]) -> dict[str, Any]:
+    # all threads together: thick black; each thread: its CPU's colour, as in the histogram
+    if thread < 0:
+        return {"color": "black", "linewidth": 2.0}
+    return {"color": colour(index, sum(1 for c in curves if c.thread >= 0)), "linewidth": 1.2}
 
 
 def _legend(ax: Axes, entries: int) -> None:

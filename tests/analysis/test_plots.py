@@ -204,3 +204,12 @@ def test_note_and_text_pages_show_their_text():
     texts = [t.get_text() for t in fig.findobj(Text)]
     assert {"Heading", "Block", "line 1\nline 2", "SIMULATED"} <= set(texts)
     _assert_legible(fig)
+
+
+def test_colours_stay_distinct_for_many_cpus():
+    from jitterscope.plots import colour
+    from matplotlib.colors import to_hex
+
+    for total in (4, 16, 40):
+        colours = {to_hex(colour(i, total)) for i in range(total)}
+        assert len(colours) == total

@@ -64,7 +64,7 @@ def timeline_section(ctx: ReportContext) -> Sequence[Page]:
         axes = fig.subplots(len(chunk), 1, squeeze=False, sharex=True)[:, 0]
         for ax, item in zip(axes, chunk, strict=True):
             index = threads.index(item)
-            plot_timeline(item, ax, origin_ns=ctx.timeline.origin_ns, index=index,
+            plot_timeline(item, ax, origin_ns=ctx.timeline.origin_ns, index=index, total=len(threads),
                           spikes=[s for s in spikes if s.thread == item.thread],
                           label=series_label(item.thread, item.cpu, len(threads)))
         for ax in axes[:-1]:
