@@ -80,31 +80,35 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--only", choices=("pairs", "gpd", "violations"), help="run one block only")
     args = parser.parse_args()
     seeds = range(args.seeds)
     n = args.seeds
     with ProcessPoolExecutor(args.workers) as pool:
-        start = time.perf_counter()
-        pairs = list(pool.map(pair_trial, seeds))
-        noisy = [m for _, _, ms in pairs for m in ms]
-        print(f"same distribution, every metric within noise: {sum(p[0] for p in pairs)}/{n} "
-              f"(want >= {0.95 * n:.0f})" + (f"; metrics that were not: "
-                                             f"{', '.join(f'{m} x{noisy.count(m)}' for m in METRICS if m in noisy)}"
-                                             if noisy else ""))
-        print(f"20% shift of p99, p99 regressed:              {sum(p[1] for p in pairs)}/{n} "
-              f"(want >= {0.95 * n:.0f})   [{time.perf_counter() - start:.0f} s]", flush=True)
-        start = time.perf_counter()
-        gpd = list(pool.map(gpd_trial, seeds))
-        ratios = np.array([g[2] for g in gpd])
-        print(f"GPD tail, 90% interval of P(X > x) covers:    {sum(g[0] for g in gpd)}/{n} "
-              f"(want >= {0.85 * n:.0f}); level beyond the observed max in {sum(g[1] for g in gpd)}/{n}; "
-              f"median upper/truth {np.median(ratios):.1f}   [{time.perf_counter() - start:.0f} s]", flush=True)
-        start = time.perf_counter()
-        violations = list(pool.map(violation_trial, seeds))
-        print(f"AR(1) phi=0.97, dependence flagged:           {sum(v[0] for v in violations)}/{n}")
-        print(f"level shift x1.3 half-way, halves flagged:    {sum(v[1] for v in violations)}/{n}")
-        print(f"i.i.d. lognormal, all checks pass:            {sum(v[2] for v in violations)}/{n} "
-              f"(false-alarm reference)   [{time.perf_counter() - start:.0f} s]", flush=True)
+        if args.only in (None, "pairs"):
+            start = time.perf_counter()
+            pairs = list(pool.map(pair_trial, seeds))
+            noisy = [m for _, _, ms in pairs for m in ms]
+            print(f"same distribution, every metric within noise: {sum(p[0] for p in pairs)}/{n} "
+                  f"(want >= {0.95 * n:.0f})" + (f"; metrics that were not: "
+                                                 f"{', '.join(f'{m} x{noisy.count(m)}' for m in METRICS if m in noisy)}"
+                                                 if noisy else ""))
+            print(f"20% shift of p99, p99 regressed:              {sum(p[1] for p in pairs)}/{n} "
+                  f"(want >= {0.95 * n:.0f})   [{time.perf_counter() - start:.0f} s]", flush=True)
+        if args.only in (None, "gpd"):
+            start = time.perf_counter()
+            gpd = list(pool.map(gpd_trial, seeds))
+            ratios = np.array([g[2] for g in gpd])
+            print(f"GPD tail, 90% interval of P(X > x) covers:    {sum(g[0] for g in gpd)}/{n} "
+                  f"(want >= {0.85 * n:.0f}); level beyond the observed max in {sum(g[1] for g in gpd)}/{n}; "
+                  f"median upper/truth {np.median(ratios):.1f}   [{time.perf_counter() - start:.0f} s]", flush=True)
+        if args.only in (None, "violations"):
+            start = time.perf_counter()
+            violations = list(pool.map(violation_trial, seeds))
+            print(f"AR(1) phi=0.97, dependence flagged:           {sum(v[0] for v in violations)}/{n}")
+            print(f"level shift x1.3 half-way, halves flagged:    {sum(v[1] for v in violations)}/{n}")
+            print(f"i.i.d. lognormal, all checks pass:            {sum(v[2] for v in violations)}/{n} "
+                  f"(false-alarm reference)   [{time.perf_counter() - start:.0f} s]", flush=True)
 
 if __name__ == "__main__":
     main()

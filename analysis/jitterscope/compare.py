@@ -6,15 +6,17 @@
   ``confidence`` interval from the circular block bootstrap of each run
   (:mod:`jitterscope.resample`; block length by Politis-White, stated per run);
   runs longer than ``max_resample`` wake-ups are bootstrapped m-out-of-n.
-* **max**: a sample maximum has no consistent bootstrap, so no interval is
-  claimed.  Instead the maximum of one run is held against the other run's
-  fitted tail (GPD above a threshold chosen as in :mod:`jitterscope.tails`): is
-  it plausible that any of this run's wake-ups reached that level?
+* **max** (and a quantile with fewer than :data:`MIN_ABOVE` wake-ups above it,
+  such as p99.99 of a 10^4-wake-up run): a sample maximum has no consistent
+  bootstrap, so no interval is claimed.  Instead the level is held against the
+  other run's fitted tail (GPD on its :data:`TAIL_FIT_TOP` largest values): is
+  it plausible that as many of this run's wake-ups reached it?
 * **Verdict** per metric, in the spirit of criterion: *regressed* when the whole
   interval of the relative change lies above ``+noise``, *improved* when it lies
   below ``-noise``, otherwise *within noise*; for the max, *regressed* when it
   is more than ``noise`` higher and the baseline's tail puts the chance of
-  reaching it at under ``ALPHA_MAX`` (upper confidence bound of the probability).
+  reaching it at under ``ALPHA_MAX`` (Poisson count, from the upper 98 % profile
+  bound of the exceedance probability).
 * A rank test (Mann-Whitney; effect size P(candidate > baseline)) and two
   distribution tests (Kolmogorov-Smirnov, Anderson-Darling k-sample), whose
   p-values assume independent wake-ups and are given as context, not verdicts.
@@ -43,11 +45,13 @@ from .errors import AnalysisError
 from .metadata import Metadata
 from .resample import BootstrapDraws, bootstrap_series
 from .series import pooled_latency, read_thread_series
-from .tails import choose_threshold
 
 QUANTILE_METRICS: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999), ("p99.99", 0.9999))
 EXCEEDANCE_LEVELS: tuple[tuple[str, float], ...] = (("p99", 0.99), ("p99.9", 0.999), ("p99.99", 0.9999))
 ALPHA_MAX = 0.01
+MIN_ABOVE = 10
+"""A quantile with fewer wake-ups than this above it (in the smaller run) is judged like the max."""
+TAIL_FIT_TOP = 200
 MAX_TEST_SAMPLES = 100_000
 """Rank and distribution tests run on a random subsample of at most this many wake-ups per run."""
 PLOT_LEVELS = 160
@@ -251,7 +255,8 @@ def compare_samples(
                       noise=noise, confidence=confidence, seed=seed)
         for i in range(1, len(values)))
     method = (f"circular block bootstrap, {n_boot} resamples per run, {confidence:.0%} percentile intervals; "
-              f"noise threshold ±{noise:.0%}; max judged against the other run's GPD tail")
+              f"noise threshold ±{noise:.0%}; max (and quantiles with < {MIN_ABOVE} wake-ups above them) judged "
+              "against the other run's fitted tail")
     return Comparison(summaries, pairs, diff_environments(metadatas), _notes(summaries), noise, confidence,
                       n_boot, method)
 
@@ -264,7 +269,11 @@ def _compare_pair(
     est_a = np.quantile(base, [q for _, q in QUANTILE_METRICS])
     est_b = np.quantile(cand, [q for _, q in QUANTILE_METRICS])
     metrics = []
-    for j, (name, _) in enumerate(QUANTILE_METRICS):
+    for j, (name, q) in enumerate(QUANTILE_METRICS):
+        if min(base.size, cand.size) * (1 - q) < MIN_ABOVE:
+            metrics.append(_tail_change(name, base, cand, est_a[j], est_b[j], noise,
+                                        f"fewer than {MIN_ABOVE} wake-ups above {name}: no bootstrap interval"))
+            continue
         diff = draws_b.quantiles[:, j] - draws_a.quantiles[:, j]
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = draws_b.quantiles[:, j] / draws_a.quantiles[:, j] - 1
@@ -273,7 +282,8 @@ def _compare_pair(
         r_lo, r_hi = np.quantile(rel, [alpha / 2, 1 - alpha / 2]) if rel.size else (np.nan, np.nan)
         relative = est_b[j] / est_a[j] - 1 if est_a[j] > 0 else np.nan
         metrics.append(_quantile_change(name, est_a[j], est_b[j], lo, hi, relative, r_lo, r_hi, noise, confidence))
-    metrics.append(_max_change(base, cand, noise))
+    metrics.append(_tail_change("max", base, cand, float(base.max()), float(cand.max()), noise,
+                                "no interval: a sample maximum has no consistent bootstrap"))
     return PairComparison(
         baseline=run_a.label, candidate=run_b.label, metrics=tuple(metrics),
         tests=_tests(base, cand, seed), exceedance_ratios=_ratios(base, cand, draws_a, draws_b, thresholds,
@@ -294,42 +304,57 @@ def _quantile_change(name: str, a: float, b: float, lo: float, hi: float, relati
                         float(r_lo), float(r_hi), verdict, sentence)
 
 
-def _max_change(base: np.ndarray, cand: np.ndarray, noise: float) -> MetricChange:
-    a, b = float(base.max()), float(cand.max())
+def _tail_change(name: str, base: np.ndarray, cand: np.ndarray, a: float, b: float, noise: float,
+                 why_no_interval: str) -> MetricChange:
+    """Change of a level too extreme for the bootstrap (the max, or a quantile with few wake-ups above it).
+
+    Regressed when ``b`` is more than ``noise`` above ``a`` and the baseline's fitted tail makes it
+    implausible (chance < ALPHA_MAX, from the upper confidence bound of the tail) that as many of the
+    candidate's wake-ups as did reach ``b``; improved symmetrically with the candidate's tail.
+    """
     relative = b / a - 1 if a > 0 else np.nan
     verdict, why = "within noise", f"the change is inside ±{noise:.0%}"
     if b > a * (1 + noise):
-        chance = _chance_to_reach(base, b, cand.size)
-        verdict, why = _max_verdict("regressed", chance, "baseline", b, cand.size)
+        count = int(np.count_nonzero(cand >= b))
+        chance = _chance_to_reach(base, b, cand.size, count)
+        verdict, why = _tail_verdict("regressed", chance, "baseline", b, cand.size, count)
     elif b < a * (1 - noise):
-        chance = _chance_to_reach(cand, a, base.size)
-        verdict, why = _max_verdict("improved", chance, "candidate", a, base.size)
-    sentence = f"max: {verdict} — {_us(a)} → {_us(b)} ({_pct(relative)}; no interval: see method); {why}"
-    return MetricChange("max", a, b, b - a, None, None, float(relative), None, None, verdict, sentence)
+        count = int(np.count_nonzero(base >= a))
+        chance = _chance_to_reach(cand, a, base.size, count)
+        verdict, why = _tail_verdict("improved", chance, "candidate", a, base.size, count)
+    sentence = f"{name}: {verdict} — {_us(a)} → {_us(b)} ({_pct(relative)}; {why_no_interval}); {why}"
+    return MetricChange(name, float(a), float(b), float(b - a), None, None, float(relative), None, None, verdict,
+                        sentence)
 
 
-def _chance_to_reach(values: np.ndarray, level: float, wakeups: int) -> float | None:
-    """Upper confidence bound of P(any of ``wakeups`` draws from ``values``' fitted tail exceeds ``level``)."""
-    try:
-        candidates, chosen = choose_threshold(values)
-    except AnalysisError:
+def _chance_to_reach(values: np.ndarray, level: float, wakeups: int, count: int) -> float | None:
+    """Upper confidence bound of P(at least ``count`` of ``wakeups`` draws from ``values``' tail exceed ``level``).
+
+    The tail is a GPD fitted to the :data:`TAIL_FIT_TOP` largest values: a high threshold, whose
+    model bias is small and whose interval is wide, so the rule errs towards "within noise".
+    """
+    k = min(TAIL_FIT_TOP, values.size // 5)
+    if k < 50:
         return None
-    u = candidates[chosen].threshold_ns
+    u = float(np.partition(values, values.size - k - 1)[values.size - k - 1])
     y = values[values > u].astype(float) - u
     if level <= u:
         return 1.0
+    if y.size < 10:
+        return None
     _, _, upper = gpd.exceedance_ci(y, y.size, values.size, level - u, level=1 - 2 * ALPHA_MAX)
-    return float(-np.expm1(wakeups * np.log1p(-min(upper, 1 - 1e-16))))
+    return float(stats.poisson.sf(count - 1, wakeups * min(upper, 1.0)))
 
 
-def _max_verdict(direction: str, chance: float | None, tail_of: str, level: float, wakeups: int) -> tuple[str, str]:
+def _tail_verdict(direction: str, chance: float | None, tail_of: str, level: float, wakeups: int,
+                  count: int) -> tuple[str, str]:
     if chance is None:
-        return "within noise", f"too few wake-ups to fit the {tail_of}'s tail, so the maximum cannot be judged"
-    text = (f"the {tail_of}'s fitted tail gives at most {chance:.2g} chance that any of {wakeups} wake-ups "
-            f"reaches {_us(level)}")
+        return "within noise", f"too few wake-ups to fit the {tail_of}'s tail, so this level cannot be judged"
+    reach = f"{count} of {wakeups} wake-ups reach" if count > 1 else f"any of {wakeups} wake-ups reaches"
+    text = f"the {tail_of}'s fitted tail gives at most {chance:.2g} chance that {reach} {_us(level)}"
     if chance < ALPHA_MAX:
         return direction, text
-    return "within noise", text + " — as large a maximum is plausible by chance"
+    return "within noise", text + " — plausible by chance"
 
 
 def _tests(base: np.ndarray, cand: np.ndarray, seed: int) -> tuple[TestResult, ...]:
