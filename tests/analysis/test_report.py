@@ -211,6 +211,7 @@ def test_histogram_only_dataset_gets_a_report_with_notes(histogram_dataset, tmp_
 
 
 def test_sections_plug_in_through_the_registry(simulated, tmp_path, monkeypatch):
+    report.registered_sections()  # import the section modules first, so the copy holds their sections
     monkeypatch.setattr(report, "_REGISTRY", dict(report._REGISTRY))
     calls = []
 
@@ -239,6 +240,7 @@ def test_sections_plug_in_through_the_registry(simulated, tmp_path, monkeypatch)
 
 
 def test_duplicate_page_names_are_refused(simulated, tmp_path, monkeypatch):
+    report.registered_sections()  # import the section modules first, so the copy holds their sections
     monkeypatch.setattr(report, "_REGISTRY", dict(report._REGISTRY))
 
     @register_section(order=99, name="test-clash")
