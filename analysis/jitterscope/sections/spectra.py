@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from ..errors import AnalysisError
 from ..plots_spectral import plot_isi, plot_psd, plot_spectrogram, plot_spike_psd
 from ..report import Page, ReportContext, new_page, register_section
-from ..spectral import SpectralAnalysis, analyze_spectra
-from ..spectral_text import peaks_by_family
+from ..spectral import analyze_spectra
 from ..tables import Table
+from ..tables_spectral import peak_table
 
 MAX_THREAD_PAGES = 8
 
@@ -17,24 +17,6 @@ MAX_THREAD_PAGES = 8
 def _line(text: str) -> Table:
     return Table(name="spectra", title="Latency spectra", columns=("finding",), rows=((text,),), formats=("",),
                  align=("l",))
-
-
-def peak_table(analysis: SpectralAnalysis) -> Table:
-    """Significant peaks of every thread: families by strongest member, 4 harmonics each, 15 rows per thread."""
-    rows = []
-    for thread in analysis.threads:
-        for peak in peaks_by_family(thread.peaks, 15)[0]:
-            rows.append((thread.cpu, peak.frequency_hz, peak.period_s * 1e3, peak.snr, peak.fap,
-                         f"{peak.harmonic_group}" + (f" ×{peak.harmonic_number}" if peak.harmonic_number > 1 else ""),
-                         ", ".join(f"{c:.6g}" for c in peak.alias_candidates_hz[1:3]), peak.likely_source or "-"))
-    return Table(
-        name="spectral-peaks", title="Periodic disturbances: significant spectral peaks",
-        columns=("CPU", "freq [Hz]", "period [ms]", "SNR", "FAP", "group", "alias candidates [Hz]", "likely source"),
-        rows=tuple(rows), formats=("", "{:.4f}", "{:.4g}", "{:.1f}", "{:.1e}", "", "", ""),
-        notes=(f"Peaks with false-alarm probability below {analysis.options.alpha:g} (Welch: local noise-floor test "
-               "with Šidák correction; Lomb-Scargle: Baluev).  A disturbance above fs/2 appears folded; "
-               "the alias candidates are the true frequencies it may have.",),
-    )
 
 
 @register_section(order=40, name="spectra")
