@@ -349,6 +349,36 @@ class SMIs(Effect):
 
 @register_effect
 @dataclass(frozen=True)
+class TransitionSMIs(Effect):
+    """SMIs at a fraction ``probability`` of frequency transitions, ``delay_ns`` after each.
+
+    Firmware that handles some P-state changes in SMM, so SMIs cluster at
+    transitions: tests check that spikes caused by SMIs are attributed to the
+    SMIs even when they sit next to transitions.
+
+    List it *after* ``pstates`` (it reads the frequency timelines) and before or
+    after ``smi`` (an ``smi`` effect's ``prepare`` replaces the SMI timeline, so put
+    this one after it; the ``smi`` effect's duration then applies to these SMIs too).
+    """
+
+    type: ClassVar[str] = "transition_smis"
+    probability: float = 0.5
+    delay_ns: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.probability <= 1 or self.delay_ns < 0:
+            raise ValueError("transition_smis: probability in [0, 1] and delay_ns >= 0")
+
+    def prepare(self, run: SimulationRun) -> None:
+        starts = [timeline.start_ns[1:] for timeline in run.frequency.values()]
+        transitions = np.concatenate(starts) if starts else np.empty(0, np.int64)
+        chosen = transitions[run.rng.random(transitions.size) < self.probability] + self.delay_ns
+        run.smi_times_ns = np.sort(np.concatenate([run.smi_times_ns, chosen.astype(np.int64)]))
+        run.ground_truth["transition_smis"] = {**self.to_json(), "times_ns": ground_truth_list(chosen)}
+
+
+@register_effect
+@dataclass(frozen=True)
 class Stalls(Effect):
     """Rare long stalls that make the thread miss periods (overruns).
 

@@ -9,53 +9,23 @@ idle) showed almost none.  :func:`seed_story` rebuilds the three runs with a
 1 Hz background disturbance in all of them, so every run has spikes that are
 *not* caused by transitions.
 
-:class:`TransitionSMIs` is an extra simulation effect (registered as
-``"transition_smis"``): firmware that handles some P-state changes in SMM, so
-SMIs cluster at frequency transitions.  It lets tests check that spikes caused
-by SMIs are attributed to the SMIs even when they sit next to transitions.
+:func:`with_smis` adds SMIs, optionally tied to transitions with
+:class:`~jitterscope.simeffects.TransitionSMIs` (``"transition_smis"``, defined
+in :mod:`jitterscope.simeffects` so spec files can use it without importing
+this module): firmware that handles some P-state changes in SMM.
 """
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
-import numpy as np
-
-from .simeffects import Effect, PeriodicDisturbance, PStates, SimulationRun, SMIs, ground_truth_list, register_effect
+from .simeffects import Effect, PeriodicDisturbance, PStates, SMIs, TransitionSMIs
 from .simulate import BaseLatency, Simulation, SimulationSpec, simulate
 
 STORY_INTERVAL_NS = 16_666_667
 """60 Hz."""
 STORY_CLAIMED_KHZ = 2_400_000
 STORY_KINDS = ("performance", "powersave", "hog")
-
-
-@register_effect
-@dataclass(frozen=True)
-class TransitionSMIs(Effect):
-    """SMIs at a fraction ``probability`` of frequency transitions, ``delay_ns`` after each.
-
-    List it *after* ``pstates`` (it reads the frequency timelines) and before or
-    after ``smi`` (an ``smi`` effect's ``prepare`` replaces the SMI timeline, so put
-    this one after it; the ``smi`` effect's duration then applies to these SMIs too).
-    """
-
-    type: ClassVar[str] = "transition_smis"
-    probability: float = 0.5
-    delay_ns: int = 0
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.probability <= 1 or self.delay_ns < 0:
-            raise ValueError("transition_smis: probability in [0, 1] and delay_ns >= 0")
-
-    def prepare(self, run: SimulationRun) -> None:
-        starts = [timeline.start_ns[1:] for timeline in run.frequency.values()]
-        transitions = np.concatenate(starts) if starts else np.empty(0, np.int64)
-        chosen = transitions[run.rng.random(transitions.size) < self.probability] + self.delay_ns
-        run.smi_times_ns = np.sort(np.concatenate([run.smi_times_ns, chosen.astype(np.int64)]))
-        run.ground_truth["transition_smis"] = {**self.to_json(), "times_ns": ground_truth_list(chosen)}
 
 
 def seed_story(kind: str, *, seconds: float = 300.0, coupling_probability: float = 0.5,
@@ -79,7 +49,10 @@ def seed_story(kind: str, *, seconds: float = 300.0, coupling_probability: float
     Returns
     -------
     SimulationSpec
-        Every run also has a 1 Hz background disturbance of 40 µs on one wake-up per second.
+        Every run also has a 1 Hz background disturbance of 40 µs on one wake-up per second.  Its
+        ``environment`` records the cpufreq claim the kind would have: ``performance`` claims the
+        fixed 2.4 GHz of the story (and the counters disagree); ``powersave`` claims 800 MHz and
+        ``hog`` 3.4 GHz (both true).
     """
     if kind not in STORY_KINDS:
         raise ValueError(f"seed story kind must be one of {STORY_KINDS}, not {kind!r}")
@@ -92,10 +65,15 @@ def seed_story(kind: str, *, seconds: float = 300.0, coupling_probability: float
     else:
         pstates = PStates(levels_mhz=(3400.0,), process="steps", dwell_ns=(10**15,), c0_fraction=1.0)
     background = PeriodicDisturbance(frequency_hz=1.0, amplitude_ns=40_000.0, width_ns=STORY_INTERVAL_NS)
+    governor = "powersave" if kind == "powersave" else "performance"
+    claimed = {"performance": STORY_CLAIMED_KHZ, "powersave": 800_000, "hog": 3_400_000}[kind]
+    cpufreq = {"driver": "acpi-cpufreq (simulated)", "governor": governor, "cur_khz": claimed,
+               "min_khz": 800_000, "max_khz": 3_400_000}
     return SimulationSpec(
         threads=threads, interval_ns=STORY_INTERVAL_NS, samples=int(seconds * 1e9 / STORY_INTERVAL_NS),
-        tsc_hz=STORY_CLAIMED_KHZ * 1e3, governor="powersave" if kind == "powersave" else "performance",
+        tsc_hz=STORY_CLAIMED_KHZ * 1e3, governor=governor,
         base=BaseLatency(distribution="lognormal", median_ns=4_000.0, spread=0.3), effects=(pstates, background),
+        environment={"cpufreq": {"*": cpufreq}},
     )
 
 
@@ -109,22 +87,15 @@ def with_smis(spec: SimulationSpec, *, rate_hz: float = 2.0, duration_ns: int = 
 
 
 def simulate_story(kind: str, seed: int, **options: Any) -> Simulation:
-    """Simulate a seed-story run with the cpufreq claim its kind would have recorded.
+    """Simulate a seed-story run; it records the cpufreq claim of :func:`seed_story`'s spec.
 
-    ``performance`` claims the fixed 2.4 GHz of the story (and the counters disagree);
-    ``powersave`` claims 800 MHz and ``hog`` 3.4 GHz (both true).  ``options`` go to
-    :func:`seed_story`, plus ``smis`` (a dict for :func:`with_smis`).
+    ``options`` go to :func:`seed_story`, plus ``smis`` (a dict for :func:`with_smis`).
     """
     smis = options.pop("smis", None)
     spec = seed_story(kind, **options)
     if smis is not None:
         spec = with_smis(spec, **smis)
-    table, metadata = simulate(spec, seed)
-    claimed = {"performance": STORY_CLAIMED_KHZ, "powersave": 800_000, "hog": 3_400_000}[kind]
-    environment = copy.deepcopy(dict(metadata.environment or {}))
-    for info in environment.get("cpufreq", {}).values():
-        info.update(cur_khz=claimed, min_khz=800_000, max_khz=3_400_000, driver="acpi-cpufreq (simulated)")
-    return Simulation(table, metadata.with_changes(environment=environment))
+    return simulate(spec, seed)
 
 
 def _fields(spec: SimulationSpec) -> dict[str, Any]:

@@ -120,6 +120,12 @@ class SimulationSpec:
     :data:`DEFAULT_SAMPLES`.  ``counters``
     lists which counter columns to write; ``governor`` goes to the simulated
     environment so comparisons can tell runs apart.
+
+    ``environment`` and ``settings`` are overrides merged over what the
+    simulation records (:func:`merge_overrides`): e.g. ``{"no_hz": "idle",
+    "cmdline": "...", "cpufreq": {"*": {"governor": "performance", "cur_khz":
+    2400000}}}`` claims a kernel and a cpufreq state the rows need not agree
+    with.  Under ``cpufreq``, the key ``"*"`` applies to every simulated CPU.
     """
 
     threads: int = 2
@@ -136,8 +142,22 @@ class SimulationSpec:
     priority: int = 99
     base: BaseLatency = field(default_factory=BaseLatency)
     effects: tuple[Effect, ...] = ()
+    environment: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for name in ("environment", "settings"):
+            value = getattr(self, name)
+            if value is None:
+                value = {}
+            if not isinstance(value, Mapping):
+                raise ValueError(f"{name} must be a JSON object of overrides")
+            object.__setattr__(self, name, json.loads(json.dumps(value)))  # a private, JSON-clean copy
+            known = _environment(self) if name == "environment" else _settings(self)
+            unknown = set(getattr(self, name)) - set(known)
+            if unknown:
+                raise ValueError(f"{name}: unknown key(s) {', '.join(sorted(unknown))} "
+                                 f"(known: {', '.join(sorted(known))})")
         cpus = tuple(range(self.threads)) if self.cpus is None else tuple(int(c) for c in self.cpus)
         object.__setattr__(self, "cpus", cpus)
         object.__setattr__(self, "counters", tuple(self.counters))
@@ -168,6 +188,8 @@ class SimulationSpec:
         out["counters"] = list(self.counters)
         out["base"] = dataclasses.asdict(self.base)
         out["effects"] = [effect.to_json() for effect in self.effects]
+        out["environment"] = json.loads(json.dumps(self.environment))
+        out["settings"] = json.loads(json.dumps(self.settings))
         return out
 
     @classmethod
@@ -412,8 +434,8 @@ class _Generator:
             kind="simulation",
             threads=threads,
             tool={"name": "jitterscope simulate", "version": __version__},
-            settings=_settings(spec),
-            environment=_environment(spec),
+            settings=merge_overrides(_settings(spec), spec.settings, cpus=self.run.cpus),
+            environment=merge_overrides(_environment(spec), spec.environment, cpus=self.run.cpus),
             counters={"source": "file", "simulated": True, "columns": list(spec.counters),
                       "missing": {c: "not asked for in the simulation spec"
                                   for c in (*COUNTER_NAMES, "perf_status") if c not in spec.counters}},
@@ -467,6 +489,48 @@ def _environment(spec: SimulationSpec) -> dict[str, Any]:
                                "min_khz": khz, "max_khz": khz} for cpu in spec.cpus or ()},
         "cpuidle": {"driver": None, "governor": None, "states": []},
     }
+
+
+def merge_overrides(defaults: Mapping[str, Any], overrides: Mapping[str, Any], *,
+                    cpus: Sequence[int] = ()) -> dict[str, Any]:
+    """``defaults`` with ``overrides`` merged over them.
+
+    Parameters
+    ----------
+    defaults : Mapping
+        What the simulation records by itself (environment or settings).
+    overrides : Mapping
+        The spec's section: a key whose value and default are both objects is
+        merged key by key (recursively); any other value replaces the default.
+        Under ``cpufreq``, the key ``"*"`` is merged into every CPU in ``cpus``
+        first, so ``{"cpufreq": {"*": {"cur_khz": 2400000}}}`` claims 2.4 GHz on all.
+    cpus : sequence of int
+        The simulated CPUs (for ``cpufreq["*"]``).
+
+    Returns
+    -------
+    dict
+        A new dict; neither argument is changed.
+    """
+    merged = json.loads(json.dumps(dict(defaults)))
+    overrides = json.loads(json.dumps(dict(overrides)))
+    cpufreq = overrides.get("cpufreq")
+    if isinstance(cpufreq, dict) and isinstance(cpufreq.get("*"), dict):
+        every = cpufreq.pop("*")
+        for cpu in (str(c) for c in cpus):
+            entry = json.loads(json.dumps(every))
+            _merge_into(entry, cpufreq.get(cpu) or {})
+            cpufreq[cpu] = entry
+    _merge_into(merged, overrides)
+    return merged
+
+
+def _merge_into(target: dict[str, Any], overrides: Mapping[str, Any]) -> None:
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _merge_into(target[key], value)
+        else:
+            target[key] = value
 
 
 def spec_from_options(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 from jitterscope.cli import main
@@ -59,3 +61,87 @@ def test_refuses_to_overwrite_and_bad_options(tmp_path, capsys):
         capsys.readouterr()
         assert main(["simulate", "-o", str(tmp_path / "x.parquet"), *bad]) == 1
         assert capsys.readouterr().err.count("\n") == 1
+
+
+CLI = "import sys; from jitterscope.cli import main; sys.exit(main())"
+CLAIM_2400 = {"driver": "acpi-cpufreq", "governor": "performance", "cur_khz": 2_400_000,
+              "min_khz": 2_400_000, "max_khz": 2_400_000}
+
+
+def _write_spec(tmp_path, name, **fields):
+    spec = {"threads": 1, "samples": 3000, **fields}
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def test_spec_environment_and_settings_overrides_reach_the_metadata(tmp_path):
+    environment = {"no_hz": "idle", "hz": 250, "cmdline": "BOOT_IMAGE=/vmlinuz ro quiet",
+                   "cpufreq": {"*": {"governor": "performance", "cur_khz": 2_400_000}, "1": {"cur_khz": 1_600_000}}}
+    spec = _write_spec(tmp_path, "env", threads=2, environment=environment,
+                       settings={"granted": {"mlockall": False}})
+    out = tmp_path / "env.parquet"
+    assert main(["simulate", "-o", str(out), "--spec", str(spec)]) == 0
+    metadata = open_dataset(out).metadata
+    env = metadata.environment
+    assert (env["no_hz"], env["hz"], env["cmdline"]) == ("idle", 250, "BOOT_IMAGE=/vmlinuz ro quiet")
+    assert env["cpufreq"]["0"] == {"driver": "simulated", "governor": "performance", "cur_khz": 2_400_000,
+                                   "min_khz": 2_400_000, "max_khz": 2_400_000}
+    assert env["cpufreq"]["1"]["cur_khz"] == 1_600_000 and env["cpufreq"]["1"]["governor"] == "performance"
+    assert env["clocksource"] == "simulated"  # defaults not overridden stay
+    assert metadata.settings["granted"]["mlockall"] is False and metadata.settings["granted"]["simulated"] is True
+    assert metadata.ground_truth["spec"]["environment"] == environment
+
+
+def test_unknown_environment_key_is_one_line_error(tmp_path, capsys):
+    spec = _write_spec(tmp_path, "typo", environment={"nohz": "idle"})
+    assert main(["simulate", "-o", str(tmp_path / "x.parquet"), "--spec", str(spec)]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "environment: unknown key(s) nohz" in err and "no_hz" in err
+
+
+def test_compare_names_no_hz_when_only_it_differs(tmp_path, capsys):
+    paths = []
+    for name, no_hz, cmdline in (("on", "idle", "ro quiet"), ("off", "off", "ro quiet nohz=off")):
+        spec = _write_spec(tmp_path, name, environment={"no_hz": no_hz, "cmdline": cmdline})
+        paths.append(tmp_path / f"{name}.parquet")
+        assert main(["simulate", "-o", str(paths[-1]), "--spec", str(spec), "--seed", "3"]) == 0
+    capsys.readouterr()
+    assert main(["compare", *map(str, paths), "--resamples", "50", "--json"]) == 0
+    text = capsys.readouterr().out
+    assert '"environment.no_hz"' in text and '"environment.cmdline"' in text
+    assert main(["compare", *map(str, paths), "--resamples", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "environment.no_hz" in out and "idle" in out
+    assert "environment.cpufreq" not in out  # nothing else differs
+
+
+def test_correlate_flags_a_claimed_fixed_frequency_that_the_counters_contradict(tmp_path, capsys):
+    bouncing = {"type": "pstates", "levels_mhz": [1600, 2400, 3400], "process": "random",
+                "mean_dwell_ns": 200_000_000}
+    results = {}
+    steady = {"type": "pstates", "levels_mhz": [2400], "process": "steps", "dwell_ns": [10**15]}
+    for name, levels in (("bouncing", bouncing), ("fixed", steady)):
+        spec = _write_spec(tmp_path, name, samples=5000, effects=[levels], environment={"cpufreq": {"*": CLAIM_2400}})
+        out = tmp_path / f"{name}.parquet"
+        assert main(["simulate", "-o", str(out), "--spec", str(spec), "--seed", "2"]) == 0
+        capsys.readouterr()
+        assert main(["correlate", str(out), "--json", "--surrogates", "10"]) == 0
+        results[name] = json.loads(capsys.readouterr().out)
+    claims = results["bouncing"]["frequency"]["claims"]
+    assert claims[0]["claimed_mhz"] == 2400 and claims[0]["disagree"] is True
+    assert results["fixed"]["frequency"]["claims"][0]["disagree"] is False
+
+
+def test_transition_smis_spec_works_in_a_fresh_interpreter(tmp_path):
+    # a new process: nothing imported jitterscope.simpower before the spec is read
+    spec = _write_spec(tmp_path, "tsmi", effects=[
+        {"type": "pstates", "levels_mhz": [1600, 3400], "dwell_ns": [100_000_000, 100_000_000]},
+        {"type": "transition_smis", "probability": 1.0}])
+    out = tmp_path / "tsmi.parquet"
+    run = subprocess.run([sys.executable, "-c", CLI, "simulate", "-o", str(out), "--spec", str(spec)],
+                         capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    truth = open_dataset(out).metadata.ground_truth
+    transitions = truth["pstates"]["cpus"]["0"]["transition_ns"]
+    assert truth["transition_smis"]["times_ns"]["values"] == transitions["values"] and transitions["count"] > 10
