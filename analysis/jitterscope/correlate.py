@@ -107,7 +107,15 @@ class LaggedLink:
 
 @dataclass(frozen=True)
 class SmiShare:
-    """Spikes (latency above the threshold) that coincide with an SMI, and the share caused by it."""
+    """Spikes (latency above the threshold) that coincide with an SMI, and the share caused by it.
+
+    With RR the risk ratio of a spike in an interval with an SMI against one without,
+    ``attributable_among_coinciding`` = (RR − 1)/RR is the share of the spikes *that coincide
+    with an SMI* that the SMIs caused (the attributable fraction among the exposed), and
+    ``attributable_fraction`` = ``spikes_with_smi``/``spikes`` · (RR − 1)/RR is the share of
+    *all* spikes they caused (Miettinen's population attributable fraction).  Both are 0 when
+    RR ≤ 1.
+    """
 
     scope: str
     threshold_ns: float
@@ -115,6 +123,7 @@ class SmiShare:
     spikes_with_smi: int
     share_of_wakeups_with_smi: float
     attributable_fraction: float
+    attributable_among_coinciding: float
 
 
 @dataclass(frozen=True)
@@ -415,12 +424,14 @@ def _smi_shares(series: Sequence[CounterSeries], threshold: float) -> tuple[SmiS
         smi = np.concatenate([s.smi_delta[k] > 0 for s, k in zip(members, known, strict=True)])
         spike = latency > threshold
         n_spikes, with_smi = int(spike.sum()), int((spike & smi).sum())
-        fraction = 0.0
-        if n_spikes and smi.any() and (~smi).any():
+        among = 0.0
+        if with_smi and (~smi).any():
             ratio = (with_smi / smi.sum()) / max((n_spikes - with_smi) / (~smi).sum(), 1e-300)
-            fraction = with_smi / n_spikes * (ratio - 1) / ratio if ratio > 1 else 0.0
+            among = (ratio - 1) / ratio if ratio > 1 else 0.0
+        fraction = with_smi / n_spikes * among if n_spikes else 0.0
         rows.append(SmiShare(scope=scope, threshold_ns=threshold, spikes=n_spikes, spikes_with_smi=with_smi,
-                             share_of_wakeups_with_smi=float(smi.mean()), attributable_fraction=float(fraction)))
+                             share_of_wakeups_with_smi=float(smi.mean()), attributable_fraction=float(fraction),
+                             attributable_among_coinciding=float(among)))
     return tuple(rows)
 
 
@@ -452,9 +463,7 @@ def _verdicts(tests: Sequence[ConditionTest], attributed: Mapping[str, bool], se
         lines.append(sentence(SMI))
         share = next((s for s in shares if s.scope == "all"), shares[0] if shares else None)
         if attributed[SMI] and share is not None and share.spikes:
-            lines.append(f"{share.spikes_with_smi} of {share.spikes} wake-ups later than {_us(threshold)} "
-                         f"coincide with an SMI; about {share.attributable_fraction:.0%} of them are "
-                         f"attributable to SMIs.")
+            lines.append(_share_sentence(share, threshold))
     elif smi_count:
         lines.append(f"SMIs: {smi_count} counted, all within ±{window} wake-ups of frequency transitions, so their "
                      "effect cannot be told apart from the transitions'.")
@@ -467,6 +476,15 @@ def _verdicts(tests: Sequence[ConditionTest], attributed: Mapping[str, bool], se
         shown = [min(idle, key=lambda c: min(t.exceedance[0].p_holm for t in primary if t.condition == c))]
     lines += [sentence(c) for c in shown]
     return tuple(lines)
+
+
+def _share_sentence(share: SmiShare, threshold: float) -> str:
+    """How many of the spikes that coincide with an SMI the SMIs caused, and their share of all spikes."""
+    caused = share.attributable_among_coinciding * share.spikes_with_smi
+    return (f"{share.spikes_with_smi} of {share.spikes} wake-ups later than {_us(threshold)} coincide with an SMI; "
+            f"about {caused:.0f} of those {share.spikes_with_smi} ({_pct(share.attributable_among_coinciding)}) "
+            f"are attributable to SMIs, {_pct(share.attributable_fraction)} of all wake-ups later than "
+            f"{_us(threshold)}.")
 
 
 def _why_no_frequency(series: Sequence[CounterSeries]) -> str:
