@@ -13,6 +13,7 @@ import io
 import json
 import math
 import textwrap
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,14 +25,32 @@ LATEX_WRAP = 40  # characters: a longer left-aligned cell puts its column in a p
 MISSING = "n/a"
 """What a missing or non-finite cell shows in text and LaTeX (never a bare NaN)."""
 
-# LaTeX specials and how to write them in text mode; µ is not in OT1/T1, so math mode.
+# LaTeX specials and the non-ASCII characters our texts use, written so that a default pdflatex
+# (no inputenc/fontspec tricks) compiles them; math symbols via \ensuremath work in text and math mode.
 _LATEX_ESCAPES = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
     "µ": r"\textmu{}", "μ": r"\textmu{}", "<": r"\textless{}", ">": r"\textgreater{}",
-    "−": "-", "…": r"\dots{}", "·": r"\textperiodcentered{}", "─": "-",
-    "≥": r"$\geq$", "≤": r"$\leq$", "×": r"$\times$",
+    "−": "-", "…": r"\dots{}", "·": r"\textperiodcentered{}", "─": "-", "—": "---", "–": "--",
+    "‘": "`", "’": "'", "“": "``", "”": "''", "\u00a0": "~", "\u2009": r"\,", "\u202f": r"\,",
+    "≥": r"\ensuremath{\geq}", "≤": r"\ensuremath{\leq}", "×": r"\ensuremath{\times}",
+    "±": r"\ensuremath{\pm}", "→": r"\ensuremath{\rightarrow}", "←": r"\ensuremath{\leftarrow}",
+    "↔": r"\ensuremath{\leftrightarrow}", "≈": r"\ensuremath{\approx}", "≠": r"\ensuremath{\neq}",
+    "∞": r"\ensuremath{\infty}", "√": r"\ensuremath{\surd}", "°": r"\ensuremath{^\circ}",
+    "²": r"\ensuremath{^2}", "³": r"\ensuremath{^3}", "¹": r"\ensuremath{^1}", "⁻": r"\ensuremath{^-}",
+    "½": r"\ensuremath{\frac12}", "•": r"\textbullet{}", "∆": r"\ensuremath{\Delta}",
+    "Ω": r"\ensuremath{\Omega}", "✓": "yes", "✗": "no",
 }
+# Greek letters by their Unicode names (GREEK SMALL LETTER XI -> \xi); capitals LaTeX lacks are Latin.
+_GREEK = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lamda mu nu xi omicron pi rho sigma tau "
+          "upsilon phi chi psi omega").split()
+_GREEK_CAPITALS = {"gamma", "delta", "theta", "lamda", "xi", "pi", "sigma", "upsilon", "phi", "psi", "omega"}
+_GREEK_AS_LATIN = {"alpha": "A", "beta": "B", "epsilon": "E", "zeta": "Z", "eta": "H", "iota": "I", "kappa": "K",
+                   "mu": "M", "nu": "N", "omicron": "O", "rho": "P", "tau": "T", "chi": "X"}
+# combining accents (after Unicode decomposition) as LaTeX accent commands: Š -> \v{S}, é -> \'{e}
+_ACCENTS = {"\u0300": "`", "\u0301": "'", "\u0302": "^", "\u0303": "~", "\u0304": "=", "\u0306": "u",
+            "\u0307": ".", "\u0308": '"', "\u030a": "r", "\u030b": "H", "\u030c": "v", "\u0327": "c",
+            "\u0328": "k"}
 
 
 @dataclass(frozen=True)
@@ -207,8 +226,36 @@ def to_latex(table: Table) -> str:
 
 
 def latex_escape(text: str) -> str:
-    """Escape LaTeX special characters (``& % $ # _ { } ~ ^ \\``, µ, …) for text mode."""
-    return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in text)
+    """Escape ``text`` for LaTeX text mode; the result is pure ASCII.
+
+    LaTeX specials (``& % $ # _ { } ~ ^ \\``) are escaped; µ, →, ≥, ±, Greek letters, dashes,
+    accented letters and the other non-ASCII characters become LaTeX commands, so a default
+    pdflatex compiles every table.  A character with no LaTeX spelling is written as ``[U+XXXX]``.
+    """
+    return "".join(ch if ch.isascii() and ch not in _LATEX_ESCAPES else _latex_char(ch) for ch in text)
+
+
+def _latex_char(ch: str) -> str:
+    if ch in _LATEX_ESCAPES:
+        return _LATEX_ESCAPES[ch]
+    name = unicodedata.name(ch, "")
+    if name.startswith("GREEK ") and name.split()[-1].lower() in _GREEK:
+        letter = name.split()[-1].lower().replace("lamda", "lambda")
+        if "SMALL" in name:
+            return rf"\ensuremath{{\{letter}}}"
+        if name.split()[-1].lower() in _GREEK_CAPITALS:
+            return rf"\ensuremath{{\{letter.capitalize()}}}"
+        return _GREEK_AS_LATIN[name.split()[-1].lower()]
+    decomposed = unicodedata.normalize("NFD", ch)
+    if decomposed[0].isascii() and decomposed[0].isalpha() and all(c in _ACCENTS for c in decomposed[1:]):
+        out = decomposed[0]
+        for mark in decomposed[1:]:
+            out = rf"\{_ACCENTS[mark]}{{{out}}}"
+        return out
+    compatible = unicodedata.normalize("NFKD", ch)
+    if compatible.isascii() and compatible.isprintable() and compatible:
+        return "".join(_LATEX_ESCAPES.get(c, c) for c in compatible)
+    return f"[U+{ord(ch):04X}]"
 
 
 def key_value_table(name: str, title: str, items: Mapping[str, Any] | Sequence[tuple[str, Any]],

@@ -165,3 +165,63 @@ def test_spike_table_orders_by_latency_with_times_and_neighbours(tmp_path):
     assert (rank, thread, cpu, seq) == (1, 0, 3, 3)
     assert time_s == pytest.approx(3e-3 + 29_000 / 1e9)  # actual of seq 3, from the origin
     assert before.split()[-1] == "2.0" and after.split()[0] == "3.0"
+
+
+@pytest.mark.parametrize(("raw", "escaped"), [
+    ("→", r"\ensuremath{\rightarrow}"), ("≥ 3", r"\ensuremath{\geq} 3"), ("±", r"\ensuremath{\pm}"),
+    ("ξ", r"\ensuremath{\xi}"), ("—", "---"), ("5–95", "5--95"), ("Šidák", r"\v{S}id\'{a}k"),
+    ("Δf", r"\ensuremath{\Delta}f"), ("€", "[U+20AC]"),
+])
+def test_latex_escape_maps_non_ascii_to_latex(raw, escaped):
+    assert latex_escape(raw) == escaped
+
+
+def _non_ascii(tex: str) -> set[str]:
+    return {ch for ch in tex if not ch.isascii()}
+
+
+def test_every_latex_table_of_a_report_and_a_compare_is_ascii(tmp_path):
+    from jitterscope.compare import compare_runs
+    from jitterscope.dataset import open_dataset, write_dataset
+    from jitterscope.report import write_report
+    from jitterscope.simpower import simulate_story
+    from jitterscope.tables_compare import comparison_tables, tails_tables
+    from jitterscope.tails import analyze_tails
+
+    paths = []
+    for seed in (1, 2):
+        table, metadata = simulate_story("performance", seed, seconds=30,
+                                         smis={"rate_hz": 2.0, "duration_ns": 3_000_000, "at_transitions": 0.6})
+        paths.append(write_dataset(table, metadata, tmp_path / f"run{seed}.parquet"))
+    write_report(paths[0], tmp_path / "r.pdf", figures_dir=tmp_path / "fig")
+    written = sorted((tmp_path / "fig").glob("*.tex"))
+    assert {"summary.tex", "correlation-verdict.tex", "spectral-peaks.tex"} <= {p.name for p in written}
+    for path in written:
+        assert not _non_ascii(path.read_text(encoding="utf-8")), path.name
+    datasets = [open_dataset(p) for p in paths]
+    tables = comparison_tables(compare_runs(datasets, n_boot=200)) + tails_tables(analyze_tails(datasets[0]))
+    texts = [to_latex(t) for t in tables]
+    # the texts do hold non-ASCII symbols (µs, →, ±, ...), so the check above is not vacuous
+    assert any(_non_ascii(to_text_joined(t)) for t in tables)
+    for table, tex in zip(tables, texts, strict=True):
+        assert not _non_ascii(tex), table.name
+    _compile_if_pdflatex([p.read_text(encoding="ascii") for p in written] + texts, tmp_path)
+
+
+def to_text_joined(table) -> str:
+    return "\n".join([table.title, *table.columns, *table.notes, *(c for row in table.text_rows() for c in row)])
+
+
+def _compile_if_pdflatex(texs: list[str], tmp_path) -> None:
+    """Compile the tables in a minimal booktabs document with a default pdflatex (skipped without one)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex not installed: the tables are ASCII, compiling them was not tried")
+    doc = ("\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n" + "\\clearpage\n".join(texs)
+           + "\\end{document}\n")
+    (tmp_path / "t.tex").write_text(doc, encoding="ascii")
+    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:]
