@@ -23,13 +23,16 @@ TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
 def format_cyclictest_line(summary: ThreadSummary) -> str:
     """``T: 0 ( 1234) P:99 I:1000 C:  10000 Min:      9 Act:   27 Avg:   22 Max:     595``.
 
-    cyclictest's own format (``print_stat`` without ``-N``): µs, integers.
+    cyclictest's own format (``print_stat`` without ``-N``): µs, integers.  A tid or priority the
+    dataset does not record is printed as ``?`` in its field (cyclictest always knows them; 0 would be a claim).
     """
     ct = summary.cyclictest
     if ct is None:
         raise ValueError("cyclictest's line needs per-wake-up rows (not an overall or histogram summary)")
-    return "T:%2d (%5d) P:%2d I:%ld C:%7lu Min:%7ld Act:%5ld Avg:%5ld Max:%8ld" % (  # noqa: UP031 (C's printf)
-        summary.thread, summary.tid or 0, summary.priority or 0, (summary.interval_ns or 0) // 1000,
+    tid = "?" if summary.tid is None else str(summary.tid)
+    priority = "?" if summary.priority is None else str(summary.priority)
+    return "T:%2d (%5s) P:%2s I:%ld C:%7lu Min:%7ld Act:%5ld Avg:%5ld Max:%8ld" % (  # noqa: UP031 (C's printf)
+        summary.thread, tid, priority, (summary.interval_ns or 0) // 1000,
         ct.cycles, ct.min_us, ct.act_us, ct.avg_us, ct.max_us,
     )
 

@@ -96,8 +96,8 @@ def build_cyclictest_verbose(primary: Parsed, companions: list[Parsed]) -> tuple
             columns["smi"].append(np.cumsum(samples.smi_delta))
         extra = _check_against(samples.thread, latency, samples.seq, summary, "cyclictest", notes, primary)
         threads.append(ThreadInfo(
-            thread=samples.thread, cpu=cpu, interval_ns=interval_ns, samples=n,
-            drops=_gaps(samples.seq), overruns=int(overruns.sum()), extra=extra,
+            thread=samples.thread, cpu=cpu, tid=summary.tid if summary is not None else None,
+            interval_ns=interval_ns, samples=n, drops=_gaps(samples.seq), overruns=int(overruns.sum()), extra=extra,
         ))
     if not has_smi:
         del columns["smi"]
@@ -240,6 +240,7 @@ def _merged_summaries(companions: list[Parsed]) -> dict[int, ThreadSummary]:
                         f"says {kept.count}; the files are not from the same run")
                 kept.cpu = kept.cpu if kept.cpu is not None else s.cpu
                 kept.tid = kept.tid if kept.tid is not None else s.tid
+                kept.priority = kept.priority if kept.priority is not None else s.priority
                 kept.interval_ns = kept.interval_ns or s.interval_ns
     return merged
 
@@ -332,6 +333,8 @@ def _metadata(kind: str, threads: list[ThreadInfo], primary: Parsed, companions:
         environment.update(parsed.environment)
         settings.update({k: v for k, v in parsed.settings.items() if k != "interval_headers_us"})
         tool = tool or parsed.tool
+    run_settings = cyclictest_settings([*companions, primary], notes) if primary.format.startswith("cyclictest") \
+        else None
     source = {
         "format": primary.format,
         "files": [str(primary.path), *(str(c.path) for c in companions)],
@@ -344,5 +347,53 @@ def _metadata(kind: str, threads: list[ThreadInfo], primary: Parsed, companions:
     return Metadata(
         kind=kind, threads=tuple(threads),
         tool={"name": "jitterscope import", "version": __version__},
-        environment=environment or None, source=source,
+        environment=environment or None, source=source, settings=run_settings,
     )
+
+
+_POLICIES = {"normal": "other", "other": "other", "fifo": "fifo", "rr": "rr", "batch": "batch", "idle": "idle"}
+
+
+def cyclictest_settings(parsed: list[Parsed], notes: list[str]) -> dict[str, Any] | None:
+    """``settings`` (asked/granted) of a cyclictest run from its ``"cmdline:"`` and summary lines; None if unknown.
+
+    Only what the files say: ``-p`` gives the priority and, without ``-y``, SCHED_FIFO (cyclictest's own
+    rule); cyclictest exits when it cannot set them, so a finished run was granted them.  Without a
+    command line, the summary lines' ``P:`` gives the priority (policy unknown).  Nothing is guessed:
+    a key left out is unknown.
+    """
+    options: dict[str, Any] = {}
+    for p in parsed:
+        options.update(p.settings.get("options", {}))
+    asked: dict[str, Any] = {}
+    for key, name in (("interval_us", "interval_ns"), ("distance_us", "distance_ns")):
+        if isinstance(options.get(key), int):
+            asked[name] = options[key] * 1000
+    if isinstance(options.get("loops"), int):
+        asked["loops"] = options["loops"]
+    if isinstance(options.get("priority"), int):
+        asked["priority"] = options["priority"]
+    policy = options.get("policy")
+    if isinstance(policy, str):
+        asked["policy"] = _POLICIES.get(policy, policy)
+    elif "priority" in asked:
+        asked["policy"] = "fifo"
+    affinity = options.get("affinity")
+    if affinity is True:
+        asked["affinity"] = "each thread on the CPU of its number (-a without a CPU set)"
+    elif isinstance(affinity, str):
+        asked["affinity"] = affinity
+    if "mlockall" in options:
+        asked["mlockall"] = True
+    granted = {k: asked[k] for k in ("policy", "priority") if k in asked}
+    printed = {s.priority for p in parsed for s in p.summaries if s.priority is not None}
+    if "priority" not in granted and len(printed) == 1:
+        granted["priority"] = printed.pop()
+        notes.append("priority from the P: field of cyclictest's summary lines; policy unknown (no command line: "
+                     "give the --json file)")
+    elif granted:
+        notes.append("policy and priority from cyclictest's recorded command line (it exits when it cannot "
+                     "set them, so a finished run had them)")
+    if not asked and not granted:
+        return None
+    return {"asked": asked, "granted": granted}

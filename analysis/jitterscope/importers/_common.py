@@ -39,6 +39,7 @@ class ThreadSummary:
     avg_truncated: bool = False  # printed average was truncated to a whole unit, not rounded
     cpu: int | None = None
     tid: int | None = None
+    priority: int | None = None  # the P: field of cyclictest's summary line
     overflows: int | None = None
     interval_ns: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # format-specific facts kept in threads[]

@@ -10,6 +10,7 @@ bins, keys in µs or ns as ``resolution_in_ns`` says; values at or above the
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -126,13 +127,20 @@ _VALUE_OPTIONS = {
     "-l": "loops", "--loops": "loops", "-p": "priority", "--priority": "priority",
     "-t": "threads", "--threads": "threads", "-o": "oscope", "--oscope": "oscope",
 }
+_WORD_OPTIONS = {"-y": "policy", "--policy": "policy"}
+_AFFINITY = {"-a", "--affinity"}
+_CPUSET = re.compile(r"[0-9][0-9,-]*")
 _FLAGS = {"-N": "nsecs", "--nsecs": "nsecs", "-r": "relative", "--relative": "relative",
           "-m": "mlockall", "--mlockall": "mlockall", "--smi": "smi", "-v": "verbose", "--verbose": "verbose",
           "-q": "quiet", "--quiet": "quiet"}
 
 
 def parse_cmdline(cmdline: str) -> dict[str, Any]:
-    """The cyclictest options that matter for reconstruction, from its recorded command line."""
+    """The cyclictest options that matter for reconstruction and settings, from its recorded command line.
+
+    ``affinity`` is the CPU set given to ``-a`` (a string such as ``"0-3"``), or
+    True for a bare ``-a`` (thread N on CPU N); ``policy`` the ``-y``/``--policy`` name.
+    """
     try:
         words = shlex.split(cmdline)
     except ValueError:
@@ -145,6 +153,9 @@ def parse_cmdline(cmdline: str) -> dict[str, Any]:
         name, _, attached = word.partition("=") if word.startswith("--") else (word[:2], "", word[2:])
         if name in _FLAGS and not attached:
             options[_FLAGS[name]] = True
+            continue
+        if name in _WORD_OPTIONS or name in _AFFINITY:
+            index = _word_option(name, attached, words, index, options)
             continue
         key = _VALUE_OPTIONS.get(name)
         if key is None:
@@ -163,3 +174,19 @@ def parse_cmdline(cmdline: str) -> dict[str, Any]:
         elif key == "threads":
             options[key] = "all"
     return options
+
+
+def _word_option(name: str, attached: str, words: list[str], index: int, options: dict[str, Any]) -> int:
+    """``-y POLICY`` and ``-a [CPUSET]`` (cyclictest also takes a CPU set from the next word); the next index."""
+    value = attached
+    if name in _AFFINITY:
+        if not value and index < len(words) and _CPUSET.fullmatch(words[index]):
+            value = words[index]
+            index += 1
+        options["affinity"] = value if _CPUSET.fullmatch(value) else True
+    elif value or index < len(words):
+        if not value:
+            value = words[index]
+            index += 1
+        options["policy"] = value.lower()
+    return index

@@ -35,7 +35,7 @@ def summary_from_line(raw: str) -> ThreadSummary | None:
         return None
     count = int(match[5])
     return ThreadSummary(
-        thread=int(match[1]), tid=int(match[2]), interval_ns=int(match[4]) * 1000, count=count,
+        thread=int(match[1]), tid=int(match[2]), priority=int(match[3]), interval_ns=int(match[4]) * 1000, count=count,
         min_ns=int(match[6]) if count else None, avg_ns=float(match[8]) if count else None,
         max_ns=int(match[9]) if count else None, avg_decimals=0, avg_truncated=True,
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from jitterscope.cli import main
 from jitterscope.errors import ImportFormatError, UnknownFormatError
 from jitterscope.importers import detect, import_files
 from jitterscope.importers.cyclictest_json import parse_cmdline
@@ -248,7 +249,12 @@ def test_detect_names_every_fixture():
 def test_parse_cmdline():
     options = parse_cmdline("cyclictest -t2 -a -p99 -i1000 -l2000 -q -m --histogram=200 --json=x.json -d 250 -N")
     assert options == {"threads": 2, "priority": 99, "interval_us": 1000, "loops": 2000, "quiet": True,
-                       "mlockall": True, "histogram": 200, "distance_us": 250, "nsecs": True}
+                       "mlockall": True, "histogram": 200, "distance_us": 250, "nsecs": True, "affinity": True}
+    assert parse_cmdline("cyclictest -a 0-1 -y rr --priority=80 -mq") == {
+        "affinity": "0-1", "policy": "rr", "priority": 80, "mlockall": True, "quiet": True}
+    assert parse_cmdline("cyclictest --affinity=1,3 --policy=FIFO -i 100") == {
+        "affinity": "1,3", "policy": "fifo", "interval_us": 100}
+    assert parse_cmdline("cyclictest -a -i 100")["affinity"] is True
 
 
 def test_verbose_and_quiet_in_one_file():
@@ -261,3 +267,43 @@ def test_verbose_and_quiet_in_one_file():
     assert "I: field" in metadata.source["reconstructed"]["expected_ns"]
     _, with_json = import_files([DATA / "ct-vq.txt", DATA / "ct-vq.json"])
     assert with_json.threads[0].extra["source_avg_ns"] == 20690.0  # the JSON's two decimals win
+
+
+def test_policy_and_priority_come_from_the_json_command_line(tmp_path):
+    # ct-verbose.json ran "-m -p 80 -i 1000 -t2": SCHED_FIFO 80 (cyclictest's rule for -p without -y)
+    _, metadata = import_files([DATA / "ct-verbose.txt", DATA / "ct-verbose.json"])
+    assert metadata.granted == {"policy": "fifo", "priority": 80}
+    assert metadata.settings["asked"] == {"interval_ns": 1_000_000, "loops": 1000, "priority": 80, "policy": "fifo",
+                                          "mlockall": True}
+    assert [t.tid for t in metadata.threads] == [None, None]  # neither -v nor --json prints tids
+    doc = json.loads((DATA / "ct-verbose.json").read_text())
+    doc["cmdline:"] = "cyclictest -v -y rr -p 42 -a 1,0 -d 0 -i 1000 -t2 --json=x.json"
+    (tmp_path / "rr.json").write_text(json.dumps(doc))
+    _, rr = import_files([DATA / "ct-verbose.txt", tmp_path / "rr.json"])
+    assert rr.granted == {"policy": "rr", "priority": 42}
+    assert rr.settings["asked"]["affinity"] == "1,0" and rr.settings["asked"]["distance_ns"] == 0
+
+
+def test_unknown_priority_and_tid_stay_unknown():
+    _, alone = import_files([DATA / "ct-verbose.txt"])
+    assert alone.settings is None and [t.tid for t in alone.threads] == [None, None]
+    # -v -q: the summary lines give each thread's tid and the P: field
+    _, vq = import_files([DATA / "ct-vq.txt"])
+    assert [t.tid for t in vq.threads] == [2511, 2512]
+    assert vq.granted == {"priority": 80}
+    _, quiet = import_files([DATA / "ct-quiet.txt"])
+    assert [t.tid for t in quiet.threads] == [11295, 11296] and quiet.granted == {"priority": 80}
+
+
+def test_summary_prints_the_imported_priority_and_question_marks_for_unknowns(tmp_path, capsys):
+    lines = {}
+    for name, files in (("json", ["ct-verbose.txt", "ct-verbose.json"]), ("alone", ["ct-verbose.txt"]),
+                        ("vq", ["ct-vq.txt"])):
+        out = tmp_path / f"{name}.parquet"
+        assert main(["import", *(str(DATA / f) for f in files), "-o", str(out)]) == 0
+        capsys.readouterr()
+        assert main(["summary", str(out), "-q"]) == 0
+        lines[name] = capsys.readouterr().out.splitlines()[0]
+    assert lines["json"].startswith("T: 0 (    ?) P:80 I:1000 C:   1000 ")
+    assert lines["alone"].startswith("T: 0 (    ?) P: ? I:1000 C:   1000 ")
+    assert lines["vq"].startswith("T: 0 ( 2511) P:80 I:1000 C:    300 ")
