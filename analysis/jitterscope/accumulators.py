@@ -355,7 +355,7 @@ class CyclictestResult:
 
     cycles: int
     min_us: int
-    act_us: int
+    act_us: int | None  # None: a summary-only source did not keep the last wake-up
     avg_us: int
     max_us: int
 

@@ -77,6 +77,9 @@ SECTION_MODULES: tuple[str, ...] = (
     "jitterscope.sections.tails",
 )
 
+SUMMARY_ONLY_SECTIONS: tuple[str, ...] = ("provenance", "appendix")
+"""The sections a summary-only dataset gets (every other one needs wake-ups or bins)."""
+
 PAGE_SIZE_IN = (11.69, 8.27)
 """A4 landscape: wide tables fit, and a figure reads well printed on A4 or Letter."""
 
@@ -380,6 +383,9 @@ def write_report(
     with matplotlib.rc_context(REPORT_RC):
         started = time.perf_counter()
         ctx = build_context(dataset, top_k=top_k, progress=progress)
+        if ctx.summary.summary_only:
+            # only count/min/avg/max are known: provenance with those numbers and a note, and the appendix
+            chosen = tuple(s for s in chosen if s.name in SUMMARY_ONLY_SECTIONS)
         ctx.sections = tuple(section.name for section in chosen)
         seconds = [("summary+timeline", time.perf_counter() - started)]
         when, _ = source_date()

@@ -40,7 +40,8 @@ from .metadata import ThreadInfo
 __all__ = [
     "PERCENTILES", "CyclictestResult", "CyclictestStats", "DatasetProvenance", "HistogramResult",
     "IntervalBlock", "IntervalResult", "IntervalStats", "LatencyHistogram", "Moments", "MomentsResult",
-    "Spike", "SpikesResult", "Summary", "ThreadSummary", "TopSpikes", "cyclictest_us", "summarize",
+    "Spike", "SpikesResult", "Summary", "ThreadSummary", "TopSpikes", "cyclictest_us", "is_summary_only",
+    "summarize",
 ]
 
 PERCENTILES: tuple[str, ...] = ("50", "90", "99", "99.9", "99.99", "99.999")
@@ -60,6 +61,11 @@ class ThreadSummary:
     measured period minus interval (None when no two consecutive rows exist);
     ``cyclictest`` holds cyclictest's µs line numbers (None for the overall row
     and for histogram datasets).
+
+    ``summary_only``: the source kept only count/min/avg/max per thread (cyclictest
+    ``-q``/``--json`` without histogram, jitterdebugger's stdout, periodic_timer logs);
+    then ``n``, ``min_ns``, ``mean_ns`` (the source's avg) and ``max_ns`` are the source's
+    numbers (None when it printed none) and every other statistic is None.
     """
 
     thread: int
@@ -69,19 +75,20 @@ class ThreadSummary:
     priority: int | None
     interval_ns: int | None
     n: int
-    min_ns: float
-    max_ns: float
-    mean_ns: float
-    std_ns: float
-    mad_ns: float
-    mode_ns: float
-    percentiles: dict[str, float]
-    overruns: int
-    drops: int
-    histogram: HistogramResult
+    min_ns: float | None
+    max_ns: float | None
+    mean_ns: float | None
+    std_ns: float | None
+    mad_ns: float | None
+    mode_ns: float | None
+    percentiles: dict[str, float | None]
+    overruns: int | None
+    drops: int | None
+    histogram: HistogramResult | None
     period_error: HistogramResult | None
     spikes: SpikesResult
     cyclictest: CyclictestResult | None = None
+    summary_only: bool = False
 
     def to_json(self, *, histograms: bool = True) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -89,7 +96,7 @@ class ThreadSummary:
         out["cyclictest"] = None if self.cyclictest is None else self.cyclictest.to_json()
         out["percentiles"] = dict(self.percentiles)
         if histograms:
-            out["histogram"] = self.histogram.to_json()
+            out["histogram"] = None if self.histogram is None else self.histogram.to_json()
             out["period_error"] = None if self.period_error is None else self.period_error.to_json()
         else:
             del out["histogram"], out["period_error"]
@@ -119,6 +126,11 @@ class Summary:
     overall: ThreadSummary
     dataset: DatasetProvenance
     intervals: IntervalResult | None = None
+
+    @property
+    def summary_only(self) -> bool:
+        """True when every thread is summary-only: only count/min/avg/max are known."""
+        return all(t.summary_only for t in self.threads)
 
     def thread(self, index: int) -> ThreadSummary:
         for summary in self.threads:
@@ -195,7 +207,8 @@ def summarize(
     Raises
     ------
     AnalysisError
-        The dataset has no rows.
+        The dataset has no rows (a summary-only import, see :func:`is_summary_only`, gives
+        its threads' count/min/avg/max with ``summary_only`` set instead).
     SchemaError
         The rows break the contract's invariants (checked while reading).
 
@@ -203,6 +216,8 @@ def summarize(
     -----
     Memory is bounded by one row group plus O(threads x histogram buckets).
     """
+    if is_summary_only(dataset):
+        return _summarize_source(dataset)
     if dataset.is_histogram:
         return _summarize_histogram(dataset)
     settings = _policy(dataset.metadata.granted)
@@ -227,6 +242,70 @@ def summarize(
     overall = _overall(list(accumulators.values()), threads, settings, top_k)
     return Summary(threads=threads, overall=overall, dataset=_provenance(dataset),
                    intervals=None if intervals is None else intervals.result())
+
+
+def is_summary_only(dataset: Dataset) -> bool:
+    """True for a histogram dataset without bins whose every thread is ``summary_only`` (see the format doc).
+
+    Parameters
+    ----------
+    dataset
+        An opened dataset.
+
+    Returns
+    -------
+    bool
+    """
+    threads = dataset.metadata.threads
+    return (dataset.is_histogram and dataset.num_rows == 0 and bool(threads)
+            and all(t.extra.get("summary_only") is True for t in threads))
+
+
+def _summarize_source(dataset: Dataset) -> Summary:
+    """What a summary-only source printed, per thread and over all threads; nothing else is known."""
+    settings = _policy(dataset.metadata.granted)
+    threads = tuple(_source_summary(info, settings) for info in dataset.metadata.threads)
+    n = sum(t.n for t in threads)
+    intervals = {t.interval_ns for t in threads}
+    means = [(t.mean_ns, t.n) for t in threads if t.n]
+    # the count-weighted mean of the threads' means is the mean of all wake-ups
+    mean = (sum(m * k for m, k in means if m is not None) / n
+            if means and all(m is not None for m, _ in means) else None)
+    counted = [t for t in threads if t.n]
+    overall = _unknown_summary(ThreadInfo(thread=OVERALL, cpu=OVERALL, interval_ns=0), settings, n=n,
+                               min_ns=_extreme(min, [t.min_ns for t in counted]),
+                               max_ns=_extreme(max, [t.max_ns for t in counted]), mean_ns=mean)
+    overall = dataclasses.replace(overall, interval_ns=intervals.pop() if len(intervals) == 1 else None)
+    return Summary(threads=threads, overall=overall, dataset=_provenance(dataset))
+
+
+def _extreme(pick: Any, values: list[float | None]) -> float | None:
+    return None if not values or any(v is None for v in values) else float(pick(values))
+
+
+def _source_summary(info: ThreadInfo, settings: dict[str, Any]) -> ThreadSummary:
+    extra = info.extra
+    numbers = {key: None if extra.get(key) is None else float(extra[key]) for key in ("min_ns", "avg_ns", "max_ns")}
+    summary = _unknown_summary(info, settings, n=int(info.samples), min_ns=numbers["min_ns"],
+                               max_ns=numbers["max_ns"], mean_ns=numbers["avg_ns"])
+    low, avg, high = numbers["min_ns"], numbers["avg_ns"], numbers["max_ns"]
+    if info.samples and low is not None and avg is not None and high is not None:
+        # cyclictest's own line: µs, truncated as cyclictest prints them; Act (the last wake-up) is not kept
+        line = CyclictestResult(cycles=int(info.samples), min_us=int(low // 1000), act_us=None,
+                                avg_us=int(avg // 1000), max_us=int(high // 1000))
+        summary = dataclasses.replace(summary, cyclictest=line)
+    return summary
+
+
+def _unknown_summary(info: ThreadInfo, settings: dict[str, Any], *, n: int, min_ns: float | None,
+                     max_ns: float | None, mean_ns: float | None) -> ThreadSummary:
+    return ThreadSummary(
+        thread=info.thread, cpu=info.cpu, tid=info.tid, policy=settings.get("policy"),
+        priority=settings.get("priority"), interval_ns=info.interval_ns or None, n=n, min_ns=min_ns,
+        max_ns=max_ns, mean_ns=mean_ns, std_ns=None, mad_ns=None, mode_ns=None,
+        percentiles=dict.fromkeys(PERCENTILES), overruns=None, drops=None, histogram=None, period_error=None,
+        spikes=SpikesResult(spikes=()), summary_only=True,
+    )
 
 
 def _policy(granted: Any) -> dict[str, Any]:

@@ -31,9 +31,10 @@ def format_cyclictest_line(summary: ThreadSummary) -> str:
         raise ValueError("cyclictest's line needs per-wake-up rows (not an overall or histogram summary)")
     tid = "?" if summary.tid is None else str(summary.tid)
     priority = "?" if summary.priority is None else str(summary.priority)
-    return "T:%2d (%5s) P:%2s I:%ld C:%7lu Min:%7ld Act:%5ld Avg:%5ld Max:%8ld" % (  # noqa: UP031 (C's printf)
+    act = "-" if ct.act_us is None else str(ct.act_us)  # a summary-only source did not keep the last wake-up
+    return "T:%2d (%5s) P:%2s I:%ld C:%7lu Min:%7ld Act:%5s Avg:%5ld Max:%8ld" % (  # noqa: UP031 (C's printf)
         summary.thread, tid, priority, (summary.interval_ns or 0) // 1000,
-        ct.cycles, ct.min_us, ct.act_us, ct.avg_us, ct.max_us,
+        ct.cycles, ct.min_us, act, ct.avg_us, ct.max_us,
     )
 
 
@@ -62,10 +63,16 @@ def format_intervals(result: IntervalResult, cpus: Mapping[int, int]) -> str:
     return "\n".join(lines)
 
 
+SUMMARY_ONLY_NOTE = ("n/a (summary-only source): the source printed only count/min/avg/max per thread, so the other "
+                     "statistics are unknown; import per-wake-up samples (cyclictest -v) or a histogram (-h) for them")
+
+
 def _cell(summary: ThreadSummary, source: str) -> str:
+    value = summary.percentiles[source] if source in PERCENTILES else getattr(summary, source)
+    if value is None:
+        return "n/a"
     if source in PERCENTILES:
-        return f"{summary.percentiles[source] / 1000:.2f}"
-    value = getattr(summary, source)
+        return f"{value / 1000:.2f}"
     if source.endswith("_ns"):
         return f"{value / 1000:.2f}"
     return str(value)
@@ -83,6 +90,8 @@ def format_summary_table(summary: Summary) -> str:
     lines = ["latency in µs (n, overruns, drops: counts)"]
     lines.append("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    if summary.summary_only:
+        lines.append(SUMMARY_ONLY_NOTE)
     return "\n".join(lines)
 
 

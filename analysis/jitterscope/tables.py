@@ -324,6 +324,10 @@ def summary_table(summary: Any, *, name: str = "summary") -> Table:
     formats = ("", "", "{:,}") + ("{:.2f}",) * 11 + ("{:,}", "{:,}")
     notes = ("Latency = actual − expected wake-up time. Percentiles from an HDR histogram (≤ 0.1 % relative error); "
              "n/a where n·(1 − q) < 1, i.e. the sample cannot resolve that percentile.",)
+    if getattr(summary, "summary_only", False):
+        notes = ("n/a (summary-only source): the source printed only each thread's count, min, avg (the mean "
+                 "here) and max, so every other statistic is unknown. Import per-wake-up samples (cyclictest -v, "
+                 "jitterdebugger samples) or a histogram (cyclictest -h) to get percentiles, plots and tails.",)
     return Table(name=name, title="Latency summary", columns=columns, rows=tuple(rows), formats=formats,
                  notes=notes, align=("l", "l") + ("r",) * 14)
 

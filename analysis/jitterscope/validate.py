@@ -91,6 +91,27 @@ def _threads_in(threads: Any) -> list[int]:
     return [int(t) for t in np.unique(threads)]
 
 
+def _summary_only_problems(info: Any) -> list[str]:
+    """A summary-only thread: every wake-up an overflow, and min <= avg <= max when it counted any."""
+    extra, where = info.extra, f"thread {info.thread} (summary-only)"
+    numbers = {key: extra.get(key) for key in ("min_ns", "avg_ns", "max_ns")}
+    if extra.get("overflows") != info.samples:
+        return [f"{where}: overflows {extra.get('overflows')} differ from samples {info.samples}; every wake-up of a "
+                "summary-only source is an overflow"]
+    if info.samples == 0:
+        if any(v is not None for v in numbers.values()):
+            return [f"{where}: no wake-ups counted but min/avg/max given"]
+        return []
+    if any(isinstance(v, bool) or not isinstance(v, int | float) for v in numbers.values()):
+        missing = ", ".join(k for k, v in numbers.items() if not isinstance(v, int | float) or isinstance(v, bool))
+        return [f"{where}: {info.samples} wake-ups counted but no number for {missing}"]
+    slack = float(extra.get("avg_precision_ns") or 0)  # the source rounds or truncates its average
+    low, avg, high = numbers["min_ns"], numbers["avg_ns"], numbers["max_ns"]
+    if not (low <= high and low - slack <= avg <= high + slack):
+        return [f"{where}: min {low} ns, avg {avg} ns, max {high} ns are not ordered min <= avg <= max"]
+    return []
+
+
 def _validate_histogram(dataset: Any, notes: list[str]) -> Validation:
     problems = []
     try:
@@ -108,7 +129,10 @@ def _validate_histogram(dataset: Any, notes: list[str]) -> Validation:
         unknown = set(table.column("thread").to_numpy().tolist()) - known
         if unknown:
             problems.append(f"bins of thread(s) {sorted(unknown)} that metadata jitterscope.threads does not list")
-        if table.num_rows == 0 or count.sum() == 0:
+        if table.num_rows == 0 and all(t.extra.get("summary_only") is True for t in dataset.metadata.threads):
+            problems += [p for t in dataset.metadata.threads for p in _summary_only_problems(t)]
+            notes.append("summary-only source: no bins; only each thread's count/min/avg/max are known")
+        elif table.num_rows == 0 or count.sum() == 0:
             problems.append("the histogram holds no counts (no wake-ups were recorded)")
     return Validation(path=str(dataset.path), valid=not problems, kind=dataset.metadata.kind,
                       rows=dataset.num_rows, threads=len(dataset.metadata.threads), problems=tuple(problems),

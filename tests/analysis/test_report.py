@@ -290,3 +290,26 @@ def test_appendix_says_how_to_make_the_same_report(simulated, tmp_path, monkeypa
     assert f"dataset sha256 {digest}" in text  # one file: the dataset hash is the file's
     assert f"SOURCE_DATE_EPOCH={EPOCH} jitterscope report {simulated} -o report.pdf --top 7 --sections appendix" in text
     assert f"matplotlib {matplotlib.__version__}" in text and f"numpy {np.__version__}" in text
+
+
+def test_summary_only_source_gets_a_short_honest_report(tmp_path):
+    from jitterscope.importers import import_files
+
+    formats = Path(__file__).resolve().parents[1] / "data" / "formats"
+    table, meta = import_files([formats / "ct-quiet.json", formats / "ct-quiet.txt"])
+    path = write_dataset(table, meta, tmp_path / "quiet.parquet")
+    info = write_report(path, tmp_path / "q.pdf", figures_dir=tmp_path / "fig")
+    assert info.sections == ("provenance", "appendix")
+    pages = render(tmp_path / "q.pdf", tmp_path / "png")
+    assert len(pages) == info.pages and all(ink(png) > INK_THRESHOLD for png in pages)
+    text = pdf_text(tmp_path / "q.pdf")
+    assert "n/a (summary-only source)" in text and "cyclictest-json" in text
+    summary = pd.read_csv(tmp_path / "fig" / "summary.csv")
+    # the source's numbers (ct-quiet.json): count, min, avg (as the mean), max in µs; nothing else is claimed
+    assert summary["n"].tolist() == [1000, 678, 1678]
+    assert summary["min [µs]"].tolist() == [9.0, 12.0, 9.0]
+    assert summary["max [µs]"].tolist() == [208.0, 46.0, 208.0]
+    assert summary["mean [µs]"].tolist() == pytest.approx([13.45, 22.84, (1000 * 13.45 + 678 * 22.84) / 1678])
+    assert summary[["p50 [µs]", "std [µs]", "p99 [µs]", "overruns"]].isna().all().all()
+    names = {Path(name).stem for name in info.figure_files}
+    assert "summary" in names and not any(n.startswith(("latency-", "spectrum", "tail", "period")) for n in names)

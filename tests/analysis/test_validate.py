@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from jitterscope.dataset import open_dataset
+from jitterscope.dataset import open_dataset, write_dataset
+from jitterscope.importers import import_files
 from jitterscope.simeffects import Drops, Stalls
 from jitterscope.simulate import SimulationSpec, simulate, write_simulation
 from jitterscope.validate import validate_dataset
@@ -60,3 +62,51 @@ def test_interrupted_capture_is_a_note_not_a_problem(tmp_path):
     meta = dataclasses.replace(meta, status={"state": "interrupted", "reason": "SIGINT", "flushes": 3})
     result = validate_dataset(_write(table, meta, tmp_path / "i.parquet"))
     assert result.valid and result.notes == ("status is 'interrupted' (SIGINT)",)
+
+
+FORMATS = Path(__file__).resolve().parents[1] / "data" / "formats"
+SUMMARY_ONLY_SOURCES = {
+    "cyclictest-json+quiet": ["ct-quiet.json", "ct-quiet.txt"],
+    "cyclictest-quiet": ["ct-quiet.txt"],
+    "jitterdebugger-stdout": ["shared/jitterdebugger-stdout.json"],
+    "jitterdebugger-stdout-jd-fresh": ["jd-fresh/stdout.txt"],
+    "periodic-timer": ["periodic-timer/issue-example.log"],
+}
+
+
+def _summary_only(files):
+    return import_files([FORMATS / f for f in files])
+
+
+def test_summary_only_imports_are_valid(tmp_path):
+    for name, files in SUMMARY_ONLY_SOURCES.items():
+        table, meta = _summary_only(files)
+        assert table.num_rows == 0 and all(t.extra["summary_only"] for t in meta.threads), name
+        result = validate_dataset(write_dataset(table, meta, tmp_path / f"{name}.parquet"))
+        assert result.valid, (name, result.problems)
+        assert result.kind == "histogram" and any("summary-only" in n for n in result.notes)
+
+
+def test_broken_summary_only_datasets_are_invalid(tmp_path):
+    table, meta = _summary_only(SUMMARY_ONLY_SOURCES["cyclictest-json+quiet"])
+    first = meta.threads[0]
+
+    def broken(**extra):
+        thread = dataclasses.replace(first, extra={**first.extra, **extra})
+        return dataclasses.replace(meta, threads=(thread, *meta.threads[1:]))
+
+    cases = {
+        "overflows": (broken(overflows=3), "overflows 3 differ from samples 1000"),
+        "order": (broken(min_ns=300_000), "are not ordered min <= avg <= max"),
+        "missing": (broken(avg_ns=None), "no number for avg_ns"),
+        "not-flagged": (broken(summary_only=False), "the histogram holds no counts"),
+    }
+    for name, (bad, message) in cases.items():
+        result = validate_dataset(write_dataset(table, bad, tmp_path / f"{name}.parquet"))
+        assert not result.valid and len(result.problems) == 1 and message in result.problems[0], (name, result)
+    # a thread with no count must not claim latencies
+    timer, timer_meta = _summary_only(SUMMARY_ONLY_SOURCES["periodic-timer"])
+    only = timer_meta.threads[0]
+    claimed = dataclasses.replace(timer_meta, threads=(dataclasses.replace(only, extra={**only.extra, "max_ns": 5}),))
+    result = validate_dataset(write_dataset(timer, claimed, tmp_path / "timer.parquet"))
+    assert not result.valid and "no wake-ups counted but min/avg/max given" in result.problems[0]

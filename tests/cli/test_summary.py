@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -126,3 +128,62 @@ def test_missing_dataset_one_line(tmp_path, capsys):
     assert main(["summary", str(tmp_path / "nope.parquet")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such file" in err
+
+
+FORMATS = Path(__file__).resolve().parents[1] / "data" / "formats"
+
+
+@pytest.fixture(scope="module")
+def quiet_import(tmp_path_factory):
+    """cyclictest -q --json (no histogram) with its -q stdout: count/min/avg/max per thread only."""
+    out = tmp_path_factory.mktemp("quiet") / "q.parquet"
+    assert main(["import", str(FORMATS / "ct-quiet.json"), str(FORMATS / "ct-quiet.txt"), "-o", str(out)]) == 0
+    return out
+
+
+def test_summary_only_source_prints_what_it_knows(quiet_import, capsys):
+    assert main(["summary", str(quiet_import), "-q"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    # ct-quiet.json: thread 0 cycles 1000 min 9 max 208 avg 13.45; thread 1 cycles 678 min 12 max 46 avg 22.84 (µs)
+    assert out[0].startswith("T: 0 (11295) P:") and out[0].endswith("I:1000 C:   1000 Min:      9 Act:    - "
+                                                                     "Avg:   13 Max:     208")
+    assert out[1].endswith("I:1500 C:    678 Min:     12 Act:    - Avg:   22 Max:      46")
+    rows = {line.split()[0]: line.split() for line in out if line.strip()[:1] in "01a" and "n/a" in line}
+    header = next(line.split() for line in out if line.strip().startswith("thread"))
+    col = {name: i for i, name in enumerate(header)}
+    assert rows["0"][col["n"]] == "1000" and rows["0"][col["min"]] == "9.00"
+    assert rows["0"][col["mean"]] == "13.45" and rows["0"][col["max"]] == "208.00"
+    assert rows["1"][col["mean"]] == "22.84" and rows["1"][col["max"]] == "46.00"
+    mean_all = (1000 * 13.45 + 678 * 22.84) / 1678  # the mean of all wake-ups, from the two threads' means
+    assert rows["all"][col["n"]] == "1678" and rows["all"][col["mean"]] == f"{mean_all:.2f}"
+    assert rows["all"][col["min"]] == "9.00" and rows["all"][col["max"]] == "208.00"
+    for row in rows.values():
+        assert all(row[col[c]] == "n/a" for c in ("p50", "std", "MAD", "p90", "p99", "p99.999", "overruns"))
+    assert any(line.startswith("n/a (summary-only source)") for line in out)
+
+
+def test_summary_only_source_json_has_nulls(quiet_import, capsys):
+    assert main(["summary", str(quiet_import), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    first, overall = data["threads"][0], data["overall"]
+    assert first["summary_only"] is True and first["n"] == 1000
+    assert (first["min_ns"], first["mean_ns"], first["max_ns"]) == (9000, 13450, 208000)
+    assert first["std_ns"] is None and first["mad_ns"] is None and set(first["percentiles"].values()) == {None}
+    assert first["cyclictest"] == {"cycles": 1000, "min_us": 9, "act_us": None, "avg_us": 13, "max_us": 208}
+    assert overall["n"] == 1678 and overall["mean_ns"] == pytest.approx((1000 * 13450 + 678 * 22840) / 1678)
+
+
+def test_summary_of_jitterdebugger_stdout_alone(tmp_path, capsys):
+    out = tmp_path / "jd.parquet"
+    assert main(["import", str(FORMATS / "jd-fresh" / "stdout.txt"), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["summary", str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    text = (FORMATS / "jd-fresh" / "stdout.txt").read_text()
+    lines = re.findall(r"C:\s*(\d+) Min:\s*(\d+) Avg:\s*([\d.]+) Max:\s*(\d+)", text)
+    assert len(lines) == len(data["threads"]) == 2
+    for thread, (count, low, avg, high) in zip(data["threads"], lines, strict=True):
+        assert (thread["n"], thread["min_ns"], thread["max_ns"]) == (int(count), int(low) * 1000, int(high) * 1000)
+        assert thread["mean_ns"] == pytest.approx(float(avg) * 1000)
+    assert data["overall"]["n"] == sum(int(c) for c, *_ in lines)
+    assert all(t["summary_only"] and t["percentiles"]["99"] is None for t in data["threads"])
