@@ -85,6 +85,7 @@ class Metadata:
     source: Mapping[str, Any] | None = None
     ground_truth: Mapping[str, Any] | None = None
     pack: Mapping[str, Any] | None = None
+    timeline: Mapping[str, Any] | None = None
 
     def thread(self, index: int) -> ThreadInfo:
         for info in self.threads:

@@ -12,6 +12,9 @@ Version history
     ``expected_ns``/``actual_ns`` required, clock and counter columns optional,
     metadata under ``jitterscope.*`` keys with JSON values; a separate
     ``histogram`` kind for histogram-only imports.
+1 (2026-11-30, addition)
+    Optional ``timeline`` metadata key (a turbostat frequency/SMI timeline
+    joined by wall-clock time); backward compatible, readers ignore unknown keys.
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ REQUIRED_METADATA_KEYS = ("schema_version", "kind", "tool", "threads")
 # Optional, present when the producer knows them:
 OPTIONAL_METADATA_KEYS = (
     "settings", "environment", "counters", "clock", "status",
-    "source", "ground_truth", "pack",
+    "source", "ground_truth", "pack", "timeline",
 )
 METADATA_KEYS = REQUIRED_METADATA_KEYS + OPTIONAL_METADATA_KEYS
 
