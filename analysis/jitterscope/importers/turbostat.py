@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -121,3 +122,89 @@ def _number(text: str) -> float | None:
         return float(int(text, 16))
     value = float(text)
     return value if np.isfinite(value) else None
+
+
+TIME_COLUMN = "Time_Of_Day_Seconds"
+DEFAULT_INTERVAL_S = 5.0  # turbostat's own default for --interval
+_NOT_COUNTERS = {*TOPOLOGY, "interval", "cpu", "time_s", "usec"}
+
+
+def read_timeline(
+    path: str | os.PathLike[str], *, start_s: float | None = None, interval_s: float | None = None,
+) -> dict[str, Any]:
+    """Read turbostat's interval output into a ``jitterscope.timeline`` document.
+
+    Parameters
+    ----------
+    path
+        turbostat's output (``turbostat --interval S --show Time_Of_Day_Seconds,...``).
+    start_s
+        Wall-clock (epoch) seconds at which the first interval began; required
+        when turbostat printed no ``Time_Of_Day_Seconds`` column, ignored otherwise.
+    interval_s
+        turbostat's ``--interval``; default: the median spacing of the
+        ``Time_Of_Day_Seconds`` blocks, else turbostat's default of 5 s.
+
+    Returns
+    -------
+    dict
+        The JSON document described in docs/dataset-format.md (``timeline``).
+
+    Raises
+    ------
+    ImportFormatError
+        A corrupt file, no time column and no ``start_s``, or times that do not increase.
+    """
+    file = Path(path)
+    table = read_turbostat(file)
+    if table.num_rows == 0:
+        raise fail(FORMAT, file, "whole file", "a header but no rows", "let turbostat run at least one interval")
+    blocks = np.asarray(table.column("interval").to_numpy(zero_copy_only=False), dtype=np.int64)
+    count = int(blocks.max()) + 1
+    cpus_column = np.asarray(table.column("cpu").to_numpy(zero_copy_only=False), dtype=np.int64)
+    if interval_s is not None and not (np.isfinite(interval_s) and interval_s > 0):
+        raise fail(FORMAT, file, "--turbostat-interval", f"{interval_s} is not a positive number of seconds")
+    times = table.column("time_s").to_numpy(zero_copy_only=False).astype(np.float64)
+    if np.isnan(times).all():
+        if start_s is None:
+            raise fail(FORMAT, file, "header", f"no {TIME_COLUMN} column, so its intervals cannot be put on the "
+                       "capture's clock", f"run turbostat with --show {TIME_COLUMN} or give --turbostat-start "
+                       "EPOCH_SECONDS (when its first interval began)")
+        step = DEFAULT_INTERVAL_S if interval_s is None else float(interval_s)
+        end = float(start_s) + step * np.arange(1, count + 1)
+        time_from = "--turbostat-start"
+    else:
+        end = np.full(count, np.nan)
+        np.fmax.at(end, blocks, times)
+        if np.isnan(end).any():
+            raise fail(FORMAT, file, f"block {int(np.flatnonzero(np.isnan(end))[0]) + 1}",
+                       f"no {TIME_COLUMN} value", "import the file as turbostat wrote it")
+        if (np.diff(end) <= 0).any():
+            raise fail(FORMAT, file, f"block {int(np.flatnonzero(np.diff(end) <= 0)[0]) + 2}",
+                       f"{TIME_COLUMN} does not increase", "import one turbostat run at a time")
+        step = float(interval_s) if interval_s is not None else (
+            float(np.median(np.diff(end))) if count > 1 else DEFAULT_INTERVAL_S)
+        time_from = TIME_COLUMN
+    start = np.concatenate([[end[0] - step], end[:-1]])
+    columns = [name for name in table.column_names if name not in _NOT_COUNTERS]
+    values: dict[str, dict[str, list[float | None]]] = {}
+    package: dict[str, list[float | None]] = {}
+    cpus = sorted({int(c) for c in cpus_column if c >= 0})
+    for cpu in [-1, *cpus]:
+        rows = np.flatnonzero(cpus_column == cpu)
+        if len(set(blocks[rows].tolist())) != len(rows):
+            raise fail(FORMAT, file, f"block {int(blocks[rows][0]) + 1}", f"CPU {cpu} has two rows in one block")
+        target = package if cpu < 0 else values.setdefault(str(cpu), {})
+        for name in columns:
+            column = table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
+            series: list[float | None] = [None] * count
+            for row in rows:
+                value = column[row]
+                series[int(blocks[row])] = None if np.isnan(value) else float(value)
+            target[name] = series
+    return {
+        "source": "turbostat", "file": file.name, "interval_s": step, "clock": "realtime",
+        "time_from": time_from, "columns": columns, "cpus": cpus,
+        "start_s": [round(float(s), 6) for s in start], "end_s": [round(float(e), 6) for e in end],
+        "values": values, "package": package,
+    }

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 from jitterscope.errors import ImportFormatError
 from jitterscope.importers import detect, import_files
-from jitterscope.importers.turbostat import read_turbostat
+from jitterscope.importers.turbostat import read_timeline, read_turbostat
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "formats" / "turbostat"
 
@@ -35,7 +36,7 @@ def test_time_of_day_column(tmp_path):
 
 def test_import_refuses_with_a_pointer():
     assert detect(DATA / "interval.txt") == "turbostat"
-    with pytest.raises(ImportFormatError, match=r"timeline, not wake-up latencies.*read_turbostat"):
+    with pytest.raises(ImportFormatError, match=r"timeline, not wake-up latencies.*--onto DATASET"):
         import_files([DATA / "interval.txt"])
 
 
@@ -50,3 +51,42 @@ def test_damaged_row(tmp_path):
     (tmp_path / "t.txt").write_text("\n".join(lines))
     with pytest.raises(ImportFormatError, match=r"line 5: '38x6' is not a number"):
         read_turbostat(tmp_path / "t.txt")
+
+
+def test_read_timeline_time_of_day_fixture():
+    # turbostat --quiet --interval 1 --show Time_Of_Day_Seconds,CPU,Busy%,Bzy_MHz,SMI, 2 CPUs, 3 blocks
+    doc = read_timeline(DATA / "time_of_day.txt")
+    assert doc["time_from"] == "Time_Of_Day_Seconds" and doc["cpus"] == [0, 1]
+    assert doc["columns"] == ["Busy%", "Bzy_MHz", "SMI"]
+    # the end of a block is its latest reading; blocks are contiguous; the first starts one interval earlier
+    assert doc["end_s"] == [1764460801.000312, 1764460802.000297, 1764460803.000305]
+    assert doc["interval_s"] == pytest.approx(0.9999965)  # median spacing of the block ends
+    assert doc["start_s"][1:] == doc["end_s"][:-1]
+    assert doc["start_s"][0] == pytest.approx(1764460801.000312 - 0.9999965, abs=1e-6)
+    assert doc["values"]["1"]["Bzy_MHz"] == [2400, 2399, 1201]
+    assert doc["values"]["0"]["SMI"] == [0, 2, 0] and doc["package"]["SMI"] == [0, 4, 0]
+    assert json.loads(json.dumps(doc)) == doc
+
+
+def test_read_timeline_needs_a_start_without_time_column():
+    with pytest.raises(ImportFormatError, match=r"no Time_Of_Day_Seconds column.*--turbostat-start EPOCH_SECONDS"):
+        read_timeline(DATA / "interval.txt")
+    doc = read_timeline(DATA / "interval.txt", start_s=1000.0, interval_s=2.0)
+    assert doc["start_s"] == [1000.0, 1002.0] and doc["end_s"] == [1002.0, 1004.0]
+    assert doc["time_from"] == "--turbostat-start" and doc["values"]["4"]["Busy%"] == [99.99, 99.99]
+    assert doc["values"]["4"]["CPU%c3"] == [None, None]  # the sibling thread leaves core columns out
+    assert doc["package"]["Avg_MHz"] == [488, 491]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\n5.0\t0\t1\t2400\nTime_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\n"
+     "4.0\t0\t1\t2400\n", "does not increase"),
+    ("Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\n5.0\t0\t1\t24x0\n", "is not a number"),
+    ("Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\n5.0\t0\t1\t2400\n5.0\t0\t1\t2400\n", "two rows in one block"),
+    ("Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\n", "no rows"),
+])
+def test_read_timeline_refuses_corrupt_files(tmp_path, text, message):
+    (tmp_path / "t.txt").write_text(text)
+    with pytest.raises(ImportFormatError, match=message) as info:
+        read_timeline(tmp_path / "t.txt")
+    assert "\n" not in str(info.value)
