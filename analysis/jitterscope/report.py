@@ -385,7 +385,12 @@ def write_report(
         ctx = build_context(dataset, top_k=top_k, progress=progress)
         if ctx.summary.summary_only:
             # only count/min/avg/max are known: provenance with those numbers and a note, and the appendix
+            asked = chosen
             chosen = tuple(s for s in chosen if s.name in SUMMARY_ONLY_SECTIONS)
+            if not chosen:
+                raise JitterscopeError(
+                    f"{dataset.path}: a summary-only source (count/min/avg/max per thread) has no data for section(s) "
+                    f"{', '.join(s.name for s in asked)}; ask for {' or '.join(SUMMARY_ONLY_SECTIONS)}")
         ctx.sections = tuple(section.name for section in chosen)
         seconds = [("summary+timeline", time.perf_counter() - started)]
         when, _ = source_date()

@@ -313,3 +313,5 @@ def test_summary_only_source_gets_a_short_honest_report(tmp_path):
     assert summary[["p50 [µs]", "std [µs]", "p99 [µs]", "overruns"]].isna().all().all()
     names = {Path(name).stem for name in info.figure_files}
     assert "summary" in names and not any(n.startswith(("latency-", "spectrum", "tail", "period")) for n in names)
+    with pytest.raises(JitterscopeError, match=r"summary-only source .* no data for section.* distributions"):
+        write_report(path, tmp_path / "d.pdf", sections=["distributions"])
