@@ -240,7 +240,8 @@ def _open_parquet(file: Path) -> pq.ParquetFile:
             f"{file}: not a readable Parquet file ({_one_line(exc)}); "
             "if a capture was killed mid-write, run 'jitterscope validate' on it"
         ) from None
-    except pa.ArrowException as exc:
+    except (pa.ArrowException, UnicodeDecodeError) as exc:
+        # a damaged footer can decode to a column name that is not UTF-8
         raise DatasetError(
             f"{file}: not a readable Parquet file ({_one_line(exc)}); "
             "if it is another tool's output, use 'jitterscope import'"
