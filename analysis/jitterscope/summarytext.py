@@ -120,6 +120,8 @@ def format_info(dataset: Dataset) -> str:
             lines.append(f"  {key}: {_inline(value) if isinstance(value, Mapping) else value}")
     if meta.source:
         lines.append("source: " + _inline(meta.source))
+    if meta.timeline:
+        lines.append(_timeline_line(meta.timeline))
     if meta.ground_truth:
         lines.append("ground truth (simulation): " + ", ".join(k for k in meta.ground_truth if k != "spec"))
     lines.append("threads:")
@@ -127,6 +129,13 @@ def format_info(dataset: Dataset) -> str:
         lines.append(f"  thread {info.thread}: cpu {info.cpu}, tid {info.tid}, interval {info.interval_ns} ns, "
                      f"samples {info.samples}, drops {info.drops}, overruns {info.overruns}")
     return "\n".join(lines)
+
+
+def _timeline_line(doc: Mapping[str, Any]) -> str:
+    starts, ends = doc.get("start_s") or [None], doc.get("end_s") or [None]
+    return (f"timeline: {doc.get('source')} {doc.get('file')}, {len(ends)} interval(s) of {doc.get('interval_s')} s "
+            f"from {starts[0]} to {ends[-1]} (wall clock, times from {doc.get('time_from')}), "
+            f"CPUs {doc.get('cpus')}, columns {', '.join(doc.get('columns') or [])}")
 
 
 def _inline(values: Mapping[str, Any]) -> str:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from ..dataset import write_dataset
+from ..dataset import open_dataset, write_dataset
+from ..errors import ImportFormatError
 from ..importers import FORMATS, import_files
+from ..importers.turbostat import read_timeline
+from ..timeline_join import decode_timeline, join_timeline, overlap_note
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,10 +22,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="DATASET", help="dataset file to write (.parquet)")
     parser.add_argument("--format", choices=FORMATS, help="format of the first FILE (default: detected)")
     parser.add_argument("--force", action="store_true", help="overwrite the output")
+    parser.add_argument("--onto", metavar="DATASET",
+                        help="FILE is turbostat interval output: write a copy of DATASET with it attached as a "
+                             "timeline joined by wall-clock time")
+    parser.add_argument("--turbostat-start", type=float, metavar="EPOCH_SECONDS",
+                        help="with --onto: wall-clock time the first turbostat interval began (needed when "
+                             "turbostat ran without --show Time_Of_Day_Seconds)")
+    parser.add_argument("--turbostat-interval", type=float, metavar="SECONDS",
+                        help="with --onto: turbostat's --interval (default: from its time column, else 5)")
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.onto is not None:
+        return _attach_timeline(args)
     table, metadata = import_files(args.files, fmt=args.format)
     path = write_dataset(table, metadata, args.output, overwrite=args.force)
     source = metadata.source or {}
@@ -31,5 +44,28 @@ def _run(args: argparse.Namespace) -> int:
     for column, how in (source.get("reconstructed") or {}).items():
         print(f"  reconstructed {column}: {how}")
     for note in source.get("notes") or []:
+        print(f"  note: {note}")
+    return 0
+
+
+def _attach_timeline(args: argparse.Namespace) -> int:
+    if len(args.files) != 1 or args.format not in (None, "turbostat"):
+        raise ImportFormatError("--onto takes exactly one turbostat output file (and no --format other than turbostat)")
+    timeline = read_timeline(args.files[0], start_s=args.turbostat_start, interval_s=args.turbostat_interval)
+    dataset = open_dataset(args.onto)
+    if dataset.is_histogram:
+        raise ImportFormatError(f"{args.onto}: a histogram dataset has no wake-up times to join a timeline with; "
+                                "attach it to a dataset with per-wake-up rows")
+    table = dataset.read()
+    metadata = dataset.metadata.with_changes(timeline=timeline)
+    decoded = decode_timeline(metadata)
+    assert decoded is not None
+    join = join_timeline(table.column("actual_ns").to_numpy(), table.column("cpu").to_numpy(), metadata, decoded)
+    note = overlap_note(join, decoded)
+    path = write_dataset(table, metadata, args.output, overwrite=args.force)
+    print(f"{path}: {args.onto} with the turbostat timeline of {timeline['file']} attached "
+          f"({decoded.intervals} interval(s) of {decoded.interval_s:g} s, CPUs {timeline['cpus']}, "
+          f"times from {timeline['time_from']}); {int(join.inside.sum())} of {table.num_rows} wake-ups inside")
+    if note:
         print(f"  note: {note}")
     return 0

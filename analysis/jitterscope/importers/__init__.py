@@ -149,8 +149,8 @@ def import_files(
     if "turbostat" in formats:
         raise ImportFormatError(
             f"{files[formats.index('turbostat')]}: turbostat output is a frequency/C-state/SMI timeline, not "
-            "wake-up latencies, and the dataset format has no timeline kind; read it with "
-            "jitterscope.importers.turbostat.read_turbostat() and join it by time")
+            "wake-up latencies; attach it to a capture of the same run with "
+            "'jitterscope import TURBOSTAT.txt --onto DATASET -o OUT'")
     tools = {_TOOL[f] for f in formats}
     if len(tools) > 1:
         listing = ", ".join(f"{p.name} ({f})" for p, f in zip(files, formats, strict=True))
