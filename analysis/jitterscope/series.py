@@ -1,7 +1,7 @@
-"""Per-thread latency series in wake-up order, in memory: the input of tails and compare.
+"""Per-thread latency series in wake-up order, in memory: the input of compare (and of tests of tails).
 
-Tail fits and block bootstraps need each thread's whole series (autocorrelation,
-block resampling, exceedance times), so unlike the streaming accumulators of
+Block bootstraps need each thread's whole series (autocorrelation, block
+resampling), so unlike the streaming accumulators of :mod:`jitterscope.tailacc` and
 :mod:`jitterscope.stats` this holds one int64 per wake-up (8 bytes; 10^7 wake-ups
 = 80 MB).  Rows are ordered by ``seq`` within a thread, as the contract allows
 rows of different threads to interleave.

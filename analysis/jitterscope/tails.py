@@ -39,15 +39,14 @@ import numpy as np
 from scipy import optimize, stats
 
 from . import gpd
-from .dataset import Dataset
+from .dataset import Dataset, iter_thread_batches
 from .errors import AnalysisError
-from .series import read_thread_series
+from .metadata import ThreadInfo
+from .tailacc import MAX_EXCEEDANCES, TailAccumulator, TailSummary, block_size_for, summarize_series
 from .tailchecks import ALPHA, Check, check_block_maxima, check_exceedances
 
 MIN_EXCEEDANCES = 100
-MAX_EXCEEDANCES = 10_000
 N_CANDIDATES = 12
-N_BLOCKS = 100
 STABILITY_ALPHA = 0.05
 GOF_MAX = 1000
 QQ_POINTS = 400
@@ -177,11 +176,14 @@ def choose_threshold(values: np.ndarray) -> tuple[tuple[ThresholdCandidate, ...]
     AnalysisError
         Fewer than 5 x 50 values, or too few distinct values above the candidates.
     """
-    n = values.size
+    return _choose_threshold(np.sort(np.asarray(values))[::-1].astype(float), np.asarray(values).size)
+
+
+def _choose_threshold(desc: np.ndarray, n: int) -> tuple[tuple[ThresholdCandidate, ...], int]:
+    """:func:`choose_threshold` from the largest values in descending order (at least min(n/5, 10^4) + 1)."""
     k_max = min(n // 5, MAX_EXCEEDANCES)
     if k_max < MIN_EXCEEDANCES:
         raise AnalysisError(f"{n} wake-ups are too few for a tail fit (need at least {5 * MIN_EXCEEDANCES})")
-    desc = np.sort(values)[::-1].astype(float)
     ks = np.unique(np.geomspace(MIN_EXCEEDANCES, k_max, N_CANDIDATES).round().astype(int))[::-1]
     candidates = []
     for k in ks:
@@ -244,6 +246,11 @@ def fit_block_maxima(values: np.ndarray, block_size: int, gpd_xi: float, gpd_se:
     """GEV and Gumbel fits of maxima of consecutive blocks of ``block_size`` wake-ups; LR test of xi = 0."""
     n_blocks = values.size // block_size
     maxima = values[: n_blocks * block_size].reshape(n_blocks, block_size).max(axis=1).astype(float)
+    return _fit_maxima(maxima, block_size, gpd_xi, gpd_se)
+
+
+def _fit_maxima(maxima: np.ndarray, block_size: int, gpd_xi: float, gpd_se: float) -> BlockMaxima:
+    n_blocks = maxima.size
     gum_loc, gum_scale = stats.gumbel_r.fit(maxima)
     ll_gum = float(stats.gumbel_r.logpdf(maxima, gum_loc, gum_scale).sum())
 
@@ -328,18 +335,40 @@ def fit_tail(
         raise AnalysisError("fit_tail needs a 1-D latency series and a positive interval")
     if not 0 < confidence < 1:
         raise AnalysisError(f"confidence must be in (0, 1), not {confidence}")
-    resolution = clock_resolution(values)
-    if resolution > 1:
-        # Rounded clocks (cyclictest prints whole µs) put many exceedances on the same value, which a
-        # continuous GPD cannot fit; spread each value uniformly over its rounding interval (seeded).
-        values = values + np.random.default_rng(seed).uniform(-resolution / 2, resolution / 2, values.size)
-    candidates, chosen = choose_threshold(values)
+    return fit_summary(summarize_series(values, levels_ns=levels_ns, seed=seed), interval_ns=interval_ns,
+                       thread=thread, cpu=cpu, confidence=confidence, seed=seed)
+
+
+def fit_summary(
+    summary: TailSummary, *, interval_ns: int, thread: int = 0, cpu: int = -1, confidence: float = 0.90,
+    seed: int = 0,
+) -> TailFit:
+    """Peaks-over-threshold analysis from a streamed :class:`~jitterscope.tailacc.TailSummary` (as :func:`fit_tail`).
+
+    Rounded values (clock resolution above 1 ns) are spread uniformly over their rounding interval by the
+    summary; levels at or below the threshold get the empirical fraction of recorded values above them.
+
+    Returns
+    -------
+    TailFit
+
+    Raises
+    ------
+    AnalysisError
+        Too few wake-ups (fewer than 500) or too few distinct values.
+    """
+    if interval_ns <= 0 or not 0 < confidence < 1:
+        raise AnalysisError(f"a tail fit needs a positive interval and a confidence in (0, 1), not {confidence}")
+    resolution, n = summary.resolution, summary.n
+    candidates, chosen = _choose_threshold(summary.top_ns, n)
     cand = candidates[chosen]
     u = cand.threshold_ns
-    positions = np.flatnonzero(values > u)
-    y = values[positions].astype(float) - u
+    above = summary.top_ns > u
+    by_position = np.argsort(summary.top_index[above], kind="stable")
+    positions = summary.top_index[above][by_position]
+    y = summary.top_ns[above][by_position] - u
     fit = gpd.fit_gpd(y)
-    k, n = y.size, values.size
+    k = y.size
     gof_y = y if k <= GOF_MAX else np.random.default_rng(seed).choice(y, GOF_MAX, replace=False)
     a2, ad_p = gpd.gof_pvalue(gof_y, fit if k <= GOF_MAX else gpd.fit_gpd(gof_y), seed=seed)
     probs = (np.arange(1, k + 1) - 0.5) / k
@@ -347,11 +376,12 @@ def fit_tail(
     qq = float(np.corrcoef(np.sort(y), model)[0, 1])
     keep = np.unique(np.linspace(0, k - 1, min(k, QQ_POINTS)).round().astype(int))
     qq_points = tuple(zip(model[keep].tolist(), np.sort(y)[keep].tolist(), strict=True))
-    observed_max = float(np.max(latency_ns))  # as recorded, before any spreading of rounded values
+    observed_max = summary.observed_max_ns  # as recorded, before any spreading of rounded values
+    counts = dict(zip(summary.levels_ns, summary.above_levels, strict=True))
     exceed = []
-    for level in sorted({observed_max, *map(float, levels_ns)}):
+    for level in sorted({observed_max, *summary.levels_ns}):
         if level <= u:
-            p_emp = float(np.mean(values > level))
+            p_emp = counts.get(level, 0) / n  # the observed maximum: nothing above it
             exceed.append((level, Interval(p_emp, p_emp, p_emp)))
         else:
             exceed.append((level, Interval(*gpd.exceedance_ci(y, k, n, level - u, confidence, fit))))
@@ -363,15 +393,15 @@ def fit_tail(
             continue
         est, lo, hi = gpd.return_level_ci(y, k, n, 1 / wakeups, confidence, fit)
         returns.append(ReturnLevel(name, wakeups, Interval(u + est, u + lo, u + hi), wakeups / n))
-    top = np.sort(values)[::-1][:min(k, QQ_POINTS)].astype(float)
+    top = summary.top_ns[:min(k, QQ_POINTS)]
     empirical = tuple(zip((n / np.arange(1, top.size + 1)).tolist(), top.tolist(), strict=True))
     curve = []
     longest = max([r.wakeups for r in returns] + [10.0 * n])
     for periods in np.geomspace(2 * n / k, longest, RETURN_CURVE_POINTS):
         est, lo, hi = gpd.return_level_ci(y, k, n, 1 / periods, confidence, fit)
         curve.append((float(periods), u + est, u + lo, u + hi))
-    block = max(10, n // N_BLOCKS)
-    bm = fit_block_maxima(values, block, fit.xi, fit.xi_se) if n // block >= 20 else None
+    block = summary.block_size
+    bm = _fit_maxima(summary.maxima_ns, block, fit.xi, fit.xi_se) if summary.maxima_ns.size >= 20 else None
     stable = _is_stable(candidates, chosen)
     rounding = (f"; values are multiples of {resolution:g} ns and were spread uniformly over their rounding "
                 "interval before fitting" if resolution > 1 else "")
@@ -410,17 +440,65 @@ def analyze_tails(
     AnalysisError
         Histogram-only or empty dataset, or no thread long enough for a fit.
     """
+    if not 0 < confidence < 1:
+        raise AnalysisError(f"confidence must be in (0, 1), not {confidence}")
     fits, skipped = [], []
-    for series in read_thread_series(dataset):
+    for info, summary in summarize_threads(dataset, levels_ns=levels_ns):
         try:
-            fits.append(fit_tail(series.latency_ns, interval_ns=series.info.interval_ns, thread=series.info.thread,
-                                 cpu=series.info.cpu, levels_ns=levels_ns, confidence=confidence))
+            fits.append(fit_summary(summary, interval_ns=info.interval_ns, thread=info.thread, cpu=info.cpu,
+                                    confidence=confidence))
         except AnalysisError as exc:
-            skipped.append((series.info.thread, str(exc)))
+            skipped.append((info.thread, str(exc)))
     if not fits:
         reason = skipped[0][1] if skipped else "no threads"
         raise AnalysisError(f"{dataset.path}: no thread can be tail-fitted ({reason}); capture for longer")
     return TailsReport(str(dataset.path), tuple(fits), tuple(skipped))
+
+
+def summarize_threads(
+    dataset: Dataset, *, levels_ns: tuple[float, ...] = (), seed: int = 0,
+) -> tuple[tuple[ThreadInfo, TailSummary], ...]:
+    """One streaming pass: a :class:`~jitterscope.tailacc.TailSummary` per thread with rows, by thread index.
+
+    Memory is bounded (a few row groups plus about 10^4 values per thread), whatever the dataset's length.
+    Block sizes come from the metadata's per-thread sample counts, or a pass over the ``thread`` column
+    where those are missing.
+
+    Raises
+    ------
+    AnalysisError
+        Histogram-only dataset, or no rows.
+    """
+    if dataset.is_histogram:
+        raise AnalysisError(
+            f"{dataset.path}: histogram-only dataset has no wake-up series; a tail fit needs the individual "
+            "wake-ups in order (cyclictest -v, jitterdebugger samples, a capture)"
+        )
+    lengths = _thread_lengths(dataset)
+    accumulators: dict[int, TailAccumulator] = {}
+    infos: dict[int, ThreadInfo] = {}
+    for info, batch in iter_thread_batches(dataset, ["expected_ns", "actual_ns"], check=False):
+        latency = batch.column("actual_ns").to_numpy() - batch.column("expected_ns").to_numpy()
+        if info.thread not in accumulators:
+            infos[info.thread] = info
+            accumulators[info.thread] = TailAccumulator(block_size_for(lengths.get(info.thread, 0)), levels_ns, seed)
+        accumulators[info.thread].update(latency)
+    if not accumulators:
+        raise AnalysisError(f"{dataset.path}: dataset has no rows; capture for longer")
+    return tuple((infos[t], accumulators[t].result()) for t in sorted(accumulators))
+
+
+def _thread_lengths(dataset: Dataset) -> dict[int, int]:
+    """Rows per thread: the metadata's sample counts when every thread has one, else counted."""
+    threads = dataset.metadata.threads
+    if threads and all(t.samples > 0 for t in threads) and sum(t.samples for t in threads) == dataset.num_rows:
+        return {t.thread: t.samples for t in threads}
+    counts: dict[int, int] = {}
+    for batch in dataset.iter_batches(["thread"]):
+        values, n = np.unique(batch.column("thread").to_numpy(), return_counts=True)
+        for thread, count in zip(values.tolist(), n.tolist(), strict=True):
+            counts[thread] = counts.get(thread, 0) + count
+    return counts
 
 
 def _jsonable(value: Any) -> Any:
