@@ -49,6 +49,7 @@ from .counters import CounterSeries, CounterSet, read_counters
 from .cpufreq import DEFAULT_MIN_DWELL, DEFAULT_THRESHOLD, FrequencyAnalysis, Transitions, analyse_frequency
 from .dataset import Dataset
 from .errors import AnalysisError
+from .timeline_join import TimelineCounters, timeline_counters
 
 TRANSITION = "transition"
 SMI = "smi"
@@ -168,6 +169,12 @@ def correlate_dataset(dataset: Dataset, **params: Any) -> tuple[Correlation, Cou
             raise AnalysisError(f"no thread {', '.join(map(str, unknown))} in {dataset.path}; "
                                 f"threads are {', '.join(map(str, sorted(known)))}")
     counters = read_counters(dataset, read_k=params.pop("read_k", 10.0), threads=threads)
+    if dataset.metadata.timeline is not None and not any(s.has_frequency for s in counters.series):
+        timeline = timeline_counters(dataset, relative_threshold=params.get("relative_threshold", DEFAULT_THRESHOLD),
+                                     threads=threads)
+        if timeline is not None and timeline.counters.available:
+            return correlate(timeline.counters, dataset.metadata.environment, timeline=timeline,
+                             **params), timeline.counters
     return correlate(counters, dataset.metadata.environment, **params), counters
 
 
@@ -184,6 +191,7 @@ def correlate(
     max_lag: int = 10,
     n_surrogates: int = 200,
     seed: int = 0,
+    timeline: TimelineCounters | None = None,
 ) -> Correlation:
     """Attribute latency spikes to frequency transitions, SMIs and idle depth.
 
@@ -210,6 +218,11 @@ def correlate(
         Circular-shift surrogates per event-triggered average (0 skips the bands).
     seed : int
         Seed of the surrogate shifts (results are reproducible).
+    timeline : TimelineCounters or None
+        When ``counters`` come from a turbostat timeline (:func:`jitterscope.timeline_join.timeline_counters`):
+        a wake-up is near a transition when it lies in either turbostat interval of a frequency change, the
+        event-triggered averages and lagged correlations (wake-up resolution) are skipped, and the verdicts
+        start with the interval resolution.
 
     Returns
     -------
@@ -223,7 +236,9 @@ def correlate(
     """
     _check_params(thresholds_ns, window, alpha, c0_edges, max_lag, n_surrogates)
     params = {"window": window, "alpha": alpha, "relative_threshold": relative_threshold, "min_dwell": min_dwell,
-              "c0_edges": list(c0_edges), "max_lag": max_lag, "n_surrogates": n_surrogates, "seed": seed}
+              "c0_edges": list(c0_edges), "max_lag": max_lag, "n_surrogates": n_surrogates, "seed": seed,
+              "frequency_source": "counters" if timeline is None else f"turbostat timeline {timeline.file}",
+              "resolution_s": None if timeline is None else timeline.interval_s}
     series = counters.series
     if not series or sum(s.seq.size for s in series) == 0:
         raise AnalysisError("no wake-ups to correlate")
@@ -236,15 +251,19 @@ def correlate(
                            notes=(), **base)
     frequency = analyse_frequency(counters, environment, relative_threshold=relative_threshold, min_dwell=min_dwell)
     by_thread = {t.thread: t for t in frequency.transitions}
-    groups = [_groups(s, by_thread.get(s.thread), window, c0_edges) for s in series]
+    near = [None] * len(series) if timeline is None else list(timeline.near_transition)
+    groups = [_groups(s, by_thread.get(s.thread), window, c0_edges, n) for s, n in zip(series, near, strict=True)]
     tests = _adjust(_tests(series, groups, thresholds, window, c0_edges, alpha))
     rng = np.random.default_rng(seed)
-    triggers = tuple(t for s in series for t in _event_triggers(s, by_thread.get(s.thread), max_lag, window,
-                                                                 n_surrogates, rng))
-    links = tuple(link for s in series for link in _links(s, max_lag))
+    triggers = () if timeline is not None else tuple(
+        t for s in series for t in _event_triggers(s, by_thread.get(s.thread), max_lag, window, n_surrogates, rng))
+    links = () if timeline is not None else tuple(link for s in series for link in _links(s, max_lag))
     shares = _smi_shares(series, thresholds[0])
     attributed = _attributed(tests, alpha)
-    verdicts = _verdicts(tests, attributed, series, frequency, shares, thresholds[0], alpha, window)
+    verdicts = _verdicts(tests, attributed, series, frequency, shares, thresholds[0], alpha, window,
+                         None if timeline is None else timeline.smi_total)
+    if timeline is not None:
+        verdicts = (timeline.resolution_note, *verdicts)
     notes = tuple(c.message for c in frequency.claims) + tuple(_quality_note(s) for s in series)
     return Correlation(available=True, reason="", attributed=attributed, verdicts=verdicts, notes=notes, tests=tests,
                        event_averages=triggers, cross_correlations=links, smi_shares=shares, frequency=frequency,
@@ -292,15 +311,24 @@ def _near(series: CounterSeries, transitions: Transitions | None, window: int) -
 
 
 def _groups(series: CounterSeries, transitions: Transitions | None, window: int,
-            edges: Sequence[float]) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
-    """Condition -> (label, inside mask, outside mask), each away from the other events."""
-    near = _near(series, transitions, window)
+            edges: Sequence[float], near: np.ndarray | None = None) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
+    """Condition -> (label, inside mask, outside mask), each away from the other events.
+
+    ``near`` (turbostat timeline): the wake-ups near a transition, instead of ±window around detected ones.
+    """
+    label = "in a turbostat interval on either side of a frequency change"
+    if near is None:
+        near = _near(series, transitions, window)
+        periods = "period" if window == 1 else "periods"
+        label = f"within {window} {periods} of a frequency transition"
+        transitions_found = transitions is not None and transitions.count > 0
+    else:
+        transitions_found = bool(near.any())
     smi_known = np.isfinite(series.smi_delta)
     smi = smi_known & (np.nan_to_num(series.smi_delta) > 0)
     out: dict[str, tuple[str, np.ndarray, np.ndarray]] = {}
-    if transitions is not None and transitions.count:
-        periods = "period" if window == 1 else "periods"
-        out[TRANSITION] = (f"within {window} {periods} of a frequency transition", near & ~smi, ~near & ~smi)
+    if transitions_found:
+        out[TRANSITION] = (label, near & ~smi, ~near & ~smi)
     if smi.any():
         out[SMI] = ("in an interval with an SMI", smi & ~near, smi_known & ~smi & ~near)
     if series.has_c0:
@@ -437,7 +465,7 @@ def _smi_shares(series: Sequence[CounterSeries], threshold: float) -> tuple[SmiS
 
 def _verdicts(tests: Sequence[ConditionTest], attributed: Mapping[str, bool], series: Sequence[CounterSeries],
               frequency: FrequencyAnalysis, shares: Sequence[SmiShare], threshold: float, alpha: float,
-              window: int) -> tuple[str, ...]:
+              window: int, smi_total: int | None = None) -> tuple[str, ...]:
     """Transitions first, then SMIs (and the share of spikes they explain), then idle depth."""
     primary = [t for t in tests if t.exceedance]
 
@@ -456,7 +484,8 @@ def _verdicts(tests: Sequence[ConditionTest], attributed: Mapping[str, bool], se
                      f"{frequency.transitions[0].min_dwell} wake-ups), so no latency is attributed to them.")
     lines += [f"Claimed vs measured: {c.message.split(': ', 1)[1]}" + ("." if len(series) == 1 else f" (cpu {c.cpu}).")
               for c in frequency.claims if c.disagree]
-    smi_count = int(sum(np.nansum(np.where(s.smi_delta > 0, s.smi_delta, 0)) for s in series if s.has_smi))
+    smi_count = smi_total if smi_total is not None else int(
+        sum(np.nansum(np.where(s.smi_delta > 0, s.smi_delta, 0)) for s in series if s.has_smi))
     if not any(s.has_smi for s in series):
         lines.append("SMIs: SMI counter not recorded, so no latency can be attributed to SMIs.")
     elif SMI in attributed:
@@ -465,7 +494,8 @@ def _verdicts(tests: Sequence[ConditionTest], attributed: Mapping[str, bool], se
         if attributed[SMI] and share is not None and share.spikes:
             lines.append(_share_sentence(share, threshold))
     elif smi_count:
-        lines.append(f"SMIs: {smi_count} counted, all within ±{window} wake-ups of frequency transitions, so their "
+        where = f"±{window} wake-ups of" if smi_total is None else "the turbostat intervals around"
+        lines.append(f"SMIs: {smi_count} counted, all within {where} frequency transitions, so their "
                      "effect cannot be told apart from the transitions'.")
     else:
         lines.append("SMIs: none counted during the capture, so none of the latency is due to SMIs.")

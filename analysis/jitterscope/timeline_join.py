@@ -11,12 +11,14 @@ the wake-up.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .counters import CounterQuality, CounterSeries, CounterSet
+from .dataset import Dataset
 from .errors import AnalysisError, SchemaError
 from .metadata import Metadata
 
@@ -192,3 +194,79 @@ def overlap_note(join: TimelineJoin, timeline: Timeline) -> str | None:
         return None
     return (f"the turbostat timeline covers {inside} of {join.wall_ns.size} wake-ups "
             f"({100.0 * inside / join.wall_ns.size:.1f}%); the others have no frequency/SMI values")
+
+
+@dataclass(frozen=True, eq=False)
+class TimelineCounters:
+    """Counter series built from a turbostat timeline, for :func:`jitterscope.correlate.correlate`.
+
+    ``counters`` has, per thread, ``f_eff_hz`` = the interval's ``Bzy_MHz`` of the
+    thread's CPU and ``smi_delta`` = the interval's SMI count (NaN outside the
+    timeline; no C0).  ``near_transition`` marks, per series, the wake-ups in either
+    turbostat interval of a frequency change (consecutive intervals whose
+    ``Bzy_MHz`` differ by more than the relative threshold): the transition is
+    somewhere in between, so that is as close as turbostat can place it.
+    ``smi_total`` counts SMIs over the intervals the wake-ups fall in (the count is
+    package-wide: the largest of the captured CPUs' rows per interval).
+    """
+
+    counters: CounterSet
+    near_transition: tuple[np.ndarray, ...]
+    transitions: int
+    smi_total: int
+    interval_s: float
+    file: str
+
+    @property
+    def resolution_note(self) -> str:
+        return (f"Frequency and SMIs come from the turbostat timeline {self.file}: their resolution is the turbostat "
+                f"interval ({self.interval_s:g} s), not the wake-up; a wake-up is near a transition when it lies in "
+                "either interval of a frequency change.")
+
+
+def timeline_counters(dataset: Dataset, *, relative_threshold: float,
+                      threads: Sequence[int] | None = None) -> TimelineCounters | None:
+    """Counter series of every thread from the dataset's turbostat timeline (None when it has none).
+
+    Raises
+    ------
+    AnalysisError
+        No clock pair, or the timeline does not overlap the wake-ups.
+    """
+    timeline = decode_timeline(dataset.metadata)
+    if timeline is None:
+        return None
+    table = dataset.read(["thread", "cpu", "seq", "expected_ns", "actual_ns"])
+    columns = {name: table.column(name).to_numpy() for name in table.column_names}
+    join = join_timeline(columns["actual_ns"], columns["cpu"], dataset.metadata, timeline)
+    overlap_note(join, timeline)
+    series, near = [], []
+    count = 0
+    hit = np.unique(join.interval[join.inside])
+    smi = np.vstack([timeline.series("SMI", cpu)[hit] for cpu in np.unique(columns["cpu"])])
+    smi_total = int(np.nansum(np.nanmax(np.where(np.isnan(smi), -1, smi), axis=0).clip(0))) if hit.size else 0
+    for thread in np.unique(columns["thread"]):
+        if threads is not None and int(thread) not in threads:
+            continue
+        rows = np.flatnonzero(columns["thread"] == thread)
+        rows = rows[np.argsort(columns["seq"][rows], kind="stable")]
+        cpu = int(columns["cpu"][rows[0]])
+        mhz = timeline.series("Bzy_MHz", cpu)
+        change = np.flatnonzero(np.abs(np.diff(mhz)) > relative_threshold * np.abs(mhz[:-1])) + 1
+        count += change.size
+        interval = join.interval[rows]
+        near.append((interval >= 0) & np.isin(interval, np.concatenate([change - 1, change])))
+        outside = int((interval < 0).sum())
+        quality = CounterQuality(rows=rows.size, valid=rows.size - outside,
+                                 discarded={"outside the turbostat timeline": outside} if outside else {},
+                                 missing={"c0": "turbostat timeline: Busy% is per interval, not per wake-up"})
+        series.append(CounterSeries(
+            thread=int(thread), cpu=cpu, tsc_hz=None, tsc_hz_source="none", seq=columns["seq"][rows],
+            expected_ns=columns["expected_ns"][rows],
+            latency_ns=columns["actual_ns"][rows] - columns["expected_ns"][rows],
+            f_eff_hz=join.bzy_mhz[rows] * 1e6, c0=np.full(rows.size, np.nan), smi_delta=join.smi[rows],
+            quality=quality))
+    available = any(s.has_frequency or s.has_smi for s in series)
+    reason = "" if available else "the turbostat timeline has no Bzy_MHz or SMI values for the captured CPUs"
+    return TimelineCounters(CounterSet(tuple(series), available, reason), tuple(near), count, smi_total,
+                            timeline.interval_s, timeline.file)

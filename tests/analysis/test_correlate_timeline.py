@@ -1,0 +1,79 @@
+"""correlate with a turbostat timeline: transitions and SMIs at the turbostat interval's resolution."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from jitterscope.cli import main
+from jitterscope.correlate import SMI, TRANSITION, correlate_dataset
+from jitterscope.dataset import open_dataset, write_dataset
+from jitterscope.simulate import SimulationSpec, simulate
+
+BLOCKS = 12
+
+
+def _dataset(tmp_path, spike_blocks: set[int], mhz: list[float], smi: list[int], name: str = "d.parquet"):
+    """12 s at 1 kHz on CPUs 0 and 1 without counters; +200 µs on 5 % of the wake-ups in ``spike_blocks``."""
+    spec = SimulationSpec(threads=2, duration_ns=BLOCKS * 1_000_000_000, counters=())
+    table, meta = simulate(spec, seed=11)
+    offset = meta.clock["realtime_ns"] - meta.clock["monotonic_ns"]
+    t0 = (spec.start_ns + offset) / 1e9 - 0.0004  # turbostat block k covers (t0 + k, t0 + k + 1]
+    actual = table.column("actual_ns").to_numpy().copy()
+    block = (actual + offset - round(t0 * 1e9) - 1) // 1_000_000_000
+    rng = np.random.default_rng(5)
+    spikes = np.isin(block, list(spike_blocks)) & (rng.random(actual.size) < 0.05)
+    actual[spikes] += 200_000
+    table = table.set_column(table.schema.get_field_index("actual_ns"), "actual_ns", pa.array(actual))
+    ends = [round(t0 + k + 1, 6) for k in range(BLOCKS)]
+    values = {str(cpu): {"Bzy_MHz": mhz, "Busy%": [1.0] * BLOCKS, "SMI": smi} for cpu in (0, 1)}
+    timeline = {"source": "turbostat", "file": "ts.txt", "interval_s": 1.0, "clock": "realtime",
+                "time_from": "Time_Of_Day_Seconds", "columns": ["Busy%", "Bzy_MHz", "SMI"], "cpus": [0, 1],
+                "start_s": [round(t0, 6), *ends[:-1]], "end_s": ends, "values": values,
+                "package": {"SMI": [2 * v for v in smi]}}
+    path = write_dataset(table, meta.with_changes(timeline=timeline), tmp_path / name)
+    return open_dataset(path)
+
+
+STEPS = [2400.0] * 3 + [1200.0] * 3 + [2400.0] * 3 + [1200.0] * 3  # changes at the starts of blocks 3, 6, 9
+
+
+def test_spikes_after_frequency_steps_are_attributed_via_the_timeline(tmp_path):
+    dataset = _dataset(tmp_path, {3, 6, 9}, STEPS, [0] * BLOCKS)
+    result, counters = correlate_dataset(dataset, n_surrogates=0)
+    assert result.available and result.attributed[TRANSITION]
+    assert SMI not in result.attributed
+    assert result.verdicts[0].startswith("Frequency and SMIs come from the turbostat timeline ts.txt: their "
+                                         "resolution is the turbostat interval (1 s), not the wake-up")
+    assert "SMIs: none counted" in " ".join(result.verdicts)
+    assert result.params["frequency_source"] == "turbostat timeline ts.txt" and result.params["resolution_s"] == 1.0
+    assert result.event_averages == () and result.cross_correlations == ()
+    test = next(t for t in result.tests if t.condition == TRANSITION and t.scope == "all")
+    # near = blocks 2, 3, 5, 6, 8, 9 of 12: half the wake-ups
+    assert test.n_in == pytest.approx(test.n_out, rel=0.01)
+    assert test.exceedance[0].risk.ratio > 10
+    f = counters.series[0].f_eff_hz
+    assert set(np.unique(f).tolist()) == {1.2e9, 2.4e9}
+
+
+def test_spikes_far_from_steps_are_not_attributed_to_them_but_to_an_smi(tmp_path):
+    smi = [0] * BLOCKS
+    smi[11] = 3  # one SMI burst, in a block away from the changes
+    dataset = _dataset(tmp_path, {0, 11}, STEPS, smi)
+    result, _ = correlate_dataset(dataset, n_surrogates=0)
+    assert result.attributed[TRANSITION] is False and result.attributed[SMI] is True
+    text = " ".join(result.verdicts)
+    assert "with an SMI" in text
+
+
+def test_flat_frequency_has_no_transition_condition(tmp_path):
+    dataset = _dataset(tmp_path, {3, 6, 9}, [2400.0] * BLOCKS, [0] * BLOCKS)
+    result, _ = correlate_dataset(dataset, n_surrogates=0)
+    assert TRANSITION not in result.attributed
+    assert any(v.startswith("Frequency transitions: none detected") for v in result.verdicts)
+
+
+def test_cli_correlate_says_the_resolution(tmp_path, capsys):
+    dataset = _dataset(tmp_path, {3, 6, 9}, STEPS, [0] * BLOCKS)
+    assert main(["correlate", str(dataset.path)]) == 0
+    assert "resolution is the turbostat interval (1 s), not the wake-up" in capsys.readouterr().out
