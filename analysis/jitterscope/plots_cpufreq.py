@@ -25,12 +25,20 @@ NS_PER_US = 1e3
 NS_PER_S = 1e9
 
 
+def _from_turbostat(series: CounterSeries) -> bool:
+    return "turbostat" in series.tsc_hz_source  # jitterscope.timeline_join.timeline_counters
+
+
+def _source_label(series: CounterSeries) -> str:
+    return "Bzy_MHz (turbostat, per interval)" if _from_turbostat(series) else "f_eff (APERF/MPERF)"
+
+
 def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | None, ax_frequency: Axes,
                             ax_latency: Axes, *, threshold_ns: float | None = None, index: int = 0) -> Axes:
     """f_eff over time with transitions marked (top), latency over time on the same time axis (bottom)."""
     seconds = (series.expected_ns - series.expected_ns[0]) / NS_PER_S
     ax_frequency.plot(seconds, series.f_eff_hz / 1e6, color=colour(index), linewidth=0.6, marker=".",
-                      markersize=1.5, rasterized=True, label="f_eff (APERF/MPERF)")
+                      markersize=1.5, rasterized=True, label=_source_label(series))
     if transitions is not None and transitions.count:
         at = seconds[np.asarray(transitions.index)]
         label = (f"{transitions.count} transitions (±{transitions.relative_threshold:.0%}, "
@@ -64,7 +72,8 @@ def plot_frequency_zoom(series: CounterSeries, transitions: Transitions | None, 
     seconds = (series.expected_ns - series.expected_ns[0]) / NS_PER_S
     inside = (seconds >= start_s) & (seconds <= stop_s)
     ax.step(seconds[inside], series.f_eff_hz[inside] / 1e6, where="pre", color=colour(index), linewidth=1.0,
-            label="f_eff of the interval ending at each wake-up")
+            label=("Bzy_MHz of the turbostat interval of each wake-up" if _from_turbostat(series)
+                   else "f_eff of the interval ending at each wake-up"))
     if transitions is not None and transitions.count:
         at = seconds[np.asarray(transitions.index)]
         shown = at[(at >= start_s) & (at <= stop_s)]

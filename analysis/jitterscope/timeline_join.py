@@ -261,7 +261,8 @@ def timeline_counters(dataset: Dataset, *, relative_threshold: float,
                                  discarded={"outside the turbostat timeline": outside} if outside else {},
                                  missing={"c0": "turbostat timeline: Busy% is per interval, not per wake-up"})
         series.append(CounterSeries(
-            thread=int(thread), cpu=cpu, tsc_hz=None, tsc_hz_source="none", seq=columns["seq"][rows],
+            thread=int(thread), cpu=cpu, tsc_hz=None, tsc_hz_source="none (frequency from the turbostat timeline)",
+            seq=columns["seq"][rows],
             expected_ns=columns["expected_ns"][rows],
             latency_ns=columns["actual_ns"][rows] - columns["expected_ns"][rows],
             f_eff_hz=join.bzy_mhz[rows] * 1e6, c0=np.full(rows.size, np.nan), smi_delta=join.smi[rows],

@@ -8,7 +8,9 @@ import pytest
 from jitterscope.cli import main
 from jitterscope.correlate import SMI, TRANSITION, correlate_dataset
 from jitterscope.dataset import open_dataset, write_dataset
+from jitterscope.plots_cpufreq import plot_frequency_timeline
 from jitterscope.simulate import SimulationSpec, simulate
+from matplotlib.figure import Figure
 
 BLOCKS = 12
 
@@ -77,3 +79,13 @@ def test_cli_correlate_says_the_resolution(tmp_path, capsys):
     dataset = _dataset(tmp_path, {3, 6, 9}, STEPS, [0] * BLOCKS)
     assert main(["correlate", str(dataset.path)]) == 0
     assert "resolution is the turbostat interval (1 s), not the wake-up" in capsys.readouterr().out
+
+
+def test_frequency_plot_names_turbostat_as_the_source(tmp_path):
+    dataset = _dataset(tmp_path, {3}, STEPS, [0] * BLOCKS)
+    result, counters = correlate_dataset(dataset, n_surrogates=0)
+    top, bottom = Figure().subplots(2, 1)
+    plot_frequency_timeline(counters.series[0], result.frequency.transitions[0], top, bottom)
+    labels = [t.get_text() for t in top.get_legend().get_texts()]
+    assert labels[0] == "Bzy_MHz (turbostat, per interval)" and labels[1].startswith("3 transitions")
+    assert sorted(set(top.get_lines()[0].get_ydata().tolist())) == [1200.0, 2400.0]
