@@ -23,9 +23,10 @@ rtla-timerlat-hist         histogram   ``rtla timerlat hist`` stdout
 periodic-timer             summary     periodic_timer interval-statistics log (period blocks)
 =========================  ==========  =============================================
 
-turbostat output is a frequency/C-state/SMI timeline, not latencies, and has
-no dataset kind yet: :func:`jitterscope.importers.turbostat.read_turbostat`
-reads it as a table to join by time with a dataset.
+turbostat output is a frequency/C-state/SMI timeline, not latencies: it is not
+a dataset of its own but travels inside one (``jitterscope.timeline``), attached
+with ``jitterscope import TURBOSTAT.txt --onto DATASET -o OUT``
+(:func:`jitterscope.importers.turbostat.read_timeline`).
 """
 
 from __future__ import annotations

@@ -9,9 +9,11 @@ columns at the end of its row out).  With ``--show Time_Of_Day_Seconds`` each ro
 wall-clock time.  Lines before the first header (version, CPUID and MSR notes
 on stderr) are skipped.
 
-This is not latency data, so it does not become a dataset (the format has no
-timeline kind yet): :func:`read_turbostat` returns an Arrow table, one row per
-(interval, CPU), to join by time with a latency dataset.
+This is not latency data, so it does not become a dataset of its own:
+:func:`read_turbostat` returns an Arrow table, one row per (interval, CPU), and
+:func:`read_timeline` the ``jitterscope.timeline`` document (docs/dataset-format.md)
+that ``jitterscope import TURBOSTAT.txt --onto DATASET`` attaches to a capture of
+the same run, joined by wall-clock time (:mod:`jitterscope.timeline_join`).
 """
 
 from __future__ import annotations
