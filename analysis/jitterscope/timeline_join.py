@@ -75,7 +75,7 @@ class TimelineJoin:
 
 def _ns(seconds: Any, where: str) -> np.ndarray:
     values = np.asarray(seconds, dtype=np.float64)
-    if values.ndim != 1 or not np.isfinite(values).all():
+    if values.ndim != 1 or not np.isfinite(values).all() or (np.abs(values) >= 1e11).any():
         raise SchemaError(f"{where}: is not a list of finite seconds; re-attach the timeline with jitterscope import")
     return (np.round(values * 1e6).astype(np.int64)) * 1000  # turbostat prints microseconds
 

@@ -77,6 +77,7 @@ def test_start_given_for_a_file_without_time_column(capture, tmp_path, capsys):
     ("no-overlap", "do not overlap"),
     ("corrupt", "is not a number"),
     ("histogram", "a histogram dataset has no wake-up times"),
+    ("no-clock", "records no clock realtime_ns/monotonic_ns pair"),
 ])
 def test_bad_input_is_one_line(capture, tmp_path, capsys, case, message):
     dataset, first = capture
@@ -86,9 +87,10 @@ def test_bad_input_is_one_line(capture, tmp_path, capsys, case, message):
         turbostat = DATA / "turbostat" / "interval.txt"
     if case == "corrupt":
         turbostat.write_text(turbostat.read_text().replace("\t2400\t", "\t24!0\t", 1))
-    if case == "histogram":
-        dataset = tmp_path / "h.parquet"
-        assert main(["import", str(DATA / "ct-hist.txt"), "-o", str(dataset)]) == 0
+    if case in ("histogram", "no-clock"):
+        dataset = tmp_path / "other.parquet"
+        source = [DATA / "ct-hist.txt"] if case == "histogram" else [DATA / "ct-verbose.txt"]
+        assert main(["import", *map(str, source), "-o", str(dataset)]) == 0
         capsys.readouterr()
     out = tmp_path / "o.parquet"
     assert main(["import", str(turbostat), "--onto", str(dataset), "-o", str(out)]) == 1

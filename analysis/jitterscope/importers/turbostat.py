@@ -128,6 +128,7 @@ def _number(text: str) -> float | None:
 
 TIME_COLUMN = "Time_Of_Day_Seconds"
 DEFAULT_INTERVAL_S = 5.0  # turbostat's own default for --interval
+_MAX_EPOCH_S = 1e11  # year 5138; keeps every time exact in int64 ns
 _NOT_COUNTERS = {*TOPOLOGY, "interval", "cpu", "time_s", "usec"}
 
 
@@ -188,6 +189,9 @@ def read_timeline(
             float(np.median(np.diff(end))) if count > 1 else DEFAULT_INTERVAL_S)
         time_from = TIME_COLUMN
     start = np.concatenate([[end[0] - step], end[:-1]])
+    if not (start[0] >= 0 and end[-1] < _MAX_EPOCH_S):
+        raise fail(FORMAT, file, "times", f"{start[0]:.6f} to {end[-1]:.6f} s is not a wall-clock (epoch) time",
+                   "give --turbostat-start as seconds since 1970")
     columns = [name for name in table.column_names if name not in _NOT_COUNTERS]
     values: dict[str, dict[str, list[float | None]]] = {}
     package: dict[str, list[float | None]] = {}

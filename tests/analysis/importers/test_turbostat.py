@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
-from jitterscope.errors import ImportFormatError
+from jitterscope.errors import ImportFormatError, JitterscopeError
 from jitterscope.importers import detect, import_files
 from jitterscope.importers.turbostat import read_timeline, read_turbostat
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "formats" / "turbostat"
+BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "import_fuzz.py"
 
 
 def test_read_interval_output():
@@ -84,9 +86,32 @@ def test_read_timeline_needs_a_start_without_time_column():
     ("Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\n5.0\t0\t1\t24x0\n", "is not a number"),
     ("Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\n5.0\t0\t1\t2400\n5.0\t0\t1\t2400\n", "two rows in one block"),
     ("Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\n", "no rows"),
+    ("Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\n99999999999999.0\t0\t1\t2400\n", "not a wall-clock"),
 ])
 def test_read_timeline_refuses_corrupt_files(tmp_path, text, message):
     (tmp_path / "t.txt").write_text(text)
     with pytest.raises(ImportFormatError, match=message) as info:
         read_timeline(tmp_path / "t.txt")
     assert "\n" not in str(info.value)
+
+
+def test_mutated_time_of_day_files_read_or_fail_in_one_line(tmp_path):
+    spec = importlib.util.spec_from_file_location("import_fuzz", BENCH)
+    fuzz = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz)
+    source = (DATA / "time_of_day.txt").read_bytes()
+    outcomes = set()
+    for case in range(300):
+        rng = np.random.default_rng([20261130, case])
+        _, mutate = fuzz.MUTATIONS[int(rng.integers(0, len(fuzz.MUTATIONS)))]
+        mutated = tmp_path / f"case{case}.txt"
+        mutated.write_bytes(mutate(source, rng))
+        try:
+            doc = read_timeline(mutated, start_s=1764460800.0 if case % 2 else None)
+            json.dumps(doc, allow_nan=False)
+            assert all(e > s for s, e in zip(doc["start_s"], doc["end_s"], strict=True))
+            outcomes.add("read")
+        except JitterscopeError as exc:
+            assert str(exc) and "\n" not in str(exc), f"case {case}: {exc!r}"
+            outcomes.add(type(exc).__name__)
+    assert {"read", "ImportFormatError"} <= outcomes
