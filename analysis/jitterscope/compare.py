@@ -204,13 +204,24 @@ def compare_runs(
     Raises
     ------
     AnalysisError
-        Fewer than two runs, a histogram-only or empty run, or bad parameters.
+        Fewer than two runs, an empty run or one without bins (summary-only), or bad parameters.
+
+    Notes
+    -----
+    When any run is histogram-kind, every run is compared as bins
+    (:func:`jitterscope.compare_binned.compare_histograms`: multinomial bootstrap of the
+    counts, which assumes independent wake-ups; max not judged; tests not available).
     """
     if len(datasets) < 2:
         raise AnalysisError("compare needs at least two datasets (the first is the baseline)")
     labels = list(labels) if labels is not None else _default_labels(datasets)
     if len(labels) != len(datasets):
         raise AnalysisError(f"{len(labels)} labels for {len(datasets)} datasets; give one label per dataset")
+    if any(d.is_histogram for d in datasets):
+        from .compare_binned import compare_histograms  # binned runs; that module builds on this one's results
+
+        return compare_histograms(datasets, labels, noise=noise, confidence=confidence, n_boot=n_boot, seed=seed,
+                                  max_resample=max_resample)
     runs = []
     for label, dataset in zip(labels, datasets, strict=True):
         series = read_thread_series(dataset)

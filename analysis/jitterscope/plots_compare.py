@@ -103,7 +103,7 @@ def plot_verdicts(pair: PairComparison, ax: Axes) -> Axes:
     """The per-metric verdicts as a panel of text: change, interval, verdict."""
     ax.set_axis_off()
     ax.set_title(f"{pair.candidate} vs {pair.baseline}", loc="left")
-    marks = {"regressed": "#b00000", "improved": "#006000", "within noise": "0.25"}
+    marks = {"regressed": "#b00000", "improved": "#006000", "within noise": "0.25", "not judged": "0.45"}
     y = 0.92
     for m in pair.metrics:
         rel = "n/a" if m.relative is None or not np.isfinite(m.relative) else f"{100 * m.relative:+.1f}%"

@@ -58,7 +58,8 @@ def ratio_table(pair: PairComparison, index: int) -> Table:
         columns=("threshold", "level [µs]", "baseline [/wake-up]", "candidate [/wake-up]", "ratio", "CI low",
                  "CI high", "baseline [/s]", "candidate [/s]"),
         rows=rows, formats=("", US, "{:.2e}", "{:.2e}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.3g}", "{:.3g}"),
-        notes=("ratio = candidate rate / baseline rate, each with +1/2 (Haldane); interval from the block bootstrap",))
+        notes=("ratio = candidate rate / baseline rate, each with +1/2 (Haldane); interval from the bootstrap of "
+               "each run (block bootstrap; for histograms a multinomial bootstrap of the bin counts)",))
 
 
 def tests_table(pair: PairComparison, index: int) -> Table:
