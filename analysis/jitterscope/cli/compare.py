@@ -18,7 +18,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "compare", help="compare runs: quantile changes with intervals, verdicts, tests, environment diff",
         description="Compare two or more datasets against the first: p50 … max with block-bootstrap intervals, "
                     "a verdict per metric (improved / regressed / within noise), rank and distribution tests, "
-                    "exceedance-rate ratios and every difference in environment and settings.",
+                    "exceedance-rate ratios and every difference in environment and settings. When any dataset "
+                    "is a histogram (kind histogram), every run is compared as bins: multinomial bootstrap of the "
+                    "counts (assumes independent wake-ups), max not judged, rank tests not available.",
     )
     parser.add_argument("datasets", nargs="+", metavar="DATASET",
                         help="two or more datasets; the first is the baseline")
