@@ -40,6 +40,12 @@ class Timeline:
     def intervals(self) -> int:
         return int(self.end_ns.size)
 
+    def to_json(self) -> dict[str, Any]:
+        """Summary (not the series): source, file, interval, span and CPUs."""
+        return {"source": self.source, "file": self.file, "interval_s": self.interval_s,
+                "intervals": self.intervals, "start_ns": int(self.start_ns[0]) if self.intervals else None,
+                "end_ns": int(self.end_ns[-1]) if self.intervals else None, "cpus": list(self.cpus)}
+
     def series(self, column: str, cpu: int) -> np.ndarray:
         """``column`` per interval for ``cpu`` (NaN where turbostat printed none)."""
         found = self.values.get(cpu, {}).get(column)
@@ -216,6 +222,11 @@ class TimelineCounters:
     smi_total: int
     interval_s: float
     file: str
+
+    def to_json(self) -> dict[str, Any]:
+        """Summary (not the arrays): the counter set, transitions, SMIs and the resolution."""
+        return {"counters": self.counters.to_json(), "transitions": self.transitions, "smi_total": self.smi_total,
+                "interval_s": self.interval_s, "file": self.file}
 
     @property
     def resolution_note(self) -> str:

@@ -10,6 +10,7 @@ from jitterscope.correlate import SMI, TRANSITION, correlate_dataset
 from jitterscope.dataset import open_dataset, write_dataset
 from jitterscope.plots_cpufreq import plot_frequency_timeline
 from jitterscope.simulate import SimulationSpec, simulate
+from jitterscope.timeline_join import timeline_counters
 from matplotlib.figure import Figure
 
 BLOCKS = 12
@@ -66,6 +67,10 @@ def test_spikes_far_from_steps_are_not_attributed_to_them_but_to_an_smi(tmp_path
     assert result.attributed[TRANSITION] is False and result.attributed[SMI] is True
     text = " ".join(result.verdicts)
     assert "with an SMI" in text
+    counted = timeline_counters(dataset, relative_threshold=0.05)
+    # 3 changes on each of the 2 CPUs; the SMI count is package-wide (3, not 3 per CPU or per wake-up)
+    assert counted.to_json()["transitions"] == 6 and counted.smi_total == 3
+    assert [n.mean() for n in counted.near_transition] == pytest.approx([0.5, 0.5], abs=0.01)
 
 
 def test_flat_frequency_has_no_transition_condition(tmp_path):

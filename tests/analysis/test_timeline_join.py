@@ -44,6 +44,9 @@ def test_hand_checked_boundaries():
     np.testing.assert_array_equal(join.busy_pct[join.inside], 50.0)
     assert join.to_json() == {"rows": 10, "inside": 7, "interval_s": 1.0, "intervals_hit": 3}
     assert "covers 7 of 10 wake-ups (70.0%)" in overlap_note(join, decode_timeline(meta))
+    assert decode_timeline(meta).to_json() == {"source": "turbostat", "file": "t.txt", "interval_s": 1.0,
+                                               "intervals": 3, "start_ns": REALTIME_NS,
+                                               "end_ns": REALTIME_NS + 3_000_000_000, "cpus": [0, 1]}
 
 
 def test_cpu_absent_from_timeline_gets_nan():
