@@ -66,6 +66,6 @@ def _attach_timeline(args: argparse.Namespace) -> int:
     print(f"{path}: {args.onto} with the turbostat timeline of {timeline['file']} attached "
           f"({decoded.intervals} interval(s) of {decoded.interval_s:g} s, CPUs {timeline['cpus']}, "
           f"times from {timeline['time_from']}); {int(join.inside.sum())} of {table.num_rows} wake-ups inside")
-    if note:
-        print(f"  note: {note}")
+    for line in [*timeline["notes"], *([note] if note else [])]:
+        print(f"  note: {line}")
     return 0

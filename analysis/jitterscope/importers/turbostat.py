@@ -162,9 +162,13 @@ def read_timeline(
     table = read_turbostat(file)
     if table.num_rows == 0:
         raise fail(FORMAT, file, "whole file", "a header but no rows", "let turbostat run at least one interval")
-    blocks = np.asarray(table.column("interval").to_numpy(zero_copy_only=False), dtype=np.int64)
-    count = int(blocks.max()) + 1
+    headers = np.asarray(table.column("interval").to_numpy(zero_copy_only=False), dtype=np.int64)
     cpus_column = np.asarray(table.column("cpu").to_numpy(zero_copy_only=False), dtype=np.int64)
+    blocks, notes = _blocks(headers, cpus_column, file)
+    keep = blocks >= 0
+    if not keep.all():
+        table, blocks, cpus_column = table.filter(pa.array(keep)), blocks[keep], cpus_column[keep]
+    count = int(blocks.max()) + 1
     if interval_s is not None and not (np.isfinite(interval_s) and interval_s > 0):
         raise fail(FORMAT, file, "--turbostat-interval", f"{interval_s} is not a positive number of seconds")
     times = table.column("time_s").to_numpy(zero_copy_only=False).astype(np.float64)
@@ -196,21 +200,49 @@ def read_timeline(
     values: dict[str, dict[str, list[float | None]]] = {}
     package: dict[str, list[float | None]] = {}
     cpus = sorted({int(c) for c in cpus_column if c >= 0})
+    arrays = {name: table.column(name).to_numpy(zero_copy_only=False).astype(np.float64) for name in columns}
     for cpu in [-1, *cpus]:
         rows = np.flatnonzero(cpus_column == cpu)
-        if len(set(blocks[rows].tolist())) != len(rows):
-            raise fail(FORMAT, file, f"block {int(blocks[rows][0]) + 1}", f"CPU {cpu} has two rows in one block")
         target = package if cpu < 0 else values.setdefault(str(cpu), {})
         for name in columns:
-            column = table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
-            series: list[float | None] = [None] * count
-            for row in rows:
-                value = column[row]
-                series[int(blocks[row])] = None if np.isnan(value) else float(value)
-            target[name] = series
+            series = np.full(count, np.nan)
+            series[blocks[rows]] = arrays[name][rows]
+            target[name] = [None if np.isnan(v) else v for v in series.tolist()]
     return {
         "source": "turbostat", "file": file.name, "interval_s": step, "clock": "realtime",
         "time_from": time_from, "columns": columns, "cpus": cpus,
         "start_s": [round(float(s), 6) for s in start], "end_s": [round(float(e), 6) for e in end],
-        "values": values, "package": package,
+        "values": values, "package": package, "notes": notes,
     }
+
+
+def _blocks(headers: np.ndarray, cpus: np.ndarray, file: Path) -> tuple[np.ndarray, list[str]]:
+    """Block (interval) of every row: a new one at each header and where a CPU's row comes again
+    (``--header_iterations`` prints the header only every N intervals); every block must list the
+    first block's CPUs in its order, save an incomplete last one (turbostat stopped while printing),
+    which is dropped (-1)."""
+    blocks = np.empty(cpus.size, dtype=np.int64)
+    block, seen = -1, set()
+    for row, (header, cpu) in enumerate(zip(headers.tolist(), cpus.tolist(), strict=True)):
+        if row == 0 or header != headers[row - 1] or cpu in seen:
+            block, seen = block + 1, set()
+        seen.add(cpu)
+        blocks[row] = block
+    expected = cpus[blocks == 0].tolist()
+    notes = []
+    for k in range(block + 1):
+        found = cpus[blocks == k].tolist()
+        if found == expected:
+            continue
+        if k == block and k > 0 and found == expected[:len(found)]:
+            blocks[blocks == k] = -1
+            notes.append(f"the last block lists {len(found)} of {len(expected)} rows (turbostat stopped while "
+                         "printing it); left out")
+            continue
+        raise fail(FORMAT, file, f"block {k + 1}", f"rows for CPUs {_cpu_list(found)}, but the first block has "
+                   f"{_cpu_list(expected)}", "import the file as turbostat wrote it")
+    return blocks, notes
+
+
+def _cpu_list(cpus: list[int]) -> str:
+    return ", ".join("summary" if c < 0 else str(c) for c in cpus)

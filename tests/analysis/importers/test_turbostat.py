@@ -13,6 +13,7 @@ from jitterscope.importers import detect, import_files
 from jitterscope.importers.turbostat import read_timeline, read_turbostat
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "formats" / "turbostat"
+HEADER = "Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\tSMI"
 BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "import_fuzz.py"
 
 
@@ -84,7 +85,9 @@ def test_read_timeline_needs_a_start_without_time_column():
     ("Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\n5.0\t0\t1\t2400\nTime_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\n"
      "4.0\t0\t1\t2400\n", "does not increase"),
     ("Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\n5.0\t0\t1\t24x0\n", "is not a number"),
-    ("Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\n5.0\t0\t1\t2400\n5.0\t0\t1\t2400\n", "two rows in one block"),
+    ("Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\n5.0\t0\t1\t2400\n5.0\t0\t1\t2400\n", "does not increase"),
+    ("Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\n5.0\t0\t1\t2400\n5.0\t1\t1\t2400\n6.0\t1\t1\t2400\n"
+     "7.0\t0\t1\t2400\n7.0\t1\t1\t2400\n", "block 2: rows for CPUs 1, 0, but the first block has 0, 1"),
     ("Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\n", "no rows"),
     ("Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\n99999999999999.0\t0\t1\t2400\n", "not a wall-clock"),
 ])
@@ -115,3 +118,14 @@ def test_mutated_time_of_day_files_read_or_fail_in_one_line(tmp_path):
             assert str(exc) and "\n" not in str(exc), f"case {case}: {exc!r}"
             outcomes.add(type(exc).__name__)
     assert {"read", "ImportFormatError"} <= outcomes
+
+
+def test_header_every_n_intervals_and_an_incomplete_last_block(tmp_path):
+    # turbostat --header_iterations 2: the header only before every second block; killed while printing block 4
+    rows = [f"{100 + k}.000100\t{cpu}\t1.00\t{2400 - 100 * k}\t0" for k in range(3) for cpu in ("-", "0", "1")]
+    text = "\n".join([HEADER, *rows[:6], HEADER, *rows[6:], "103.000100\t-\t1.00\t2100\t0", "103.000100\t0"])
+    (tmp_path / "t.txt").write_text(text + "\n")
+    doc = read_timeline(tmp_path / "t.txt")
+    assert doc["end_s"] == [100.0001, 101.0001, 102.0001]
+    assert doc["values"]["1"]["Bzy_MHz"] == [2400, 2300, 2200]
+    assert doc["notes"] == ["the last block lists 2 of 3 rows (turbostat stopped while printing it); left out"]
