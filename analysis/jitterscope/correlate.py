@@ -322,13 +322,15 @@ def _groups(series: CounterSeries, transitions: Transitions | None, window: int,
         periods = "period" if window == 1 else "periods"
         label = f"within {window} {periods} of a frequency transition"
         transitions_found = transitions is not None and transitions.count > 0
+        known = np.ones(series.seq.size, dtype=bool)
     else:
         transitions_found = bool(near.any())
+        known = np.isfinite(series.f_eff_hz)  # wake-ups outside the turbostat timeline are neither
     smi_known = np.isfinite(series.smi_delta)
     smi = smi_known & (np.nan_to_num(series.smi_delta) > 0)
     out: dict[str, tuple[str, np.ndarray, np.ndarray]] = {}
     if transitions_found:
-        out[TRANSITION] = (label, near & ~smi, ~near & ~smi)
+        out[TRANSITION] = (label, near & ~smi, known & ~near & ~smi)
     if smi.any():
         out[SMI] = ("in an interval with an SMI", smi & ~near, smi_known & ~smi & ~near)
     if series.has_c0:

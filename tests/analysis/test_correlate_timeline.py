@@ -73,6 +73,21 @@ def test_spikes_far_from_steps_are_not_attributed_to_them_but_to_an_smi(tmp_path
     assert [n.mean() for n in counted.near_transition] == pytest.approx([0.5, 0.5], abs=0.01)
 
 
+def test_wakeups_outside_the_timeline_are_left_out(tmp_path):
+    dataset = _dataset(tmp_path, {3, 6, 9}, STEPS, [0] * BLOCKS)
+    meta = dataset.metadata
+    timeline = dict(meta.timeline)
+    for key in ("start_s", "end_s"):
+        timeline[key] = timeline[key][:10]  # the last 2 of 12 seconds are not covered
+    timeline["values"] = {cpu: {k: v[:10] for k, v in cols.items()} for cpu, cols in timeline["values"].items()}
+    timeline["package"] = {k: v[:10] for k, v in timeline["package"].items()}
+    short = write_dataset(dataset.read(), meta.with_changes(timeline=timeline), tmp_path / "short.parquet")
+    result, _ = correlate_dataset(open_dataset(short), n_surrogates=0)
+    test = next(t for t in result.tests if t.condition == TRANSITION and t.scope == "all")
+    assert test.n_in + test.n_out == pytest.approx(20_000, abs=2)  # 10 s x 1 kHz x 2 threads
+    assert result.attributed[TRANSITION]
+
+
 def test_flat_frequency_has_no_transition_condition(tmp_path):
     dataset = _dataset(tmp_path, {3, 6, 9}, [2400.0] * BLOCKS, [0] * BLOCKS)
     result, _ = correlate_dataset(dataset, n_surrogates=0)
