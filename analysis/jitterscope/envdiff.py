@@ -75,7 +75,10 @@ def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
     if isinstance(value, Mapping):
         for key in sorted(value):
             _flatten(f"{prefix}.{key}", value[key], out)
-    elif isinstance(value, list | tuple) and value and all(isinstance(v, Mapping) for v in value):
+    elif isinstance(value, list | tuple) and not value:
+        out[prefix] = "none"  # so an empty list differs from a list of entries by name, not as "absent"
+    elif isinstance(value, list | tuple) and all(isinstance(v, Mapping) for v in value):
+        out[prefix] = f"{len(value)} entr{'y' if len(value) == 1 else 'ies'}"
         for i, item in enumerate(value):
             _flatten(f"{prefix}[{i}]", item, out)
     elif isinstance(value, list | tuple):

@@ -48,3 +48,16 @@ def test_every_difference_is_named_with_values_in_run_order() -> None:
     assert got["environment.loadavg"] == (None, "3.2", None)
     assert set(got) == {"environment.cpufreq.governor", "environment.no_hz", "environment.hz",
                         "threads.interval_ns", "environment.loadavg"}
+
+
+def test_an_empty_list_differs_from_a_list_of_entries_by_name_not_as_absent() -> None:
+    from jitterscope.envdiff import diff_environments
+    from jitterscope.metadata import Metadata, ThreadInfo
+
+    threads = (ThreadInfo(thread=0, cpu=0, interval_ns=1000),)
+    none = Metadata(kind="simulation", threads=threads, ground_truth={"spec": {"effects": []}})
+    some = Metadata(kind="simulation", threads=threads,
+                    ground_truth={"spec": {"effects": [{"kind": "periodic", "frequency_hz": 1.0}]}})
+    diff = {d.key: d.values for d in diff_environments([none, some])}
+    assert diff["ground_truth.spec.effects"] == ("none", "1 entry")
+    assert diff["ground_truth.spec.effects[0].kind"] == (None, "periodic")
