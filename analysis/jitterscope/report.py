@@ -470,8 +470,9 @@ def _decorate(fig: Figure, ctx: ReportContext, page_no: int) -> Callable[[], Non
     texts = [fig.text(0.01, 0.005, footer, fontsize=8, color="0.35", ha="left", va="bottom"),
              fig.text(0.99, 0.005, f"page {page_no}", fontsize=8, color="0.35", ha="right", va="bottom")]
     if ctx.dataset.metadata.kind == "simulation":
-        texts.append(fig.text(0.5, 0.005, "SIMULATED DATA", fontsize=9, color="#b00000", weight="bold",
-                              ha="center", va="bottom"))
+        # right of the provenance line, left of the page number: the centre collides with a long file name
+        texts.append(fig.text(0.93, 0.005, "SIMULATED DATA", fontsize=9, color="#b00000", weight="bold",
+                              ha="right", va="bottom"))
 
     def undo() -> None:
         for text in texts:
