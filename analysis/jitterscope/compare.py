@@ -42,6 +42,7 @@ from . import gpd
 from .dataset import Dataset
 from .envdiff import EnvironmentDifference, diff_environments
 from .errors import AnalysisError
+from .jsonable import jsonable
 from .metadata import Metadata
 from .resample import BootstrapDraws, bootstrap_series
 from .series import pooled_latency, read_thread_series
@@ -155,7 +156,7 @@ class Comparison:
     method: str
 
     def to_json(self) -> dict[str, Any]:
-        return _jsonable(dataclasses.asdict(self))
+        return jsonable(dataclasses.asdict(self))
 
 
 @dataclass(frozen=True)
@@ -489,15 +490,3 @@ def _p(p: float, floor: float = 1e-4, cap: float = 1.0) -> str:
     if p <= floor:
         return f"≤ {floor:g}"
     return f"≥ {cap:g}" if p >= cap and cap < 1 else f"= {p:.2g}"
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value

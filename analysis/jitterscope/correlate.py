@@ -49,6 +49,7 @@ from .counters import CounterSeries, CounterSet, read_counters
 from .cpufreq import DEFAULT_MIN_DWELL, DEFAULT_THRESHOLD, FrequencyAnalysis, Transitions, analyse_frequency
 from .dataset import Dataset
 from .errors import AnalysisError
+from .jsonable import jsonable
 from .timeline_join import TimelineCounters, timeline_counters
 
 TRANSITION = "transition"
@@ -151,7 +152,7 @@ class Correlation:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict; NaN and infinities become null."""
-        return _finite(asdict(self))
+        return jsonable(asdict(self))
 
 
 def correlate_dataset(dataset: Dataset, **params: Any) -> tuple[Correlation, CounterSet]:
@@ -594,15 +595,3 @@ def _p(p: float) -> str:
     if p < 1e-12:
         return "p < 1e-12"
     return f"p = {p:.2g}" if p >= 1e-3 else f"p = {p:.1e}"
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    if isinstance(value, np.generic):
-        return _finite(value.item())
-    return value

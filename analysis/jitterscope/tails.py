@@ -41,6 +41,7 @@ from scipy import optimize, stats
 from . import gpd
 from .dataset import Dataset, iter_thread_batches
 from .errors import AnalysisError
+from .jsonable import jsonable
 from .metadata import ThreadInfo
 from .tailacc import MAX_EXCEEDANCES, TailAccumulator, TailSummary, block_size_for, summarize_series
 from .tailchecks import ALPHA, Check, check_block_maxima, check_exceedances
@@ -152,7 +153,7 @@ class TailFit:
     verdict: str
 
     def to_json(self) -> dict[str, Any]:
-        return _jsonable(dataclasses.asdict(self))
+        return jsonable(dataclasses.asdict(self), inf_as_string=True)
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,7 @@ class TailsReport:
     promise: str = EVT_PROMISE
 
     def to_json(self) -> dict[str, Any]:
-        return _jsonable(dataclasses.asdict(self))
+        return jsonable(dataclasses.asdict(self), inf_as_string=True)
 
 
 def choose_threshold(values: np.ndarray) -> tuple[tuple[ThresholdCandidate, ...], int]:
@@ -499,15 +500,3 @@ def _thread_lengths(dataset: Dataset) -> dict[int, int]:
         for thread, count in zip(values.tolist(), n.tolist(), strict=True):
             counts[thread] = counts.get(thread, 0) + count
     return counts
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None if np.isnan(value) else ("inf" if value > 0 else "-inf")
-    return value
