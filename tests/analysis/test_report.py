@@ -315,3 +315,19 @@ def test_summary_only_source_gets_a_short_honest_report(tmp_path):
     assert "summary" in names and not any(n.startswith(("latency-", "spectrum", "tail", "period")) for n in names)
     with pytest.raises(JitterscopeError, match=r"summary-only source .* no data for section.* distributions"):
         write_report(path, tmp_path / "d.pdf", sections=["distributions"])
+
+
+def test_ground_truth_table_summarises_planted_event_lists_and_keeps_parameters() -> None:
+    from jitterscope.sections.provenance import ground_truth_table
+
+    truth = {
+        "seed": 7,
+        "smi": {"type": "smi", "rate_hz": 0.1, "times_ns": {"count": 23, "values": list(range(100, 123))}},
+        "spec": {"cpus": [0, 1], "effects": [{"type": "pstates", "levels_mhz": [1600.0, 2400.0]}]},
+    }
+    rows = dict(ground_truth_table(truth).rows)
+    assert rows["seed"] == 7
+    assert rows["smi.rate_hz"] == 0.1
+    assert rows["smi.times_ns"] == "23 values: 100, 101, ..., 122"
+    assert rows["spec.cpus"] == "0, 1"
+    assert rows["spec.effects[0].levels_mhz"] == "1600.0, 2400.0"

@@ -31,11 +31,45 @@ def provenance_section(ctx: ReportContext) -> Sequence[Page | Table]:
     if meta.source:
         tables.append(key_value_table("source", "Imported from", meta.source, headers=("field", "value")))
     if meta.ground_truth:
-        tables.append(key_value_table("ground-truth", "Planted ground truth (simulation)", meta.ground_truth,
-                                      headers=("field", "value")))
+        tables.append(ground_truth_table(meta.ground_truth))
     tables.append(environment_table(meta.environment))
     banner = SIMULATED_BANNER if meta.kind == "simulation" else None
     return list(text_pages("provenance", f"jitterscope report: {ctx.dataset.path.name}", tables, banner=banner))
+
+
+PLANTED_LIST_SHOWN = 8
+"""Planted event lists longer than this are shown as their count, first and last value."""
+
+
+def ground_truth_table(ground_truth: Mapping[str, Any]) -> Table:
+    """The planted truth of a simulation, one parameter per row.
+
+    Parameters are listed in full; the planted event lists (transition times,
+    SMI times, ... thousands of values) are shown as their count with the first
+    and last value: the full lists stay in the dataset's metadata.
+    """
+    rows: list[tuple[str, Any]] = []
+    _flatten_planted("", ground_truth, rows)
+    return key_value_table("ground-truth", "Planted ground truth (simulation)", rows, headers=("field", "value"),
+                           notes=("Event lists are summarised; the dataset's metadata key jitterscope.ground_truth "
+                                  "holds every planted value.",))
+
+
+def _flatten_planted(prefix: str, value: Any, rows: list[tuple[str, Any]]) -> None:
+    if isinstance(value, Mapping) and set(value) == {"count", "values"}:
+        _flatten_planted(prefix, value["values"], rows)  # {"count": n, "values": [...]} says n twice
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            _flatten_planted(f"{prefix}.{key}" if prefix else str(key), item, rows)
+    elif isinstance(value, list | tuple) and value and all(isinstance(v, Mapping) for v in value):
+        for i, item in enumerate(value):
+            _flatten_planted(f"{prefix}[{i}]", item, rows)
+    elif isinstance(value, list | tuple) and len(value) > PLANTED_LIST_SHOWN:
+        rows.append((prefix, f"{len(value):,} values: {value[0]}, {value[1]}, ..., {value[-1]}"))
+    elif isinstance(value, list | tuple):
+        rows.append((prefix, ", ".join(str(v) for v in value) if value else "none"))
+    else:
+        rows.append((prefix, value))
 
 
 def dataset_table(ctx: ReportContext) -> Table:
