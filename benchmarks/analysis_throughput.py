@@ -19,12 +19,11 @@ timing lives in benchmarks/report_throughput.py.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from _common import run_step, work_dir
 
 SUMMARY_COLUMNS = ["thread", "cpu", "seq", "expected_ns", "actual_ns", "overruns"]
 
@@ -45,15 +44,6 @@ summarize(open_dataset(PATH))
 }
 TARGETS = {"summary": 3.0}
 
-RUNNER = """
-import json, resource, sys, time
-PATH, OUT = sys.argv[1], sys.argv[2]
-start = time.perf_counter()
-exec(compile(sys.argv[3], "step", "exec"))
-elapsed = time.perf_counter() - start
-print(json.dumps({"seconds": elapsed, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
-
 
 def simulate_to(path: Path, rows: int, threads: int) -> float:
     """Write a simulated dataset of ``rows`` wake-ups (if not cached); returns seconds spent."""
@@ -72,14 +62,6 @@ def simulate_to(path: Path, rows: int, threads: int) -> float:
     return time.perf_counter() - start
 
 
-def run_step(name: str, path: Path, scratch: Path) -> dict[str, float]:
-    done = subprocess.run([sys.executable, "-c", RUNNER, str(path), str(scratch), STEPS[name]],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"step {name} failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", type=float, default=[1e7])
@@ -88,8 +70,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=2, help="runs per step; the best time counts")
     parser.add_argument("--steps", nargs="+", default=list(STEPS), choices=list(STEPS))
     args = parser.parse_args()
-    workdir = args.keep or Path(tempfile.mkdtemp(prefix="jitterscope-bench-"))
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = work_dir(args.keep)
     print(f"{'rows':>12} {'step':>9} {'seconds':>9} {'x floor':>8} {'peak RSS':>10}  target")
     for size in args.sizes:
         rows = int(size)
@@ -99,7 +80,7 @@ def main() -> int:
             print(f"{rows:>12} {'simulate':>9} {made:9.2f} {'':>8} {'':>10}  ({path.stat().st_size / 2**20:.0f} MiB)")
         results = {}
         for name in ["floor", *[s for s in args.steps if s != "floor"]]:
-            runs = [run_step(name, path, workdir) for _ in range(args.repeat)]
+            runs = [run_step(f"step {name}", STEPS[name], path, workdir) for _ in range(args.repeat)]
             results[name] = {"seconds": min(r["seconds"] for r in runs), "rss_mb": max(r["rss_mb"] for r in runs)}
         floor = results["floor"]["seconds"]
         for name, result in results.items():

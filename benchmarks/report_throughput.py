@@ -14,12 +14,11 @@ report on 1e8 <= 60 s on 2 cores, peak RSS <= 2 GB and not growing with size.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from _common import run_step, simulate_plain, work_dir
 
 STEPS = {
     "floor": """
@@ -43,32 +42,12 @@ print("# sections:", ", ".join(f"{name} {secs:.1f} s" for name, secs in info.sec
 """,
 }
 
-RUNNER = """
-import json, resource, sys, time
-import numpy, pyarrow.parquet, jitterscope.report, jitterscope.stats, jitterscope.timeline  # imports are not timed
-PATH, OUT = sys.argv[1], sys.argv[2]
-SECTIONS = tuple(sys.argv[4].split(",")) if sys.argv[4] else None
-start = time.perf_counter()
-exec(compile(sys.argv[3], "step", "exec"))
-elapsed = time.perf_counter() - start
-print(json.dumps({"seconds": elapsed, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
-
-
-def simulate(path: Path, rows: int, threads: int) -> None:
-    from jitterscope.simulate import spec_from_options, write_simulation
-
-    spec = spec_from_options(threads=threads, samples=rows // threads, interval_ns=100_000)
-    write_simulation(spec, path, seed=1, overwrite=True)
+SETUP = "import numpy, pyarrow.parquet, jitterscope.report, jitterscope.stats, jitterscope.timeline\n"
 
 
 def measure(step: str, path: Path, out: Path, sections: str = "") -> dict[str, float]:
-    proc = subprocess.run([sys.executable, "-c", RUNNER, str(path), str(out), STEPS[step], sections],
-                          capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"{step} failed:\n{proc.stderr}")
-    sys.stderr.write("".join(line + "\n" for line in proc.stderr.splitlines() if line.startswith("# ")))
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    chosen = tuple(sections.split(",")) if sections else None
+    return run_step(step, STEPS[step], path, out, setup=SETUP + f"SECTIONS = {chosen!r}\n")
 
 
 def main() -> int:
@@ -78,15 +57,14 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="directory to keep (and reuse) the simulated datasets in")
     parser.add_argument("--sections", default="", help="comma-separated report sections to time (default: all)")
     args = parser.parse_args()
-    work = args.keep or Path(tempfile.mkdtemp(prefix="jitterscope-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
+    work = work_dir(args.keep)
     print(f"{'rows':>12} {'step':>9} {'seconds':>9} {'x floor':>8} {'peak RSS MB':>12}")
     for size in args.sizes:
         rows = int(size)
         path = work / f"sim-{rows}.parquet"
         if not path.exists():
             started = time.perf_counter()
-            simulate(path, rows, args.threads)
+            simulate_plain(path, rows, args.threads)
             print(f"# simulated {rows:,} rows in {time.perf_counter() - started:.1f} s -> {path}", file=sys.stderr)
         floor = measure("floor", path, work / "unused.pdf")
         for step in STEPS:

@@ -14,12 +14,11 @@ and prints seconds, the ratio to the floor and peak RSS.  Target (issue 3): the 
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from _common import run_step, simulate_plain, work_dir
 
 STEPS = {
     "floor": """
@@ -45,31 +44,11 @@ for s in read_thread_series(open_dataset(PATH)):
 """,
 }
 
-RUNNER = """
-import json, resource, sys, time
-import numpy, pyarrow.parquet, jitterscope.tails, jitterscope.series  # imports are not timed
-PATH = sys.argv[1]
-start = time.perf_counter()
-exec(compile(sys.argv[2], "step", "exec"))
-elapsed = time.perf_counter() - start
-print(json.dumps({"seconds": elapsed, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
-
-
-def simulate(path: Path, rows: int, threads: int) -> None:
-    from jitterscope.simulate import spec_from_options, write_simulation
-
-    spec = spec_from_options(threads=threads, samples=rows // threads, interval_ns=100_000)
-    write_simulation(spec, path, seed=1, overwrite=True)
+SETUP = "import numpy, pyarrow.parquet, jitterscope.tails, jitterscope.series\n"
 
 
 def measure(step: str, path: Path) -> dict[str, float]:
-    proc = subprocess.run([sys.executable, "-c", RUNNER, str(path), STEPS[step]],
-                          capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"{step} failed:\n{proc.stderr}")
-    sys.stderr.write("".join(line + "\n" for line in proc.stderr.splitlines() if line.startswith("# ")))
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_step(step, STEPS[step], path, setup=SETUP)
 
 
 def main() -> int:
@@ -80,15 +59,14 @@ def main() -> int:
     parser.add_argument("--memory-up-to", type=float, default=1e7,
                         help="run the whole-series baseline only on sizes up to this (it needs ~90 bytes per row)")
     args = parser.parse_args()
-    work = args.keep or Path(tempfile.mkdtemp(prefix="jitterscope-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
+    work = work_dir(args.keep)
     print(f"{'rows':>12} {'step':>9} {'seconds':>9} {'x floor':>8} {'peak RSS MB':>12}")
     for size in args.sizes:
         rows = int(size)
         path = work / f"sim-{rows}.parquet"
         if not path.exists():
             started = time.perf_counter()
-            simulate(path, rows, args.threads)
+            simulate_plain(path, rows, args.threads)
             print(f"# simulated {rows:,} rows in {time.perf_counter() - started:.1f} s -> {path}", file=sys.stderr)
         floor = measure("floor", path)
         for step in STEPS:

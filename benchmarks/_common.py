@@ -1,0 +1,50 @@
+"""What the subprocess benchmarks share: a step runner that times a piece of code and reports its own peak RSS,
+the plain simulated dataset they measure, and the work directory they cache it in.
+
+A step is Python source run in a fresh interpreter with ``PATH`` (the dataset) and ``OUT`` (a scratch path)
+defined; ``setup`` runs first in the same interpreter, untimed (imports, constants). Lines a step writes to
+stderr starting with ``# `` are passed on.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+RUNNER = """
+import json, resource, sys, time
+PATH, OUT = sys.argv[1], sys.argv[2]
+exec(compile(sys.argv[3], "setup", "exec"))  # not timed
+start = time.perf_counter()
+exec(compile(sys.argv[4], "step", "exec"))
+elapsed = time.perf_counter() - start
+print(json.dumps({"seconds": elapsed, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def run_step(name: str, code: str, path: Path, out: Path | str = "", setup: str = "") -> dict[str, float]:
+    """Run `code` in a fresh interpreter; return its ``seconds`` and peak ``rss_mb`` (exits on failure)."""
+    proc = subprocess.run([sys.executable, "-c", RUNNER, str(path), str(out), setup, code],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"{name} failed:\n{proc.stderr}")
+    sys.stderr.write("".join(line + "\n" for line in proc.stderr.splitlines() if line.startswith("# ")))
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def simulate_plain(path: Path, rows: int, threads: int) -> None:
+    """Write `rows` simulated wake-ups over `threads` threads at 100 µs, seed 1, no planted effects."""
+    from jitterscope.simulate import spec_from_options, write_simulation
+
+    spec = spec_from_options(threads=threads, samples=rows // threads, interval_ns=100_000)
+    write_simulation(spec, path, seed=1, overwrite=True)
+
+
+def work_dir(keep: Path | None) -> Path:
+    """`keep` (created if missing), or a fresh temporary directory."""
+    work = keep or Path(tempfile.mkdtemp(prefix="jitterscope-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    return work
