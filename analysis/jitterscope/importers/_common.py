@@ -9,6 +9,7 @@ parsers never write datasets.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -119,6 +120,16 @@ def read_text(path: Path, fmt: str) -> str:
     except UnicodeDecodeError as exc:
         raise fail(fmt, path, f"byte {exc.start}", f"0x{data[exc.start]:02x} is not text",
                    "the file is binary or damaged") from None
+
+
+def read_json(path: Path, fmt: str) -> Any:
+    """Read a UTF-8 JSON file; a syntax error is reported with its line and column."""
+    text = read_text(path, fmt)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise fail(fmt, path, f"line {exc.lineno} column {exc.colno}", exc.msg, "the JSON is truncated or damaged") \
+            from None
 
 
 def show(line: str, limit: int = 60) -> str:

@@ -9,7 +9,6 @@ bins, keys in µs or ns as ``resolution_in_ns`` says; values at or above the
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from pathlib import Path
@@ -25,7 +24,7 @@ from ._common import (
     json_histogram,
     json_int,
     json_number,
-    read_text,
+    read_json,
 )
 
 FORMAT = "cyclictest-json"
@@ -93,12 +92,7 @@ def parse(path: Path) -> Parsed:
 
 def load_rt_tests_json(path: Path, fmt: str) -> dict[str, Any]:
     """Load an rt-tests JSON result file (cyclictest, oslat) and check its version."""
-    text = read_text(path, fmt)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise fail(fmt, path, f"line {exc.lineno} column {exc.colno}", exc.msg, "the JSON is truncated or damaged") \
-            from None
+    doc = read_json(path, fmt)
     if not isinstance(doc, dict):
         raise fail(fmt, path, "top level", "is not a JSON object")
     version = doc.get("file_version")

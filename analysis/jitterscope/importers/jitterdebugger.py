@@ -18,7 +18,6 @@ them, and the importer reports the difference.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from ._common import (
     json_int,
     json_number,
     read_bytes,
+    read_json,
     read_text,
     show,
 )
@@ -120,12 +120,7 @@ def _check_field(bad: np.ndarray, name: str, values: np.ndarray, fmt: str, path:
 
 def parse_results(path: Path) -> Parsed:
     fmt = RESULTS_FORMAT
-    text = read_text(path, fmt)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise fail(fmt, path, f"line {exc.lineno} column {exc.colno}", exc.msg, "the JSON is truncated or damaged") \
-            from None
+    doc = read_json(path, fmt)
     if not isinstance(doc, dict) or not isinstance(doc.get("cpu"), dict) or not doc["cpu"]:
         raise fail(fmt, path, '"cpu"', "missing or empty", "not a jitterdebugger results.json")
     sysinfo = doc.get("sysinfo") if isinstance(doc.get("sysinfo"), dict) else {}
