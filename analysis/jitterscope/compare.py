@@ -234,6 +234,18 @@ def compare_runs(
                            n_boot=n_boot, seed=seed, max_resample=max_resample)
 
 
+def _check_parameters(noise: float, confidence: float, n_boot: int) -> None:
+    """The parameter check both compare paths (samples, bins) make."""
+    if not 0 < confidence < 1 or noise < 0 or n_boot < 20:
+        raise AnalysisError("need 0 < confidence < 1, noise >= 0 and at least 20 bootstrap resamples")
+
+
+def _check_run_size(label: str, wakeups: int) -> None:
+    """The least run both compare paths accept: 100 wake-ups."""
+    if wakeups < 100:
+        raise AnalysisError(f"run {label!r} has {wakeups} wake-ups; compare needs at least 100 per run")
+
+
 def compare_samples(
     runs_latency: Sequence[np.ndarray],
     metadatas: Sequence[Metadata],
@@ -248,12 +260,10 @@ def compare_samples(
     max_resample: int = 200_000,
 ) -> Comparison:
     """:func:`compare_runs` on latency arrays (ns, wake-up order) with their metadata; the numeric core."""
-    if not 0 < confidence < 1 or noise < 0 or n_boot < 20:
-        raise AnalysisError("need 0 < confidence < 1, noise >= 0 and at least 20 bootstrap resamples")
+    _check_parameters(noise, confidence, n_boot)
     values = [np.asarray(v, dtype=np.int64) for v in runs_latency]
     for label, v in zip(labels, values, strict=True):
-        if v.size < 100:
-            raise AnalysisError(f"run {label!r} has {v.size} wake-ups; compare needs at least 100 per run")
+        _check_run_size(label, v.size)
     paths = list(paths) if paths is not None else list(labels)
     rates = list(wakeups_per_s) if wakeups_per_s is not None else [
         sum(1e9 / t.interval_ns for t in m.threads) for m in metadatas]

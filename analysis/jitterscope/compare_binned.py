@@ -44,6 +44,8 @@ from .compare import (
     PairComparison,
     RunSummary,
     TestResult,
+    _check_parameters,
+    _check_run_size,
     _pair_notes,
     _pct,
     _quantile_change,
@@ -155,17 +157,14 @@ def compare_histograms(
     AnalysisError
         A run has no bins or fewer than 100 wake-ups, or bad parameters.
     """
-    if not 0 < confidence < 1 or noise < 0 or n_boot < 20:
-        raise AnalysisError("need 0 < confidence < 1, noise >= 0 and at least 20 bootstrap resamples")
+    _check_parameters(noise, confidence, n_boot)
     binned = [read_bins(d, label) for d, label in zip(datasets, labels, strict=True) if d.is_histogram]
     width = min(float(np.min(np.subtract(b.histogram.bucket_upper_ns, b.histogram.bucket_lower_ns)))
                 for b in binned)
     runs = [read_bins(d, label) if d.is_histogram else bin_samples(d, label, width)
             for d, label in zip(datasets, labels, strict=True)]
     for run in runs:
-        if run.histogram.count < 100:
-            raise AnalysisError(f"run {run.label!r} has {run.histogram.count} wake-ups; compare needs at least "
-                                "100 per run")
+        _check_run_size(run.label, run.histogram.count)
     rng = np.random.default_rng(seed)
     qs = np.array([q for _, q in QUANTILE_METRICS])
     thresholds = np.array(list(runs[0].histogram.percentiles([q * 100 for _, q in EXCEEDANCE_LEVELS]).values()))
