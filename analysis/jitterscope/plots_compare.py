@@ -121,12 +121,20 @@ def plot_verdicts(pair: PairComparison, ax: Axes) -> Axes:
     return ax
 
 
+def _candidate_thresholds_us(fit: TailFit) -> np.ndarray:
+    return np.array([c.threshold_ns for c in fit.candidates]) / NS_PER_US
+
+
+def _mark_chosen_threshold(fit: TailFit, ax: Axes) -> None:
+    ax.axvline(fit.threshold_ns / NS_PER_US, color="#b00000", linestyle=":", label="chosen threshold")
+
+
 def plot_mean_residual_life(fit: TailFit, ax: Axes) -> Axes:
     """Mean excess over the candidate thresholds; linear above a valid threshold. Chosen one marked."""
-    u = np.array([c.threshold_ns for c in fit.candidates]) / NS_PER_US
+    u = _candidate_thresholds_us(fit)
     e = np.array([c.mean_excess_ns for c in fit.candidates]) / NS_PER_US
     ax.plot(u, e, marker="o", color=colour(0))
-    ax.axvline(fit.threshold_ns / NS_PER_US, color="#b00000", linestyle=":", label="chosen threshold")
+    _mark_chosen_threshold(fit, ax)
     ax.set_xlabel("threshold u [µs]")
     ax.set_ylabel("mean excess over u [µs]")
     ax.set_title("Mean residual life")
@@ -137,11 +145,11 @@ def plot_mean_residual_life(fit: TailFit, ax: Axes) -> Axes:
 
 def plot_parameter_stability(fit: TailFit, ax: Axes) -> Axes:
     """GPD shape over the candidate thresholds with ±1.96 se bars; the chosen threshold marked."""
-    u = np.array([c.threshold_ns for c in fit.candidates]) / NS_PER_US
+    u = _candidate_thresholds_us(fit)
     xi = np.array([c.xi for c in fit.candidates])
     se = np.array([c.xi_se for c in fit.candidates])
     ax.errorbar(u, xi, yerr=1.96 * se, marker="o", color=colour(0), capsize=3, linestyle="-")
-    ax.axvline(fit.threshold_ns / NS_PER_US, color="#b00000", linestyle=":", label="chosen threshold")
+    _mark_chosen_threshold(fit, ax)
     ax.axhline(0, color="0.5", linewidth=0.8)
     ax.set_xlabel("threshold u [µs]")
     ax.set_ylabel("shape ξ")
