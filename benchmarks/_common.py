@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 RUNNER = """
@@ -35,12 +36,18 @@ def run_step(name: str, code: str, path: Path, out: Path | str = "", setup: str 
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def simulate_plain(path: Path, rows: int, threads: int) -> None:
-    """Write `rows` simulated wake-ups over `threads` threads at 100 µs, seed 1, no planted effects."""
+def simulated(work: Path, rows: int, threads: int) -> Path:
+    """``work/sim-ROWS.parquet``: `rows` simulated wake-ups over `threads` threads at 100 µs, seed 1, no planted
+    effects; written (and the time it took said on stderr) only if it is not there yet."""
     from jitterscope.simulate import spec_from_options, write_simulation
 
-    spec = spec_from_options(threads=threads, samples=rows // threads, interval_ns=100_000)
-    write_simulation(spec, path, seed=1, overwrite=True)
+    path = work / f"sim-{rows}.parquet"
+    if not path.exists():
+        started = time.perf_counter()
+        spec = spec_from_options(threads=threads, samples=rows // threads, interval_ns=100_000)
+        write_simulation(spec, path, seed=1, overwrite=True)
+        print(f"# simulated {rows:,} rows in {time.perf_counter() - started:.1f} s -> {path}", file=sys.stderr)
+    return path
 
 
 def work_dir(keep: Path | None) -> Path:

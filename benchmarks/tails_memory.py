@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
-from _common import run_step, simulate_plain, work_dir
+from _common import run_step, simulated, work_dir
 
 STEPS = {
     "floor": """
@@ -63,11 +62,7 @@ def main() -> int:
     print(f"{'rows':>12} {'step':>9} {'seconds':>9} {'x floor':>8} {'peak RSS MB':>12}")
     for size in args.sizes:
         rows = int(size)
-        path = work / f"sim-{rows}.parquet"
-        if not path.exists():
-            started = time.perf_counter()
-            simulate_plain(path, rows, args.threads)
-            print(f"# simulated {rows:,} rows in {time.perf_counter() - started:.1f} s -> {path}", file=sys.stderr)
+        path = simulated(work, rows, args.threads)
         floor = measure("floor", path)
         for step in STEPS:
             if step == "memory" and rows > args.memory_up_to:
