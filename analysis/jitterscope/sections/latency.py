@@ -6,8 +6,10 @@ place of each figure that needs per-wake-up samples.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..errors import AnalysisError
@@ -33,21 +35,19 @@ def distributions_section(ctx: ReportContext) -> Sequence[Page]:
     fig, ax = new_page()
     plot_latency_histogram(bin_histograms(threads, "latency"), ax)
     pages.append(Page("latency-histogram", fig))
-    curves = percentile_curves(with_all)
-    if curves:
-        fig, ax = new_page()
-        plot_percentiles(curves, ax)
-        pages.append(Page("latency-percentiles", fig))
-    else:
-        pages.append(note_page("latency-percentiles", "Latency percentiles", TOO_FEW))
-    tails = ccdf_curves(with_all)
-    if tails:
-        fig, ax = new_page()
-        plot_ccdf(tails, ax)
-        pages.append(Page("latency-ccdf", fig))
-    else:
-        pages.append(note_page("latency-ccdf", "Complementary CDF (tail)", TOO_FEW))
+    pages.append(_curve_page("latency-percentiles", "Latency percentiles", percentile_curves(with_all),
+                             plot_percentiles))
+    pages.append(_curve_page("latency-ccdf", "Complementary CDF (tail)", ccdf_curves(with_all), plot_ccdf))
     return pages
+
+
+def _curve_page(name: str, title: str, curves: Sequence[Any], plot: Callable[[Sequence[Any], Axes], Axes]) -> Page:
+    """A page with `plot` of `curves`, or a note saying there were too few wake-ups to draw any."""
+    if not curves:
+        return note_page(name, title, TOO_FEW)
+    fig, ax = new_page()
+    plot(curves, ax)
+    return Page(name, fig)
 
 
 @register_section(order=30, name="timeline")
