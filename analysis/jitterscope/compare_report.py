@@ -15,6 +15,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
 
 from . import __version__
+from .atomic import write_atomically
 from .compare import Comparison
 from .errors import JitterscopeError
 from .plots_compare import (
@@ -80,11 +81,10 @@ def write_compare_report(comparison: Comparison, output: str | os.PathLike[str])
     labels = " vs ".join(r.label for r in comparison.runs)
     metadata = {"Title": f"jitterscope compare: {labels}", "Creator": f"jitterscope {__version__}",
                 "CreationDate": when, "ModDate": None}
-    tmp = out.with_name(out.name + ".tmp")
     count = 0
     with matplotlib.rc_context(REPORT_RC):
         pages = compare_pages(comparison)
-        try:
+        with write_atomically(out, what="the comparison", error=JitterscopeError) as tmp:
             with PdfPages(tmp, metadata=metadata) as pdf:
                 for page in pages:
                     count += 1
@@ -96,8 +96,4 @@ def write_compare_report(comparison: Comparison, output: str | os.PathLike[str])
                     page.figure.text(0.99, 0.005, f"page {count}", fontsize=8, color="0.35", ha="right")
                     pdf.savefig(page.figure)
                     page.figure.clear()
-            os.replace(tmp, out)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise JitterscopeError(f"{out}: cannot write the comparison ({exc.strerror or exc})") from None
     return CompareReportInfo(str(out), count)

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .atomic import write_atomically
 from .errors import DatasetError, SchemaError
 from .invariants import InvariantChecker
 from .metadata import Metadata, ThreadInfo
@@ -204,16 +205,11 @@ def write_dataset(
         raise SchemaError(f"not dataset columns: {', '.join(sorted(extra))}")
     table = table.select(expected.names).cast(expected).replace_schema_metadata(metadata.to_kv())
     _check_columns(table.schema, metadata.kind, str(out))
-    tmp = out.with_name(out.name + ".tmp")
-    try:
+    with write_atomically(out) as tmp:
         pq.write_table(
             table, tmp, compression=compression, row_group_size=row_group_size,
             use_dictionary=False, write_statistics=True,
         )
-        os.replace(tmp, out)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise DatasetError(f"{out}: cannot write ({exc.strerror or exc})") from None
     return out
 
 

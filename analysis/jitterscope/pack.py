@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .atomic import write_atomically
 from .dataset import open_dataset
 from .errors import DatasetError
 from .metadata import Metadata, ThreadInfo
@@ -121,8 +122,7 @@ def pack_dataset(
     checksum = content_sha256(table)
     metadata = metadata.with_changes(pack={"sha256": checksum, "anonymized": changed, "rows": table.num_rows})
     table = table.replace_schema_metadata(metadata.to_kv())
-    tmp = out.with_name(out.name + ".tmp")
-    try:
+    with write_atomically(out) as tmp:
         encodings = choose_encodings(table)
         dictionary = [name for name, encoding in encodings.items() if encoding == "DICTIONARY"]
         pq.write_table(
@@ -130,10 +130,6 @@ def pack_dataset(
             column_encoding={name: e for name, e in encodings.items() if e != "DICTIONARY"},
             row_group_size=ROW_GROUP_ROWS, write_statistics=True,
         )
-        os.replace(tmp, out)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise DatasetError(f"{out}: cannot write ({exc.strerror or exc})") from None
     return _result(out, table, metadata, checksum, changed, encodings)
 
 

@@ -61,6 +61,7 @@ from matplotlib.figure import Figure
 from tqdm import tqdm
 
 from . import __version__
+from .atomic import write_atomically
 from .dataset import Dataset, open_dataset
 from .errors import JitterscopeError
 from .plots import plot_note, plot_text_page
@@ -400,12 +401,11 @@ def write_report(
             "CreationDate": when,
             "ModDate": None,
         }
-        tmp = out.with_name(out.name + ".tmp")
         written: list[str] = []
         used_names: set[str] = set()
         contributed: list[str] = []
         pages = 0
-        try:
+        with write_atomically(out, what="the report", error=JitterscopeError) as tmp:
             with PdfPages(tmp, metadata=metadata) as pdf:
                 bar = tqdm(chosen, desc="report", unit="section", file=sys.stderr, disable=not progress)
                 for section in bar:
@@ -428,10 +428,6 @@ def write_report(
                                 written += _export_table(table, fig_dir)
                         page.figure.clear()
                     seconds.append((section.name, time.perf_counter() - started))
-            os.replace(tmp, out)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            raise JitterscopeError(f"{out}: cannot write the report ({exc.strerror or exc})") from None
     return ReportInfo(path=str(out), pages=pages, sections=tuple(contributed), figure_files=tuple(written),
                       seconds=tuple(seconds))
 

@@ -46,6 +46,7 @@ import pyarrow.parquet as pq
 from scipy import special
 
 from . import __version__
+from .atomic import write_atomically
 from .dataset import write_dataset
 from .errors import DatasetError, JitterscopeError
 from .metadata import Metadata, ThreadInfo
@@ -282,17 +283,12 @@ def write_simulation(
     if spec.slots_per_thread * spec.threads <= CHUNK_SLOTS:
         sim = Simulation(pa.Table.from_batches(list(generator.batches()), schema=schema), generator.metadata())
         return write_dataset(sim.table, sim.metadata, out, overwrite=overwrite)
-    tmp = out.with_name(out.name + ".tmp")
-    try:
+    with write_atomically(out) as tmp:
         # without the stored Arrow schema, readers take the key-value metadata added at the end
         with pq.ParquetWriter(tmp, schema, compression="zstd", use_dictionary=False, store_schema=False) as writer:
             for batch in generator.batches():
                 writer.write_batch(batch, row_group_size=CHUNK_SLOTS)
             writer.add_key_value_metadata(generator.metadata().to_kv())
-        os.replace(tmp, out)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise DatasetError(f"{out}: cannot write ({exc.strerror or exc})") from None
     return out
 
 
