@@ -23,7 +23,7 @@ series; it knows nothing of transitions or statistics.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -346,21 +346,41 @@ def read_counters(dataset: Dataset, *, read_k: float = 10.0, threads: Sequence[i
         if name not in present and name not in missing:
             missing[name] = "column not in the dataset (no reason recorded)"
     series = []
-    for thread in np.unique(columns["thread"]):
-        if threads is not None and int(thread) not in threads:
-            continue
-        rows = np.flatnonzero(columns["thread"] == thread)
-        rows = rows[np.argsort(columns["seq"][rows], kind="stable")]
+    for thread, rows in thread_rows(columns["thread"], columns["seq"], threads):
         pinned = int(columns["cpu"][rows[0]])
         optional = {name: columns[name][rows] for name in present}
         series.append(derive_counters(
             seq=columns["seq"][rows], expected_ns=columns["expected_ns"][rows],
-            actual_ns=columns["actual_ns"][rows], cpu=pinned, thread=int(thread),
+            actual_ns=columns["actual_ns"][rows], cpu=pinned, thread=thread,
             tsc_hz=dataset.metadata.tsc_hz, read_k=read_k, missing=missing, **optional,
         ))
     available = any(s.has_c0 or s.has_smi for s in series)
     return CounterSet(series=tuple(series), available=available,
                       reason="" if available else _unavailable_reason(series, missing, meta_counters))
+
+
+def thread_rows(
+    thread: np.ndarray, seq: np.ndarray, threads: Sequence[int] | None = None,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """Each thread (ascending) and the indices of its rows in ``seq`` order.
+
+    Parameters
+    ----------
+    thread, seq : ndarray
+        The dataset's ``thread`` and ``seq`` columns.
+    threads : sequence of int, optional
+        Only these threads (default: all).
+
+    Yields
+    ------
+    tuple of (int, ndarray)
+        The thread id and its row indices, sorted by ``seq`` (stable).
+    """
+    for value in np.unique(thread):
+        if threads is not None and int(value) not in threads:
+            continue
+        rows = np.flatnonzero(thread == value)
+        yield int(value), rows[np.argsort(seq[rows], kind="stable")]
 
 
 def _read_columns(dataset: Dataset, names: Sequence[str]) -> dict[str, np.ndarray]:

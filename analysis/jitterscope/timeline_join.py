@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .counters import CounterQuality, CounterSeries, CounterSet
+from .counters import CounterQuality, CounterSeries, CounterSet, thread_rows
 from .dataset import Dataset
 from .errors import AnalysisError, SchemaError
 from .metadata import Metadata
@@ -256,11 +256,7 @@ def timeline_counters(dataset: Dataset, *, relative_threshold: float,
     hit = np.unique(join.interval[join.inside])
     smi = np.vstack([timeline.series("SMI", cpu)[hit] for cpu in np.unique(columns["cpu"])])
     smi_total = int(np.nansum(np.nanmax(np.where(np.isnan(smi), -1, smi), axis=0).clip(0))) if hit.size else 0
-    for thread in np.unique(columns["thread"]):
-        if threads is not None and int(thread) not in threads:
-            continue
-        rows = np.flatnonzero(columns["thread"] == thread)
-        rows = rows[np.argsort(columns["seq"][rows], kind="stable")]
+    for thread, rows in thread_rows(columns["thread"], columns["seq"], threads):
         cpu = int(columns["cpu"][rows[0]])
         mhz = timeline.series("Bzy_MHz", cpu)
         change = np.flatnonzero(np.abs(np.diff(mhz)) > relative_threshold * np.abs(mhz[:-1])) + 1
@@ -272,7 +268,7 @@ def timeline_counters(dataset: Dataset, *, relative_threshold: float,
                                  discarded={"outside the turbostat timeline": outside} if outside else {},
                                  missing={"c0": "turbostat timeline: Busy% is per interval, not per wake-up"})
         series.append(CounterSeries(
-            thread=int(thread), cpu=cpu, tsc_hz=None, tsc_hz_source="none (frequency from the turbostat timeline)",
+            thread=thread, cpu=cpu, tsc_hz=None, tsc_hz_source="none (frequency from the turbostat timeline)",
             seq=columns["seq"][rows],
             expected_ns=columns["expected_ns"][rows],
             latency_ns=columns["actual_ns"][rows] - columns["expected_ns"][rows],

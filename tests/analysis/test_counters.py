@@ -14,6 +14,7 @@ from jitterscope.counters import (
     REASON_SLOW_READ,
     derive_counters,
     read_counters,
+    thread_rows,
 )
 from jitterscope.dataset import open_dataset, write_dataset
 from jitterscope.errors import AnalysisError
@@ -197,3 +198,12 @@ def test_without_tsc_column_intervals_come_from_the_monotonic_clock():
     np.testing.assert_allclose(s.f_eff_hz[1:], 2.4e9, rtol=1e-6)
     np.testing.assert_allclose(s.c0[1:], 0.25, rtol=1e-6)
     assert "no tsc column" in s.tsc_hz_source
+
+
+def test_thread_rows_gives_each_chosen_thread_its_rows_in_seq_order():
+    thread = np.array([2, 1, 2, 1, 2, 3])
+    seq = np.array([5, 1, 3, 0, 4, 0])
+    got = [(t, rows.tolist()) for t, rows in thread_rows(thread, seq)]
+    assert got == [(1, [3, 1]), (2, [2, 4, 0]), (3, [5])]
+    assert [(t, rows.tolist()) for t, rows in thread_rows(thread, seq, threads=[3, 2])] == [(2, [2, 4, 0]), (3, [5])]
+    assert all(type(t) is int for t, _ in thread_rows(thread, seq))
