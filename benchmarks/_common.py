@@ -1,5 +1,6 @@
 """What the subprocess benchmarks share: a step runner that times a piece of code and reports its own peak RSS,
-the plain simulated dataset they measure, and the work directory they cache it in.
+the read floor every ratio is taken against, the plain simulated dataset they measure, and the work directory
+they cache it in.
 
 A step is Python source run in a fresh interpreter with ``PATH`` (the dataset) and ``OUT`` (a scratch path)
 defined; ``setup`` runs first in the same interpreter, untimed (imports, constants). Lines a step writes to
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 RUNNER = """
@@ -23,6 +25,18 @@ start = time.perf_counter()
 exec(compile(sys.argv[4], "step", "exec"))
 elapsed = time.perf_counter() - start
 print(json.dumps({"seconds": elapsed, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def floor_step(columns: Sequence[str]) -> str:
+    """The baseline step: pyarrow reading `columns` row group by row group plus one numpy pass (the worst latency)."""
+    return f"""
+import numpy as np, pyarrow.parquet as pq
+f = pq.ParquetFile(PATH)
+worst = 0
+for g in range(f.num_row_groups):
+    t = f.read_row_group(g, columns={list(columns)!r})
+    worst = max(worst, int((t.column("actual_ns").to_numpy() - t.column("expected_ns").to_numpy()).max()))
 """
 
 

@@ -23,19 +23,12 @@ import sys
 import time
 from pathlib import Path
 
-from _common import run_step, work_dir
+from _common import floor_step, run_step, work_dir
 
 SUMMARY_COLUMNS = ["thread", "cpu", "seq", "expected_ns", "actual_ns", "overruns"]
 
 STEPS: dict[str, str] = {
-    "floor": f"""
-import numpy as np, pyarrow.parquet as pq
-f = pq.ParquetFile(PATH)
-worst = 0
-for g in range(f.num_row_groups):
-    t = f.read_row_group(g, columns={SUMMARY_COLUMNS!r})
-    worst = max(worst, int((t.column("actual_ns").to_numpy() - t.column("expected_ns").to_numpy()).max()))
-""",
+    "floor": floor_step(SUMMARY_COLUMNS),
     "summary": """
 from jitterscope.dataset import open_dataset
 from jitterscope.stats import summarize

@@ -17,18 +17,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from _common import run_step, simulated, work_dir
+from _common import floor_step, run_step, simulated, work_dir
 
 STEPS = {
-    "floor": """
-import numpy as np, pyarrow.parquet as pq
-f = pq.ParquetFile(PATH)
-total = 0
-for g in range(f.num_row_groups):
-    t = f.read_row_group(g, columns=["thread", "cpu", "seq", "expected_ns", "actual_ns"])
-    a = t.column("actual_ns").to_numpy(); e = t.column("expected_ns").to_numpy()
-    total += int((a - e).max())
-""",
+    "floor": floor_step(["thread", "cpu", "seq", "expected_ns", "actual_ns"]),
     "timeline": """
 from jitterscope.dataset import open_dataset
 from jitterscope.timeline import compute_timeline

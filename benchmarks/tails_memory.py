@@ -17,17 +17,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from _common import run_step, simulated, work_dir
+from _common import floor_step, run_step, simulated, work_dir
 
 STEPS = {
-    "floor": """
-import numpy as np, pyarrow.parquet as pq
-f = pq.ParquetFile(PATH)
-total = 0
-for g in range(f.num_row_groups):
-    t = f.read_row_group(g, columns=["thread", "expected_ns", "actual_ns"])
-    total += int((t.column("actual_ns").to_numpy() - t.column("expected_ns").to_numpy()).max())
-""",
+    "floor": floor_step(["thread", "expected_ns", "actual_ns"]),
     "tails": """
 from jitterscope.dataset import open_dataset
 from jitterscope.tails import analyze_tails
