@@ -21,13 +21,13 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-from jitterscope.counters import read_counters
 from jitterscope.dataset import open_dataset, write_dataset
-from jitterscope.simpower import simulate_story
+from jitterscope.derive import read_counters
+from jitterscope.simulate import simulate_story
 
 
 def one_seed(seed: int, seconds: float, coupling: float, alpha: float, directory: str) -> dict:
-    from jitterscope.correlate import correlate
+    from jitterscope.power import correlate
 
     out = {}
     smis = {"rate_hz": 2.0, "duration_ns": 3_000_000, "at_transitions": 0.6}

@@ -26,11 +26,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from jitterscope.dataset import write_dataset
+from jitterscope.dataset import validate_dataset, write_dataset
 from jitterscope.errors import JitterscopeError
-from jitterscope.importers import import_files
-from jitterscope.importers.turbostat import read_turbostat
-from jitterscope.validate import validate_dataset
+from jitterscope.formats import import_files, read_turbostat
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "formats"
 

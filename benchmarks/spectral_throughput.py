@@ -26,9 +26,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from jitterscope.dataset import open_dataset
-from jitterscope.metadata import Metadata, ThreadInfo
-from jitterscope.schema import sample_schema
+from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, sample_schema
 from jitterscope.spectral import WelchAccumulator, analyze_spectra, find_welch_peaks
 
 ROW_GROUP = 1 << 20

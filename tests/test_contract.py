@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from jitterscope.capture import capture_binary
-from jitterscope.schema import SAMPLE_COLUMNS
+from jitterscope.dataset import SAMPLE_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[1]
 ARROW = {"int32": pa.int32(), "int64": pa.int64()}

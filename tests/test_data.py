@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 from jitterscope.cli import main
-from jitterscope.dataset import open_dataset
-from jitterscope.pack import content_sha256, sort_keys, verify_pack
+from jitterscope.dataset import open_dataset, validate_dataset
+from jitterscope.formats import content_sha256, sort_keys, verify_pack
 from jitterscope.simulate import load_spec, simulate
-from jitterscope.validate import validate_dataset
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 README = DATA / "README.md"

@@ -6,15 +6,8 @@ import math
 
 import numpy as np
 import pytest
-from jitterscope.association import (
-    detectable_ratio,
-    event_average,
-    holm,
-    lagged_correlation,
-    rank_test,
-    risk_ratio,
-)
 from jitterscope.errors import AnalysisError
+from jitterscope.power import detectable_ratio, event_average, holm, lagged_correlation, rank_test, risk_ratio
 from scipy import stats
 
 

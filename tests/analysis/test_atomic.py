@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from jitterscope.atomic import write_atomically
+from jitterscope.dataset import write_atomically
 from jitterscope.errors import DatasetError, JitterscopeError
 
 

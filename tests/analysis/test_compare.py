@@ -9,11 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from jitterscope.compare import compare_runs, compare_samples
-from jitterscope.dataset import open_dataset, write_dataset
+from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
 from jitterscope.errors import AnalysisError
-from jitterscope.metadata import Metadata, ThreadInfo
-from jitterscope.simeffects import PeriodicDisturbance, Stalls
-from jitterscope.simulate import BaseLatency, SimulationSpec, simulate
+from jitterscope.simulate import BaseLatency, PeriodicDisturbance, SimulationSpec, Stalls, simulate
 
 METRICS = ("p50", "p99", "p99.9", "p99.99", "max")
 

@@ -8,14 +8,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from jitterscope.compare import compare_runs
-from jitterscope.compare_binned import _bin_quantiles, compare_histograms
-from jitterscope.dataset import open_dataset, write_dataset
+from jitterscope.compare import compare_histograms, compare_runs
+from jitterscope.compare.binned import _bin_quantiles
+from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
+from jitterscope.derive import pooled_latency, read_thread_series
 from jitterscope.errors import AnalysisError
-from jitterscope.histogram import HistogramResult
-from jitterscope.metadata import Metadata, ThreadInfo
-from jitterscope.series import pooled_latency, read_thread_series
 from jitterscope.simulate import spec_from_options, write_simulation
+from jitterscope.summary import HistogramResult
 
 WIDTH = 1000
 

@@ -8,12 +8,12 @@ import re
 import numpy as np
 import pyarrow as pa
 import pytest
-from jitterscope.association import risk_ratio
-from jitterscope.correlate import SMI, TRANSITION, _near, correlate, correlate_dataset, default_threshold
-from jitterscope.counters import CounterQuality, CounterSeries, CounterSet, read_counters
 from jitterscope.dataset import open_dataset, write_dataset
+from jitterscope.derive import CounterQuality, CounterSeries, CounterSet, read_counters
 from jitterscope.errors import AnalysisError
-from jitterscope.simpower import simulate_story
+from jitterscope.power import SMI, TRANSITION, correlate, correlate_dataset, default_threshold, risk_ratio
+from jitterscope.power.correlate import _near
+from jitterscope.simulate import simulate_story
 
 VERDICT = re.compile(
     r"^(\d+)% of wake-ups later than [\d.]+ µs fall within 2 periods of a frequency transition( on cpu \d+)?, "
@@ -171,7 +171,7 @@ def test_bad_parameters_and_empty_input():
 
 
 def test_histogram_dataset_is_refused_with_one_line(tmp_path):
-    from jitterscope.metadata import Metadata, ThreadInfo
+    from jitterscope.dataset import Metadata, ThreadInfo
 
     table = pa.table({"thread": pa.array([0], pa.int32()), "cpu": pa.array([0], pa.int32()),
                       "bin_start_ns": pa.array([0], pa.int64()), "bin_width_ns": pa.array([1000], pa.int64()),
@@ -189,7 +189,7 @@ def test_threshold_above_every_wake_up_says_so():
     s = _series(0, rng.lognormal(np.log(4000), 0.3, n), np.full(n, 0.5), f, np.zeros(n))
     result = correlate(CounterSet((s,), True, ""), None, thresholds_ns=[1e9], n_surrogates=0)
     assert not any(result.attributed.values())
-    assert any(v.startswith("No wake-up on cpu 0 was later than 1000000.0 µs") for v in result.verdicts)
+    assert any(v.startswith("No wake-up on cpu 0 was later than 1,000,000 µs") for v in result.verdicts)
 
 
 def test_smi_attribution_over_20_seeds(tmp_path):

@@ -6,11 +6,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from jitterscope.cli import main
-from jitterscope.correlate import SMI, TRANSITION, correlate_dataset
 from jitterscope.dataset import open_dataset, write_dataset
-from jitterscope.plots_cpufreq import plot_frequency_timeline
+from jitterscope.power import SMI, TRANSITION, correlate_dataset, plot_frequency_timeline, timeline_counters
 from jitterscope.simulate import SimulationSpec, simulate
-from jitterscope.timeline_join import timeline_counters
 from matplotlib.figure import Figure
 
 BLOCKS = 12

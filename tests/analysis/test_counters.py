@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from jitterscope.counters import (
+from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
+from jitterscope.derive import (
     REASON_FIRST,
     REASON_IMPLAUSIBLE,
     REASON_MIGRATION,
@@ -16,9 +17,7 @@ from jitterscope.counters import (
     read_counters,
     thread_rows,
 )
-from jitterscope.dataset import open_dataset, write_dataset
 from jitterscope.errors import AnalysisError
-from jitterscope.metadata import Metadata, ThreadInfo
 
 TSC_HZ = 2.0e9
 PERIOD_NS = 1_000_000

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from jitterscope.counters import CounterQuality, CounterSeries
-from jitterscope.cpufreq import analyse_frequency, check_claimed, detect_transitions, time_in_frequency
+from jitterscope.derive import CounterQuality, CounterSeries
 from jitterscope.errors import AnalysisError
+from jitterscope.power import analyse_frequency, check_claimed, detect_transitions, time_in_frequency
 
 PERIOD_NS = 16_666_667
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from jitterscope.envdiff import diff_environments, flatten_metadata
-from jitterscope.metadata import Metadata, ThreadInfo
+from jitterscope.compare import diff_environments, flatten_metadata
+from jitterscope.dataset import Metadata, ThreadInfo
 
 
 def _meta(governor: str = "performance", interval_ns: int = 1_000_000, **env: object) -> Metadata:
@@ -51,8 +51,8 @@ def test_every_difference_is_named_with_values_in_run_order() -> None:
 
 
 def test_an_empty_list_differs_from_a_list_of_entries_by_name_not_as_absent() -> None:
-    from jitterscope.envdiff import diff_environments
-    from jitterscope.metadata import Metadata, ThreadInfo
+    from jitterscope.compare import diff_environments
+    from jitterscope.dataset import Metadata, ThreadInfo
 
     threads = (ThreadInfo(thread=0, cpu=0, interval_ns=1000),)
     none = Metadata(kind="simulation", threads=threads, ground_truth={"spec": {"effects": []}})

@@ -11,11 +11,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from jitterscope.dataset import write_dataset
+from jitterscope.dataset import Metadata, ThreadInfo, write_dataset
 from jitterscope.errors import DatasetError
-from jitterscope.export import export_dataset
-from jitterscope.importers import import_files
-from jitterscope.metadata import Metadata, ThreadInfo
+from jitterscope.formats import export_dataset, import_files
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "formats"
 

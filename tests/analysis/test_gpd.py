@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from jitterscope import gpd
+from jitterscope.tails import gpd
 from scipy import stats
 
 

@@ -2,7 +2,7 @@ import json
 import math
 
 import numpy as np
-from jitterscope.jsonable import jsonable
+from jitterscope.format import jsonable
 
 
 def test_nested_values_become_plain_json():

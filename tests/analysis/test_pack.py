@@ -13,11 +13,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from jitterscope.dataset import open_dataset, write_dataset
+from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
 from jitterscope.errors import DatasetError
-from jitterscope.importers import import_files
-from jitterscope.metadata import Metadata, ThreadInfo
-from jitterscope.pack import anonymize_metadata, content_sha256, pack_dataset, verify_pack
+from jitterscope.formats import anonymize_metadata, content_sha256, import_files, pack_dataset, verify_pack
 from jitterscope.simulate import SimulationSpec, simulate
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "formats"

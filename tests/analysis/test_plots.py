@@ -7,22 +7,22 @@ import itertools
 import numpy as np
 import pyarrow as pa
 import pytest
-from jitterscope.dataset import open_dataset, write_dataset
-from jitterscope.figdata import bin_histograms, ccdf_curves, percentile_curves, series_label
-from jitterscope.metadata import Metadata, ThreadInfo
-from jitterscope.plots import (
+from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
+from jitterscope.render import PAGE_SIZE_IN, plot_note, plot_text_page
+from jitterscope.simulate import spec_from_options, write_simulation
+from jitterscope.summary import (
+    bin_histograms,
+    ccdf_curves,
+    compute_timeline,
+    percentile_curves,
     plot_ccdf,
     plot_latency_histogram,
-    plot_note,
     plot_percentiles,
     plot_period_error,
-    plot_text_page,
     plot_timeline,
+    series_label,
+    summarize,
 )
-from jitterscope.report import PAGE_SIZE_IN
-from jitterscope.simulate import spec_from_options, write_simulation
-from jitterscope.stats import summarize
-from jitterscope.timeline import compute_timeline
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
@@ -207,7 +207,7 @@ def test_note_and_text_pages_show_their_text():
 
 
 def test_colours_stay_distinct_for_many_cpus():
-    from jitterscope.plots import colour
+    from jitterscope.render import colour
     from matplotlib.colors import to_hex
 
     for total in (4, 16, 40):

@@ -4,22 +4,28 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from jitterscope.compare import compare_samples
-from jitterscope.metadata import Metadata, ThreadInfo
-from jitterscope.plots_compare import (
+from jitterscope.compare import (
+    compare_samples,
+    comparison_tables,
+    pair_table,
     plot_compare_ccdf,
     plot_compare_histograms,
     plot_compare_percentiles,
     plot_compare_qq,
+    plot_verdicts,
+)
+from jitterscope.dataset import Metadata, ThreadInfo
+from jitterscope.render import to_text
+from jitterscope.tails import (
+    TailsReport,
+    fit_tail,
     plot_mean_residual_life,
     plot_parameter_stability,
     plot_return_levels,
     plot_tail_qq,
-    plot_verdicts,
+    tail_fit_table,
+    tails_text,
 )
-from jitterscope.tables import to_text
-from jitterscope.tables_compare import comparison_tables, pair_table, tail_fit_table, tails_text
-from jitterscope.tails import TailsReport, fit_tail
 from matplotlib.figure import Figure
 
 

@@ -13,15 +13,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from jitterscope import report
-from jitterscope.dataset import open_dataset, write_dataset
+from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
 from jitterscope.errors import JitterscopeError
-from jitterscope.metadata import Metadata, ThreadInfo
-from jitterscope.report import Page, new_page, register_section, write_report
-from jitterscope.simeffects import PeriodicDisturbance, SMIs
-from jitterscope.simulate import spec_from_options, write_simulation
-from jitterscope.stats import summarize
-from jitterscope.tables import Table
+from jitterscope.render import Page, Table, new_page
+from jitterscope.report import build as report
+from jitterscope.report import register_section, write_report
+from jitterscope.simulate import PeriodicDisturbance, SMIs, spec_from_options, write_simulation
+from jitterscope.summary import summarize
 from matplotlib import image as mpimg
 
 pytestmark = pytest.mark.skipif(not shutil.which("pdftoppm") or not shutil.which("pdffonts"),
@@ -293,7 +291,7 @@ def test_appendix_says_how_to_make_the_same_report(simulated, tmp_path, monkeypa
 
 
 def test_summary_only_source_gets_a_short_honest_report(tmp_path):
-    from jitterscope.importers import import_files
+    from jitterscope.formats import import_files
 
     formats = Path(__file__).resolve().parents[1] / "data" / "formats"
     table, meta = import_files([formats / "ct-quiet.json", formats / "ct-quiet.txt"])
@@ -318,7 +316,7 @@ def test_summary_only_source_gets_a_short_honest_report(tmp_path):
 
 
 def test_ground_truth_table_summarises_planted_event_lists_and_keeps_parameters() -> None:
-    from jitterscope.sections.provenance import ground_truth_table
+    from jitterscope.report import ground_truth_table
 
     truth = {
         "seed": 7,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from jitterscope.resample import BlockLength, block_indices, bootstrap_series, optimal_block_length
+from jitterscope.compare import BlockLength, block_indices, bootstrap_series, optimal_block_length
 from scipy import signal
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from jitterscope.dataset import write_dataset
 from jitterscope.report import write_report
-from jitterscope.simpower import simulate_story
+from jitterscope.simulate import simulate_story
 
 SECTION = ["power-management"]
 
@@ -63,7 +63,7 @@ def test_no_counters_gives_one_line_and_no_figure_pages(tmp_path):
 
 
 def test_large_datasets_are_left_to_the_cli(tmp_path, monkeypatch):
-    import jitterscope.sections.power as power
+    import jitterscope.report.sections.power as power
 
     table, metadata = simulate_story("performance", 1, seconds=5)
     dataset = write_dataset(table, metadata, tmp_path / "d.parquet")

@@ -7,11 +7,22 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from jitterscope import simulate as sim
-from jitterscope.dataset import open_dataset
-from jitterscope.simeffects import Drops, IdleStates, PeriodicDisturbance, PStates, SMIs, Stalls
-from jitterscope.simulate import BaseLatency, SimulationSpec, SpecError, load_spec, simulate, write_simulation
-from jitterscope.validate import validate_dataset
+from jitterscope.dataset import open_dataset, validate_dataset
+from jitterscope.simulate import (
+    BaseLatency,
+    Drops,
+    IdleStates,
+    PeriodicDisturbance,
+    PStates,
+    SimulationSpec,
+    SMIs,
+    SpecError,
+    Stalls,
+    load_spec,
+    simulate,
+    write_simulation,
+)
+from jitterscope.simulate import simulation as sim
 
 CONSTANT = BaseLatency(distribution="constant", median_ns=2_000)
 ALL_EFFECTS = (

@@ -18,9 +18,10 @@ from jitterscope.spectral import (
     fold_frequency,
     group_harmonics,
     lomb_scargle,
+    mean_null,
+    median_null,
     parse_sources,
 )
-from jitterscope.spectral.null import mean_null, median_null
 from scipy import signal
 
 FS = 1000.0

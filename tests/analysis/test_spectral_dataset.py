@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 from jitterscope.dataset import open_dataset
 from jitterscope.errors import AnalysisError
-from jitterscope.simeffects import Drops, PeriodicDisturbance, Stalls
-from jitterscope.simulate import BaseLatency, SimulationSpec, write_simulation
+from jitterscope.simulate import BaseLatency, Drops, PeriodicDisturbance, SimulationSpec, Stalls, write_simulation
 from jitterscope.spectral import SpectralOptions, analyze_spectra, parse_sources
 
 BASE = BaseLatency(distribution="lognormal", median_ns=3_000, spread=0.3)
@@ -115,8 +114,7 @@ def test_interleaved_threads_give_the_same_spectra_as_sorted_rows(tmp_path):
 
 def test_histogram_dataset_is_refused(tmp_path):
     import pyarrow as pa
-    from jitterscope.dataset import write_dataset
-    from jitterscope.metadata import Metadata, ThreadInfo
+    from jitterscope.dataset import Metadata, ThreadInfo, write_dataset
 
     table = pa.table({"thread": [0], "cpu": [0], "bin_start_ns": [1000], "bin_width_ns": [1000], "count": [5]})
     path = write_dataset(table, Metadata(kind="histogram", threads=(ThreadInfo(0, 0, 1_000_000),)), tmp_path / "h.pq")

@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from jitterscope.dataset import open_dataset
-from jitterscope.plots_spectral import plot_isi, plot_psd, plot_spectrogram
-from jitterscope.report import new_page, write_report
-from jitterscope.simeffects import PeriodicDisturbance
-from jitterscope.simulate import BaseLatency, SimulationSpec, write_simulation
-from jitterscope.spectral import analyze_spectra
+from jitterscope.render import new_page
+from jitterscope.report import write_report
+from jitterscope.simulate import BaseLatency, PeriodicDisturbance, SimulationSpec, write_simulation
+from jitterscope.spectral import analyze_spectra, plot_isi, plot_psd, plot_spectrogram
 
 
 @pytest.fixture(scope="module")

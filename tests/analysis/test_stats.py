@@ -8,12 +8,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from jitterscope.dataset import open_dataset, write_dataset
+from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
 from jitterscope.errors import AnalysisError
-from jitterscope.metadata import Metadata, ThreadInfo
-from jitterscope.simeffects import Drops, Stalls
-from jitterscope.simulate import SimulationSpec, simulate, write_simulation
-from jitterscope.stats import (
+from jitterscope.simulate import Drops, SimulationSpec, Stalls, simulate, write_simulation
+from jitterscope.summary import (
     PERCENTILES,
     CyclictestStats,
     HistogramResult,

@@ -8,19 +8,18 @@ import math
 
 import pandas as pd
 import pytest
-from jitterscope.tables import (
+from jitterscope.render import (
     Table,
     format_cell,
     key_value_table,
     latex_escape,
-    spike_table,
-    summary_table,
     text_header_lines,
     to_csv,
     to_json_text,
     to_latex,
     to_text,
 )
+from jitterscope.summary import spike_table, summary_table
 
 
 def _table() -> Table:
@@ -131,9 +130,8 @@ def test_latex_wraps_long_text_columns_in_paragraph_columns():
 def _summary(tmp_path, latencies):
     import numpy as np
     import pyarrow as pa
-    from jitterscope.dataset import open_dataset, write_dataset
-    from jitterscope.metadata import Metadata, ThreadInfo
-    from jitterscope.stats import summarize
+    from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
+    from jitterscope.summary import summarize
 
     n = len(latencies)
     expected = 10**12 + np.arange(n, dtype=np.int64) * 1_000_000
@@ -181,12 +179,11 @@ def _non_ascii(tex: str) -> set[str]:
 
 
 def test_every_latex_table_of_a_report_and_a_compare_is_ascii(tmp_path):
-    from jitterscope.compare import compare_runs
+    from jitterscope.compare import compare_runs, comparison_tables
     from jitterscope.dataset import open_dataset, write_dataset
     from jitterscope.report import write_report
-    from jitterscope.simpower import simulate_story
-    from jitterscope.tables_compare import comparison_tables, tails_tables
-    from jitterscope.tails import analyze_tails
+    from jitterscope.simulate import simulate_story
+    from jitterscope.tails import analyze_tails, tails_tables
 
     paths = []
     for seed in (1, 2):

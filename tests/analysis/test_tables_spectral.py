@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 from jitterscope.dataset import open_dataset
-from jitterscope.simeffects import PeriodicDisturbance
-from jitterscope.simulate import BaseLatency, SimulationSpec, write_simulation
-from jitterscope.spectral import analyze_spectra
-from jitterscope.tables_spectral import peak_table
+from jitterscope.simulate import BaseLatency, PeriodicDisturbance, SimulationSpec, write_simulation
+from jitterscope.spectral import analyze_spectra, peak_table
 
 
 def test_peak_table_lists_the_planted_fundamental(tmp_path):
@@ -31,6 +29,6 @@ def test_peak_table_lists_the_planted_fundamental(tmp_path):
 
 
 def test_the_report_section_uses_the_public_builder():
-    from jitterscope.sections import spectra
+    from jitterscope.report.sections import spectra
 
     assert spectra.peak_table is peak_table

@@ -8,12 +8,19 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from jitterscope.dataset import open_dataset, write_dataset
+from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
+from jitterscope.derive import read_thread_series
 from jitterscope.errors import AnalysisError
-from jitterscope.metadata import Metadata, ThreadInfo
-from jitterscope.series import read_thread_series
-from jitterscope.tailacc import TOP_K, TailAccumulator, block_size_for, spread, summarize_series
-from jitterscope.tails import analyze_tails, fit_summary, fit_tail
+from jitterscope.tails import (
+    TOP_K,
+    TailAccumulator,
+    analyze_tails,
+    block_size_for,
+    fit_summary,
+    fit_tail,
+    spread,
+    summarize_series,
+)
 from scipy import stats
 
 XI, SCALE_NS, OFFSET_NS = 0.2, 1000.0, 5000.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from jitterscope import tailchecks
+from jitterscope.tails import checks as tailchecks
 from scipy import stats
 
 

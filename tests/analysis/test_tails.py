@@ -8,9 +8,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from jitterscope.dataset import open_dataset, write_dataset
+from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
 from jitterscope.errors import AnalysisError
-from jitterscope.metadata import Metadata, ThreadInfo
 from jitterscope.simulate import BaseLatency, SimulationSpec, write_simulation
 from jitterscope.tails import analyze_tails, choose_threshold, clock_resolution, fit_tail
 from scipy import stats

@@ -5,17 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from jitterscope.dataset import open_dataset, write_dataset
+from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
 from jitterscope.errors import AnalysisError
-from jitterscope.metadata import Metadata, ThreadInfo
-from jitterscope.timeline import (
-    N_BUCKETS,
-    SUB_BUCKETS,
-    Timeline,
-    bucket_centre_ns,
-    bucket_of,
-    compute_timeline,
-)
+from jitterscope.summary import N_BUCKETS, SUB_BUCKETS, Timeline, bucket_centre_ns, bucket_of, compute_timeline
 
 P99_ERROR = 2 ** (1 / (2 * SUB_BUCKETS)) - 1  # 2.19 %: half a bucket, geometric
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from jitterscope.dataset import Metadata, ThreadInfo
 from jitterscope.errors import AnalysisError, SchemaError
-from jitterscope.metadata import Metadata, ThreadInfo
+from jitterscope.power import decode_timeline, join_timeline, overlap_note, wall_clock_ns
 from jitterscope.simulate import SimulationSpec, simulate
-from jitterscope.timeline_join import decode_timeline, join_timeline, overlap_note, wall_clock_ns
 
 REALTIME_NS = 1_700_000_000_000_000_000
 MONOTONIC_NS = 5_000_000_000

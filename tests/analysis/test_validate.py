@@ -8,11 +8,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from jitterscope.dataset import open_dataset, write_dataset
-from jitterscope.importers import import_files
-from jitterscope.simeffects import Drops, Stalls
-from jitterscope.simulate import SimulationSpec, simulate, write_simulation
-from jitterscope.validate import validate_dataset
+from jitterscope.dataset import open_dataset, validate_dataset, write_dataset
+from jitterscope.formats import import_files
+from jitterscope.simulate import Drops, SimulationSpec, Stalls, simulate, write_simulation
 
 SPEC = SimulationSpec(threads=2, samples=1000, effects=(Stalls(probability=0.01), Drops(probability=0.01)))
 

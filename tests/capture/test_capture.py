@@ -10,8 +10,7 @@ import duckdb
 import numpy as np
 import pyarrow.dataset as pads
 import pytest
-from jitterscope.dataset import open_dataset
-from jitterscope.validate import validate_dataset
+from jitterscope.dataset import open_dataset, validate_dataset
 
 CYCLICTEST_LINE = re.compile(
     r"^T:\s*(\d+) \(\s*(\d+)\) P:(\d+) I:(\d+) C:\s*(\d+) Min:\s*(-?\d+) Act:\s*(-?\d+) Avg:\s*(-?\d+) Max:\s*(-?\d+)$"

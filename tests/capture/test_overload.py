@@ -13,8 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from jitterscope.dataset import open_dataset
-from jitterscope.validate import validate_dataset
+from jitterscope.dataset import open_dataset, validate_dataset
 
 INTERVAL_NS = 50_000
 SECONDS = 3

@@ -9,8 +9,17 @@ import sys
 import numpy as np
 from jitterscope.cli import main
 from jitterscope.dataset import open_dataset
-from jitterscope.simeffects import Drops, IdleStates, PeriodicDisturbance, PStates, SMIs, Stalls
-from jitterscope.simulate import BaseLatency, SimulationSpec, simulate
+from jitterscope.simulate import (
+    BaseLatency,
+    Drops,
+    IdleStates,
+    PeriodicDisturbance,
+    PStates,
+    SimulationSpec,
+    SMIs,
+    Stalls,
+    simulate,
+)
 
 
 def test_options_build_the_expected_spec(tmp_path, capsys):

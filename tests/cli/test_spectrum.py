@@ -6,8 +6,7 @@ import json
 
 import pytest
 from jitterscope.cli import main
-from jitterscope.simeffects import PeriodicDisturbance
-from jitterscope.simulate import BaseLatency, SimulationSpec, write_simulation
+from jitterscope.simulate import BaseLatency, PeriodicDisturbance, SimulationSpec, write_simulation
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,9 @@ import argparse
 import json
 import sys
 
-from ..compare import compare_runs
-from ..compare_report import write_compare_report
+from ..compare import compare_runs, comparison_text, write_compare_report
 from ..dataset import open_dataset
 from ..errors import AnalysisError
-from ..tables_compare import comparison_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

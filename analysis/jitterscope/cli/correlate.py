@@ -6,11 +6,9 @@ import argparse
 import json
 import sys
 
-from ..correlate import DEFAULT_C0_EDGES, correlate_dataset
-from ..cpufreq import DEFAULT_MIN_DWELL, DEFAULT_THRESHOLD
 from ..dataset import open_dataset
 from ..errors import AnalysisError
-from ..tables_cpufreq import correlation_text
+from ..power import DEFAULT_C0_EDGES, DEFAULT_MIN_DWELL, DEFAULT_THRESHOLD, correlate_dataset, correlation_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -13,8 +13,7 @@ import sys
 from ..capture import capture_dataset, demo_output_dir
 from ..dataset import open_dataset
 from ..report import write_report
-from ..stats import summarize
-from ..summarytext import format_cyclictest_line, format_summary_table
+from ..summary import format_cyclictest_line, format_summary_table, summarize
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..export import EXPORT_FORMATS, export_dataset
+from ..formats import EXPORT_FORMATS, export_dataset
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -6,9 +6,8 @@ import argparse
 
 from ..dataset import open_dataset, write_dataset
 from ..errors import ImportFormatError
-from ..importers import FORMATS, import_files
-from ..importers.turbostat import read_timeline
-from ..timeline_join import decode_timeline, join_timeline, overlap_note
+from ..formats import FORMATS, import_files, read_timeline
+from ..power import decode_timeline, join_timeline, overlap_note
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..dataset import open_dataset
-from ..summarytext import format_info
+from ..summary import format_info
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

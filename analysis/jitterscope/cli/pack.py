@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..pack import pack_dataset
+from ..formats import pack_dataset
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

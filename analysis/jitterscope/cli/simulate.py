@@ -6,8 +6,21 @@ import argparse
 import json
 import sys
 
-from ..simeffects import Drops, Effect, IdleStates, PeriodicDisturbance, PStates, SMIs, Stalls
-from ..simulate import BaseLatency, SimulationSpec, SpecError, load_spec, spec_from_options, write_simulation
+from ..simulate import (
+    BaseLatency,
+    Drops,
+    Effect,
+    IdleStates,
+    PeriodicDisturbance,
+    PStates,
+    SimulationSpec,
+    SMIs,
+    SpecError,
+    Stalls,
+    load_spec,
+    spec_from_options,
+    write_simulation,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

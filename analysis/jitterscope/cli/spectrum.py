@@ -7,8 +7,7 @@ import json
 import sys
 
 from ..dataset import open_dataset
-from ..spectral import SpectralOptions, analyze_spectra, parse_sources
-from ..spectral_text import format_spectral_analysis
+from ..spectral import SpectralOptions, analyze_spectra, format_spectral_analysis, parse_sources
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -8,8 +8,7 @@ import sys
 
 from ..dataset import open_dataset
 from ..errors import JitterscopeError
-from ..stats import summarize
-from ..summarytext import format_cyclictest_line, format_intervals, format_summary_table
+from ..summary import format_cyclictest_line, format_intervals, format_summary_table, summarize
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -7,8 +7,7 @@ import json
 
 from ..dataset import open_dataset
 from ..errors import AnalysisError
-from ..tables_compare import tails_text
-from ..tails import analyze_tails
+from ..tails import analyze_tails, tails_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

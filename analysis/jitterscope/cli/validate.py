@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..validate import validate_dataset
+from ..dataset import validate_dataset
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -6,19 +6,25 @@ noise-floor test), :mod:`.peaks` (significant peaks, harmonic families),
 :mod:`.sources` (alias candidates, known sources), :mod:`.lombscargle` (gapped
 or irregular series), :mod:`.spikes` (spike threshold, inter-spike intervals),
 :mod:`.analyze` (a whole dataset in one pass).
+Views: :mod:`.plots` (matplotlib, loaded on first use), :mod:`.tables`, :mod:`.text`.
 """
 
-from .analyze import SpectralAnalysis, SpectralOptions, ThreadSpectra, analyze_spectra, default_nperseg
-from .lombscargle import LombScargleSpectrum, lomb_scargle
-from .peaks import FloorTest, Peak, assess_noise_floor, find_welch_peaks, fold_frequency, group_harmonics
-from .sources import Source, alias_candidates, attribute, default_sources, parse_sources
-from .spikes import InterSpikeIntervals, IsiAccumulator, default_threshold_ns
-from .welch import Psd, Spectrogram, WelchAccumulator
+import lazy_loader as _lazy
 
-__all__ = [
-    "FloorTest", "InterSpikeIntervals", "IsiAccumulator", "LombScargleSpectrum", "Peak", "Psd", "Source",
-    "SpectralAnalysis", "SpectralOptions", "Spectrogram", "ThreadSpectra", "WelchAccumulator",
-    "alias_candidates", "analyze_spectra", "assess_noise_floor", "attribute", "default_nperseg",
-    "default_sources", "default_threshold_ns", "find_welch_peaks", "fold_frequency", "group_harmonics",
-    "lomb_scargle", "parse_sources",
-]
+# Names load from their module on first use: importing the package is free, and the views
+# (matplotlib) load only when a plot is asked for.
+__getattr__, __dir__, __all__ = _lazy.attach(
+    __name__,
+    submod_attrs={
+        "analyze": ["SpectralAnalysis", "SpectralOptions", "ThreadSpectra", "analyze_spectra", "default_nperseg"],
+        "lombscargle": ["LombScargleSpectrum", "lomb_scargle"],
+        "null": ["mean_null", "median_null"],
+        "peaks": ["FloorTest", "Peak", "assess_noise_floor", "find_welch_peaks", "fold_frequency", "group_harmonics"],
+        "plots": ["plot_isi", "plot_psd", "plot_spectrogram", "plot_spike_psd"],
+        "sources": ["Source", "alias_candidates", "attribute", "default_sources", "parse_sources"],
+        "spikes": ["InterSpikeIntervals", "IsiAccumulator", "default_threshold_ns"],
+        "tables": ["peak_table"],
+        "text": ["format_spectral_analysis"],
+        "welch": ["Psd", "Spectrogram", "WelchAccumulator"],
+    },
+)

@@ -12,9 +12,7 @@ import numpy as np
 import pytest
 from jitterscope.cli import main
 from jitterscope.errors import ImportFormatError, UnknownFormatError
-from jitterscope.importers import detect, import_files
-from jitterscope.importers.cyclictest_json import parse_cmdline
-from jitterscope.importers.cyclictest_verbose import reconstruct, resolve_intervals
+from jitterscope.formats import detect, import_files, parse_cmdline, reconstruct, resolve_intervals
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "formats"
 

@@ -1,0 +1,27 @@
+"""Comparing runs: quantile differences with block-bootstrap intervals, tests, verdicts
+and the environment diff.
+
+Compute: :mod:`.bootstrap`, :mod:`.envdiff`, :mod:`.results` (shared results and helpers),
+:mod:`.samples` (runs with samples), :mod:`.binned` (histogram runs).
+Views: :mod:`.plots`, :mod:`.pdf` (matplotlib, loaded on first use), :mod:`.tables`.
+"""
+
+import lazy_loader as _lazy
+
+# Names load from their module on first use: importing the package is free, and the views
+# (matplotlib) load only when a plot is asked for.
+__getattr__, __dir__, __all__ = _lazy.attach(
+    __name__,
+    submod_attrs={
+        "binned": ["compare_histograms"],
+        "bootstrap": ["BlockLength", "block_indices", "bootstrap_series", "optimal_block_length"],
+        "envdiff": ["diff_environments", "flatten_metadata"],
+        "pdf": ["write_compare_report"],
+        "plots": [
+            "plot_compare_ccdf", "plot_compare_histograms", "plot_compare_percentiles", "plot_compare_qq",
+            "plot_verdicts",
+        ],
+        "samples": ["compare_runs", "compare_samples"],
+        "tables": ["comparison_tables", "comparison_text", "pair_table", "runs_table", "verdict_summary_table"],
+    },
+)

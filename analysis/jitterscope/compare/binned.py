@@ -1,0 +1,314 @@
+"""compare on binned data: histogram-kind runs, or a histogram run against a sample run (both binned).
+
+A histogram keeps how many wake-ups fell in each bin and nothing about their
+order, so :func:`compare_histograms` differs from the sample path of
+:mod:`jitterscope.compare` in four ways, each stated in the result's notes:
+
+* quantiles come from the bins (:class:`~jitterscope.histogram.HistogramResult`,
+  bin midpoints, as ``jitterscope summary`` gives them for histogram datasets);
+* intervals come from a **multinomial bootstrap of the bin counts**, which
+  assumes independent wake-ups (there is no order left to resample blocks of)
+  and so is optimistic, too narrow, when latency is autocorrelated; each
+  resampled quantile is taken at both edges of its bin, as a binned value is
+  only known to lie in its bin, so an interval is never narrower than the bins;
+* the max and quantiles with fewer than :data:`~jitterscope.compare.MIN_ABOVE`
+  wake-ups above them are given but *not judged*: there are no individual
+  values to fit a tail to;
+* rank and distribution tests (Mann-Whitney, KS, Anderson-Darling) are marked
+  not available: with every value tied at a bin they test the binning as much
+  as the runs.
+
+A sample run compared with a histogram run is binned on the histogram's bin
+width (``floor(latency / width) * width``) so both are treated alike.
+Exceedance ratios count the bins whose midpoint lies above the baseline's
+quantile.  Overflows (wake-ups past the last bin) go into one extra bin that
+reaches to the source's maximum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..dataset import Dataset, Metadata
+from ..derive import pooled_latency, read_thread_series
+from ..errors import AnalysisError
+from ..format import format_percent, format_us
+from ..summary import HistogramResult
+from .envdiff import diff_environments
+from .results import (
+    EXCEEDANCE_LEVELS,
+    HIST_BINS,
+    MIN_ABOVE,
+    PLOT_LEVELS,
+    QUANTILE_METRICS,
+    Comparison,
+    ExceedanceRatio,
+    MetricChange,
+    PairComparison,
+    RunSummary,
+    TestResult,
+    check_parameters,
+    check_run_size,
+    pair_notes,
+    quantile_change,
+)
+
+BOOTSTRAP_NOTE = (
+    "histogram data has lost the time order: intervals come from a multinomial bootstrap of the bin counts, "
+    "which assumes independent wake-ups and so is optimistic (too narrow) for autocorrelated latency; "
+    "they span whole bins, as a binned quantile is only known to lie in its bin"
+)
+NOT_JUDGED = "not judged"
+
+
+@dataclass(frozen=True)
+class BinnedRun:
+    """One run as bins (pooled over threads), with the exact extremes where known."""
+
+    label: str
+    path: str
+    metadata: Metadata
+    histogram: HistogramResult
+    wakeups_per_s: float
+    note: str | None = None
+
+    @property
+    def middle(self) -> np.ndarray:
+        """Representative value of each non-empty bin (midpoint, clipped to the exact extremes)."""
+        return self.histogram._arrays[3]
+
+    @property
+    def counts(self) -> np.ndarray:
+        return np.asarray(self.histogram.bucket_counts, dtype=np.int64)
+
+
+def read_bins(dataset: Dataset, label: str) -> BinnedRun:
+    """The pooled bins of a histogram-kind dataset (overflows in one extra bin up to the recorded max).
+
+    Raises
+    ------
+    AnalysisError
+        The dataset has no bins (a summary-only source) or no counts.
+    """
+    table = dataset.read(["bin_start_ns", "bin_width_ns", "count"])
+    lower = table.column("bin_start_ns").to_numpy().astype(np.float64)
+    width = table.column("bin_width_ns").to_numpy().astype(np.float64)
+    count = table.column("count").to_numpy().astype(np.int64)
+    if count.sum() == 0:
+        raise AnalysisError(f"{dataset.path}: the histogram dataset has no bin counts (summary-only source?); "
+                            "compare needs a histogram (cyclictest -h) or per-wake-up samples")
+    threads = dataset.metadata.threads
+    maxes = [t.extra.get("max_ns") for t in threads if t.extra.get("max_ns") is not None]
+    mins = [t.extra.get("min_ns") for t in threads if t.extra.get("min_ns") is not None]
+    overflows = sum(int(t.extra.get("overflows") or 0) for t in threads)
+    top = float(np.max(lower + width))
+    note = None
+    if overflows:
+        reach = max(maxes) if maxes else None
+        if reach is None or reach <= top:
+            raise AnalysisError(f"{dataset.path}: {overflows} wake-ups overflowed the last bin and the source gave no "
+                                "maximum beyond it; re-run the source with a larger histogram (cyclictest -h)")
+        lower, width, count = np.r_[lower, top], np.r_[width, reach - top], np.r_[count, overflows]
+        note = f"{label}: {overflows} overflow wake-ups put in one bin {format_us(top)} … {format_us(reach)}"
+    histogram = HistogramResult.from_bins(lower, width, count, min_ns=min(mins) if mins else None,
+                                          max_ns=max(maxes) if maxes else None)
+    rate = float(sum(1e9 / t.interval_ns for t in threads if t.interval_ns > 0))
+    return BinnedRun(label, str(dataset.path), dataset.metadata, histogram, rate, note)
+
+
+def bin_samples(dataset: Dataset, label: str, width_ns: float) -> BinnedRun:
+    """A sample dataset's latencies (pooled) binned on ``width_ns`` bins starting at multiples of the width."""
+    series = read_thread_series(dataset)
+    values = pooled_latency(series)
+    lower, count = np.unique(np.floor(values / width_ns) * width_ns, return_counts=True)
+    histogram = HistogramResult.from_bins(lower, np.full(lower.size, width_ns), count,
+                                          min_ns=float(values.min()), max_ns=float(values.max()))
+    note = f"{label}: per-wake-up samples binned on {width_ns / 1000:g} µs bins to compare with a histogram"
+    return BinnedRun(label, str(dataset.path), dataset.metadata, histogram,
+                     float(sum(s.rate_hz for s in series)), note)
+
+
+def compare_histograms(
+    datasets: Sequence[Dataset],
+    labels: Sequence[str],
+    *,
+    noise: float = 0.05,
+    confidence: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+    max_resample: int = 200_000,
+) -> Comparison:
+    """:func:`~jitterscope.compare.compare_runs` when any run is a histogram: every run compared as bins.
+
+    Parameters are those of :func:`~jitterscope.compare.compare_runs`; ``max_resample`` caps the
+    multinomial draw size (m-out-of-n, spread scaled by ``sqrt(m/n)``).
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    AnalysisError
+        A run has no bins or fewer than 100 wake-ups, or bad parameters.
+    """
+    check_parameters(noise, confidence, n_boot)
+    binned = [read_bins(d, label) for d, label in zip(datasets, labels, strict=True) if d.is_histogram]
+    width = min(float(np.min(np.subtract(b.histogram.bucket_upper_ns, b.histogram.bucket_lower_ns)))
+                for b in binned)
+    runs = [read_bins(d, label) if d.is_histogram else bin_samples(d, label, width)
+            for d, label in zip(datasets, labels, strict=True)]
+    for run in runs:
+        check_run_size(run.label, run.histogram.count)
+    rng = np.random.default_rng(seed)
+    qs = np.array([q for _, q in QUANTILE_METRICS])
+    thresholds = np.array(list(runs[0].histogram.percentiles([q * 100 for _, q in EXCEEDANCE_LEVELS]).values()))
+    draws = [_multinomial_draws(run, qs, thresholds, n_boot, max_resample, rng) for run in runs]
+    summaries = _summaries(runs, draws)
+    pairs = tuple(_pair(runs[0], runs[i], draws[0], draws[i], summaries[0], summaries[i], thresholds,
+                        noise=noise, confidence=confidence) for i in range(1, len(runs)))
+    notes = (BOOTSTRAP_NOTE, *(r.note for r in runs if r.note),
+             *(f"{s.label}: {s.n} wake-ups, bootstrapped m-out-of-n with m = {s.resample_length} and the spread "
+               "scaled by sqrt(m/n)" for s in summaries if s.resample_length < s.n),
+             "threads of each run are pooled; quantiles are per wake-up, from bin midpoints")
+    method = (f"multinomial bootstrap of bin counts (time order lost; assumes independent wake-ups), {n_boot} "
+              f"resamples per run, {confidence:.0%} percentile intervals; noise threshold ±{noise:.0%}; max and "
+              f"quantiles with < {MIN_ABOVE} wake-ups above them not judged")
+    return Comparison(summaries, pairs, diff_environments([r.metadata for r in runs]), notes, noise, confidence,
+                      n_boot, method)
+
+
+@dataclass(frozen=True)
+class _Draws:
+    m: int
+    low: np.ndarray
+    """(n_boot, len(qs)) quantiles of the resampled counts at their bins' lower edges, rescaled by sqrt(m/n)
+    around the estimate at lower edges."""
+    high: np.ndarray
+    """The same at the bins' upper edges: a binned quantile is only known to lie in its bin."""
+    exceed: np.ndarray
+    """(n_boot, len(thresholds)) fraction above each threshold, rescaled likewise."""
+    observed: np.ndarray
+    """Fraction of the run's wake-ups above each threshold (bins whose midpoint lies above it)."""
+
+
+def _multinomial_draws(run: BinnedRun, qs: np.ndarray, thresholds: np.ndarray, n_boot: int, max_resample: int,
+                       rng: np.random.Generator) -> _Draws:
+    n = run.histogram.count
+    m = min(n, max_resample)
+    counts = rng.multinomial(m, run.counts / n, size=n_boot)
+    cum, observed_cum = np.cumsum(counts, axis=1), np.cumsum(run.counts)[None, :]
+    h = run.histogram
+    lower = np.clip(np.asarray(h.bucket_lower_ns, dtype=float), h.min_ns, h.max_ns)
+    upper = np.clip(np.asarray(h.bucket_upper_ns, dtype=float), h.min_ns, h.max_ns)
+    scale = np.sqrt(m / n)
+    bounds = []
+    for edge in (lower, upper):
+        estimate = _bin_quantiles(observed_cum, edge, n, qs)[0]
+        bounds.append(estimate + scale * (_bin_quantiles(cum, edge, m, qs) - estimate))
+    above = run.middle[None, :] > thresholds[:, None]
+    exceed = counts @ above.T.astype(np.int64) / m
+    observed = above.astype(np.int64) @ run.counts / n
+    return _Draws(m, bounds[0], bounds[1], observed + scale * (exceed - observed), observed)
+
+
+def _bin_quantiles(cum: np.ndarray, middle: np.ndarray, m: int, qs: np.ndarray) -> np.ndarray:
+    """Quantiles of each row of cumulated counts, order statistics valued ``middle[bin]`` (linear in between)."""
+    out = np.empty((cum.shape[0], qs.size))
+    for j, q in enumerate(qs):
+        position = (m - 1) * q
+        below = np.floor(position)
+        low = middle[np.minimum(np.sum(cum <= below, axis=1), middle.size - 1)]
+        high = middle[np.minimum(np.sum(cum <= min(below + 1, m - 1), axis=1), middle.size - 1)]
+        out[:, j] = low + (position - below) * (high - low)
+    return out
+
+
+def _pair(a: BinnedRun, b: BinnedRun, da: _Draws, db: _Draws, sa: RunSummary, sb: RunSummary,
+          thresholds: np.ndarray, *, noise: float, confidence: float) -> PairComparison:
+    alpha = 1 - confidence
+    est_a, est_b = dict(sa.metrics_ns), dict(sb.metrics_ns)
+    metrics = []
+    for j, (name, q) in enumerate(QUANTILE_METRICS):
+        x, y = est_a[name], est_b[name]
+        if min(sa.n, sb.n) * (1 - q) < MIN_ABOVE:
+            metrics.append(_not_judged(name, x, y, f"fewer than {MIN_ABOVE} wake-ups above {name}"))
+            continue
+        # widest reading of the bins: candidate at its bin's lower edge against baseline at its upper, and back
+        lo = np.quantile(db.low[:, j] - da.high[:, j], alpha / 2)
+        hi = np.quantile(db.high[:, j] - da.low[:, j], 1 - alpha / 2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel_lo, rel_hi = db.low[:, j] / da.high[:, j] - 1, db.high[:, j] / da.low[:, j] - 1
+        finite = np.isfinite(rel_lo) & np.isfinite(rel_hi) & (da.low[:, j] > 0)
+        r_lo, r_hi = ((np.quantile(rel_lo[finite], alpha / 2), np.quantile(rel_hi[finite], 1 - alpha / 2))
+                      if finite.any() else (np.nan, np.nan))
+        relative = y / x - 1 if x > 0 else np.nan
+        metrics.append(quantile_change(name, x, y, lo, hi, relative, r_lo, r_hi, noise, confidence))
+    metrics.append(_not_judged("max", est_a["max"], est_b["max"], "a maximum has no bootstrap"))
+    unavailable = TestResult(
+        "rank and distribution tests", float("nan"), float("nan"),
+        "not available on binned data: every value is tied at its bin, so Mann-Whitney, Kolmogorov-Smirnov and "
+        "Anderson-Darling would test the binning as much as the runs")
+    notes = (*pair_notes(sa, sb), "compared as histograms: " + BOOTSTRAP_NOTE)
+    return PairComparison(baseline=a.label, candidate=b.label, metrics=tuple(metrics), tests=(unavailable,),
+                          exceedance_ratios=_ratios(da, db, sa, sb, thresholds, alpha), notes=notes,
+                          qq_ns=_qq(a, b))
+
+
+def _not_judged(name: str, a: float, b: float, why: str) -> MetricChange:
+    relative = b / a - 1 if a > 0 else float("nan")
+    sentence = (f"{name}: {NOT_JUDGED} — {format_us(a)} → {format_us(b)} ({format_percent(relative, signed=True)}); "
+                f"{why}, and binned data has no individual values to fit a tail to")
+    return MetricChange(name, float(a), float(b), float(b - a), None, None, float(relative), None, None, NOT_JUDGED,
+                        sentence)
+
+
+def _ratios(da: _Draws, db: _Draws, sa: RunSummary, sb: RunSummary, thresholds: np.ndarray,
+            alpha: float) -> tuple[ExceedanceRatio, ...]:
+    out = []
+    for j, (name, _) in enumerate(EXCEEDANCE_LEVELS):
+        ra, rb = da.observed[j], db.observed[j]
+        ka, kb = ra * sa.n, rb * sb.n
+        ratio = ((kb + 0.5) / (sb.n + 0.5)) / ((ka + 0.5) / (sa.n + 0.5))
+        boot = (db.exceed[:, j] + 0.5 / sb.n) / (da.exceed[:, j] + 0.5 / sa.n)
+        lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
+        out.append(ExceedanceRatio(
+            level=f"baseline {name}", threshold_ns=float(thresholds[j]), baseline_rate=float(ra),
+            candidate_rate=float(rb), ratio=float(ratio), ratio_low=float(min(lo, ratio)),
+            ratio_high=float(max(hi, ratio)), baseline_per_s=float(ra * sa.wakeups_per_s),
+            candidate_per_s=float(rb * sb.wakeups_per_s)))
+    return tuple(out)
+
+
+def _qq(a: BinnedRun, b: BinnedRun) -> tuple[tuple[float, float], ...]:
+    n = min(a.histogram.count, b.histogram.count)
+    levels = np.unique(np.r_[np.linspace(0.0, 0.99, 100), 1 - np.logspace(-2, -np.log10(n), 60)]) * 100
+    return tuple(zip(a.histogram.percentiles(levels).values(), b.histogram.percentiles(levels).values(),
+                     strict=True))
+
+
+def _summaries(runs: Sequence[BinnedRun], draws: Sequence[_Draws]) -> tuple[RunSummary, ...]:
+    lo = min(float(r.histogram.min_ns) for r in runs)
+    hi = max(float(r.histogram.max_ns) for r in runs)
+    edges = np.geomspace(lo, hi * 1.0001, HIST_BINS + 1) if lo > 0 else np.linspace(lo, hi + 1, HIST_BINS + 1)
+    out = []
+    for run, d in zip(runs, draws, strict=True):
+        h, meta = run.histogram, run.metadata
+        levels = 1 - np.logspace(np.log10(0.5), -np.log10(h.count), PLOT_LEVELS)
+        metrics = h.percentiles([q * 100 for _, q in QUANTILE_METRICS])
+        counts = np.histogram(run.middle, edges, weights=run.counts)[0]
+        out.append(RunSummary(
+            label=run.label, path=run.path, kind=meta.kind, n=h.count, threads=len(meta.threads),
+            cpus=tuple(t.cpu for t in meta.threads),
+            intervals_ns=tuple(sorted({t.interval_ns for t in meta.threads})), wakeups_per_s=run.wakeups_per_s,
+            max_ns=float(h.max_ns),
+            metrics_ns=(*zip([m for m, _ in QUANTILE_METRICS], metrics.values(), strict=True),
+                        ("max", float(h.max_ns))),
+            block_length=1, block_reason="bins: time order lost, multinomial bootstrap (independence assumed)",
+            resample_length=d.m, quantile_levels=tuple(levels.tolist()),
+            quantiles_ns=tuple(h.percentiles(levels * 100).values()), hist_edges_ns=tuple(edges.tolist()),
+            hist_fraction=tuple((counts / h.count).tolist())))
+    return tuple(out)

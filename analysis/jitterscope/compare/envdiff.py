@@ -1,0 +1,94 @@
+"""What changed between runs: every differing metadata value, by a readable dotted key.
+
+Environment, settings (asked and granted), counters, threads (intervals, CPUs,
+policy), the kind and tool, and a simulation's planted spec are flattened to
+``key -> value`` and compared across runs.  Per-CPU cpufreq entries are folded
+into one value per field (``environment.cpufreq.governor = "powersave"``) so
+runs on different CPU sets do not flood the diff; idle states become one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..dataset import Metadata
+
+LONG_LIST = 8
+"""Lists longer than this (planted event times) are summarised as their length."""
+
+
+@dataclass(frozen=True)
+class EnvironmentDifference:
+    """One metadata key whose value differs between runs; ``values`` in run order (None = absent)."""
+
+    key: str
+    values: tuple[str | None, ...]
+
+
+def flatten_metadata(metadata: Metadata) -> dict[str, str]:
+    """Metadata as ``dotted.key -> text`` for diffing."""
+    out: dict[str, str] = {"kind": metadata.kind, "tool.version": str(metadata.tool.get("version"))}
+    threads = metadata.threads
+    out["threads.count"] = str(len(threads))
+    out["threads.cpus"] = ",".join(str(t.cpu) for t in threads)
+    out["threads.interval_ns"] = ",".join(sorted({str(t.interval_ns) for t in threads}))
+    for extra in sorted({k for t in threads for k in t.extra if k not in ("min_ns", "max_ns", "avg_ns")}):
+        out[f"threads.{extra}"] = ",".join(sorted({str(t.extra.get(extra)) for t in threads}))
+    env = dict(metadata.environment or {})
+    cpufreq = env.pop("cpufreq", None)
+    cpuidle = env.pop("cpuidle", None)
+    _flatten("environment", env, out)
+    if isinstance(cpufreq, Mapping):
+        fields = sorted({f for entry in cpufreq.values() if isinstance(entry, Mapping) for f in entry})
+        for name in fields:
+            values = sorted({str(entry.get(name)) for entry in cpufreq.values() if isinstance(entry, Mapping)})
+            out[f"environment.cpufreq.{name}"] = ",".join(values)
+    if isinstance(cpuidle, Mapping):
+        _flatten("environment.cpuidle.driver", cpuidle.get("driver"), out)
+        _flatten("environment.cpuidle.governor", cpuidle.get("governor"), out)
+        out["environment.cpuidle.states"] = "; ".join(_idle_state(s) for s in cpuidle.get("states") or ())
+    for section in ("settings", "counters", "clock", "source"):
+        value = getattr(metadata, section)
+        if value:
+            _flatten(section, value, out)
+    out.pop("settings.asked.output", None)  # the output path always differs and says nothing
+    if metadata.ground_truth:
+        _flatten("ground_truth.spec", metadata.ground_truth.get("spec", {}), out)
+    return out
+
+
+def diff_environments(metadatas: Sequence[Metadata]) -> tuple[EnvironmentDifference, ...]:
+    """Every key whose value is not the same in all runs, in key order."""
+    flat = [flatten_metadata(m) for m in metadatas]
+    keys = sorted(set().union(*flat))
+    out = []
+    for key in keys:
+        values = tuple(f.get(key) for f in flat)
+        if len(set(values)) > 1:
+            out.append(EnvironmentDifference(key, values))
+    return tuple(out)
+
+
+def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
+    if isinstance(value, Mapping):
+        for key in sorted(value):
+            _flatten(f"{prefix}.{key}", value[key], out)
+    elif isinstance(value, list | tuple) and not value:
+        out[prefix] = "none"  # so an empty list differs from a list of entries by name, not as "absent"
+    elif isinstance(value, list | tuple) and all(isinstance(v, Mapping) for v in value):
+        out[prefix] = f"{len(value)} entr{'y' if len(value) == 1 else 'ies'}"
+        for i, item in enumerate(value):
+            _flatten(f"{prefix}[{i}]", item, out)
+    elif isinstance(value, list | tuple):
+        out[prefix] = f"<{len(value)} values>" if len(value) > LONG_LIST else ",".join(str(v) for v in value)
+    else:
+        out[prefix] = "null" if value is None else str(value)
+
+
+def _idle_state(state: Any) -> str:
+    if not isinstance(state, Mapping):
+        return str(state)
+    text = f"{state.get('name')} ({state.get('exit_latency_us')} µs"
+    return text + (", disabled)" if state.get("disabled") else ")")

@@ -1,0 +1,92 @@
+"""The compare PDF: summary and environment diff first, then one page of figures per pair, then the detail tables.
+
+Reuses the report's PDF machinery (:mod:`jitterscope.report`: page size, rcParams with
+Type 42 fonts, ``SOURCE_DATE_EPOCH`` for reproducible bytes, text pages for tables).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+from matplotlib.backends.backend_pdf import PdfPages
+from matplotlib.figure import Figure
+
+from .. import __version__
+from ..dataset import write_atomically
+from ..errors import JitterscopeError
+from ..render import PAGE_SIZE_IN, REPORT_RC, Page, source_date, text_pages
+from .plots import (
+    plot_compare_ccdf,
+    plot_compare_histograms,
+    plot_compare_percentiles,
+    plot_compare_qq,
+    plot_verdicts,
+)
+from .samples import Comparison
+from .tables import environment_table, pair_table, ratio_table, runs_table, tests_table, verdict_summary_table
+
+
+@dataclass(frozen=True)
+class CompareReportInfo:
+    """What :func:`write_compare_report` wrote."""
+
+    path: str
+    pages: int
+
+
+def compare_pages(comparison: Comparison) -> list[Page]:
+    """Every page of the compare PDF, in order."""
+    pages = list(text_pages("compare-summary", "Comparison: summary",
+                            [verdict_summary_table(comparison), runs_table(comparison)]))
+    pages += text_pages("compare-environment", "What differs between the runs", [environment_table(comparison)])
+    for i, pair in enumerate(comparison.pairs, start=1):
+        runs = (comparison.runs[0], comparison.runs[i])
+        fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
+        axes = fig.subplot_mosaic("HCP;QVV")
+        plot_compare_histograms(runs, axes["H"])
+        plot_compare_ccdf(runs, axes["C"])
+        plot_compare_percentiles(runs, axes["P"])
+        plot_compare_qq(pair, axes["Q"])
+        plot_verdicts(pair, axes["V"])
+        fig.suptitle(f"{pair.candidate} against {pair.baseline}", fontsize=13, weight="bold")
+        pages.append(Page(f"compare-pair-{i}", fig))
+    for i, pair in enumerate(comparison.pairs, start=1):
+        pages += text_pages(f"compare-details-{i}", f"Details: {pair.candidate} vs {pair.baseline}",
+                            [pair_table(pair, comparison, i), ratio_table(pair, i), tests_table(pair, i)])
+    return pages
+
+
+def write_compare_report(comparison: Comparison, output: str | os.PathLike[str]) -> CompareReportInfo:
+    """Write the compare PDF (vector, Type 42 fonts, reproducible under ``SOURCE_DATE_EPOCH``).
+
+    Raises
+    ------
+    JitterscopeError
+        The output cannot be written.
+    """
+    out = Path(output)
+    if out.is_dir() or not out.parent.exists():
+        raise JitterscopeError(f"{out}: cannot write there; give a file in an existing directory, e.g. -o compare.pdf")
+    when, _ = source_date()
+    labels = " vs ".join(r.label for r in comparison.runs)
+    metadata = {"Title": f"jitterscope compare: {labels}", "Creator": f"jitterscope {__version__}",
+                "CreationDate": when, "ModDate": None}
+    count = 0
+    with matplotlib.rc_context(REPORT_RC):
+        pages = compare_pages(comparison)
+        with write_atomically(out, what="the comparison", error=JitterscopeError) as tmp:
+            with PdfPages(tmp, metadata=metadata) as pdf:
+                for page in pages:
+                    count += 1
+                    engine = page.figure.get_layout_engine()
+                    if engine is not None and "rect" in engine.get():
+                        engine.set(rect=(0.0, 0.03, 1.0, 0.97))  # keep axis labels clear of the footer
+                    page.figure.text(0.01, 0.005, f"jitterscope {__version__} compare · {labels} · "
+                                     f"{when.strftime('%Y-%m-%d %H:%M:%S UTC')}", fontsize=8, color="0.35")
+                    page.figure.text(0.99, 0.005, f"page {count}", fontsize=8, color="0.35", ha="right")
+                    pdf.savefig(page.figure)
+                    page.figure.clear()
+    return CompareReportInfo(str(out), count)

@@ -1,0 +1,121 @@
+"""Figures of comparisons.  Each ``plot_xxx(result, ax) -> Axes`` draws; none computes.
+
+The results (:class:`~jitterscope.compare.Comparison`) carry their plot-ready
+series (quantile curves, histogram fractions, QQ points); these functions only
+convert ns to µs and draw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+
+from ..render import colour, plain_log_axis
+from .samples import PairComparison, RunSummary
+
+NS_PER_US = 1000.0
+
+
+def _runs_of(runs: Sequence[RunSummary]) -> Sequence[RunSummary]:
+    if not runs:
+        raise ValueError("nothing to plot: no runs")
+    return runs
+
+
+def plot_compare_histograms(runs: Sequence[RunSummary], ax: Axes) -> Axes:
+    """Overlaid latency histograms (fraction of wake-ups per bin, shared bins, log y)."""
+    for i, run in enumerate(_runs_of(runs)):
+        edges = np.asarray(run.hist_edges_ns) / NS_PER_US
+        fraction = np.asarray(run.hist_fraction)
+        ax.stairs(np.where(fraction > 0, fraction, np.nan), edges, color=colour(i), linewidth=1.2,
+                  label=f"{run.label} (n={run.n:,}, max {run.max_ns / NS_PER_US:,.1f} µs)")
+    if runs[0].hist_edges_ns[0] > 0:
+        ax.set_xscale("log")
+        plain_log_axis(ax.xaxis)
+    ax.set_yscale("log")
+    ax.set_xlabel("latency [µs]")
+    ax.set_ylabel("fraction of wake-ups per bin")
+    ax.set_title("Latency histograms")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper right")
+    return ax
+
+
+def plot_compare_ccdf(runs: Sequence[RunSummary], ax: Axes) -> Axes:
+    """Complementary CDFs P(latency > x), log-log."""
+    for i, run in enumerate(_runs_of(runs)):
+        x = np.asarray(run.quantiles_ns) / NS_PER_US
+        p = 1 - np.asarray(run.quantile_levels)
+        ax.step(x, p, where="post", color=colour(i), linewidth=1.2, label=run.label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    plain_log_axis(ax.xaxis)
+    ax.set_xlabel("latency x [µs]")
+    ax.set_ylabel("P(latency > x)")
+    ax.set_title("CCDF")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_compare_percentiles(runs: Sequence[RunSummary], ax: Axes) -> Axes:
+    """Percentile plot: latency against 1/(1-q) on a log axis, labelled 90% … 99.99%."""
+    for i, run in enumerate(_runs_of(runs)):
+        x = 1 / (1 - np.asarray(run.quantile_levels))
+        ax.plot(x, np.asarray(run.quantiles_ns) / NS_PER_US, color=colour(i), linewidth=1.2, label=run.label)
+    ax.set_xscale("log")
+    ticks = [t for t in (2, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7) if t <= ax.get_xlim()[1] * 1.01]
+    ax.set_xticks(ticks, [f"{100 * (1 - 1 / t):g}%" for t in ticks])
+    ax.set_yscale("log")
+    plain_log_axis(ax.yaxis)
+    ax.set_xlabel("percentile")
+    ax.set_ylabel("latency [µs]")
+    ax.set_title("Percentiles")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_compare_qq(pair: PairComparison, ax: Axes) -> Axes:
+    """QQ plot: candidate quantiles against the baseline's at the same levels, with the identity line."""
+    points = np.asarray(pair.qq_ns) / NS_PER_US
+    ax.plot(points[:, 0], points[:, 1], marker=".", linestyle="none", color=colour(1), markersize=4)
+    low, high = float(points.min()), float(points.max())
+    ax.plot([low, high], [low, high], color="0.4", linewidth=0.8, linestyle="--", label="no change")
+    if low > 0:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        plain_log_axis(ax.xaxis)
+        plain_log_axis(ax.yaxis)
+    ax.set_xlabel(f"{pair.baseline} quantile [µs]")
+    ax.set_ylabel(f"{pair.candidate} quantile [µs]")
+    ax.set_title("QQ plot")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    return ax
+
+
+def plot_verdicts(pair: PairComparison, ax: Axes) -> Axes:
+    """The per-metric verdicts as a panel of text: change, interval, verdict."""
+    ax.set_axis_off()
+    ax.set_title(f"{pair.candidate} vs {pair.baseline}", loc="left")
+    marks = {"regressed": "#b00000", "improved": "#006000", "within noise": "0.25", "not judged": "0.45"}
+    y = 0.92
+    for m in pair.metrics:
+        rel = "n/a" if m.relative is None or not np.isfinite(m.relative) else f"{100 * m.relative:+.1f}%"
+        if m.relative_low is not None and np.isfinite(m.relative_low):
+            rel += f"  [{100 * m.relative_low:+.1f}% … {100 * m.relative_high:+.1f}%]"
+        text = (f"{m.metric:>7}  {m.baseline_ns / NS_PER_US:10.2f} → {m.candidate_ns / NS_PER_US:10.2f} µs  "
+                f"{rel}")
+        ax.text(0.0, y, text, family="DejaVu Sans Mono", fontsize=9, va="top", transform=ax.transAxes)
+        ax.text(1.0, y, m.verdict, fontsize=10, weight="bold", color=marks[m.verdict], ha="right", va="top",
+                transform=ax.transAxes)
+        y -= 0.12
+    for note in pair.notes:
+        ax.text(0.0, y, note, fontsize=8, va="top", wrap=True, transform=ax.transAxes, color="0.3")
+        y -= 0.1
+    return ax
+
+

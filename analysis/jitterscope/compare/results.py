@@ -1,0 +1,171 @@
+"""What a comparison returns, shared by the sample and the binned path: result dataclasses, levels, checks.
+
+:mod:`.samples` (runs with per-wake-up samples) and :mod:`.binned` (histogram
+runs) build the same :class:`Comparison`; the parameter checks, the per-pair
+notes and the quantile-change verdict live here so both judge alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import AnalysisError
+from ..format import format_percent, format_us, jsonable
+from .envdiff import EnvironmentDifference
+
+QUANTILE_METRICS: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999), ("p99.99", 0.9999))
+EXCEEDANCE_LEVELS: tuple[tuple[str, float], ...] = (("p99", 0.99), ("p99.9", 0.999), ("p99.99", 0.9999))
+MIN_ABOVE = 10
+"""A quantile with fewer wake-ups than this above it (in the smaller run) is judged like the max."""
+PLOT_LEVELS = 160
+HIST_BINS = 120
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run: its size, bootstrap set-up and plot-ready distribution (the figures compute nothing)."""
+
+    label: str
+    path: str
+    kind: str
+    n: int
+    threads: int
+    cpus: tuple[int, ...]
+    intervals_ns: tuple[int, ...]
+    wakeups_per_s: float
+    max_ns: float
+    metrics_ns: tuple[tuple[str, float], ...]
+    """p50, p99, p99.9, p99.99 and max of the run, in ns."""
+    block_length: int
+    block_reason: str
+    resample_length: int
+    quantile_levels: tuple[float, ...]
+    quantiles_ns: tuple[float, ...]
+    hist_edges_ns: tuple[float, ...]
+    hist_fraction: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    """Change of one metric from baseline to candidate, with its interval and verdict."""
+
+    metric: str
+    baseline_ns: float
+    candidate_ns: float
+    difference_ns: float
+    ci_low_ns: float | None
+    ci_high_ns: float | None
+    relative: float
+    relative_low: float | None
+    relative_high: float | None
+    verdict: str
+    sentence: str
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """A rank or distribution test: statistic, p-value (independence assumed), effect and a sentence."""
+
+    name: str
+    statistic: float
+    p_value: float
+    sentence: str
+
+
+@dataclass(frozen=True)
+class ExceedanceRatio:
+    """How much more often the candidate exceeds a baseline quantile than the baseline does (1 = as often)."""
+
+    level: str
+    threshold_ns: float
+    baseline_rate: float
+    candidate_rate: float
+    ratio: float
+    ratio_low: float
+    ratio_high: float
+    baseline_per_s: float
+    candidate_per_s: float
+
+
+@dataclass(frozen=True)
+class PairComparison:
+    """Candidate run against the baseline run."""
+
+    baseline: str
+    candidate: str
+    metrics: tuple[MetricChange, ...]
+    tests: tuple[TestResult, ...]
+    exceedance_ratios: tuple[ExceedanceRatio, ...]
+    notes: tuple[str, ...]
+    qq_ns: tuple[tuple[float, float], ...]
+    """(baseline quantile, candidate quantile) at shared levels, for the QQ plot."""
+
+    def verdict(self, metric: str) -> str:
+        return next(m.verdict for m in self.metrics if m.metric == metric)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every run against the first: changes, tests, exceedance ratios and what differs in the environment."""
+
+    runs: tuple[RunSummary, ...]
+    pairs: tuple[PairComparison, ...]
+    environment: tuple[EnvironmentDifference, ...]
+    notes: tuple[str, ...]
+    noise: float
+    confidence: float
+    n_boot: int
+    method: str
+
+    def to_json(self) -> dict[str, Any]:
+        return jsonable(dataclasses.asdict(self))
+
+
+def check_parameters(noise: float, confidence: float, n_boot: int) -> None:
+    """The parameter check both compare paths (samples, bins) make."""
+    if not 0 < confidence < 1 or noise < 0 or n_boot < 20:
+        raise AnalysisError("need 0 < confidence < 1, noise >= 0 and at least 20 bootstrap resamples")
+
+
+def check_run_size(label: str, wakeups: int) -> None:
+    """The least run both compare paths accept: 100 wake-ups."""
+    if wakeups < 100:
+        raise AnalysisError(f"run {label!r} has {wakeups} wake-ups; compare needs at least 100 per run")
+
+
+def quantile_change(name: str, a: float, b: float, lo: float, hi: float, relative: float, r_lo: float,
+                     r_hi: float, noise: float, confidence: float) -> MetricChange:
+    if np.isfinite(r_lo) and r_lo > noise:
+        verdict, why = "regressed", f"the whole {confidence:.0%} interval lies above the +{noise:.0%} noise threshold"
+    elif np.isfinite(r_hi) and r_hi < -noise:
+        verdict, why = "improved", f"the whole {confidence:.0%} interval lies below the -{noise:.0%} noise threshold"
+    else:
+        verdict, why = "within noise", f"the {confidence:.0%} interval reaches inside ±{noise:.0%}"
+    interval = f"[{format_percent(r_lo, signed=True)} … {format_percent(r_hi, signed=True)}]"
+    sentence = (f"{name}: {verdict} — {format_us(a)} → {format_us(b)} "
+                f"({format_percent(relative, signed=True)} {interval}); {why}")
+    return MetricChange(name, float(a), float(b), float(b - a), float(lo), float(hi), float(relative),
+                        float(r_lo), float(r_hi), verdict, sentence)
+
+
+def pair_notes(a: RunSummary, b: RunSummary) -> tuple[str, ...]:
+    notes = []
+    if a.intervals_ns != b.intervals_ns:
+        notes.append(f"different wake-up intervals ({_intervals(a)} vs {_intervals(b)}): per-wake-up quantiles "
+                     "compared as they are; exceedances are also given per second")
+    if len(a.cpus) != len(b.cpus):
+        notes.append(f"different numbers of measured CPUs ({len(a.cpus)} vs {len(b.cpus)}): each run's CPUs are "
+                     "pooled, so a run with more CPUs has more chances at a large maximum")
+    if a.kind != b.kind:
+        notes.append(f"different kinds of data ({a.kind} vs {b.kind})")
+    return tuple(notes)
+
+
+def _intervals(run: RunSummary) -> str:
+    return "/".join(f"{i / 1000:g} µs" for i in run.intervals_ns)
+
+

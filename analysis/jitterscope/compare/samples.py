@@ -1,0 +1,357 @@
+"""A/B comparison of runs: quantile differences with block-bootstrap intervals, verdicts, tests, environment diff.
+
+:func:`compare_runs` compares every run against the first (the baseline).  Per pair:
+
+* **p50, p99, p99.9, p99.99**: difference and relative change with a
+  ``confidence`` interval from the circular block bootstrap of each run
+  (:mod:`.bootstrap`; block length by Politis-White, stated per run);
+  runs longer than ``max_resample`` wake-ups are bootstrapped m-out-of-n.
+* **max** (and a quantile with fewer than :data:`MIN_ABOVE` wake-ups above it,
+  such as p99.99 of a 10^4-wake-up run): a sample maximum has no consistent
+  bootstrap, so no interval is claimed.  Instead the level is held against the
+  other run's fitted tail (GPD on its :data:`TAIL_FIT_TOP` largest values): is
+  it plausible that as many of this run's wake-ups reached it?
+* **Verdict** per metric, in the spirit of criterion: *regressed* when the whole
+  interval of the relative change lies above ``+noise``, *improved* when it lies
+  below ``-noise``, otherwise *within noise*; for the max, *regressed* when it
+  is more than ``noise`` higher and the baseline's tail puts the chance of
+  reaching it at under ``ALPHA_MAX`` (Poisson count, from the upper 98 % profile
+  bound of the exceedance probability).
+* A rank test (Mann-Whitney; effect size P(candidate > baseline)) and two
+  distribution tests (Kolmogorov-Smirnov, Anderson-Darling k-sample), whose
+  p-values assume independent wake-ups and are given as context, not verdicts.
+* Exceedance-rate ratios at the baseline's p99, p99.9 and p99.99, with
+  bootstrap intervals (Haldane's +1/2 so a zero count gives a finite ratio).
+
+Threads of one run are pooled (concatenated in thread order).  Runs with
+different intervals or CPU counts are compared as they are, with a note.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from ..dataset import Dataset, Metadata
+from ..derive import pooled_latency, read_thread_series
+from ..errors import AnalysisError
+from ..format import format_p, format_percent, format_us
+from ..tails import gpd
+from .binned import compare_histograms
+from .bootstrap import BootstrapDraws, bootstrap_series
+from .envdiff import diff_environments
+from .results import (
+    EXCEEDANCE_LEVELS,
+    HIST_BINS,
+    MIN_ABOVE,
+    PLOT_LEVELS,
+    QUANTILE_METRICS,
+    Comparison,
+    ExceedanceRatio,
+    MetricChange,
+    PairComparison,
+    RunSummary,
+    TestResult,
+    check_parameters,
+    check_run_size,
+    pair_notes,
+    quantile_change,
+)
+
+ALPHA_MAX = 0.01
+TAIL_FIT_TOP = 200
+MAX_TEST_SAMPLES = 100_000
+"""Rank and distribution tests run on a random subsample of at most this many wake-ups per run."""
+
+
+@dataclass(frozen=True)
+class _Run:
+    label: str
+    path: str
+    metadata: Metadata
+    latency: np.ndarray
+    wakeups_per_s: float
+
+
+def compare_runs(
+    datasets: Sequence[Dataset],
+    *,
+    labels: Sequence[str] | None = None,
+    noise: float = 0.05,
+    confidence: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+    max_resample: int = 200_000,
+) -> Comparison:
+    """Compare runs against the first one.
+
+    Parameters
+    ----------
+    datasets : sequence of Dataset
+        Two or more opened sample datasets; the first is the baseline.
+    labels : sequence of str, optional
+        Names of the runs in the output (default: the file names).
+    noise : float
+        Noise threshold, relative (0.05 = 5 %): changes whose interval reaches inside
+        ``±noise`` are "within noise".
+    confidence : float
+        Level of the bootstrap intervals.
+    n_boot : int
+        Bootstrap resamples per run.
+    seed : int
+        Seed of the resampling; the same inputs and seed give the same result.
+    max_resample : int
+        Longer runs are bootstrapped m-out-of-n with ``m = max_resample``.
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    AnalysisError
+        Fewer than two runs, an empty run or one without bins (summary-only), or bad parameters.
+
+    Notes
+    -----
+    When any run is histogram-kind, every run is compared as bins
+    (:func:`jitterscope.compare_binned.compare_histograms`: multinomial bootstrap of the
+    counts, which assumes independent wake-ups; max not judged; tests not available).
+    """
+    if len(datasets) < 2:
+        raise AnalysisError("compare needs at least two datasets (the first is the baseline)")
+    labels = list(labels) if labels is not None else _default_labels(datasets)
+    if len(labels) != len(datasets):
+        raise AnalysisError(f"{len(labels)} labels for {len(datasets)} datasets; give one label per dataset")
+    if any(d.is_histogram for d in datasets):
+
+        return compare_histograms(datasets, labels, noise=noise, confidence=confidence, n_boot=n_boot, seed=seed,
+                                  max_resample=max_resample)
+    runs = []
+    for label, dataset in zip(labels, datasets, strict=True):
+        series = read_thread_series(dataset)
+        runs.append(_Run(label, str(dataset.path), dataset.metadata, pooled_latency(series),
+                         float(sum(s.rate_hz for s in series))))
+    return compare_samples(runs_latency=[r.latency for r in runs], metadatas=[r.metadata for r in runs],
+                           labels=labels, paths=[r.path for r in runs],
+                           wakeups_per_s=[r.wakeups_per_s for r in runs], noise=noise, confidence=confidence,
+                           n_boot=n_boot, seed=seed, max_resample=max_resample)
+
+
+def compare_samples(
+    runs_latency: Sequence[np.ndarray],
+    metadatas: Sequence[Metadata],
+    labels: Sequence[str],
+    *,
+    paths: Sequence[str] | None = None,
+    wakeups_per_s: Sequence[float] | None = None,
+    noise: float = 0.05,
+    confidence: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+    max_resample: int = 200_000,
+) -> Comparison:
+    """:func:`compare_runs` on latency arrays (ns, wake-up order) with their metadata; the numeric core."""
+    check_parameters(noise, confidence, n_boot)
+    values = [np.asarray(v, dtype=np.int64) for v in runs_latency]
+    for label, v in zip(labels, values, strict=True):
+        check_run_size(label, v.size)
+    paths = list(paths) if paths is not None else list(labels)
+    rates = list(wakeups_per_s) if wakeups_per_s is not None else [
+        sum(1e9 / t.interval_ns for t in m.threads) for m in metadatas]
+    qs = np.array([q for _, q in QUANTILE_METRICS])
+    thresholds = np.quantile(values[0], [q for _, q in EXCEEDANCE_LEVELS])
+    draws = [bootstrap_series(v, qs, thresholds, n_boot=n_boot, seed=seed + 7919 * i, max_resample=max_resample)
+             for i, v in enumerate(values)]
+    summaries = _run_summaries(values, metadatas, labels, paths, rates, draws)
+    pairs = tuple(
+        _compare_pair(values[0], values[i], draws[0], draws[i], summaries[0], summaries[i], thresholds,
+                      noise=noise, confidence=confidence, seed=seed)
+        for i in range(1, len(values)))
+    method = (f"circular block bootstrap, {n_boot} resamples per run, {confidence:.0%} percentile intervals; "
+              f"noise threshold ±{noise:.0%}; max (and quantiles with < {MIN_ABOVE} wake-ups above them) judged "
+              "against the other run's fitted tail")
+    return Comparison(summaries, pairs, diff_environments(metadatas), _notes(summaries), noise, confidence,
+                      n_boot, method)
+
+
+def _compare_pair(
+    base: np.ndarray, cand: np.ndarray, draws_a: BootstrapDraws, draws_b: BootstrapDraws,
+    run_a: RunSummary, run_b: RunSummary, thresholds: np.ndarray, *, noise: float, confidence: float, seed: int,
+) -> PairComparison:
+    alpha = 1 - confidence
+    est_a = np.quantile(base, [q for _, q in QUANTILE_METRICS])
+    est_b = np.quantile(cand, [q for _, q in QUANTILE_METRICS])
+    metrics = []
+    for j, (name, q) in enumerate(QUANTILE_METRICS):
+        if min(base.size, cand.size) * (1 - q) < MIN_ABOVE:
+            metrics.append(_tail_change(name, base, cand, est_a[j], est_b[j], noise,
+                                        f"fewer than {MIN_ABOVE} wake-ups above {name}: no bootstrap interval"))
+            continue
+        diff = draws_b.quantiles[:, j] - draws_a.quantiles[:, j]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = draws_b.quantiles[:, j] / draws_a.quantiles[:, j] - 1
+        rel = rel[np.isfinite(rel)]
+        lo, hi = np.quantile(diff, [alpha / 2, 1 - alpha / 2])
+        r_lo, r_hi = np.quantile(rel, [alpha / 2, 1 - alpha / 2]) if rel.size else (np.nan, np.nan)
+        relative = est_b[j] / est_a[j] - 1 if est_a[j] > 0 else np.nan
+        metrics.append(quantile_change(name, est_a[j], est_b[j], lo, hi, relative, r_lo, r_hi, noise, confidence))
+    metrics.append(_tail_change("max", base, cand, float(base.max()), float(cand.max()), noise,
+                                "no interval: a sample maximum has no consistent bootstrap"))
+    return PairComparison(
+        baseline=run_a.label, candidate=run_b.label, metrics=tuple(metrics),
+        tests=_tests(base, cand, seed), exceedance_ratios=_ratios(base, cand, draws_a, draws_b, thresholds,
+                                                                  run_a, run_b, alpha),
+        notes=pair_notes(run_a, run_b), qq_ns=_qq(base, cand))
+
+
+def _tail_change(name: str, base: np.ndarray, cand: np.ndarray, a: float, b: float, noise: float,
+                 why_no_interval: str) -> MetricChange:
+    """Change of a level too extreme for the bootstrap (the max, or a quantile with few wake-ups above it).
+
+    Regressed when ``b`` is more than ``noise`` above ``a`` and the baseline's fitted tail makes it
+    implausible (chance < ALPHA_MAX, from the upper confidence bound of the tail) that as many of the
+    candidate's wake-ups as did reach ``b``; improved symmetrically with the candidate's tail.
+    """
+    relative = b / a - 1 if a > 0 else np.nan
+    verdict, why = "within noise", f"the change is inside ±{noise:.0%}"
+    if b > a * (1 + noise):
+        count = int(np.count_nonzero(cand >= b))
+        chance = _chance_to_reach(base, b, cand.size, count)
+        verdict, why = _tail_verdict("regressed", chance, "baseline", b, cand.size, count)
+    elif b < a * (1 - noise):
+        count = int(np.count_nonzero(base >= a))
+        chance = _chance_to_reach(cand, a, base.size, count)
+        verdict, why = _tail_verdict("improved", chance, "candidate", a, base.size, count)
+    sentence = (f"{name}: {verdict} — {format_us(a)} → {format_us(b)} "
+                f"({format_percent(relative, signed=True)}; {why_no_interval}); {why}")
+    return MetricChange(name, float(a), float(b), float(b - a), None, None, float(relative), None, None, verdict,
+                        sentence)
+
+
+def _chance_to_reach(values: np.ndarray, level: float, wakeups: int, count: int) -> float | None:
+    """Upper confidence bound of P(at least ``count`` of ``wakeups`` draws from ``values``' tail exceed ``level``).
+
+    The tail is a GPD fitted to the :data:`TAIL_FIT_TOP` largest values: a high threshold, whose
+    model bias is small and whose interval is wide, so the rule errs towards "within noise".
+    """
+    k = min(TAIL_FIT_TOP, values.size // 5)
+    if k < 50:
+        return None
+    u = float(np.partition(values, values.size - k - 1)[values.size - k - 1])
+    y = values[values > u].astype(float) - u
+    if level <= u:
+        return 1.0
+    if y.size < 10:
+        return None
+    _, _, upper = gpd.exceedance_ci(y, y.size, values.size, level - u, level=1 - 2 * ALPHA_MAX)
+    return float(stats.poisson.sf(count - 1, wakeups * min(upper, 1.0)))
+
+
+def _tail_verdict(direction: str, chance: float | None, tail_of: str, level: float, wakeups: int,
+                  count: int) -> tuple[str, str]:
+    if chance is None:
+        return "within noise", f"too few wake-ups to fit the {tail_of}'s tail, so this level cannot be judged"
+    reach = f"{count} of {wakeups} wake-ups reach" if count > 1 else f"any of {wakeups} wake-ups reaches"
+    text = f"the {tail_of}'s fitted tail gives at most {chance:.2g} chance that {reach} {format_us(level)}"
+    if chance < ALPHA_MAX:
+        return direction, text
+    return "within noise", text + " — plausible by chance"
+
+
+def _tests(base: np.ndarray, cand: np.ndarray, seed: int) -> tuple[TestResult, ...]:
+    rng = np.random.default_rng(seed)
+    a = _subsample(base, rng)
+    b = _subsample(cand, rng)
+    mw = stats.mannwhitneyu(b, a, alternative="two-sided")
+    ps = float(mw.statistic) / (a.size * b.size)
+    lean = ("candidate latencies tend to be larger" if ps > 0.52 else
+            "candidate latencies tend to be smaller" if ps < 0.48 else "neither run tends to be larger")
+    ks = stats.ks_2samp(a, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ad = stats.anderson_ksamp([a[:20_000], b[:20_000]])
+    caveat = "p-values assume independent wake-ups"
+    return (
+        TestResult("Mann-Whitney", ps, float(mw.pvalue),
+                   f"P(candidate > baseline) = {ps:.3f}: {lean} (Mann-Whitney {format_p(mw.pvalue)}; {caveat})"),
+        TestResult("Kolmogorov-Smirnov", float(ks.statistic), float(ks.pvalue),
+                   f"largest gap between the two CDFs D = {ks.statistic:.3f} (KS {format_p(ks.pvalue)}; {caveat})"),
+        TestResult("Anderson-Darling k-sample", float(ad.statistic), float(ad.pvalue),
+                   f"Anderson-Darling k-sample A² = {ad.statistic:.2f} ({format_p(ad.pvalue, floor=0.001, cap=0.25)}; "
+                   f"on ≤ 20000 wake-ups per run)"),
+    )
+
+
+def _ratios(base: np.ndarray, cand: np.ndarray, draws_a: BootstrapDraws, draws_b: BootstrapDraws,
+            thresholds: np.ndarray, run_a: RunSummary, run_b: RunSummary, alpha: float) -> tuple[ExceedanceRatio, ...]:
+    out = []
+    for j, (name, _) in enumerate(EXCEEDANCE_LEVELS):
+        ka, kb = np.count_nonzero(base > thresholds[j]), np.count_nonzero(cand > thresholds[j])
+        ratio = ((kb + 0.5) / (cand.size + 0.5)) / ((ka + 0.5) / (base.size + 0.5))
+        boot = (draws_b.exceed[:, j] + 0.5 / cand.size) / (draws_a.exceed[:, j] + 0.5 / base.size)
+        lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
+        out.append(ExceedanceRatio(
+            level=f"baseline {name}", threshold_ns=float(thresholds[j]), baseline_rate=ka / base.size,
+            candidate_rate=kb / cand.size, ratio=float(ratio), ratio_low=float(min(lo, ratio)),
+            ratio_high=float(max(hi, ratio)), baseline_per_s=ka / base.size * run_a.wakeups_per_s,
+            candidate_per_s=kb / cand.size * run_b.wakeups_per_s))
+    return tuple(out)
+
+
+def _qq(base: np.ndarray, cand: np.ndarray) -> tuple[tuple[float, float], ...]:
+    n = min(base.size, cand.size)
+    levels = np.unique(np.r_[np.linspace(0.0, 0.99, 100), 1 - np.logspace(-2, -np.log10(n), 60)])
+    return tuple(zip(np.quantile(base, levels).tolist(), np.quantile(cand, levels).tolist(), strict=True))
+
+
+def _run_summaries(values: list[np.ndarray], metadatas: Sequence[Metadata], labels: Sequence[str],
+                   paths: Sequence[str], rates: Sequence[float], draws: list[BootstrapDraws]) -> tuple[RunSummary, ...]:
+    lo = min(float(v.min()) for v in values)
+    hi = max(float(v.max()) for v in values)
+    if lo > 0:
+        edges = np.geomspace(lo, hi * 1.0001, HIST_BINS + 1)
+    else:
+        edges = np.linspace(lo, hi + 1, HIST_BINS + 1)
+    out = []
+    qs = [q for _, q in QUANTILE_METRICS]
+    for label, path, meta, v, rate, d in zip(labels, paths, metadatas, values, rates, draws, strict=True):
+        levels = 1 - np.logspace(np.log10(0.5), -np.log10(v.size), PLOT_LEVELS)
+        counts = np.histogram(v, edges)[0]
+        out.append(RunSummary(
+            label=label, path=path, kind=meta.kind, n=int(v.size), threads=len(meta.threads),
+            cpus=tuple(t.cpu for t in meta.threads), intervals_ns=tuple(sorted({t.interval_ns for t in meta.threads})),
+            wakeups_per_s=float(rate), max_ns=float(v.max()),
+            metrics_ns=(*zip([m for m, _ in QUANTILE_METRICS], np.quantile(v, qs).tolist(), strict=True),
+                        ("max", float(v.max()))),
+            block_length=d.block.length,
+            block_reason=d.block.reason, resample_length=d.resample_length,
+            quantile_levels=tuple(levels.tolist()), quantiles_ns=tuple(np.quantile(v, levels).tolist()),
+            hist_edges_ns=tuple(edges.tolist()), hist_fraction=tuple((counts / v.size).tolist())))
+    return tuple(out)
+
+
+def _notes(runs: tuple[RunSummary, ...]) -> tuple[str, ...]:
+    notes = []
+    for run in runs:
+        notes.append(f"{run.label}: block length {run.block_length} ({run.block_reason})")
+        if run.resample_length < run.n:
+            notes.append(f"{run.label}: {run.n} wake-ups, bootstrapped m-out-of-n with m = {run.resample_length} "
+                         "and the spread scaled by sqrt(m/n)")
+    notes.append("threads of each run are pooled; quantiles are per wake-up")
+    return tuple(notes)
+
+
+def _default_labels(datasets: Sequence[Dataset]) -> list[str]:
+    names = [d.path.name for d in datasets]
+    return [f"{i}:{name}" if names.count(name) > 1 else name for i, name in enumerate(names)]
+
+
+def _subsample(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return x if x.size <= MAX_TEST_SAMPLES else rng.choice(x, MAX_TEST_SAMPLES, replace=False)
+
+

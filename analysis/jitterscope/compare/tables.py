@@ -1,0 +1,100 @@
+"""Tables and plain text of comparisons (select and format; no statistics here)."""
+
+from __future__ import annotations
+
+from ..format import percent_value, us_value
+from ..render import Table, tables_text
+from .samples import Comparison, PairComparison
+
+US = "{:.3f}"
+
+
+def runs_table(comparison: Comparison) -> Table:
+    """One row per run: size, set-up and its p50 … max."""
+    metrics = [name for name, _ in comparison.runs[0].metrics_ns]
+    rows = []
+    for run in comparison.runs:
+        values = dict(run.metrics_ns)
+        rows.append((run.label, run.kind, run.n, ",".join(map(str, run.cpus)),
+                     "/".join(f"{i / 1000:g}" for i in run.intervals_ns), run.block_length,
+                     *(us_value(values[m]) for m in metrics)))
+    return Table(
+        name="compare-runs", title="Runs compared (the first is the baseline)",
+        columns=("run", "kind", "wake-ups", "CPUs", "interval [µs]", "block [wake-ups]",
+                 *(f"{m} [µs]" for m in metrics)),
+        rows=tuple(rows), formats=("", "", "{:d}", "", "", "{:d}", *(US,) * len(metrics)),
+        notes=comparison.notes)
+
+
+def pair_table(pair: PairComparison, comparison: Comparison, index: int) -> Table:
+    """Per metric: baseline, candidate, change with its interval, verdict."""
+    rows = tuple(
+        (m.metric, us_value(m.baseline_ns), us_value(m.candidate_ns), us_value(m.difference_ns),
+         us_value(m.ci_low_ns), us_value(m.ci_high_ns), percent_value(m.relative), percent_value(m.relative_low),
+         percent_value(m.relative_high), m.verdict)
+        for m in pair.metrics)
+    return Table(
+        name=f"compare-pair-{index}", title=f"{pair.candidate} vs {pair.baseline}",
+        columns=("metric", "baseline [µs]", "candidate [µs]", "change [µs]", "CI low [µs]", "CI high [µs]",
+                 "change [%]", "CI low [%]", "CI high [%]", "verdict"),
+        rows=rows, formats=("", US, US, US, US, US, "{:+.1f}", "{:+.1f}", "{:+.1f}", ""),
+        notes=(comparison.method, *[m.sentence for m in pair.metrics], *pair.notes))
+
+
+def ratio_table(pair: PairComparison, index: int) -> Table:
+    """Exceedance-rate ratios at the baseline's quantiles."""
+    rows = tuple((r.level, us_value(r.threshold_ns), r.baseline_rate, r.candidate_rate, r.ratio, r.ratio_low,
+                  r.ratio_high, r.baseline_per_s, r.candidate_per_s) for r in pair.exceedance_ratios)
+    return Table(
+        name=f"compare-exceedances-{index}", title=f"How often {pair.candidate} exceeds the baseline's quantiles",
+        columns=("threshold", "level [µs]", "baseline [/wake-up]", "candidate [/wake-up]", "ratio", "CI low",
+                 "CI high", "baseline [/s]", "candidate [/s]"),
+        rows=rows, formats=("", US, "{:.2e}", "{:.2e}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.3g}", "{:.3g}"),
+        notes=("ratio = candidate rate / baseline rate, each with +1/2 (Haldane); interval from the bootstrap of "
+               "each run (block bootstrap; for histograms a multinomial bootstrap of the bin counts)",))
+
+
+def tests_table(pair: PairComparison, index: int) -> Table:
+    rows = tuple((t.name, t.statistic, t.p_value) for t in pair.tests)
+    return Table(name=f"compare-tests-{index}", title=f"Rank and distribution tests, {pair.candidate} vs "
+                 f"{pair.baseline}", columns=("test", "statistic", "p-value"), rows=rows,
+                 formats=("", "{:.4g}", "{:.2g}"), notes=tuple(t.sentence for t in pair.tests))
+
+
+def verdict_summary_table(comparison: Comparison) -> Table:
+    """Every candidate against the baseline: relative change and verdict per metric."""
+    metrics = [m.metric for m in comparison.pairs[0].metrics]
+    rows = []
+    for pair in comparison.pairs:
+        cells: list[str] = []
+        for m in pair.metrics:
+            change = "n/a" if m.relative is None else f"{100 * m.relative:+.1f}%"
+            cells.append(f"{change} {m.verdict}")
+        rows.append((pair.candidate, *cells))
+    return Table(name="compare-summary", title=f"Summary: every run against {comparison.runs[0].label}",
+                 columns=("run", *metrics), rows=tuple(rows),
+                 notes=(comparison.method,))
+
+
+def environment_table(comparison: Comparison) -> Table:
+    """What differs between the runs' metadata; one column per run."""
+    labels = [r.label for r in comparison.runs]
+    rows = tuple((d.key, *("(absent)" if v is None else v for v in d.values)) for d in comparison.environment)
+    notes = () if rows else ("no difference in environment, settings or thread set-up",)
+    return Table(name="compare-environment", title="What differs between the runs", columns=("key", *labels),
+                 rows=rows, notes=notes)
+
+
+def comparison_tables(comparison: Comparison) -> list[Table]:
+    """All tables of a comparison, in report order."""
+    tables = [verdict_summary_table(comparison), runs_table(comparison), environment_table(comparison)]
+    for i, pair in enumerate(comparison.pairs, start=1):
+        tables += [pair_table(pair, comparison, i), ratio_table(pair, i), tests_table(pair, i)]
+    return tables
+
+
+def comparison_text(comparison: Comparison) -> str:
+    """The comparison as plain text for a terminal."""
+    return tables_text(comparison_tables(comparison))
+
+

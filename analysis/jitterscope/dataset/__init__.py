@@ -1,0 +1,21 @@
+"""The dataset: the contract (schema, metadata), reading and writing files, invariants, validation.
+
+Modules: :mod:`.schema` (columns and version), :mod:`.metadata` (the metadata document),
+:mod:`.files` (open, iterate, write), :mod:`.invariants` and :mod:`.validate` (the contract
+check), :mod:`.atomic` (write-to-temporary-then-rename).
+"""
+
+import lazy_loader as _lazy
+
+# Names load from their module on first use: importing the package is free, and the views
+# (matplotlib) load only when a plot is asked for.
+__getattr__, __dir__, __all__ = _lazy.attach(
+    __name__,
+    submod_attrs={
+        "atomic": ["write_atomically"],
+        "files": ["Dataset", "iter_thread_batches", "open_dataset", "write_dataset"],
+        "metadata": ["Metadata", "ThreadInfo"],
+        "schema": ["COUNTER_COLUMNS", "SAMPLE_COLUMNS", "sample_schema"],
+        "validate": ["validate_dataset"],
+    },
+)

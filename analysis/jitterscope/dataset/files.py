@@ -1,0 +1,275 @@
+"""Open, read and write jitterscope datasets (one Parquet file or a directory of parts).
+
+Reading is streaming: :meth:`Dataset.iter_batches` yields Arrow record batches
+row group by row group, so memory stays bounded by one row group whatever the
+dataset's size.  :func:`iter_thread_batches` splits them by thread (each
+thread's rows in order) and checks the contract's invariants on the way.
+Writing is for importers, ``simulate`` and ``pack``; the capture binary
+writes its own files in C.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import DatasetError, SchemaError
+from .atomic import write_atomically
+from .invariants import InvariantChecker
+from .metadata import Metadata, ThreadInfo
+from .schema import HISTOGRAM_COLUMNS, SAMPLE_COLUMNS, histogram_schema, sample_schema
+
+PART_GLOB = "part-*.parquet"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """An opened dataset: its files, decoded metadata and Arrow schema."""
+
+    path: Path
+    files: tuple[Path, ...]
+    metadata: Metadata
+    schema: pa.Schema
+    num_rows: int
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(self.schema.names)
+
+    @property
+    def is_histogram(self) -> bool:
+        return self.metadata.kind == "histogram"
+
+    def has(self, *columns: str) -> bool:
+        return all(c in self.schema.names for c in columns)
+
+    def iter_batches(
+        self, columns: Sequence[str] | None = None, *, prefetch: bool = True,
+    ) -> Iterator[pa.RecordBatch]:
+        """Yield record batches in file order (parts in name order, row groups in order).
+
+        With ``prefetch`` the next row group is decoded in a background thread
+        while the caller works on the current one (pyarrow and numpy release the
+        GIL), so at most two row groups are in memory.
+        """
+        wanted = list(columns) if columns is not None else list(self.schema.names)
+        absent = [c for c in wanted if c not in self.schema.names]
+        if absent:
+            raise SchemaError(f"{self.path}: dataset has no column(s) {', '.join(absent)}")
+        groups = self._row_groups()
+        if not prefetch:
+            for file, parquet, group in groups:
+                yield from _read_group(file, parquet, group, wanted).to_batches()
+            return
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="jitterscope-read") as pool:
+            pending: Future[pa.Table] | None = None
+            for file, parquet, group in groups:
+                future = pool.submit(_read_group, file, parquet, group, wanted)
+                if pending is not None:
+                    yield from pending.result().to_batches()
+                pending = future
+            if pending is not None:
+                yield from pending.result().to_batches()
+
+    def _row_groups(self) -> Iterator[tuple[Path, pq.ParquetFile, int]]:
+        for file in self.files:
+            parquet = _open_parquet(file)
+            for group in range(parquet.num_row_groups):
+                yield file, parquet, group
+
+    def read(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """Read the whole dataset (or some columns) into memory."""
+        batches = list(self.iter_batches(columns))
+        schema = self.schema if columns is None else pa.schema([self.schema.field(c) for c in columns])
+        return pa.Table.from_batches(batches, schema=schema)
+
+
+def iter_thread_batches(
+    dataset: Dataset, columns: Sequence[str], *, check: bool = True,
+) -> Iterator[tuple[ThreadInfo, pa.RecordBatch]]:
+    """Yield ``(thread info, batch)`` with the rows of one thread per batch, in bounded memory.
+
+    One pass over the dataset in file order.  Each thread's rows come in
+    order (``seq`` increasing) across the batches yielded for it; batches of
+    different threads interleave as the rows do in the files.  Each batch has
+    exactly ``columns``.
+
+    Parameters
+    ----------
+    dataset
+        An opened sample dataset (not kind ``histogram``).
+    columns
+        Columns wanted in the batches.
+    check
+        Check the contract's per-thread invariants while reading (strictly
+        increasing ``seq`` and ``expected_ns``, steps that are whole multiples of
+        the interval and agree with ``overruns``, drops equal to the ``seq`` gaps)
+        and raise at the first violation.
+
+    Raises
+    ------
+    SchemaError
+        A row belongs to a thread the metadata does not list, or (with ``check``)
+        the rows break an invariant.
+    DatasetError
+        A row group cannot be read.
+    """
+    if dataset.is_histogram:
+        raise SchemaError(f"{dataset.path}: a histogram dataset has no per-wake-up rows to iterate")
+    columns = list(columns)
+    checked = ["cpu", "seq", "expected_ns", "actual_ns"] + (["overruns"] if dataset.has("overruns") else [])
+    needed = list(dict.fromkeys(["thread", *columns, *(checked if check else [])]))
+    checker = InvariantChecker(dataset.metadata, where=str(dataset.path), strict=True)
+    for batch in dataset.iter_batches(needed):
+        threads = batch.column("thread").to_numpy()
+        for thread, rows in _split_by_thread(threads, batch):
+            info = checker.info(thread)
+            assert info is not None  # strict: an unknown thread raised
+            if check:
+                arrays = [rows.column(c).to_numpy() for c in checked]
+                checker.check(thread, *arrays[:4], arrays[4] if len(arrays) > 4 else None)
+            yield info, rows.select(columns)
+    if check:
+        checker.finish(dataset.has("overruns"))
+
+
+def _split_by_thread(threads: np.ndarray, batch: pa.RecordBatch) -> Iterator[tuple[int, pa.RecordBatch]]:
+    if threads.size == 0:
+        return
+    first = int(threads[0])
+    if threads.min() == threads.max():  # the common case: a row group holds one thread
+        yield first, batch
+        return
+    order = np.argsort(threads, kind="stable")  # stable keeps each thread's rows in order
+    sorted_threads = threads[order]
+    bounds = np.concatenate([[0], np.flatnonzero(np.diff(sorted_threads)) + 1, [threads.size]])
+    for start, stop in itertools.pairwise(bounds.tolist()):
+        yield int(sorted_threads[start]), batch.take(pa.array(order[start:stop]))
+
+
+def open_dataset(path: str | os.PathLike[str]) -> Dataset:
+    """Open a dataset file or directory and decode its metadata.
+
+    Raises
+    ------
+    DatasetError
+        The path is missing, empty, or not readable Parquet.
+    SchemaError
+        The files are Parquet but not a jitterscope dataset of a supported version,
+        or their columns break the contract.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise DatasetError(f"{root}: no such file or directory")
+    files = _dataset_files(root)
+    parquet_files = [_open_parquet(f) for f in files]
+    last = parquet_files[-1]
+    metadata = Metadata.from_kv(last.schema_arrow.metadata, where=str(files[-1]))
+    schema = _check_columns(last.schema_arrow, metadata.kind, str(files[-1]))
+    for file, parquet in zip(files[:-1], parquet_files[:-1], strict=True):
+        if parquet.schema_arrow.remove_metadata() != schema:
+            raise SchemaError(f"{file}: columns differ from {files[-1].name}; the parts belong to different datasets")
+    num_rows = sum(p.metadata.num_rows for p in parquet_files)
+    return Dataset(path=root, files=tuple(files), metadata=metadata, schema=schema, num_rows=num_rows)
+
+
+def write_dataset(
+    table: pa.Table,
+    metadata: Metadata,
+    path: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    compression: str = "zstd",
+    row_group_size: int = 1 << 20,
+) -> Path:
+    """Write ``table`` with ``metadata`` as one Parquet file at ``path``.
+
+    The table's columns are cast to the contract types and put in contract order.
+    """
+    out = Path(path)
+    if out.exists() and not overwrite:
+        raise DatasetError(f"{out}: already exists; choose another name or pass --force")
+    expected = histogram_schema() if metadata.kind == "histogram" else sample_schema(
+        [c for c in table.column_names if c in {col.name for col in SAMPLE_COLUMNS}]
+    )
+    extra = set(table.column_names) - set(expected.names)
+    if extra:
+        raise SchemaError(f"not dataset columns: {', '.join(sorted(extra))}")
+    table = table.select(expected.names).cast(expected).replace_schema_metadata(metadata.to_kv())
+    _check_columns(table.schema, metadata.kind, str(out))
+    with write_atomically(out) as tmp:
+        pq.write_table(
+            table, tmp, compression=compression, row_group_size=row_group_size,
+            use_dictionary=False, write_statistics=True,
+        )
+    return out
+
+
+def _dataset_files(root: Path) -> list[Path]:
+    if root.is_dir():
+        files = sorted(root.glob(PART_GLOB)) or sorted(root.glob("*.parquet"))
+        if not files:
+            raise DatasetError(f"{root}: directory holds no Parquet files (expected {PART_GLOB})")
+        return files
+    return [root]
+
+
+def _open_parquet(file: Path) -> pq.ParquetFile:
+    try:
+        if file.stat().st_size == 0:
+            raise DatasetError(f"{file}: file is empty (0 bytes); the capture wrote nothing")
+        return pq.ParquetFile(file)
+    except DatasetError:
+        raise
+    except OSError as exc:
+        if exc.errno is not None:
+            raise DatasetError(f"{file}: cannot open ({exc.strerror})") from None
+        raise DatasetError(
+            f"{file}: not a readable Parquet file ({_one_line(exc)}); "
+            "if a capture was killed mid-write, run 'jitterscope validate' on it"
+        ) from None
+    except (pa.ArrowException, UnicodeDecodeError) as exc:
+        # a damaged footer can decode to a column name that is not UTF-8
+        raise DatasetError(
+            f"{file}: not a readable Parquet file ({_one_line(exc)}); "
+            "if it is another tool's output, use 'jitterscope import'"
+        ) from None
+
+
+def _check_columns(schema: pa.Schema, kind: str, where: str) -> pa.Schema:
+    contract = HISTOGRAM_COLUMNS if kind == "histogram" else SAMPLE_COLUMNS
+    by_name = {c.name: c for c in contract}
+    for col in contract:
+        if col.required and col.name not in schema.names:
+            raise SchemaError(f"{where}: required column '{col.name}' is missing")
+    for fld in schema:
+        col = by_name.get(fld.name)
+        if col is None:
+            continue  # unknown columns are tolerated and ignored
+        if fld.type != col.arrow_type:
+            raise SchemaError(
+                f"{where}: column '{fld.name}' has type {fld.type}, the contract says {col.arrow_type}"
+            )
+    return schema.remove_metadata()
+
+
+def _read_group(file: Path, parquet: pq.ParquetFile, group: int, columns: list[str]) -> pa.Table:
+    try:
+        return parquet.read_row_group(group, columns=columns)
+    except (OSError, pa.ArrowException) as exc:
+        raise DatasetError(
+            f"{file}: row group {group} cannot be read ({_one_line(exc)}); "
+            "the file is damaged — 'jitterscope validate' says what is still readable"
+        ) from None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

@@ -1,0 +1,168 @@
+"""The per-thread invariants of docs/dataset-format.md, checked while streaming rows.
+
+:class:`InvariantChecker` sees each thread's rows in order, batch by batch,
+in O(batch) time and O(threads) memory.  Strict mode raises
+:class:`SchemaError` at the first violation (what readers such as
+``summarize`` want); otherwise it collects one line per problem (what
+``jitterscope validate`` prints).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import SchemaError
+from .metadata import Metadata, ThreadInfo
+
+_FIX = "the dataset breaks its contract; 'jitterscope validate' lists every problem"
+MAX_PROBLEMS = 50
+MAX_LATENCY_NS = float(2**62)
+"""A latency this large (146 years) means damaged data; bounding it keeps int64 arithmetic exact."""
+
+
+@dataclass
+class _ThreadState:
+    info: ThreadInfo
+    rows: int = 0
+    first_seq: int | None = None
+    last_seq: int | None = None
+    last_expected: int | None = None
+    gaps: int = 0
+    overruns: int = 0
+
+
+class InvariantChecker:
+    """Checks rows against the contract; feed each thread's rows in order with :meth:`check`."""
+
+    def __init__(self, metadata: Metadata, *, where: str, strict: bool = True) -> None:
+        self.where = where
+        self.strict = strict
+        self.kind = metadata.kind
+        self.problems: list[str] = []
+        self._threads = {info.thread: _ThreadState(info) for info in metadata.threads}
+
+    def _problem(self, message: str) -> None:
+        if self.strict:
+            raise SchemaError(f"{self.where}: {message}; {_FIX}")
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(message)
+        elif len(self.problems) == MAX_PROBLEMS:
+            self.problems.append("... further problems not listed")
+
+    def info(self, thread: int) -> ThreadInfo | None:
+        """The metadata of ``thread``, or None (and a problem) when the metadata does not list it."""
+        state = self._threads.get(thread)
+        if state is None:
+            self._problem(f"rows of thread {thread}, which metadata jitterscope.threads does not list")
+            self._threads[thread] = _ThreadState(ThreadInfo(thread=thread, cpu=-1, interval_ns=0))
+            return None
+        return state.info
+
+    def check(
+        self, thread: int, cpu: np.ndarray, seq: np.ndarray, expected_ns: np.ndarray, actual_ns: np.ndarray,
+        overruns: np.ndarray | None,
+    ) -> None:
+        """Check consecutive rows of one thread."""
+        if seq.size == 0:
+            return
+        if self.info(thread) is None:
+            return
+        state = self._threads[thread]
+        info = state.info
+        if info.cpu >= 0 and np.any(cpu != info.cpu):
+            self._problem(f"thread {thread}: rows with cpu {int(cpu[cpu != info.cpu][0])}, metadata says {info.cpu}")
+        if state.last_seq is not None:
+            seq = np.concatenate([[state.last_seq], seq])
+            expected = np.concatenate([[state.last_expected], expected_ns])
+            over = None if overruns is None else np.concatenate([[0], overruns])
+        else:
+            state.first_seq = int(seq[0])
+            expected, over = expected_ns, overruns
+            if seq[0] < 0:
+                self._problem(f"thread {thread}: seq starts at {int(seq[0])}, below 0")
+        state.rows += actual_ns.size
+        state.overruns += 0 if overruns is None else int(overruns.sum())
+        self._check_steps(thread, info.interval_ns, seq, expected, over, state)
+        # bounds from reductions (cheap): |actual|, |expected| < 2**61 keep every latency below 2**62, exact in int64
+        low, high = int(actual_ns.min()), int(actual_ns.max())
+        first, last = int(expected_ns.min()), int(expected_ns.max())
+        if max(-low, high, -first, last) >= MAX_LATENCY_NS / 2:
+            latency = actual_ns.astype(np.float64) - expected_ns.astype(np.float64)
+            absurd = np.abs(latency) >= MAX_LATENCY_NS
+            if np.any(absurd):
+                i = int(np.argmax(absurd))
+                self._problem(f"thread {thread}: actual_ns - expected_ns is {latency[i]:.3g} ns at seq "
+                              f"{int(seq[-actual_ns.size + i])}, beyond any possible latency")
+        if self.kind == "capture":
+            early = actual_ns < expected_ns
+            if np.any(early):
+                i = int(np.argmax(early))
+                self._problem(f"thread {thread}: actual_ns < expected_ns at seq {int(seq[-actual_ns.size + i])} "
+                              "(a capture never wakes early)")
+        state.last_seq, state.last_expected = int(seq[-1]), int(expected[-1])
+
+    def _check_steps(
+        self, thread: int, interval: int, seq: np.ndarray, expected: np.ndarray, over: np.ndarray | None,
+        state: _ThreadState,
+    ) -> None:
+        dseq = np.diff(seq)
+        if dseq.size == 0:
+            return
+        bad = dseq <= 0
+        if np.any(bad):
+            i = int(np.argmax(bad))
+            self._problem(f"thread {thread}: seq goes from {int(seq[i])} to {int(seq[i + 1])}, not increasing")
+            return
+        state.gaps += int((dseq - 1).sum())
+        step = np.diff(expected)
+        skipped = 0 if over is None else over[1:]
+        if interval > 0 and np.array_equal(step, interval * (dseq + skipped)):
+            return  # the common case, checked without a division: every step exactly as seq and overruns say
+        bad = step <= 0
+        if np.any(bad):
+            i = int(np.argmax(bad))
+            self._problem(f"thread {thread}: expected_ns not increasing at seq {int(seq[i + 1])} "
+                          f"({int(expected[i])} then {int(expected[i + 1])})")
+            return
+        if interval <= 0:
+            self._problem(f"thread {thread}: metadata interval_ns is {interval}, not > 0")
+            return
+        bad = step % interval != 0
+        if np.any(bad):
+            i = int(np.argmax(bad))
+            self._problem(f"thread {thread}: expected_ns steps by {int(step[i])} ns at seq {int(seq[i + 1])}, "
+                          f"not a multiple of the interval {interval} ns (mixed intervals within a thread)")
+            return
+        periods = step // interval
+        # with a drop the skipped rows' overruns are unknown, so only a lower bound holds there
+        wrong = np.where(dseq == 1, periods != 1 + skipped, periods < dseq + skipped)
+        if np.any(wrong):
+            i = int(np.argmax(wrong))
+            self._problem(f"thread {thread}: expected_ns advances {int(periods[i])} intervals at seq "
+                          f"{int(seq[i + 1])}, but seq and overruns account for "
+                          f"{int(dseq[i] + (0 if over is None else over[i + 1]))}")
+
+    def finish(self, has_overruns: bool) -> None:
+        """Check the per-thread totals against the metadata (after all rows)."""
+        total = sum(s.rows for s in self._threads.values())
+        if total == 0:
+            self._problem("the dataset has no rows (no wake-ups were recorded)")
+            return
+        for thread, state in sorted(self._threads.items()):
+            info = state.info
+            if state.rows == 0:
+                if info.samples:
+                    self._problem(f"thread {thread}: metadata says {info.samples} samples, the data has none")
+                continue
+            if info.samples != state.rows:
+                self._problem(f"thread {thread}: metadata says {info.samples} samples, the data has {state.rows}")
+            drops = state.gaps + (state.first_seq or 0)
+            if info.drops != drops:
+                self._problem(f"thread {thread}: metadata says {info.drops} drops, seq gaps add up to {drops}")
+            # overruns of dropped rows are counted in the metadata but not in the column
+            too_few = info.overruns < state.overruns
+            if has_overruns and (too_few or (info.drops == 0 and info.overruns != state.overruns)):
+                self._problem(f"thread {thread}: metadata says {info.overruns} overruns, the overruns column "
+                              f"adds up to {state.overruns}")

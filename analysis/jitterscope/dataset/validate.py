@@ -1,0 +1,139 @@
+"""``validate``: every way a dataset breaks the contract, collected rather than raised.
+
+Opening checks the container, metadata and columns (one reason, since
+nothing after it can be read); a full pass then checks every row against the
+per-thread invariants (:mod:`jitterscope.invariants`) and reads every row
+group, so a truncated or damaged part is found too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import JitterscopeError
+from .files import open_dataset
+from .invariants import InvariantChecker
+
+_CHECKED = ("thread", "cpu", "seq", "expected_ns", "actual_ns")
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The verdict on a dataset: ``problems`` is empty when it is valid; ``notes`` never invalidate."""
+
+    path: str
+    valid: bool
+    kind: str | None
+    rows: int
+    threads: int
+    problems: tuple[str, ...]
+    notes: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def validate_dataset(path: str | os.PathLike[str]) -> Validation:
+    """Check a dataset against docs/dataset-format.md without raising.
+
+    Parameters
+    ----------
+    path
+        A dataset file or directory.
+
+    Returns
+    -------
+    Validation
+        ``valid`` and one line per problem (at most a few dozen).
+    """
+    try:
+        dataset = open_dataset(path)
+    except JitterscopeError as exc:
+        return Validation(path=str(path), valid=False, kind=None, rows=0, threads=0, problems=(str(exc),), notes=())
+    meta = dataset.metadata
+    notes = []
+    state = (meta.status or {}).get("state")
+    if state and state != "complete":
+        notes.append(f"status is '{state}' ({(meta.status or {}).get('reason', 'no reason given')})")
+    if dataset.is_histogram:
+        return _validate_histogram(dataset, notes)
+    checker = InvariantChecker(meta, where=str(dataset.path), strict=False)
+    has_overruns = dataset.has("overruns")
+    columns = [*_CHECKED, "overruns"] if has_overruns else list(_CHECKED)
+    try:
+        for batch in dataset.iter_batches(columns):
+            arrays = {name: batch.column(name).to_numpy() for name in columns}
+            threads = arrays["thread"]
+            for thread in _threads_in(threads):
+                rows = threads == thread
+                checker.check(
+                    thread, arrays["cpu"][rows], arrays["seq"][rows], arrays["expected_ns"][rows],
+                    arrays["actual_ns"][rows], arrays["overruns"][rows] if has_overruns else None,
+                )
+        checker.finish(has_overruns)
+    except JitterscopeError as exc:
+        checker.problems.append(str(exc))
+    problems = tuple(checker.problems)
+    return Validation(path=str(dataset.path), valid=not problems, kind=meta.kind, rows=dataset.num_rows,
+                      threads=len(meta.threads), problems=problems, notes=tuple(notes))
+
+
+def _threads_in(threads: Any) -> list[int]:
+    if threads.size == 0:
+        return []
+    if threads.min() == threads.max():
+        return [int(threads[0])]
+    return [int(t) for t in np.unique(threads)]
+
+
+def _summary_only_problems(info: Any) -> list[str]:
+    """A summary-only thread: every wake-up an overflow, and min <= avg <= max when it counted any."""
+    extra, where = info.extra, f"thread {info.thread} (summary-only)"
+    numbers = {key: extra.get(key) for key in ("min_ns", "avg_ns", "max_ns")}
+    if extra.get("overflows") != info.samples:
+        return [f"{where}: overflows {extra.get('overflows')} differ from samples {info.samples}; every wake-up of a "
+                "summary-only source is an overflow"]
+    if info.samples == 0:
+        if any(v is not None for v in numbers.values()):
+            return [f"{where}: no wake-ups counted but min/avg/max given"]
+        return []
+    if any(isinstance(v, bool) or not isinstance(v, int | float) for v in numbers.values()):
+        missing = ", ".join(k for k, v in numbers.items() if not isinstance(v, int | float) or isinstance(v, bool))
+        return [f"{where}: {info.samples} wake-ups counted but no number for {missing}"]
+    slack = float(extra.get("avg_precision_ns") or 0)  # the source rounds or truncates its average
+    low, avg, high = numbers["min_ns"], numbers["avg_ns"], numbers["max_ns"]
+    if not (low <= high and low - slack <= avg <= high + slack):
+        return [f"{where}: min {low} ns, avg {avg} ns, max {high} ns are not ordered min <= avg <= max"]
+    return []
+
+
+def _validate_histogram(dataset: Any, notes: list[str]) -> Validation:
+    problems = []
+    try:
+        table = dataset.read()
+    except JitterscopeError as exc:
+        problems.append(str(exc))
+    else:
+        width = table.column("bin_width_ns").to_numpy()
+        count = table.column("count").to_numpy()
+        if (width <= 0).any():
+            problems.append("histogram has bins of width <= 0")
+        if (count < 0).any():
+            problems.append("histogram has negative counts")
+        known = {t.thread for t in dataset.metadata.threads}
+        unknown = set(table.column("thread").to_numpy().tolist()) - known
+        if unknown:
+            problems.append(f"bins of thread(s) {sorted(unknown)} that metadata jitterscope.threads does not list")
+        if table.num_rows == 0 and all(t.extra.get("summary_only") is True for t in dataset.metadata.threads):
+            problems += [p for t in dataset.metadata.threads for p in _summary_only_problems(t)]
+            notes.append("summary-only source: no bins; only each thread's count/min/avg/max are known")
+        elif table.num_rows == 0 or count.sum() == 0:
+            problems.append("the histogram holds no counts (no wake-ups were recorded)")
+    return Validation(path=str(dataset.path), valid=not problems, kind=dataset.metadata.kind,
+                      rows=dataset.num_rows, threads=len(dataset.metadata.threads), problems=tuple(problems),
+                      notes=tuple(notes))

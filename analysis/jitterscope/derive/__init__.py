@@ -1,0 +1,25 @@
+"""Derived quantities: latency, period and overruns from the samples; counter deltas
+(effective frequency, C0 residency, SMIs); per-thread series.
+
+Modules: :mod:`.latency`, :mod:`.counters`, :mod:`.series`.
+"""
+
+import lazy_loader as _lazy
+
+# Names load from their module on first use: importing the package is free, and the views
+# (matplotlib) load only when a plot is asked for.
+__getattr__, __dir__, __all__ = _lazy.attach(
+    __name__,
+    submod_attrs={
+        "counters": [
+            "CounterQuality", "CounterSeries", "CounterSet", "REASON_FIRST", "REASON_IMPLAUSIBLE",
+            "REASON_MIGRATION", "REASON_NOT_COUNTING", "REASON_RESET", "REASON_SLOW_READ", "derive_counters",
+            "read_counters", "thread_rows",
+        ],
+        "latency": [
+            "latency_ns", "overruns_from_expected", "period_error_ns", "period_ns", "seq_gaps", "tsc_latency_ns",
+            "tsc_period_ns",
+        ],
+        "series": ["pooled_latency", "read_thread_series"],
+    },
+)

@@ -1,0 +1,458 @@
+"""Per-wake-up counter series: effective frequency, C0 residency and SMI count deltas.
+
+Each row's counters are read by the measuring thread right after it wakes, so
+the difference between a row and the previous row of the same thread describes
+the interval that *ended* with this wake-up (docs/dataset-format.md):
+
+- effective frequency  ``f_eff = tsc_hz * ΔAPERF / ΔMPERF`` (Hz, average while in C0),
+- C0 residency          ``c0 = ΔMPERF / ΔTSC`` (0..1; low means the CPU slept),
+- SMI count delta       ``ΔSMI`` (System Management Interrupts in the interval).
+
+Raw counters are untrustworthy in known ways, and every guard here says how
+many rows it discarded and why (:class:`CounterQuality`): counter wrap (the
+perf PMU exposes narrower counters than the 64-bit MSRs; MSR_SMI_COUNT is 32
+bits), resets (a counter going back without a plausible wrap), migrations
+(``run_cpu`` differs from the pinned ``cpu``, so the two reads came from
+different CPUs), slow reads (``read_cycles`` far above its median: the thread
+was interrupted between the TSC read and the counter reads) and counters that
+do not count (all zero, typical inside a virtual machine).
+
+This module belongs to the *derive* stage: it reads a dataset and yields
+series; it knows nothing of transitions or statistics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..dataset import Dataset
+from ..errors import AnalysisError
+
+# Reasons a row's counter delta is discarded, in the order they are checked;
+# a row is counted under the first reason that applies.
+REASON_FIRST = "first wake-up of the thread (no previous read)"
+REASON_MIGRATION = "migration (run_cpu differs from the pinned cpu)"
+REASON_TSC = "TSC did not advance"
+REASON_RESET = "counter reset (went back without a plausible wrap)"
+REASON_SLOW_READ = "slow counter read (read_cycles outlier)"
+REASON_NOT_COUNTING = "MPERF did not advance (counter not counting)"
+REASON_IMPLAUSIBLE = "implausible delta (MPERF faster than TSC or APERF/MPERF > 8)"
+REASONS = (REASON_FIRST, REASON_MIGRATION, REASON_TSC, REASON_RESET, REASON_SLOW_READ,
+           REASON_NOT_COUNTING, REASON_IMPLAUSIBLE)
+
+MAX_APERF_RATIO = 8.0
+"""APERF/MPERF above this is no real turbo ratio (base-to-max-turbo ratios stay below ~3)."""
+MPERF_TSC_SLACK = 1.02
+"""MPERF ticks at the TSC rate at most; 2 % slack covers the read order within a row."""
+SMI_COUNTER_BITS = 32
+"""MSR_SMI_COUNT keeps its count in bits 31:0."""
+
+
+@dataclass(frozen=True)
+class CounterQuality:
+    """How many counter deltas of one thread were usable, and why the others were not.
+
+    Attributes
+    ----------
+    rows : int
+        Wake-ups of the thread.
+    valid : int
+        Rows with a usable C0 residency (and f_eff when APERF is present).
+    discarded : Mapping[str, int]
+        Reason -> rows discarded for it (reasons in :data:`REASONS`; zero counts omitted).
+    wraps_corrected : Mapping[str, int]
+        Column -> deltas corrected for a counter wrap (kept, not discarded).
+    counter_bits : Mapping[str, int]
+        Column -> counter width assumed for wrap correction.
+    read_cycles_limit : float | None
+        ``read_cycles`` above this were treated as slow reads (median + k·1.4826·MAD).
+    all_zero : tuple[str, ...]
+        Counter columns that are zero in every row.
+    missing : Mapping[str, str]
+        Counter column -> why it is absent (from the dataset's ``counters`` metadata).
+    """
+
+    rows: int
+    valid: int
+    discarded: Mapping[str, int]
+    wraps_corrected: Mapping[str, int] = field(default_factory=dict)
+    counter_bits: Mapping[str, int] = field(default_factory=dict)
+    read_cycles_limit: float | None = None
+    all_zero: tuple[str, ...] = ()
+    missing: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows, "valid": self.valid, "discarded": dict(self.discarded),
+            "wraps_corrected": dict(self.wraps_corrected), "counter_bits": dict(self.counter_bits),
+            "read_cycles_limit": self.read_cycles_limit, "all_zero": list(self.all_zero),
+            "missing": dict(self.missing),
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class CounterSeries:
+    """Latency and derived counters of one thread, one entry per wake-up in ``seq`` order.
+
+    Arrays hold NaN where a value is unavailable or was discarded (see ``quality``).
+
+    Attributes
+    ----------
+    thread, cpu : int
+        Thread index and the CPU it was pinned to.
+    tsc_hz : float | None
+        TSC frequency used for f_eff; None when no TSC column exists.
+    tsc_hz_source : str
+        Where ``tsc_hz`` came from ("metadata", "estimated from tsc and actual_ns", "none").
+    seq, expected_ns, latency_ns : numpy.ndarray
+        int64 wake-up index, programmed time (ns) and latency (ns).
+    f_eff_hz, c0, smi_delta : numpy.ndarray
+        float64 effective frequency (Hz), C0 residency (0..1) and SMI count delta.
+    quality : CounterQuality
+    """
+
+    thread: int
+    cpu: int
+    tsc_hz: float | None
+    tsc_hz_source: str
+    seq: np.ndarray
+    expected_ns: np.ndarray
+    latency_ns: np.ndarray
+    f_eff_hz: np.ndarray
+    c0: np.ndarray
+    smi_delta: np.ndarray
+    quality: CounterQuality
+
+    @property
+    def has_frequency(self) -> bool:
+        return bool(np.isfinite(self.f_eff_hz).any())
+
+    @property
+    def has_c0(self) -> bool:
+        return bool(np.isfinite(self.c0).any())
+
+    @property
+    def has_smi(self) -> bool:
+        return bool(np.isfinite(self.smi_delta).any())
+
+    def to_json(self) -> dict[str, Any]:
+        """Summary (not the arrays): thread, cpu, TSC frequency and quality."""
+        return {"thread": self.thread, "cpu": self.cpu, "tsc_hz": self.tsc_hz,
+                "tsc_hz_source": self.tsc_hz_source, "rows": int(self.seq.size),
+                "quality": self.quality.to_json()}
+
+
+@dataclass(frozen=True)
+class CounterSet:
+    """Counter series of every thread of a dataset, or why there are none.
+
+    ``available`` is False when no thread has a usable f_eff, C0 or SMI series;
+    ``reason`` then says why in one line ("counters not recorded (...)").
+    """
+
+    series: tuple[CounterSeries, ...]
+    available: bool
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"available": self.available, "reason": self.reason,
+                "threads": [s.to_json() for s in self.series]}
+
+
+def derive_counters(
+    *,
+    seq: np.ndarray,
+    expected_ns: np.ndarray,
+    actual_ns: np.ndarray,
+    cpu: int,
+    thread: int = 0,
+    tsc: np.ndarray | None = None,
+    aperf: np.ndarray | None = None,
+    mperf: np.ndarray | None = None,
+    smi: np.ndarray | None = None,
+    run_cpu: np.ndarray | None = None,
+    read_cycles: np.ndarray | None = None,
+    tsc_hz: float | None = None,
+    read_k: float = 10.0,
+    missing: Mapping[str, str] | None = None,
+) -> CounterSeries:
+    """Derive f_eff, C0 residency and ΔSMI for one thread's rows (already in ``seq`` order).
+
+    Parameters
+    ----------
+    seq, expected_ns, actual_ns : numpy.ndarray
+        The thread's required columns, sorted by ``seq``.
+    cpu : int
+        CPU the thread was pinned to (rows whose ``run_cpu`` differs are migrations).
+    thread : int
+        Thread index, carried into the result.
+    tsc, aperf, mperf, smi, run_cpu, read_cycles : numpy.ndarray or None
+        Optional columns; counters are int64 holding uint64 values.
+    tsc_hz : float or None
+        TSC frequency; when None it is estimated as the median of ΔTSC / Δactual_ns.  Without a
+        ``tsc`` column, intervals are timed by ``actual_ns`` at this frequency.
+    read_k : float
+        A ``read_cycles`` value above median + read_k·1.4826·MAD (at least 1.5× the
+        median) marks a slow read; both deltas touching that row are discarded.
+    missing : Mapping[str, str] or None
+        Why absent counter columns are absent (kept in the quality record).
+
+    Returns
+    -------
+    CounterSeries
+
+    Raises
+    ------
+    AnalysisError
+        Arrays of different lengths.
+
+    Notes
+    -----
+    Deltas are taken modulo 2**64 (the columns are uint64 stored as int64). A
+    delta that is negative as a signed number is a wrap if adding 2**bits (bits =
+    the width of the largest value seen, or 32 for SMI) gives a plausible delta
+    (MPERF ≤ ΔTSC·1.02, APERF ≤ 8·ΔTSC, SMI < 2**16); otherwise the counter was reset.
+    """
+    n = int(np.asarray(seq).size)
+    arrays = {"expected_ns": expected_ns, "actual_ns": actual_ns, "tsc": tsc, "aperf": aperf,
+              "mperf": mperf, "smi": smi, "run_cpu": run_cpu, "read_cycles": read_cycles}
+    for name, values in arrays.items():
+        if values is not None and np.asarray(values).size != n:
+            raise AnalysisError(f"column {name} has {np.asarray(values).size} values for {n} wake-ups")
+    expected = np.asarray(expected_ns, dtype=np.int64)
+    actual = np.asarray(actual_ns, dtype=np.int64)
+    latency = actual - expected
+    nan = np.full(n, np.nan)
+    reason = np.zeros(n, dtype=np.int8)  # 0 = fine, else 1 + index into REASONS
+    if n:
+        reason[0] = 1 + REASONS.index(REASON_FIRST)
+    wraps: dict[str, int] = {}
+    bits: dict[str, int] = {}
+    all_zero = tuple(name for name, values in (("aperf", aperf), ("mperf", mperf), ("smi", smi))
+                     if values is not None and n and not np.any(np.asarray(values)))
+
+    if run_cpu is not None and n:
+        off = np.asarray(run_cpu) != cpu
+        _mark(reason, off | np.concatenate(([False], off[:-1])), REASON_MIGRATION)
+
+    d_tsc = None
+    source = "none"
+    if tsc is not None and n:
+        d_tsc = _modular_delta(np.asarray(tsc, dtype=np.int64)).astype(np.float64)
+        _mark(reason, d_tsc <= 0, REASON_TSC)
+        tsc_hz, source = _tsc_frequency(tsc_hz, d_tsc, actual)
+    elif tsc_hz and n:
+        # no TSC column (some imports): the monotonic clock times the interval, in TSC cycles
+        d_tsc = np.concatenate(([0.0], np.diff(actual).astype(np.float64))) * (tsc_hz / 1e9)
+        _mark(reason, d_tsc <= 0, REASON_TSC)
+        source = "metadata (intervals from actual_ns: no tsc column)"
+
+    limit = None
+    if read_cycles is not None and n > 1:
+        cycles = np.asarray(read_cycles, dtype=np.float64)
+        limit = _read_cycles_limit(cycles, read_k)
+        slow = cycles > limit
+        _mark(reason, slow | np.concatenate(([False], slow[:-1])), REASON_SLOW_READ)
+
+    d_mperf = d_aperf = None
+    if mperf is not None and d_tsc is not None and n:
+        d_mperf, reset, wrapped, bits["mperf"] = _counter_delta(np.asarray(mperf), d_tsc * MPERF_TSC_SLACK)
+        wraps["mperf"] = wrapped
+        _mark(reason, reset, REASON_RESET)
+        _mark(reason, d_mperf <= 0, REASON_NOT_COUNTING)
+        _mark(reason, d_mperf > d_tsc * MPERF_TSC_SLACK, REASON_IMPLAUSIBLE)
+    if aperf is not None and d_mperf is not None:
+        d_aperf, reset, wrapped, bits["aperf"] = _counter_delta(np.asarray(aperf), d_tsc * MAX_APERF_RATIO)
+        wraps["aperf"] = wrapped
+        _mark(reason, reset, REASON_RESET)
+        _mark(reason, (d_aperf <= 0) | (d_aperf > d_mperf * MAX_APERF_RATIO), REASON_IMPLAUSIBLE)
+
+    ok = reason == 0
+    c0 = nan.copy()
+    f_eff = nan.copy()
+    if d_mperf is not None:
+        c0[ok] = np.minimum(d_mperf[ok] / d_tsc[ok], 1.0)
+        if d_aperf is not None and tsc_hz:
+            f_eff[ok] = tsc_hz * d_aperf[ok] / d_mperf[ok]
+    smi_delta = nan.copy()
+    # an all-zero SMI count is plausible on its own (no SMIs since boot), not beside all-zero APERF/MPERF
+    smi_dead = "smi" in all_zero and {"aperf", "mperf"} & set(all_zero)
+    if smi is not None and n and not smi_dead:
+        d_smi, reset, wrapped, bits["smi"] = _counter_delta(np.asarray(smi), np.full(n, float(1 << 16)),
+                                                            width=SMI_COUNTER_BITS)
+        wraps["smi"] = wrapped
+        smi_ok = ~reset & ~np.isin(reason, [1 + REASONS.index(REASON_FIRST), 1 + REASONS.index(REASON_MIGRATION)])
+        smi_delta[smi_ok] = d_smi[smi_ok]
+
+    counts = np.bincount(reason, minlength=len(REASONS) + 1)
+    discarded = {REASONS[i]: int(counts[i + 1]) for i in range(len(REASONS)) if counts[i + 1]}
+    has_any = d_mperf is not None
+    quality = CounterQuality(
+        rows=n, valid=int(ok.sum()) if has_any else 0, discarded=discarded if has_any else {},
+        wraps_corrected={k: v for k, v in wraps.items() if v}, counter_bits=bits,
+        read_cycles_limit=limit, all_zero=all_zero, missing=dict(missing or {}),
+    )
+    return CounterSeries(
+        thread=thread, cpu=cpu, tsc_hz=tsc_hz, tsc_hz_source=source, seq=np.asarray(seq, dtype=np.int64),
+        expected_ns=expected, latency_ns=latency, f_eff_hz=f_eff, c0=c0, smi_delta=smi_delta, quality=quality,
+    )
+
+
+COUNTER_INPUTS = ("tsc", "aperf", "mperf", "smi", "run_cpu", "read_cycles")
+
+
+def read_counters(dataset: Dataset, *, read_k: float = 10.0, threads: Sequence[int] | None = None) -> CounterSet:
+    """Derive the counter series of every thread (or of ``threads``) of a sample dataset.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        An opened sample dataset (not a histogram dataset).
+    read_k : float
+        Slow-read threshold, see :func:`derive_counters`.
+    threads : sequence of int or None
+        Restrict to these thread indices.
+
+    Returns
+    -------
+    CounterSet
+        ``available`` False, with the reason from the metadata, when the dataset has
+        no usable counters; latency series are still present for every thread.
+
+    Raises
+    ------
+    AnalysisError
+        A histogram dataset, or one without rows.
+
+    Notes
+    -----
+    Memory: the selected columns of one dataset are held in memory (about 60 bytes
+    per wake-up); split very long captures by thread with ``threads``.
+    """
+    if dataset.is_histogram:
+        raise AnalysisError(f"{dataset.path}: histogram-only data has no per-wake-up counters; "
+                            "use a capture or a sample-level import")
+    if dataset.num_rows == 0:
+        raise AnalysisError(f"{dataset.path}: the dataset has no wake-ups")
+    present = [c for c in COUNTER_INPUTS if dataset.has(c)]
+    columns = _read_columns(dataset, ["thread", "cpu", "seq", "expected_ns", "actual_ns", *present])
+    meta_counters = dict(dataset.metadata.counters or {})
+    missing = {str(k): str(v) for k, v in dict(meta_counters.get("missing") or {}).items()}
+    for name in ("aperf", "mperf", "smi"):
+        if name not in present and name not in missing:
+            missing[name] = "column not in the dataset (no reason recorded)"
+    series = []
+    for thread, rows in thread_rows(columns["thread"], columns["seq"], threads):
+        pinned = int(columns["cpu"][rows[0]])
+        optional = {name: columns[name][rows] for name in present}
+        series.append(derive_counters(
+            seq=columns["seq"][rows], expected_ns=columns["expected_ns"][rows],
+            actual_ns=columns["actual_ns"][rows], cpu=pinned, thread=thread,
+            tsc_hz=dataset.metadata.tsc_hz, read_k=read_k, missing=missing, **optional,
+        ))
+    available = any(s.has_c0 or s.has_smi for s in series)
+    return CounterSet(series=tuple(series), available=available,
+                      reason="" if available else _unavailable_reason(series, missing, meta_counters))
+
+
+def thread_rows(
+    thread: np.ndarray, seq: np.ndarray, threads: Sequence[int] | None = None,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """Each thread (ascending) and the indices of its rows in ``seq`` order.
+
+    Parameters
+    ----------
+    thread, seq : ndarray
+        The dataset's ``thread`` and ``seq`` columns.
+    threads : sequence of int, optional
+        Only these threads (default: all).
+
+    Yields
+    ------
+    tuple of (int, ndarray)
+        The thread id and its row indices, sorted by ``seq`` (stable).
+    """
+    for value in np.unique(thread):
+        if threads is not None and int(value) not in threads:
+            continue
+        rows = np.flatnonzero(thread == value)
+        yield int(value), rows[np.argsort(seq[rows], kind="stable")]
+
+
+def _read_columns(dataset: Dataset, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """Columns as numpy arrays filled batch by batch (no intermediate Arrow table held beside them)."""
+    schema = dataset.schema
+    out = {name: np.empty(dataset.num_rows, dtype=schema.field(name).type.to_pandas_dtype()) for name in names}
+    at = 0
+    for batch in dataset.iter_batches(names):
+        for name in names:
+            out[name][at:at + batch.num_rows] = batch.column(name).to_numpy()
+        at += batch.num_rows
+    return {name: values[:at] for name, values in out.items()}
+
+
+def _unavailable_reason(series: Sequence[CounterSeries], missing: Mapping[str, str],
+                        meta: Mapping[str, Any]) -> str:
+    zero = sorted({c for s in series for c in s.quality.all_zero})
+    if zero:
+        return (f"counters not recorded ({', '.join(zero)} read as zero on every wake-up: the counters do not "
+                "count here, typical of a virtual machine)")
+    absent = [f"{c}: {missing[c]}" for c in ("aperf", "mperf", "smi") if c in missing]
+    if absent:
+        source = meta.get("source")
+        prefix = f"counter source {source}; " if source else ""
+        return f"counters not recorded ({prefix}{'; '.join(absent)})"
+    reasons: dict[str, int] = {}
+    for s in series:
+        for why, count in s.quality.discarded.items():
+            reasons[why] = reasons.get(why, 0) + count
+    worst = max(reasons, key=lambda k: reasons[k]) if reasons else "no TSC column to time the counters"
+    return f"counters recorded but no delta is usable (most rows discarded for: {worst})"
+
+
+def _mark(reason: np.ndarray, where: np.ndarray, why: str) -> None:
+    """Give rows in ``where`` the reason ``why`` unless an earlier reason already applies."""
+    reason[(reason == 0) & where] = 1 + REASONS.index(why)
+
+
+def _modular_delta(values: np.ndarray) -> np.ndarray:
+    """Row-to-row difference modulo 2**64, as int64 (first row 0); uint64 wrap is exact."""
+    raw = values.astype(np.int64, copy=False).view(np.uint64)
+    out = np.zeros(raw.size, dtype=np.uint64)
+    out[1:] = raw[1:] - raw[:-1]
+    return out.view(np.int64)
+
+
+def _counter_delta(values: np.ndarray, max_delta: np.ndarray,
+                   width: int | None = None) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Deltas with narrow-counter wraps corrected; returns (delta, reset mask, wraps, bits)."""
+    delta = _modular_delta(values.astype(np.int64, copy=False)).astype(np.float64)
+    unsigned = values.astype(np.int64, copy=False).view(np.uint64)
+    bits = width if width is not None else max(int(unsigned.max()).bit_length(), 1) if unsigned.size else 64
+    negative = delta < 0
+    negative[0] = False
+    corrected = delta + float(2 ** bits) if bits < 64 else delta
+    wrap = negative & (corrected >= 0) & (corrected <= max_delta) if bits < 64 else np.zeros_like(negative)
+    delta = np.where(wrap, corrected, delta)
+    reset = negative & ~wrap
+    return delta, reset, int(wrap.sum()), bits
+
+
+def _tsc_frequency(given: float | None, d_tsc: np.ndarray, actual: np.ndarray) -> tuple[float | None, str]:
+    if given:
+        return float(given), "metadata"
+    d_ns = np.diff(actual).astype(np.float64)
+    usable = (d_tsc[1:] > 0) & (d_ns > 0)
+    if not usable.any():
+        return None, "none"
+    return float(np.median(d_tsc[1:][usable] / d_ns[usable]) * 1e9), "estimated from tsc and actual_ns"
+
+
+def _read_cycles_limit(cycles: np.ndarray, k: float) -> float:
+    median = float(np.median(cycles))
+    mad = float(np.median(np.abs(cycles - median)))
+    return max(median + k * 1.4826 * mad, 1.5 * median, median + 1.0)

@@ -1,0 +1,127 @@
+"""How numbers are written, in one place: µs, percentages, p-values, counts, and JSON-safe values.
+
+Every page, table, verdict sentence and CLI line formats through these, so the
+same value reads the same everywhere (a p-value of 3e-15 is "p < 1e-12" in the
+report, the terminal and the JSON text alike).  Two families:
+
+* ``*_value`` return a number for a table cell (CSV and JSON keep numbers) or
+  ``None`` for a missing or non-finite value;
+* ``format_*`` return text for sentences and terminal lines.
+
+Imports nothing heavy: the CLI uses it before it has parsed its arguments.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+NS_PER_US = 1000.0
+P_FLOOR = 1e-12
+"""Below this a p-value is written "< 1e-12": double precision and the tests' approximations say no more."""
+
+MISSING = "n/a"
+"""What a missing or non-finite value shows as in text (never a bare NaN)."""
+
+
+def _finite(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def us_value(ns: float | None) -> float | None:
+    """Nanoseconds as a µs number for a table cell; ``None`` when missing or not finite."""
+    value = _finite(ns)
+    return None if value is None else value / NS_PER_US
+
+
+def percent_value(fraction: float | None) -> float | None:
+    """A fraction (0.25) as a percent number (25.0) for a table cell; ``None`` when missing or not finite."""
+    value = _finite(fraction)
+    return None if value is None else 100.0 * value
+
+
+def format_us(ns: float | None) -> str:
+    """Nanoseconds as text in µs with a precision that suits the size: "8.76 µs", "14.4 µs", "1,040 µs"."""
+    value = us_value(ns)
+    if value is None:
+        return MISSING
+    size = abs(value)
+    if size >= 100:
+        return f"{value:,.0f} µs"
+    return f"{value:.1f} µs" if size >= 10 else f"{value:.2f} µs"
+
+
+def format_percent(fraction: float | None, *, signed: bool = False) -> str:
+    """A fraction as a percentage: "25%", "2.5%", "0.012%"; ``signed`` for changes: "+6.2%", "−3.0%"."""
+    value = _finite(fraction)
+    if value is None:
+        return MISSING
+    if signed:
+        return f"{value * 100:+.1f}%"
+    size = abs(value)
+    if size == 0 or size >= 0.1:
+        return f"{value:.0%}"
+    return f"{value:.1%}" if size >= 0.001 else f"{value * 100:.2g}%"
+
+
+def format_p(p: float | None, *, floor: float = P_FLOOR, cap: float = 1.0) -> str:
+    """A p-value as text, with its name: "p = 0.034", "p = 3.4e-05", "p < 1e-12".
+
+    ``floor`` and ``cap`` are the smallest and largest p the method can resolve
+    (a table-interpolated p-value such as Anderson-Darling's): at or beyond them
+    the text is "p ≤ floor" or "p ≥ cap".
+    """
+    value = _finite(p)
+    if value is None:
+        return f"p {MISSING}"
+    if floor > P_FLOOR and value <= floor:
+        return f"p ≤ {floor:g}"
+    if cap < 1.0 and value >= cap:
+        return f"p ≥ {cap:g}"
+    if value < P_FLOOR:
+        return f"p < {P_FLOOR:g}"
+    return f"p = {value:.2g}" if value >= 1e-3 else f"p = {value:.1e}"
+
+
+def format_count(n: int | None) -> str:
+    """A count with thousands separators: "1,234,567"."""
+    return MISSING if n is None else f"{int(n):,}"
+
+
+def jsonable(value: Any, *, inf_as_string: bool = False) -> Any:
+    """Return `value` with every nested value made JSON-safe, for every result's ``to_json``.
+
+    Tuples become lists, numpy scalars Python scalars, mapping keys strings and
+    NaN ``None``, so the output passes ``json.dumps(..., allow_nan=False)``.
+    Infinity is the one choice a caller makes: most results have nothing to say
+    about an infinite value and write ``None``; tail fits write ``"inf"``/``"-inf"``
+    because there an infinite confidence bound is an answer ("not bounded by the
+    data"), not a missing value.
+
+    Parameters
+    ----------
+    value : Any
+        Usually ``dataclasses.asdict(result)``: mappings, lists/tuples, numpy or Python scalars, strings, None.
+    inf_as_string : bool
+        Write ±inf as the strings ``"inf"``/``"-inf"`` instead of ``None``.
+
+    Returns
+    -------
+    Any
+        The same structure with lists for tuples, ``str`` keys, Python scalars, ``None`` for NaN.
+    """
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v, inf_as_string=inf_as_string) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v, inf_as_string=inf_as_string) for v in value]
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):  # a numpy scalar; numpy not imported here
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        if math.isnan(value) or not inf_as_string:
+            return None
+        return "inf" if value > 0 else "-inf"
+    return value

@@ -1,0 +1,34 @@
+"""Power management: frequency transitions, SMIs and idle depth against latency
+(the ``correlate`` command, the report's power section), and the turbostat timeline.
+
+Compute: :mod:`.cpufreq`, :mod:`.association`, :mod:`.correlate`, :mod:`.turbostat`.
+Views: :mod:`.plots` (matplotlib, loaded on first use), :mod:`.tables`.
+"""
+
+import lazy_loader as _lazy
+
+# Names load from their module on first use: importing the package is free, and the views
+# (matplotlib) load only when a plot is asked for.
+__getattr__, __dir__, __all__ = _lazy.attach(
+    __name__,
+    submod_attrs={
+        "association": ["detectable_ratio", "event_average", "holm", "lagged_correlation", "rank_test", "risk_ratio"],
+        "correlate": [
+            "Correlation", "DEFAULT_C0_EDGES", "SMI", "TRANSITION", "correlate", "correlate_dataset",
+            "default_threshold",
+        ],
+        "cpufreq": [
+            "DEFAULT_MIN_DWELL", "DEFAULT_THRESHOLD", "analyse_frequency", "check_claimed", "detect_transitions",
+            "time_in_frequency",
+        ],
+        "plots": [
+            "plot_counter_hexbin", "plot_event_average", "plot_frequency_timeline", "plot_frequency_zoom",
+            "plot_lagged_correlation",
+        ],
+        "tables": [
+            "claims_table", "correlation_text", "event_table", "tests_table", "time_in_frequency_table",
+            "verdict_table",
+        ],
+        "turbostat": ["decode_timeline", "join_timeline", "overlap_note", "timeline_counters", "wall_clock_ns"],
+    },
+)

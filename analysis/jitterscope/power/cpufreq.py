@@ -1,0 +1,291 @@
+"""Frequency transitions, the frequency timeline, time in frequency, and cpufreq's claim checked.
+
+Works on the effective-frequency series of :mod:`jitterscope.counters`.  A
+*transition* is a step between two frequency levels that differ by more than
+a stated relative threshold, each held for at least a minimum dwell (in
+wake-ups).  Samples in between (the interval in which the P-state changed
+averages the two levels) and blips shorter than the dwell are not levels.
+
+The claimed-vs-measured check compares what cpufreq said when the capture
+started (``environment.cpufreq[cpu].cur_khz`` and governor) with what APERF/MPERF
+measured: a governor that "holds 2.4 GHz" while the counters show the
+frequency moving is flagged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..derive import CounterSeries, CounterSet
+from ..errors import AnalysisError
+
+DEFAULT_THRESHOLD = 0.05
+"""Relative step between two levels that counts as a transition (5 %)."""
+DEFAULT_MIN_DWELL = 3
+"""Wake-ups a level must be held to count as a level."""
+
+
+@dataclass(frozen=True)
+class FrequencyLevel:
+    """A stretch of wake-ups at one frequency level: rows [start_index, end_index)."""
+
+    start_index: int
+    end_index: int
+    start_ns: int
+    end_ns: int
+    level_hz: float
+
+
+@dataclass(frozen=True)
+class Transitions:
+    """Frequency transitions of one thread's CPU and the timeline of levels between them.
+
+    ``index`` are row positions in the thread's :class:`CounterSeries` (the first row
+    no longer at the old level); ``from_hz``/``to_hz`` the levels on either side.
+    """
+
+    thread: int
+    cpu: int
+    relative_threshold: float
+    min_dwell: int
+    index: tuple[int, ...]
+    seq: tuple[int, ...]
+    time_ns: tuple[int, ...]
+    from_hz: tuple[float, ...]
+    to_hz: tuple[float, ...]
+    levels: tuple[FrequencyLevel, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.index)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class TimeInFrequency:
+    """Time spent per frequency bin (f_eff of each interval, weighted by the interval's length)."""
+
+    thread: int
+    cpu: int
+    bin_mhz: float
+    lower_mhz: tuple[float, ...]
+    seconds: tuple[float, ...]
+    fraction: tuple[float, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    """cpufreq's recorded frequency for a CPU against the measured f_eff distribution."""
+
+    thread: int
+    cpu: int
+    governor: str | None
+    driver: str | None
+    claimed_mhz: float | None
+    measured_median_mhz: float | None
+    measured_p5_mhz: float | None
+    measured_p95_mhz: float | None
+    fraction_within: float | None
+    tolerance: float
+    transitions: int
+    disagree: bool
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FrequencyAnalysis:
+    """Transitions, time in frequency and claim checks of every thread with an f_eff series."""
+
+    transitions: tuple[Transitions, ...]
+    time_in_frequency: tuple[TimeInFrequency, ...]
+    claims: tuple[ClaimCheck, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def detect_transitions(series: CounterSeries, *, relative_threshold: float = DEFAULT_THRESHOLD,
+                       min_dwell: int = DEFAULT_MIN_DWELL) -> Transitions:
+    """Find steps between frequency levels in a thread's f_eff series.
+
+    Parameters
+    ----------
+    series : CounterSeries
+        One thread's derived counters; rows without a valid f_eff are skipped.
+    relative_threshold : float
+        Consecutive samples differing by more than this fraction start a new segment,
+        and two levels must differ by more than this fraction to make a transition.
+    min_dwell : int
+        A segment of fewer valid samples is transient (mid-interval P-state change, blip).
+
+    Returns
+    -------
+    Transitions
+
+    Raises
+    ------
+    AnalysisError
+        Threshold not in (0, 1) or dwell below 1.
+
+    Notes
+    -----
+    Segments are cut where ``|f[j] - f[j-1]| / f[j-1] > relative_threshold``; segments of
+    at least ``min_dwell`` samples are levels (their median); consecutive levels that
+    differ by more than the threshold are a transition, located at the first sample
+    after the earlier level; levels that do not are merged (a blip in between is ignored).
+    Slow drifts made of sub-threshold steps are not transitions.
+    """
+    if not 0 < relative_threshold < 1:
+        raise AnalysisError(f"relative threshold {relative_threshold} is not in (0, 1); use e.g. 0.05 for 5 %")
+    if min_dwell < 1:
+        raise AnalysisError(f"minimum dwell {min_dwell} is below 1 wake-up")
+    pos = np.flatnonzero(np.isfinite(series.f_eff_hz))
+    values = series.f_eff_hz[pos]
+    levels = _levels(values, relative_threshold, min_dwell)
+    index, frm, to, timeline = [], [], [], []
+    for k, (_, end, level) in enumerate(levels):
+        if k:
+            index.append(int(pos[levels[k - 1][1]]))
+            frm.append(levels[k - 1][2])
+            to.append(level)
+        row_start = 0 if k == 0 else index[-1]
+        row_end = series.seq.size if k == len(levels) - 1 else int(pos[end])
+        timeline.append(FrequencyLevel(
+            start_index=row_start, end_index=row_end,
+            start_ns=int(series.expected_ns[row_start]), end_ns=int(series.expected_ns[row_end - 1]),
+            level_hz=float(level)))
+    idx = np.asarray(index, dtype=np.int64)
+    return Transitions(
+        thread=series.thread, cpu=series.cpu, relative_threshold=relative_threshold, min_dwell=min_dwell,
+        index=tuple(int(i) for i in idx), seq=tuple(int(s) for s in series.seq[idx]),
+        time_ns=tuple(int(t) for t in series.expected_ns[idx]),
+        from_hz=tuple(float(f) for f in frm), to_hz=tuple(float(f) for f in to), levels=tuple(timeline),
+    )
+
+
+def _levels(values: np.ndarray, threshold: float, dwell: int) -> list[tuple[int, int, float]]:
+    """Merged levels as (first sample, one past last long sample, level) over compressed samples."""
+    if values.size == 0:
+        return []
+    jumps = np.abs(np.diff(values)) > threshold * values[:-1]
+    starts = np.concatenate(([0], np.flatnonzero(jumps) + 1))
+    ends = np.concatenate((starts[1:], [values.size]))
+    out: list[tuple[int, int, float]] = []
+    for start, end in zip(starts[ends - starts >= dwell], ends[ends - starts >= dwell], strict=True):
+        level = float(np.median(values[start:end]))
+        if out and abs(level - out[-1][2]) <= threshold * out[-1][2]:
+            first, _, previous = out[-1]
+            out[-1] = (first, int(end), previous)  # same level after a blip: keep the earlier level
+            continue
+        out.append((int(start), int(end), level))
+    return out
+
+
+def time_in_frequency(series: CounterSeries, *, bin_mhz: float = 100.0) -> TimeInFrequency:
+    """Seconds spent per f_eff bin, each interval weighted by its length (expected_ns spacing).
+
+    Parameters
+    ----------
+    series : CounterSeries
+    bin_mhz : float
+        Bin width in MHz; bins are centred on multiples of it.
+
+    Returns
+    -------
+    TimeInFrequency
+        Non-empty bins only.
+    """
+    if bin_mhz <= 0:
+        raise AnalysisError(f"frequency bin width {bin_mhz} MHz is not positive")
+    valid = np.flatnonzero(np.isfinite(series.f_eff_hz))
+    valid = valid[valid > 0]
+    if valid.size == 0:
+        return TimeInFrequency(series.thread, series.cpu, bin_mhz, (), (), ())
+    seconds = (series.expected_ns[valid] - series.expected_ns[valid - 1]) / 1e9
+    # bins centred on multiples of the width, so a level at 1600 MHz does not straddle two bins
+    bins = np.floor(series.f_eff_hz[valid] / 1e6 / bin_mhz + 0.5).astype(np.int64)
+    uniq, inverse = np.unique(bins, return_inverse=True)
+    totals = np.bincount(inverse, weights=seconds)
+    return TimeInFrequency(
+        thread=series.thread, cpu=series.cpu, bin_mhz=bin_mhz,
+        lower_mhz=tuple(float((b - 0.5) * bin_mhz) for b in uniq), seconds=tuple(float(t) for t in totals),
+        fraction=tuple(float(t / totals.sum()) for t in totals),
+    )
+
+
+def check_claimed(series: CounterSeries, transitions: Transitions, environment: Mapping[str, Any] | None, *,
+                  tolerance: float = DEFAULT_THRESHOLD, agree_fraction: float = 0.9) -> ClaimCheck:
+    """Compare cpufreq's recorded ``cur_khz``/governor for the thread's CPU with measured f_eff.
+
+    Parameters
+    ----------
+    series : CounterSeries
+    transitions : Transitions
+        Of the same series (their count goes into the message).
+    environment : Mapping or None
+        The dataset's ``environment`` metadata.
+    tolerance : float
+        A wake-up agrees when its f_eff is within this fraction of the claimed frequency.
+    agree_fraction : float
+        The claim holds when at least this fraction of wake-ups agree.
+
+    Returns
+    -------
+    ClaimCheck
+        ``disagree`` True when cpufreq's claim and the measurement differ.
+    """
+    info = dict(((environment or {}).get("cpufreq") or {}).get(str(series.cpu)) or {})
+    f = series.f_eff_hz[np.isfinite(series.f_eff_hz)] / 1e6
+    base = dict(thread=series.thread, cpu=series.cpu, governor=info.get("governor"), driver=info.get("driver"),
+                tolerance=tolerance, transitions=transitions.count)
+    if f.size == 0:
+        return ClaimCheck(**base, claimed_mhz=None, measured_median_mhz=None, measured_p5_mhz=None,
+                          measured_p95_mhz=None, fraction_within=None, disagree=False,
+                          message=f"cpu {series.cpu}: no effective frequency measured; nothing to check")
+    p5, median, p95 = (float(v) for v in np.percentile(f, [5, 50, 95]))
+    measured = dict(measured_median_mhz=median, measured_p5_mhz=p5, measured_p95_mhz=p95)
+    spread = (f"median {median:.0f} MHz, 5–95 % {p5:.0f}–{p95:.0f} MHz, "
+              f"{transitions.count} transition{'s' if transitions.count != 1 else ''}")
+    if not info.get("cur_khz"):
+        return ClaimCheck(**base, **measured, claimed_mhz=None, fraction_within=None, disagree=False,
+                          message=f"cpu {series.cpu}: cpufreq not recorded; measured f_eff {spread}")
+    claimed = float(info["cur_khz"]) / 1e3
+    within = float(np.mean(np.abs(f - claimed) <= tolerance * claimed))
+    who = f"cpufreq claims {claimed:.0f} MHz (governor {info.get('governor') or 'unknown'})"
+    disagree = within < agree_fraction
+    if disagree:
+        message = (f"cpu {series.cpu}: {who} but f_eff is within ±{tolerance:.0%} of it for only "
+                   f"{within:.0%} of wake-ups ({spread})")
+    else:
+        message = (f"cpu {series.cpu}: {who}, and f_eff agrees ({within:.0%} of wake-ups within "
+                   f"±{tolerance:.0%}; {spread})")
+    return ClaimCheck(**base, **measured, claimed_mhz=claimed, fraction_within=within, disagree=disagree,
+                      message=message)
+
+
+def analyse_frequency(counters: CounterSet | Sequence[CounterSeries], environment: Mapping[str, Any] | None, *,
+                      relative_threshold: float = DEFAULT_THRESHOLD, min_dwell: int = DEFAULT_MIN_DWELL,
+                      bin_mhz: float = 100.0) -> FrequencyAnalysis:
+    """Transitions, time in frequency and the claim check for every thread with an f_eff series."""
+    series = counters.series if isinstance(counters, CounterSet) else tuple(counters)
+    found, tif, claims = [], [], []
+    for s in series:
+        if not s.has_frequency:
+            continue
+        t = detect_transitions(s, relative_threshold=relative_threshold, min_dwell=min_dwell)
+        found.append(t)
+        tif.append(time_in_frequency(s, bin_mhz=bin_mhz))
+        claims.append(check_claimed(s, t, environment, tolerance=relative_threshold))
+    return FrequencyAnalysis(transitions=tuple(found), time_in_frequency=tuple(tif), claims=tuple(claims))

@@ -1,0 +1,154 @@
+"""Figures of the frequency/SMI correlation.  Each ``plot_xxx(..., ax) -> Axes`` draws and computes nothing.
+
+They take :class:`~jitterscope.counters.CounterSeries` (per-wake-up values),
+:class:`~jitterscope.cpufreq.Transitions` and the results of
+:mod:`jitterscope.correlate`, convert units for display (ns to µs or s, Hz to
+MHz, fractions to %) and draw.  A notebook calls them directly::
+
+    result, counters = correlate_dataset(open_dataset("run.parquet"))
+    fig, (top, bottom) = plt.subplots(2, 1, sharex=True)
+    plot_frequency_timeline(counters.series[0], result.frequency.transitions[0], top, bottom)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib import colors
+from matplotlib.axes import Axes
+
+from ..derive import CounterSeries
+from ..render import colour, plain_log_axis
+from .correlate import EventTrigger, LaggedLink
+from .cpufreq import Transitions
+
+NS_PER_US = 1e3
+NS_PER_S = 1e9
+
+
+def _from_turbostat(series: CounterSeries) -> bool:
+    return "turbostat" in series.tsc_hz_source  # jitterscope.timeline_join.timeline_counters
+
+
+def _source_label(series: CounterSeries) -> str:
+    return "Bzy_MHz (turbostat, per interval)" if _from_turbostat(series) else "f_eff (APERF/MPERF)"
+
+
+def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | None, ax_frequency: Axes,
+                            ax_latency: Axes, *, threshold_ns: float | None = None, index: int = 0) -> Axes:
+    """f_eff over time with transitions marked (top), latency over time on the same time axis (bottom)."""
+    seconds = (series.expected_ns - series.expected_ns[0]) / NS_PER_S
+    ax_frequency.plot(seconds, series.f_eff_hz / 1e6, color=colour(index), linewidth=0.6, marker=".",
+                      markersize=1.5, rasterized=True, label=_source_label(series))
+    if transitions is not None and transitions.count:
+        at = seconds[np.asarray(transitions.index)]
+        label = (f"{transitions.count} transitions (±{transitions.relative_threshold:.0%}, "
+                 f"dwell ≥ {transitions.min_dwell})")
+        # one collection, not an artist per transition: thousands of transitions draw in milliseconds
+        ax_frequency.vlines(at, 0, 1, transform=ax_frequency.get_xaxis_transform(), color="#c00000",
+                            linewidth=0.4, alpha=0.5, rasterized=True, label=label)
+    ax_frequency.set_ylabel("effective frequency [MHz]")
+    ax_frequency.set_title(f"cpu {series.cpu}: effective frequency and latency over time", fontsize=10)
+    ax_frequency.grid(True, alpha=0.3)
+    ax_frequency.legend(loc="upper right", fontsize=8, ncols=2)
+    ax_latency.plot(seconds, series.latency_ns / NS_PER_US, color="0.25", linestyle="none", marker=".",
+                    markersize=1.5, rasterized=True, label="latency")
+    if threshold_ns is not None:
+        ax_latency.axhline(threshold_ns / NS_PER_US, color="#c00000", linestyle="--", linewidth=0.8,
+                           label=f"spike threshold {threshold_ns / NS_PER_US:.1f} µs")
+    positive = series.latency_ns[series.latency_ns > 0]
+    if positive.size and positive.max() / positive.min() > 20:
+        ax_latency.set_yscale("log")
+        plain_log_axis(ax_latency.yaxis)
+    ax_latency.set_xlabel("time since first wake-up [s]")
+    ax_latency.set_ylabel("latency [µs]")
+    ax_latency.grid(True, alpha=0.3)
+    ax_latency.legend(loc="upper right", fontsize=8)
+    return ax_frequency
+
+
+def plot_frequency_zoom(series: CounterSeries, transitions: Transitions | None, ax: Axes, *, start_s: float,
+                        stop_s: float, index: int = 0) -> Axes:
+    """A time window close up: f_eff as steps (left axis) and latency as stems (right axis), transitions marked."""
+    seconds = (series.expected_ns - series.expected_ns[0]) / NS_PER_S
+    inside = (seconds >= start_s) & (seconds <= stop_s)
+    ax.step(seconds[inside], series.f_eff_hz[inside] / 1e6, where="pre", color=colour(index), linewidth=1.0,
+            label=("Bzy_MHz of the turbostat interval of each wake-up" if _from_turbostat(series)
+                   else "f_eff of the interval ending at each wake-up"))
+    if transitions is not None and transitions.count:
+        at = seconds[np.asarray(transitions.index)]
+        shown = at[(at >= start_s) & (at <= stop_s)]
+        ax.vlines(shown, 0, 1, transform=ax.get_xaxis_transform(), color="#c00000", linewidth=0.6, alpha=0.6)
+    ax.set_xlim(start_s, stop_s)
+    ax.set_xlabel("time since first wake-up [s]")
+    ax.set_ylabel("effective frequency [MHz]")
+    ax.grid(True, alpha=0.3)
+    right = ax.twinx()
+    right.vlines(seconds[inside], 0, series.latency_ns[inside] / NS_PER_US, color="0.2", linewidth=0.8,
+                 label="latency", rasterized=True)
+    right.set_ylim(bottom=0)
+    right.set_ylabel("latency [µs]")
+    ax.set_title(f"cpu {series.cpu}: close-up of {start_s:g}–{stop_s:g} s (red lines: detected transitions)",
+                 fontsize=10)
+    handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
+    ax.legend(handles=handles, loc="upper right", fontsize=8)
+    return ax
+
+
+def plot_counter_hexbin(values: np.ndarray, latency_ns: np.ndarray, ax: Axes, *, what: str,
+                        gridsize: int = 60) -> Axes:
+    """Hexbin density of latency against f_eff (``what="f_eff"``, Hz) or C0 residency (``what="c0"``, 0..1)."""
+    finite = np.isfinite(values) & (latency_ns > 0)
+    x = values[finite] / 1e6 if what == "f_eff" else 100 * values[finite]
+    y = latency_ns[finite] / NS_PER_US
+    if x.size == 0:
+        ax.text(0.5, 0.5, f"no valid {what} values", ha="center", va="center", transform=ax.transAxes)
+        return ax
+    # C0 always spans 0-100 %: a fixed extent keeps a nearly constant residency readable (not 5.000001 %)
+    extent = None if what == "f_eff" else (0.0, 100.0, float(np.log10(y.min())), float(np.log10(y.max())) + 1e-9)
+    art = ax.hexbin(x, y, gridsize=gridsize, yscale="log", norm=colors.LogNorm(), cmap="viridis", mincnt=1,
+                    rasterized=True, extent=extent)
+    ax.figure.colorbar(art, ax=ax, label="wake-ups per cell")
+    plain_log_axis(ax.yaxis)
+    ax.set_xlabel("effective frequency of the interval before the wake-up [MHz]" if what == "f_eff"
+                  else "C0 residency of the interval before the wake-up [%]")
+    ax.set_ylabel("latency [µs]")
+    ax.set_title(f"latency against {'f_eff' if what == 'f_eff' else 'C0 residency'} (n = {x.size:,})",
+                 fontsize=10)
+    return ax
+
+
+def plot_event_average(trigger: EventTrigger, ax: Axes, *, index: int = 0) -> Axes:
+    """Mean latency around events, with the surrogates' pointwise band shaded."""
+    a = trigger.average
+    event = {"transition": "frequency transition", "smi": "SMI"}.get(trigger.event, trigger.event)
+    lags = np.asarray(a.lags)
+    low, high = np.asarray(a.band_low) / NS_PER_US, np.asarray(a.band_high) / NS_PER_US
+    if np.isfinite(low).any():
+        ax.fill_between(lags, low, high, color="0.8", step="mid",
+                        label=f"95% band of {a.n_surrogates} circular-shift surrogates")
+    ax.plot(lags, np.asarray(a.mean) / NS_PER_US, color=colour(index), marker="o", markersize=3, linewidth=1.2,
+            label=f"mean over {a.n_events} {event}s (p = {a.p_value:.3g})")
+    ax.axvline(0, color="0.4", linewidth=0.6, linestyle=":")
+    ax.set_xlabel(f"wake-ups relative to the {event}")
+    ax.set_ylabel("mean latency [µs]")
+    ax.set_title(f"cpu {trigger.cpu}: latency around {event}s", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper right", fontsize=7)
+    return ax
+
+
+def plot_lagged_correlation(link: LaggedLink, ax: Axes, *, index: int = 0) -> Axes:
+    """Rank correlation of latency with |Δf_eff| or C0 per lag, and the ±1.96/√n null band."""
+    c = link.correlation
+    lags = np.asarray(c.lags)
+    band = np.asarray(c.null_band)
+    ax.fill_between(lags, -band, band, color="0.85", step="mid", label="95% band of no correlation")
+    ax.vlines(lags, 0, np.asarray(c.r), color=colour(index), linewidth=2)
+    ax.plot(lags, np.asarray(c.r), "o", color=colour(index), markersize=3, label=f"Spearman r (n ≈ {max(c.n):,})")
+    ax.axhline(0, color="0.3", linewidth=0.6)
+    ax.set_xlabel(f"lag [wake-ups] (latency at t against {link.other} at t + lag)")
+    ax.set_ylabel("rank correlation")
+    ax.set_title(f"cpu {link.cpu}: latency against {link.other}", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper right", fontsize=7)
+    return ax

@@ -1,0 +1,21 @@
+"""Rendering shared by every report: :mod:`.table` (the Table and its text, CSV, JSON and
+LaTeX writers), :mod:`.style` (plot style, colours, note pages; matplotlib) and
+:mod:`.pages` (PDF pages and page helpers; matplotlib).
+"""
+
+import lazy_loader as _lazy
+
+# Names load from their module on first use: importing the package is free, and the views
+# (matplotlib) load only when a plot is asked for.
+__getattr__, __dir__, __all__ = _lazy.attach(
+    __name__,
+    submod_attrs={
+        "pages": ["PAGE_SIZE_IN", "Page", "REPORT_RC", "new_page", "note_page", "source_date", "text_pages"],
+        "style": ["colour", "plain_log_axis", "plot_note", "plot_text_page"],
+        "table": [
+            "tables_text",
+            "Table", "format_cell", "key_value_table", "latex_escape", "text_header_lines", "to_csv", "to_json_text",
+            "to_latex", "to_text",
+        ],
+    },
+)

@@ -1,0 +1,114 @@
+"""PDF pages: the page size and style every report uses, a page of figures, note and text pages."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from ..errors import JitterscopeError
+from .style import plot_note, plot_text_page
+from .table import Table, text_header_lines, to_text
+
+PAGE_SIZE_IN = (11.69, 8.27)
+"""A4 landscape: wide tables fit, and a figure reads well printed on A4 or Letter."""
+
+LINES_PER_PAGE = 46
+CHARS_PER_LINE = 150
+
+REPORT_RC: dict[str, Any] = {
+    "pdf.fonttype": 42,  # TrueType (Type 42), not Type 3: searchable, editable, accepted by publishers
+    "ps.fonttype": 42,
+    "svg.fonttype": "none",
+    "svg.hashsalt": "jitterscope",  # fixed SVG ids: reproducible bytes
+    "font.size": 10,
+    "axes.titlesize": 12,
+    "axes.labelsize": 10,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "legend.fontsize": 9,
+    "figure.dpi": 100,
+    "savefig.dpi": 150,
+    "path.simplify": True,
+    "agg.path.chunksize": 10000,
+}
+
+
+@dataclass(frozen=True)
+class Page:
+    """One PDF page: a figure, the file stem it gets under ``--figures``, and tables typeset on it.
+
+    ``tables`` are exported under ``--figures`` with the page (they are already on
+    it, so the report does not typeset them again).
+    """
+
+    name: str
+    figure: Figure
+    tables: tuple[Table, ...] = ()
+
+
+def new_page(nrows: int = 1, ncols: int = 1, **subplot_kw: Any) -> tuple[Figure, Any]:
+    """A fresh report-sized figure and its axes (one Axes, or an array for a grid)."""
+    fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=True, **subplot_kw)
+    return fig, axes
+
+
+def note_page(name: str, title: str, message: str) -> Page:
+    """A page that says why a figure is absent (e.g. histogram-only data), instead of an empty page."""
+    fig, ax = new_page()
+    plot_note(title, message, ax)
+    return Page(name, fig)
+
+
+def text_pages(name: str, heading: str, tables: Sequence[Table], *, banner: str | None = None) -> Iterator[Page]:
+    """Typeset tables as monospace text pages, continuing onto further pages as needed."""
+    pages: list[list[tuple[str, list[str]]]] = [[]]
+    used = 4 if banner else 0
+    for table in tables:
+        lines = to_text(table, max_width=CHARS_PER_LINE)
+        header = lines[:text_header_lines(lines)]
+        title = "" if len(tables) == 1 and table.title == heading else table.title
+        while lines:
+            room = LINES_PER_PAGE - used - (2 if title else 0)  # the block title and a gap
+            if room < min(len(header) + 4, len(lines)) and pages[-1]:
+                pages.append([])
+                used = 0
+                continue
+            pages[-1].append((title, lines[:room]))
+            used += min(room, len(lines)) + (2 if title else 1)
+            lines = lines[room:]
+            if lines:  # continue on the next page under the same header
+                lines = header + lines
+                title = f"{table.title} (continued)"
+    for number, blocks in enumerate(pages):
+        page = _text_page(name, number, heading, blocks, banner if number == 0 else None, plot_text_page)
+        yield Page(page.name, page.figure, tuple(tables) if number == 0 else ())
+
+
+def _text_page(name: str, page_no: int, heading: str, blocks: list[tuple[str, list[str]]],
+               banner: str | None, draw: Callable[..., Axes]) -> Page:
+    fig = Figure(figsize=PAGE_SIZE_IN)
+    ax = fig.add_axes((0.04, 0.05, 0.92, 0.90))
+    draw(heading if page_no == 0 else f"{heading} (continued)", blocks, ax, banner=banner)
+    return Page(name if page_no == 0 else f"{name}-{page_no + 1}", fig)
+
+
+def source_date() -> tuple[datetime, bool]:
+    """The report's timestamp: ``SOURCE_DATE_EPOCH`` when set (reproducible builds), else now."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch:
+        try:
+            return datetime.fromtimestamp(int(epoch), UTC), True
+        except (ValueError, OverflowError, OSError):
+            raise JitterscopeError(
+                f"SOURCE_DATE_EPOCH={epoch!r} is not a Unix time in seconds; unset it or give an integer"
+            ) from None
+    return datetime.now(UTC).replace(microsecond=0), False
+
+

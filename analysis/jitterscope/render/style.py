@@ -1,0 +1,72 @@
+"""Plot style shared by every figure: plain log-axis labels, series colours, note and text pages."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib
+from matplotlib.axes import Axes
+from matplotlib.ticker import LogFormatter
+
+MONO = "DejaVu Sans Mono"
+
+
+class _PlainLogFormatter(LogFormatter):
+    """Log-axis labels as plain numbers (20, 50, 0.5), not 2×10^1: latencies read in µs."""
+
+    def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
+        return f"{x:g}"
+
+
+def plain_log_axis(axis: Any) -> None:
+    """Label a log-scaled axis with plain numbers, minor ticks too where there are few decades."""
+    axis.set_major_formatter(_PlainLogFormatter(labelOnlyBase=False))
+    axis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(1.2, 0.6)))
+
+
+def colour(index: int, total: int = 10) -> Any:
+    """The colour of series ``index`` of ``total``: distinct for up to 20, sampled from a colour map beyond.
+
+    A CPU keeps its colour across the figures of one report (same index, same total).
+    """
+    if total <= 10:
+        return f"C{index % 10}"
+    if total <= 20:
+        return matplotlib.colormaps["tab20"](index % 20)
+    return matplotlib.colormaps["turbo"](index / max(total - 1, 1))
+
+
+def plot_note(title: str, message: str, ax: Axes) -> Axes:
+    """A titled, boxed explanation in place of a figure that cannot be drawn."""
+    ax.set_axis_off()
+    ax.set_title(title, fontsize=14, weight="bold", loc="left")
+    ax.text(0.5, 0.55, "\n".join(textwrap.wrap(message, 90)), ha="center", va="center", fontsize=12,
+            transform=ax.transAxes, bbox={"boxstyle": "round,pad=1.0", "facecolor": "#f3f3f3", "edgecolor": "0.5"})
+    return ax
+
+
+def plot_text_page(heading: str, blocks: Sequence[tuple[str, Sequence[str]]], ax: Axes, *,
+                   banner: str | None = None, line_pt: float = 10.0) -> Axes:
+    """Headed blocks of monospace lines (tables from :func:`tables.to_text`), top to bottom."""
+    ax.set_axis_off()
+    height_pt = ax.get_position().height * ax.figure.get_figheight() * 72.0
+    step = line_pt / height_pt
+    y = 1.0
+    ax.text(0.0, y, heading, fontsize=15, weight="bold", va="top", transform=ax.transAxes)
+    y -= 2.4 * step
+    if banner:
+        ax.text(0.0, y, banner, fontsize=14, weight="bold", color="#b00000", va="top", transform=ax.transAxes,
+                bbox={"facecolor": "#ffe8e8", "edgecolor": "#b00000", "boxstyle": "square,pad=0.4"})
+        y -= 3.6 * step
+    for title, lines in blocks:
+        if title:
+            ax.text(0.0, y, title, fontsize=10, weight="bold", va="top", transform=ax.transAxes)
+            y -= 1.4 * step
+        ax.text(0.0, y, "\n".join(lines), fontsize=8, family=MONO, va="top", linespacing=1.25,
+                transform=ax.transAxes)
+        y -= (len(lines) * 1.25 * 8 / line_pt + 0.6) * step
+    return ax
+
+

@@ -1,0 +1,15 @@
+"""The PDF report: :func:`write_report`, the section registry and the sections
+(:mod:`.sections`).  See :mod:`.build` for how to add a section.
+"""
+
+import lazy_loader as _lazy
+
+# Names load from their module on first use: importing the package is free, and the views
+# (matplotlib) load only when a plot is asked for.
+__getattr__, __dir__, __all__ = _lazy.attach(
+    __name__,
+    submod_attrs={
+        "build": ["register_section", "write_report"],
+        "sections.provenance": ["ground_truth_table"],
+    },
+)

@@ -1,0 +1,435 @@
+"""The PDF report, assembled from registered sections.
+
+A report is a sequence of **sections**, each contributing pages (matplotlib
+figures) and tables.  This module holds the section registry and writes the
+PDF (vector, Type 42 fonts, byte-reproducible under ``SOURCE_DATE_EPOCH``) and,
+with ``figures_dir``, every figure as PDF/SVG/PNG and every table as
+CSV/JSON/LaTeX.  It knows nothing about any particular analysis.
+
+Adding a section (what a later analysis does)
+---------------------------------------------
+1. Write a module **of your own** under ``jitterscope/sections/`` (it comes after
+   your analysis and your plots in the data flow, so it may import both;
+   your analysis module itself must not import this one)::
+
+       # analysis/jitterscope/sections/spectra.py
+       from ..report import Page, ReportContext, new_page, note_page, register_section
+
+       @register_section(order=40, name="spectra")
+       def spectra_section(ctx: ReportContext):
+           if ctx.dataset.is_histogram:
+               return [note_page("spectra", "Latency spectra", "not available for histogram-only data ...")]
+           spectrum = ctx.shared("spectra", lambda: welch_psd(ctx.dataset))  # computed once, reusable
+           fig, ax = new_page()
+           plot_spectrum(spectrum, ax)
+           return [Page("spectrum", fig), spectrum_table(spectrum)]
+
+2. Add **one line** to :data:`SECTION_MODULES` below naming that module.
+
+A section is a function ``(ReportContext) -> Sequence[Page | Table] | None``:
+return ``None`` (or an empty list) when it does not apply.  ``order`` places it
+(lower first); ties are broken by name.  Pages are written in the order
+returned; consecutive tables are typeset together on text pages.  Every
+``Page.name`` and ``Table.name`` must be unique in a report: they are the file
+stems under ``--figures``.  The context carries the dataset, the one-pass
+summary and timeline every section may use, and :meth:`ReportContext.shared`
+to compute anything else once for all sections.
+
+Orders in use: 10 provenance and summary, 20 distributions, 30 latency over
+time, 35 period, 40 spectra, 50 power management (frequency, SMI, idle),
+60 tails, 80 spike catalogue, 100 reproducibility appendix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+from matplotlib.backends.backend_pdf import PdfPages
+from matplotlib.figure import Figure
+from tqdm import tqdm
+
+from .. import __version__
+from ..dataset import Dataset, open_dataset, write_atomically
+from ..errors import JitterscopeError
+from ..render import (
+    REPORT_RC,
+    Page,
+    Table,
+    source_date,
+    text_pages,
+    to_csv,
+    to_json_text,
+    to_latex,
+)
+from ..summary import Summary, TimelineResult, compute_timeline, summarize
+
+SECTION_MODULES: tuple[str, ...] = (
+    # One line per module that registers sections; imported in this order, sections sorted by `order`.
+    "jitterscope.report.sections.provenance",
+    "jitterscope.report.sections.latency",
+    "jitterscope.report.sections.power",
+    "jitterscope.report.sections.spectra",
+    "jitterscope.report.sections.tails",
+)
+
+SUMMARY_ONLY_SECTIONS: tuple[str, ...] = ("provenance", "appendix")
+"""The sections a summary-only dataset gets (every other one needs wake-ups or bins)."""
+
+
+SectionItem = Page | Table
+SectionFunction = Callable[["ReportContext"], Sequence[SectionItem] | None]
+
+
+@dataclass(frozen=True)
+class RegisteredSection:
+    """A section in the registry."""
+
+    name: str
+    order: int
+    function: SectionFunction
+
+
+_REGISTRY: dict[str, RegisteredSection] = {}
+
+
+def register_section(*, order: int, name: str) -> Callable[[SectionFunction], SectionFunction]:
+    """Decorator registering ``function`` as the report section ``name`` at position ``order``.
+
+    Raises
+    ------
+    ValueError
+        Another function is already registered under ``name``.
+    """
+
+    def decorate(function: SectionFunction) -> SectionFunction:
+        known = _REGISTRY.get(name)
+        if known is not None and _qualname(known.function) != _qualname(function):
+            raise ValueError(f"report section {name!r} registered twice ({_qualname(known.function)})")
+        _REGISTRY[name] = RegisteredSection(name=name, order=order, function=function)
+        return function
+
+    return decorate
+
+
+def registered_sections() -> tuple[RegisteredSection, ...]:
+    """Import :data:`SECTION_MODULES` and return every registered section, in report order."""
+    for module in SECTION_MODULES:
+        importlib.import_module(module)
+    return tuple(sorted(_REGISTRY.values(), key=lambda s: (s.order, s.name)))
+
+
+@dataclass
+class ReportContext:
+    """What every section receives: the dataset and the results shared between sections.
+
+    Attributes
+    ----------
+    dataset
+        The opened dataset.
+    summary
+        ``stats.summarize`` of the dataset (one streaming pass, done once).
+    timeline
+        ``timeline.compute_timeline`` of the dataset, or None for histogram-only data.
+    provenance
+        File hashes, tool version and generation time (see :class:`Provenance`).
+    top_k
+        How many spikes the catalogue lists.
+    sections
+        Names of the sections in this report, in order.
+    progress
+        Whether long work may show a progress bar on stderr.
+    """
+
+    dataset: Dataset
+    summary: Summary
+    timeline: TimelineResult | None
+    provenance: Provenance
+    top_k: int = 20
+    progress: bool = False
+    sections: tuple[str, ...] = ()  # the sections this report includes, in order
+    _shared: dict[str, Any] = field(default_factory=dict)
+
+    def shared(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` the first time ``key`` is asked for, the same object afterwards."""
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a report comes from: dataset files and their hashes, tool, time."""
+
+    dataset_path: str
+    files: tuple[tuple[str, str, int], ...]  # (name, sha256, bytes)
+    dataset_sha256: str
+    tool_version: str
+    generated_utc: str
+    reproducible: bool
+    source_date_epoch: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dataset_path": self.dataset_path, "dataset_sha256": self.dataset_sha256,
+            "files": [{"name": n, "sha256": h, "bytes": b} for n, h, b in self.files],
+            "tool_version": self.tool_version, "generated_utc": self.generated_utc,
+            "reproducible": self.reproducible, "source_date_epoch": self.source_date_epoch,
+        }
+
+
+@dataclass(frozen=True)
+class ReportInfo:
+    """What :func:`write_report` wrote."""
+
+    path: str
+    pages: int
+    sections: tuple[str, ...]
+    figure_files: tuple[str, ...]
+    seconds: tuple[tuple[str, float], ...] = ()  # wall time of the shared passes and of each section
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "pages": self.pages, "sections": list(self.sections),
+                "figure_files": list(self.figure_files), "seconds": dict(self.seconds)}
+
+
+def hash_files(dataset: Dataset) -> tuple[tuple[tuple[str, str, int], ...], str]:
+    """sha256 of each file, and of the dataset: the file's own for one file, else of the "name sha256" lines."""
+    entries = []
+    for file in dataset.files:
+        digest = hashlib.sha256()
+        with open(file, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        entries.append((file.name, digest.hexdigest(), file.stat().st_size))
+    if len(entries) == 1:
+        return tuple(entries), entries[0][1]
+    combined = hashlib.sha256("".join(f"{n} {h}\n" for n, h, _ in entries).encode()).hexdigest()
+    return tuple(entries), combined
+
+
+def build_context(dataset: Dataset, *, top_k: int = 20, progress: bool = False) -> ReportContext:
+    """Open-once work every section shares: file hashes, the summary pass, the timeline pass.
+
+    The three are independent streaming reads, run in threads: Parquet decoding,
+    numpy and hashlib release the GIL, so on two cores they overlap.
+    """
+    when, reproducible = source_date()
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="report") as pool:
+        hashing = pool.submit(hash_files, dataset)
+        summarizing = pool.submit(summarize, dataset, progress=progress, top_k=top_k)
+        timing = None if dataset.is_histogram else pool.submit(compute_timeline, dataset, progress=progress)
+        summary = summarizing.result()
+        timeline = None if timing is None else timing.result()
+        files, combined = hashing.result()
+    provenance = Provenance(
+        dataset_path=str(dataset.path), files=files, dataset_sha256=combined, tool_version=__version__,
+        generated_utc=when.strftime("%Y-%m-%d %H:%M:%S UTC"), reproducible=reproducible,
+        source_date_epoch=int(when.timestamp()) if reproducible else None,
+    )
+    return ReportContext(dataset=dataset, summary=summary, timeline=timeline, provenance=provenance,
+                         top_k=top_k, progress=progress)
+
+
+def write_report(
+    dataset: Dataset | str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    figures_dir: str | os.PathLike[str] | None = None,
+    top_k: int = 20,
+    progress: bool = False,
+    sections: Sequence[str] | None = None,
+) -> ReportInfo:
+    """Write the PDF report of ``dataset`` to ``output`` (and figures/tables to ``figures_dir``).
+
+    Parameters
+    ----------
+    dataset
+        An opened :class:`~jitterscope.dataset.Dataset` or its path.
+    output
+        The PDF to write (replaced if it exists).
+    figures_dir
+        If given, each figure is also written there as PDF, SVG and PNG and each
+        table as CSV, JSON and LaTeX (booktabs).
+    top_k
+        Number of spikes in the spike catalogue.
+    progress
+        Show progress bars on stderr.
+    sections
+        Names of the sections to include (default: all registered ones).
+
+    Returns
+    -------
+    ReportInfo
+        The path, page count, sections that contributed, and the files written under ``figures_dir``.
+
+    Raises
+    ------
+    JitterscopeError
+        The dataset cannot be read or analysed, or the output cannot be written.
+    """
+    if not isinstance(dataset, Dataset):
+        dataset = open_dataset(dataset)
+    out = Path(output)
+    fig_dir = Path(figures_dir) if figures_dir is not None else None
+    _check_writable(out, fig_dir)
+    chosen = registered_sections()
+    if sections is not None:
+        unknown = sorted(set(sections) - {s.name for s in chosen})
+        if unknown:
+            raise JitterscopeError(f"unknown report section(s) {', '.join(unknown)}; known: "
+                                   f"{', '.join(s.name for s in chosen)}")
+        chosen = tuple(s for s in chosen if s.name in sections)
+    with matplotlib.rc_context(REPORT_RC):
+        started = time.perf_counter()
+        ctx = build_context(dataset, top_k=top_k, progress=progress)
+        if ctx.summary.summary_only:
+            # only count/min/avg/max are known: provenance with those numbers and a note, and the appendix
+            asked = chosen
+            chosen = tuple(s for s in chosen if s.name in SUMMARY_ONLY_SECTIONS)
+            if not chosen:
+                raise JitterscopeError(
+                    f"{dataset.path}: a summary-only source (count/min/avg/max per thread) has no data for section(s) "
+                    f"{', '.join(s.name for s in asked)}; ask for {' or '.join(SUMMARY_ONLY_SECTIONS)}")
+        ctx.sections = tuple(section.name for section in chosen)
+        seconds = [("summary+timeline", time.perf_counter() - started)]
+        when, _ = source_date()
+        metadata = {
+            "Title": f"jitterscope report: {dataset.path.name}",
+            "Creator": f"jitterscope {__version__}",
+            "CreationDate": when,
+            "ModDate": None,
+        }
+        written: list[str] = []
+        used_names: set[str] = set()
+        contributed: list[str] = []
+        pages = 0
+        with write_atomically(out, what="the report", error=JitterscopeError) as tmp:
+            with PdfPages(tmp, metadata=metadata) as pdf:
+                bar = tqdm(chosen, desc="report", unit="section", file=sys.stderr, disable=not progress)
+                for section in bar:
+                    bar.set_postfix_str(section.name)
+                    started = time.perf_counter()
+                    items = section.function(ctx) or ()
+                    if items:
+                        contributed.append(section.name)
+                    for page in _pages_of(section.name, items, ctx):
+                        _claim(page.name, used_names, section.name)
+                        # the PDF page first, so it is the same bytes with or without --figures
+                        undo = _decorate(page.figure, ctx, pages + 1)
+                        pdf.savefig(page.figure)
+                        pages += 1
+                        if fig_dir is not None:
+                            undo()
+                            written += _export_figure(page, fig_dir)
+                            for table in page.tables:
+                                _claim(table.name, used_names, section.name)
+                                written += _export_table(table, fig_dir)
+                        page.figure.clear()
+                    seconds.append((section.name, time.perf_counter() - started))
+    return ReportInfo(path=str(out), pages=pages, sections=tuple(contributed), figure_files=tuple(written),
+                      seconds=tuple(seconds))
+
+
+def _pages_of(section: str, items: Sequence[SectionItem], ctx: ReportContext) -> Iterator[Page]:
+    pending: list[Table] = []
+    groups = 0
+
+    def typeset() -> Iterator[Page]:
+        nonlocal groups
+        groups += 1
+        heading = pending[0].title if len(pending) == 1 else section.replace("-", " ").capitalize()
+        yield from text_pages(f"{section}-tables" + (f"-{groups}" if groups > 1 else ""), heading, pending)
+
+    for item in items:
+        if isinstance(item, Table):
+            pending.append(item)
+            continue
+        if pending:
+            yield from typeset()
+            pending = []
+        yield item
+    if pending:
+        yield from typeset()
+
+
+def _decorate(fig: Figure, ctx: ReportContext, page_no: int) -> Callable[[], None]:
+    """Footer on every page (what, from which data, page number; SIMULATED when it is); returns its undo."""
+    engine = fig.get_layout_engine()
+    rect = engine.get().get("rect") if engine is not None else None
+    if rect is not None:
+        engine.set(rect=(0.0, 0.03, 1.0, 0.97))  # keep axis labels clear of the footer
+    prov = ctx.provenance
+    footer = (f"jitterscope {prov.tool_version} · {Path(prov.dataset_path).name} · "
+              f"sha256 {prov.dataset_sha256[:12]} · {prov.generated_utc}")
+    texts = [fig.text(0.01, 0.005, footer, fontsize=8, color="0.35", ha="left", va="bottom"),
+             fig.text(0.99, 0.005, f"page {page_no}", fontsize=8, color="0.35", ha="right", va="bottom")]
+    if ctx.dataset.metadata.kind == "simulation":
+        # right of the provenance line, left of the page number: the centre collides with a long file name
+        texts.append(fig.text(0.93, 0.005, "SIMULATED DATA", fontsize=9, color="#b00000", weight="bold",
+                              ha="right", va="bottom"))
+
+    def undo() -> None:
+        for text in texts:
+            text.remove()
+        if rect is not None:
+            engine.set(rect=rect)
+
+    return undo
+
+
+def _claim(name: str, used: set[str], section: str) -> None:
+    if name in used:
+        raise ValueError(f"report section {section!r}: page/table name {name!r} is already used")
+    used.add(name)
+
+
+def _export_figure(page: Page, directory: Path) -> list[str]:
+    paths = []
+    for ext in ("pdf", "svg", "png"):
+        path = directory / f"{page.name}.{ext}"
+        kwargs: dict[str, Any] = {"metadata": {"Software": None}} if ext == "png" else {}
+        if ext == "pdf":
+            kwargs = {"metadata": {"CreationDate": source_date()[0], "ModDate": None}}
+        if ext == "svg":
+            kwargs = {"metadata": {"Date": source_date()[0].isoformat()}}
+        page.figure.savefig(path, format=ext, **kwargs)
+        paths.append(str(path))
+    return paths
+
+
+def _export_table(table: Table, directory: Path) -> list[str]:
+    outputs = {"csv": to_csv(table), "json": to_json_text(table), "tex": to_latex(table)}
+    paths = []
+    for ext, text in outputs.items():
+        path = directory / f"{table.name}.{ext}"
+        path.write_text(text, encoding="utf-8")
+        paths.append(str(path))
+    return paths
+
+
+def _check_writable(out: Path, fig_dir: Path | None) -> None:
+    if out.is_dir():
+        raise JitterscopeError(f"{out}: is a directory; give a file name for the report, e.g. -o report.pdf")
+    if not out.parent.exists():
+        raise JitterscopeError(f"{out.parent}: no such directory; create it or choose another -o path")
+    if fig_dir is not None:
+        if fig_dir.exists() and not fig_dir.is_dir():
+            raise JitterscopeError(f"{fig_dir}: exists and is not a directory; choose another --figures path")
+        try:
+            fig_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise JitterscopeError(f"{fig_dir}: cannot create ({exc.strerror or exc})") from None
+
+
+def _qualname(function: Callable[..., Any]) -> str:
+    return f"{function.__module__}.{function.__qualname__}"

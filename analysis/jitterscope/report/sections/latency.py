@@ -1,0 +1,120 @@
+"""Report sections on latency: distributions, latency over time, period error, spike catalogue.
+
+Histogram-only datasets get the distributions (from their bins) and a note in
+place of each figure that needs per-wake-up samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from ...errors import AnalysisError
+from ...render import PAGE_SIZE_IN, Page, Table, new_page, note_page
+from ...summary import (
+    bin_histograms,
+    ccdf_curves,
+    percentile_curves,
+    plot_ccdf,
+    plot_latency_histogram,
+    plot_percentiles,
+    plot_period_error,
+    plot_timeline,
+    series_label,
+    spike_table,
+)
+from ..build import ReportContext, register_section
+
+HISTOGRAM_ONLY = ("not available for histogram-only data: the source ({source}) kept only a latency histogram, "
+                  "not the individual wake-ups this figure needs. Capture with jitterscope-capture, or import "
+                  "per-sample output (cyclictest -v, jitterdebugger samples) to get it.")
+TOO_FEW = ("Too few wake-ups to draw this: every thread has fewer than two (distinct, positive) latencies. "
+           "Capture for longer.")
+TIMELINE_PANELS = 4  # threads per latency-over-time page
+
+
+@register_section(order=20, name="distributions")
+def distributions_section(ctx: ReportContext) -> Sequence[Page]:
+    """Latency histogram (OSADL style), percentile plot and CCDF."""
+    threads = ctx.summary.threads
+    with_all = (*threads, ctx.summary.overall) if len(threads) > 1 else tuple(threads)
+    pages = []
+    fig, ax = new_page()
+    plot_latency_histogram(bin_histograms(threads, "latency"), ax)
+    pages.append(Page("latency-histogram", fig))
+    pages.append(_curve_page("latency-percentiles", "Latency percentiles", percentile_curves(with_all),
+                             plot_percentiles))
+    pages.append(_curve_page("latency-ccdf", "Complementary CDF (tail)", ccdf_curves(with_all), plot_ccdf))
+    return pages
+
+
+def _curve_page(name: str, title: str, curves: Sequence[Any], plot: Callable[[Sequence[Any], Axes], Axes]) -> Page:
+    """A page with `plot` of `curves`, or a note saying there were too few wake-ups to draw any."""
+    if not curves:
+        return note_page(name, title, TOO_FEW)
+    fig, ax = new_page()
+    plot(curves, ax)
+    return Page(name, fig)
+
+
+@register_section(order=30, name="timeline")
+def timeline_section(ctx: ReportContext) -> Sequence[Page]:
+    """Maximum and p99 latency per time bin, spikes marked; up to four threads per page."""
+    if ctx.timeline is None:
+        return [note_page("latency-over-time", "Latency over time", _histogram_only(ctx))]
+    spikes = _all_spikes(ctx)
+    threads = ctx.timeline.threads
+    pages = []
+    for start in range(0, len(threads), TIMELINE_PANELS):
+        chunk = threads[start:start + TIMELINE_PANELS]
+        fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
+        axes = fig.subplots(len(chunk), 1, squeeze=False, sharex=True)[:, 0]
+        for ax, item in zip(axes, chunk, strict=True):
+            index = threads.index(item)
+            plot_timeline(item, ax, origin_ns=ctx.timeline.origin_ns, index=index, total=len(threads),
+                          spikes=[s for s in spikes if s.thread == item.thread],
+                          label=series_label(item.thread, item.cpu, len(threads)))
+        for ax in axes[:-1]:
+            ax.set_xlabel("")
+        fig.suptitle("Latency over time", fontsize=12)
+        name = "latency-over-time" if start == 0 else f"latency-over-time-{start // TIMELINE_PANELS + 1}"
+        pages.append(Page(name, fig))
+    return pages
+
+
+@register_section(order=35, name="period")
+def period_section(ctx: ReportContext) -> Sequence[Page]:
+    """Distribution of the period error (consecutive wake-up distance minus the interval)."""
+    if ctx.dataset.is_histogram:
+        return [note_page("period-error", "Period error distribution", _histogram_only(ctx))]
+    try:
+        hists = bin_histograms(ctx.summary.threads, "period error", attribute="period_error")
+    except AnalysisError:
+        return [note_page("period-error", "Period error distribution",
+                          "No thread has two consecutive wake-ups, so no period can be measured.")]
+    intervals = {t.interval_ns for t in ctx.summary.threads if t.interval_ns}
+    fig, ax = new_page()
+    plot_period_error(hists, ax, interval_ns=intervals.pop() if len(intervals) == 1 else None)
+    return [Page("period-error", fig)]
+
+
+@register_section(order=80, name="spikes")
+def spikes_section(ctx: ReportContext) -> Sequence[Page | Table]:
+    """The spike catalogue: the top-k latencies over all threads with their neighbours."""
+    if ctx.timeline is None:
+        return [note_page("spikes", "Spike catalogue", _histogram_only(ctx))]
+    spikes = sorted(_all_spikes(ctx), key=lambda s: -int(s.latency_ns))[:ctx.top_k]
+    cpus = {t.thread: t.cpu for t in ctx.dataset.metadata.threads}
+    return [spike_table(spikes, origin_ns=ctx.timeline.origin_ns, cpus=cpus)]
+
+
+def _all_spikes(ctx: ReportContext) -> list:
+    return [spike for item in ctx.summary.threads for spike in item.spikes.spikes]
+
+
+def _histogram_only(ctx: ReportContext) -> str:
+    source = ctx.dataset.metadata.source or {}
+    return HISTOGRAM_ONLY.format(source=source.get("format", "an imported histogram"))

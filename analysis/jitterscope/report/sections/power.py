@@ -1,0 +1,115 @@
+"""Report section: frequency transitions, SMIs and idle depth against latency (issue 5).
+
+Pages: the verdict and cpufreq's claim; per CPU the frequency timeline over
+latency; latency against f_eff and C0 (hexbin); event-triggered averages with
+surrogate bands and lagged correlations; the detailed tables.  A dataset
+without usable counters gets one line saying why, and no figure pages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from ...derive import CounterSet
+from ...errors import AnalysisError
+from ...power import (
+    Correlation,
+    claims_table,
+    correlate_dataset,
+    event_table,
+    plot_counter_hexbin,
+    plot_event_average,
+    plot_frequency_timeline,
+    plot_frequency_zoom,
+    plot_lagged_correlation,
+    tests_table,
+    time_in_frequency_table,
+    verdict_table,
+)
+from ...render import PAGE_SIZE_IN, Page, Table
+from ..build import ReportContext, register_section
+
+MAX_ROWS = 5_000_000
+"""Above this many wake-ups the report leaves the correlation to ``jitterscope correlate``: it holds
+every thread's series in memory (peak about 250 bytes per wake-up), unlike the report's streaming passes."""
+ZOOM_S = 10.0  # seconds shown close up under each frequency timeline
+TIMELINE_PAGES = 4  # CPUs that get a frequency-timeline page
+PANELS = 4  # event-average / correlation panels per page
+
+
+def _line(text: str) -> Table:
+    return Table(name="frequency-smi", title="Frequency transitions, SMIs and idle depth", columns=("finding",),
+                 rows=((text,),), formats=("",), align=("l",))
+
+
+@register_section(order=50, name="power-management")
+def power_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
+    """Verdict, timelines, hexbins, event-triggered averages, lagged correlations and tables."""
+    if ctx.dataset.is_histogram:
+        return [_line("counters not recorded (histogram-only data keeps no per-wake-up counters)")]
+    if ctx.dataset.num_rows > MAX_ROWS:
+        return [_line(f"frequency and SMI correlation left out of the report: {ctx.dataset.num_rows:,} wake-ups are "
+                      f"more than the {MAX_ROWS:,} it analyses in memory; run 'jitterscope correlate' on the "
+                      "dataset (about 250 bytes of memory per wake-up)")]
+    try:
+        result, counters = ctx.shared("correlation", lambda: correlate_dataset(ctx.dataset))
+    except AnalysisError as exc:
+        return [_line(f"frequency and SMI correlation not computed: {exc}")]
+    if not result.available:
+        return [_line(result.reason)]
+    items: list[Page | Table] = [verdict_table(result), *_nonempty(claims_table(result))]
+    items += _timeline_pages(result, counters)
+    if any(s.has_frequency or s.has_c0 for s in counters.series):
+        items.append(_hexbin_page(counters))
+    items += _panel_pages("event-averages", "Event-triggered averages", result.event_averages, plot_event_average)
+    items += _panel_pages("lagged-correlation", "Lagged correlation", result.cross_correlations,
+                          plot_lagged_correlation)
+    items += _nonempty(tests_table(result), event_table(result), time_in_frequency_table(result))
+    return items
+
+
+def _nonempty(*tables: Table) -> list[Table]:
+    return [t for t in tables if t.rows]
+
+
+def _timeline_pages(result: Correlation, counters: CounterSet) -> list[Page]:
+    by_thread = {t.thread: t for t in (result.frequency.transitions if result.frequency else ())}
+    pages = []
+    for index, series in enumerate([s for s in counters.series if s.has_frequency][:TIMELINE_PAGES]):
+        fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
+        top, middle, bottom = fig.subplots(3, 1, height_ratios=(1.0, 1.0, 1.2))
+        middle.sharex(top)
+        transitions = by_thread.get(series.thread)
+        plot_frequency_timeline(series, transitions, top, middle, threshold_ns=result.thresholds_ns[0], index=index)
+        span_s = (series.expected_ns[-1] - series.expected_ns[0]) / 1e9
+        plot_frequency_zoom(series, transitions, bottom, start_s=0.0, stop_s=min(ZOOM_S, span_s), index=index)
+        pages.append(Page(f"frequency-timeline-cpu{series.cpu}", fig))
+    return pages
+
+
+def _hexbin_page(counters: CounterSet) -> Page:
+    fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
+    left, right = fig.subplots(1, 2)
+    latency = np.concatenate([s.latency_ns for s in counters.series])
+    plot_counter_hexbin(np.concatenate([s.f_eff_hz for s in counters.series]), latency, left, what="f_eff")
+    plot_counter_hexbin(np.concatenate([s.c0 for s in counters.series]), latency, right, what="c0")
+    return Page("latency-vs-feff-c0", fig)
+
+
+def _panel_pages(name: str, title: str, results: Sequence, plot) -> list[Page]:
+    pages = []
+    for start in range(0, len(results), PANELS):
+        chunk = results[start:start + PANELS]
+        fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
+        rows, cols = (1, len(chunk)) if len(chunk) <= 2 else (2, 2)
+        axes = fig.subplots(rows, cols, squeeze=False).ravel()
+        for i, (ax, item) in enumerate(zip(axes, chunk, strict=False)):
+            plot(item, ax, index=start + i)
+        for ax in axes[len(chunk):]:
+            ax.set_axis_off()
+        fig.suptitle(title, fontsize=12)
+        pages.append(Page(name if start == 0 else f"{name}-{start // PANELS + 1}", fig))
+    return pages

@@ -1,0 +1,43 @@
+"""Report section: latency spectra per CPU, spectrogram, spike-train spectrum, inter-spike intervals, peak table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...errors import AnalysisError
+from ...render import Page, Table, new_page
+from ...spectral import analyze_spectra, peak_table, plot_isi, plot_psd, plot_spectrogram, plot_spike_psd
+from ..build import ReportContext, register_section
+
+MAX_THREAD_PAGES = 8
+
+
+def _line(text: str) -> Table:
+    return Table(name="spectra", title="Latency spectra", columns=("finding",), rows=((text,),), formats=("",),
+                 align=("l",))
+
+
+@register_section(order=40, name="spectra")
+def spectra_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
+    """Per CPU: PSD with marked peaks and spectrogram; spike spectrum and ISI; then the peak table."""
+    if ctx.dataset.is_histogram:
+        return [_line("spectra not available: a histogram-only dataset has no time series")]
+    try:
+        analysis = ctx.shared("spectra", lambda: analyze_spectra(ctx.dataset))
+    except AnalysisError as exc:
+        return [_line(f"spectra not computed: {exc}")]
+    items: list[Page | Table] = []
+    for thread in analysis.threads[:MAX_THREAD_PAGES]:
+        fig, axes = new_page(2, 1)
+        plot_psd(thread, axes[0])
+        if thread.spectrogram is not None:
+            plot_spectrogram(thread.spectrogram, axes[1], title=f"CPU {thread.cpu}: spectrogram of latency")
+        items.append(Page(f"spectrum-cpu{thread.cpu}", fig))
+        fig, axes = new_page(1, 2)
+        if thread.spike_psd is not None:
+            plot_spike_psd(thread.spike_psd, thread.spike_peaks, axes[0],
+                           title=f"CPU {thread.cpu}: spectrum of the spike train")
+        plot_isi(thread.isi, axes[1])
+        items.append(Page(f"spikes-cpu{thread.cpu}", fig))
+    items.append(peak_table(analysis))
+    return items

@@ -1,0 +1,50 @@
+"""Report section: the extreme-value view of each thread (peaks over threshold), with its assumptions stated."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from matplotlib.figure import Figure
+
+from ...errors import AnalysisError
+from ...render import PAGE_SIZE_IN, Page, Table, note_page
+from ...tails import (
+    EVT_PROMISE,
+    analyze_tails,
+    plot_mean_residual_life,
+    plot_parameter_stability,
+    plot_return_levels,
+    plot_tail_qq,
+    tail_checks_table,
+    tail_fit_table,
+)
+from ..build import ReportContext, register_section
+
+
+@register_section(order=60, name="tails")
+def tails_section(ctx: ReportContext) -> Sequence[Page | Table]:
+    """Per thread: mean residual life, parameter stability, tail QQ and return levels; then the fit and checks."""
+    if ctx.dataset.is_histogram:
+        return [note_page("tails", "Tails", "not available for histogram-only data: a tail fit and its "
+                          "independence checks need the individual wake-ups in order.")]
+    try:
+        report = ctx.shared("tails", lambda: analyze_tails(ctx.dataset))
+    except AnalysisError as exc:
+        return [note_page("tails", "Tails", f"no tail fit: {exc}")]
+    items: list[Page | Table] = []
+    for fit in report.threads:
+        fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
+        axes = fig.subplots(2, 2)
+        plot_mean_residual_life(fit, axes[0, 0])
+        plot_parameter_stability(fit, axes[0, 1])
+        plot_tail_qq(fit, axes[1, 0])
+        plot_return_levels(fit, axes[1, 1])
+        state = "assumptions hold" if fit.assumptions_ok else "ASSUMPTIONS NOT MET — indicative only"
+        fig.suptitle(f"Tail of thread {fit.thread} (CPU {fit.cpu}): ξ = {fit.xi:.3f} ± {fit.xi_se:.3f}, {state}",
+                     fontsize=12, weight="bold", color="black" if fit.assumptions_ok else "#b00000")
+        items.append(Page(f"tails-thread-{fit.thread}", fig))
+    fit_table = tail_fit_table(report)
+    items.append(Table(fit_table.name, fit_table.title, fit_table.columns, fit_table.rows, fit_table.formats,
+                       (*fit_table.notes, EVT_PROMISE)))
+    items += [tail_checks_table(fit) for fit in report.threads]
+    return items

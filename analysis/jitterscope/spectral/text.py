@@ -1,0 +1,77 @@
+"""Text tables of spectral results (the ``jitterscope spectrum`` output); formats, computes nothing."""
+
+from __future__ import annotations
+
+import math
+
+from . import Peak, SpectralAnalysis, ThreadSpectra
+
+_HEADER = ("freq Hz", "period", "power", "SNR", "FAP", "group", "alias candidates Hz", "likely source")
+
+
+def format_period(seconds: float) -> str:
+    """A period in the unit that reads best (ns, µs, ms or s)."""
+    if not math.isfinite(seconds):
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.4g} {unit}"
+    return f"{seconds * 1e9:.4g} ns"
+
+
+def _row(peak: Peak, unit: str) -> tuple[str, ...]:
+    group = f"{peak.harmonic_group}" + (f" (×{peak.harmonic_number})" if peak.harmonic_number > 1 else "")
+    aliases = ", ".join(f"{c:.6g}" for c in peak.alias_candidates_hz[1:4])
+    return (f"{peak.frequency_hz:.4f}", format_period(peak.period_s), f"{peak.power:.3g} {unit}",
+            f"{peak.snr:.1f}", f"{peak.fap:.1e}", group, aliases or "-", peak.likely_source or "-")
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+
+
+def peaks_by_family(peaks: tuple[Peak, ...], top: int, per_family: int = 4) -> tuple[list[Peak], int]:
+    """Families in order of their strongest member, each by harmonic number, at most ``per_family`` rows each."""
+    families: dict[int, list[Peak]] = {}
+    for peak in peaks:  # strongest first, so families come in order of their strongest member
+        families.setdefault(peak.harmonic_group, []).append(peak)
+    shown = []
+    for members in families.values():
+        shown += sorted(members, key=lambda p: p.harmonic_number)[:per_family]
+    return shown[:top], len(peaks) - len(shown[:top])
+
+
+def format_thread(thread: ThreadSpectra, alpha: float, *, top: int = 20) -> str:
+    """One thread's heading, method line, notes and peak table (strongest first)."""
+    unit = "" if thread.method == "lomb-scargle" else "ns²/Hz"
+    if thread.lomb_scargle is not None and thread.method == "lomb-scargle":
+        resolution = thread.lomb_scargle.resolution_hz
+    else:
+        resolution = thread.psd.bin_width_hz if thread.psd is not None else math.nan
+    lines = [f"thread {thread.thread} (CPU {thread.cpu}): fs {thread.fs_hz:g} Hz, n={thread.samples}, "
+             f"{thread.method}, resolution {resolution:.4g} Hz, "
+             f"spikes > {thread.isi.threshold_ns / 1000:.4g} µs: {thread.isi.spikes}"]
+    lines += [f"  note: {note}" for note in thread.notes]
+    if not thread.peaks:
+        lines.append(f"  no peak with false-alarm probability below {alpha:g}")
+    else:
+        shown, hidden = peaks_by_family(thread.peaks, top)
+        lines += ["  " + line for line in _table([_HEADER, *(_row(p, unit) for p in shown)])]
+        if hidden:
+            lines.append(f"  ... {hidden} more peaks not shown: higher harmonics of the families above, "
+                         "or weaker (--top)")
+    if thread.spike_peaks:
+        f0 = min(thread.spike_peaks, key=lambda p: p.frequency_hz)
+        lines.append(f"  spike train: {len(thread.spike_peaks)} significant peaks, lowest {f0.frequency_hz:.4f} Hz"
+                     f" ({format_period(f0.period_s)})" + (f", {f0.likely_source}" if f0.likely_source else ""))
+    if thread.isi.mode_s is not None:
+        lines.append(f"  most common inter-spike interval ≈ {format_period(thread.isi.mode_s)}")
+    return "\n".join(lines)
+
+
+def format_spectral_analysis(analysis: SpectralAnalysis, *, top: int = 20) -> str:
+    """All threads' peak tables, then the threads that were skipped and why."""
+    parts = [format_thread(t, analysis.options.alpha, top=top) for t in analysis.threads]
+    parts += [f"skipped {reason}" for reason in analysis.skipped]
+    return "\n\n".join(parts)

@@ -1,0 +1,89 @@
+"""Figures of tail fits.  Each ``plot_xxx(fit, ax) -> Axes`` draws; none computes.
+
+A :class:`~jitterscope.tails.TailFit` carries its plot-ready series (candidate
+thresholds, QQ points, return-level curves); these functions only convert ns to
+µs and draw.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.axes import Axes
+
+from ..render import colour
+from .fit import TailFit
+
+NS_PER_US = 1000.0
+
+
+def _candidate_thresholds_us(fit: TailFit) -> np.ndarray:
+    return np.array([c.threshold_ns for c in fit.candidates]) / NS_PER_US
+
+
+def _mark_chosen_threshold(fit: TailFit, ax: Axes) -> None:
+    ax.axvline(fit.threshold_ns / NS_PER_US, color="#b00000", linestyle=":", label="chosen threshold")
+
+
+def plot_mean_residual_life(fit: TailFit, ax: Axes) -> Axes:
+    """Mean excess over the candidate thresholds; linear above a valid threshold. Chosen one marked."""
+    u = _candidate_thresholds_us(fit)
+    e = np.array([c.mean_excess_ns for c in fit.candidates]) / NS_PER_US
+    ax.plot(u, e, marker="o", color=colour(0))
+    _mark_chosen_threshold(fit, ax)
+    ax.set_xlabel("threshold u [µs]")
+    ax.set_ylabel("mean excess over u [µs]")
+    ax.set_title("Mean residual life")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_parameter_stability(fit: TailFit, ax: Axes) -> Axes:
+    """GPD shape over the candidate thresholds with ±1.96 se bars; the chosen threshold marked."""
+    u = _candidate_thresholds_us(fit)
+    xi = np.array([c.xi for c in fit.candidates])
+    se = np.array([c.xi_se for c in fit.candidates])
+    ax.errorbar(u, xi, yerr=1.96 * se, marker="o", color=colour(0), capsize=3, linestyle="-")
+    _mark_chosen_threshold(fit, ax)
+    ax.axhline(0, color="0.5", linewidth=0.8)
+    ax.set_xlabel("threshold u [µs]")
+    ax.set_ylabel("shape ξ")
+    ax.set_title("Parameter stability")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_tail_qq(fit: TailFit, ax: Axes) -> Axes:
+    """Observed exceedances against the fitted GPD's quantiles."""
+    points = np.asarray(fit.qq_points_ns) / NS_PER_US
+    ax.plot(points[:, 0], points[:, 1], marker=".", linestyle="none", color=colour(0), markersize=4)
+    top = float(points.max())
+    ax.plot([0, top], [0, top], color="0.4", linestyle="--", linewidth=0.8)
+    ax.set_xlabel("GPD quantile of the excess [µs]")
+    ax.set_ylabel("observed excess over threshold [µs]")
+    ax.set_title(f"Tail QQ (r = {fit.qq_correlation:.4f})")
+    ax.grid(True, alpha=0.3)
+    return ax
+
+
+def plot_return_levels(fit: TailFit, ax: Axes) -> Axes:
+    """Return level against return period (wake-ups, log), with the interval band and the largest observations."""
+    curve = np.asarray(fit.return_curve)
+    ax.plot(curve[:, 0], curve[:, 1] / NS_PER_US, color=colour(0), label="GPD return level")
+    upper = np.where(np.isfinite(curve[:, 3]), curve[:, 3], np.nan)
+    ax.fill_between(curve[:, 0], curve[:, 2] / NS_PER_US, upper / NS_PER_US, color=colour(0), alpha=0.2,
+                    label=f"{fit.confidence:.0%} interval")
+    emp = np.asarray(fit.empirical_return)
+    ax.plot(emp[:, 0], emp[:, 1] / NS_PER_US, marker=".", linestyle="none", color="0.2", markersize=3,
+            label="observed")
+    for r in fit.return_levels:
+        ax.axvline(r.wakeups, color="0.5", linestyle=":", linewidth=0.8)
+        ax.text(r.wakeups, ax.get_ylim()[1], f" 1/{r.period}", fontsize=8, va="top", color="0.3")
+    ax.set_xscale("log")
+    ax.set_xlabel("return period [wake-ups]")
+    ax.set_ylabel("latency [µs]")
+    ax.set_title("Return levels")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    return ax

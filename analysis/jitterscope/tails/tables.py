@@ -1,0 +1,68 @@
+"""Tables and plain text of tail fits (select and format; no statistics here)."""
+
+from __future__ import annotations
+
+from ..format import us_value
+from ..render import Table, tables_text
+from .fit import TailFit, TailsReport
+
+US = "{:.3f}"
+
+
+def tail_fit_table(report: TailsReport) -> Table:
+    """One row per thread: threshold, shape, exceedance probability of the maximum, return levels, gate."""
+    rows = []
+    for f in report.threads:
+        p_max = dict(f.exceedance_probabilities)[f.observed_max_ns]
+        levels = {r.period: r.level_ns for r in f.return_levels}
+        hour, day = levels.get("hour"), levels.get("day")
+        rows.append((f.thread, f.cpu, f.n, us_value(f.threshold_ns), f.exceedances, f.xi, f.xi_se, us_value(f.sigma_ns),
+                     us_value(f.observed_max_ns), p_max.estimate, p_max.lower, p_max.upper,
+                     us_value(hour.estimate) if hour else None, us_value(hour.lower) if hour else None,
+                     us_value(hour.upper) if hour else None, us_value(day.estimate) if day else None,
+                     "ok" if f.assumptions_ok else "NOT MET"))
+    conf = report.threads[0].confidence
+    return Table(
+        name="tails-fit", title="Tail fits (generalised Pareto above a threshold)",
+        columns=("thread", "CPU", "n", "u [µs]", "k", "ξ", "± se", "σ [µs]", "max [µs]",
+                 "P(>max) [/wake-up]", "low", "high", "1/hour [µs]", "low [µs]", "high [µs]", "1/day [µs]",
+                 "assumptions"),
+        rows=tuple(rows),
+        formats=("{:d}", "{:d}", "{:d}", "{:.4g}", "{:d}", "{:.3f}", "{:.3f}", "{:.4g}", "{:.4g}", "{:.2e}",
+                 "{:.2e}", "{:.2e}", "{:.4g}", "{:.4g}", "{:.4g}", "{:.4g}", ""),
+        notes=(f"n wake-ups; u threshold with k exceedances; intervals: {conf:.0%} profile likelihood; '1/hour' = "
+               "latency exceeded about once per hour at the thread's wake-up rate (expected count one)",
+               *[f"thread {t}: skipped — {why}" for t, why in report.skipped]))
+
+
+def tail_checks_table(fit: TailFit) -> Table:
+    """The assumption checks of one thread, each with its sentence."""
+    rows = tuple((c.name, c.statistic, c.p_value, "pass" if c.passed else "FAIL") for c in fit.checks)
+    notes = [f"verdict: {fit.verdict}"]
+    if fit.block_maxima is not None:
+        notes.append(fit.block_maxima.sentence)
+    if fit.mrl_xi == fit.mrl_xi:  # not NaN: enough candidates above the threshold for a slope
+        notes.append(f"mean-residual-life slope above the threshold implies ξ = {fit.mrl_xi:.3f} "
+                     f"(GPD fit ξ = {fit.xi:.3f} ± {fit.xi_se:.3f})")
+    else:
+        notes.append("mean-residual-life slope: fewer than 3 candidate thresholds above the chosen one")
+    for r in fit.return_levels:
+        notes.append(f"once per {r.period}: {r.level_ns.estimate / 1000:.4g} µs "
+                     f"[{r.level_ns.lower / 1000:.4g} … {r.level_ns.upper / 1000:.4g}] — {r.extrapolation:.0f}× "
+                     "beyond the capture's length" + (", so it rests on the model more than on the data"
+                                                      if r.extrapolation > 10 else ""))
+    notes += [c.sentence for c in fit.checks]
+    return Table(name=f"tails-checks-{fit.thread}", title=f"Thread {fit.thread} (CPU {fit.cpu}): assumptions",
+                 columns=("check", "statistic", "p-value", "result"), rows=rows,
+                 formats=("", "{:.4g}", "{:.2g}", ""), notes=tuple(notes))
+
+
+def tails_tables(report: TailsReport) -> list[Table]:
+    return [tail_fit_table(report), *(tail_checks_table(f) for f in report.threads)]
+
+
+def tails_text(report: TailsReport) -> str:
+    """The tail report as plain text, ending with what EVT can and cannot promise."""
+    return tables_text(tails_tables(report)) + "\n\n" + report.promise + "\n"
+
+
