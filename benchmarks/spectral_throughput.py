@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, sample_schema
-from jitterscope.spectral import WelchAccumulator, analyze_spectra, find_welch_peaks
+from jitterscope.spectrum import WelchAccumulator, analyze_spectra, find_welch_peaks
 
 ROW_GROUP = 1 << 20
 INTERVAL_NS = 1_000_000

@@ -37,7 +37,7 @@ def test_report_writes_pdf_and_figures_and_prints_the_path(dataset, tmp_path, ca
     (["{dataset}", "-o", "{tmp}/no/such/dir/r.pdf"], "no such directory"),
     (["{dataset}", "-o", "{tmp}"], "is a directory"),
     (["{dataset}", "--top", "0"], "at least 1"),
-    (["{dataset}", "--sections", "spectra,nonsense"], "unknown report section(s) nonsense; known: provenance"),
+    (["{dataset}", "--sections", "spectrum,nonsense"], "unknown report section(s) nonsense; known: provenance"),
 ])
 def test_bad_input_is_one_line_and_exit_1(dataset, tmp_path, capsys, args, message):
     garbage = tmp_path / "garbage.parquet"

@@ -3,6 +3,11 @@
 Each subcommand lives in its own module here with ``register(subparsers)``
 adding its parser and setting ``func``.  A :class:`JitterscopeError` becomes
 one line on stderr and exit status 1.
+
+Start-up is part of the interface: a module here imports the library (numpy,
+pandas, pyarrow, scipy, matplotlib behind the package faces) only inside the
+function that runs its subcommand, so ``--help`` and a mistyped option answer
+at once; ``tests/test_layout.py`` guards it.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ COMMANDS: tuple[str, ...] = (
     "info",
     "validate",
     "report",
-    "correlate",
+    "power",
     "import_",
     "export",
     "pack",
@@ -48,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list == ["--version"]:  # the one answer that needs no parser: scripts call it often
+        print(f"jitterscope {__version__}")
+        return 0
     parser = build_parser()
     # "capture" passes its options through to the binary untouched.
     args, rest = parser.parse_known_args(args_list)

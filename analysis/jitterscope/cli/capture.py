@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..capture import run_capture
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -16,4 +14,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..capture import run_capture
     return run_capture(getattr(args, "extra", []))

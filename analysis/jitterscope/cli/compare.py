@@ -6,8 +6,6 @@ import argparse
 import json
 import sys
 
-from ..compare import compare_runs, comparison_text, write_compare_report
-from ..dataset import open_dataset
 from ..errors import AnalysisError
 
 
@@ -36,6 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..compare import compare_runs, comparison_text, write_compare_report
+    from ..dataset import open_dataset
     if len(args.datasets) < 2:
         raise AnalysisError("compare needs at least two datasets (the first is the baseline)")
     if not 0 < args.confidence < 100 or args.noise < 0 or args.resamples < 20:

@@ -10,11 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..capture import capture_dataset, demo_output_dir
-from ..dataset import open_dataset
-from ..report import write_report
-from ..summary import format_cyclictest_line, format_summary_table, summarize
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("demo", help="capture 10 s on all CPUs at 1 kHz, summarise and report")
@@ -26,6 +21,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..capture import capture_dataset, demo_output_dir
+    from ..dataset import open_dataset
+    from ..report import write_report
+    from ..summary import format_cyclictest_line, format_summary_table, summarize
     output = demo_output_dir(args.out)
     print(f"capturing {args.seconds:g} s at {args.hz:g} Hz on every CPU into {output}", file=sys.stderr)
     result = capture_dataset(output, seconds=args.seconds, hz=args.hz, quiet=args.quiet)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..dataset import open_dataset, write_dataset
 from ..errors import ImportFormatError
-from ..formats import FORMATS, import_files, read_timeline
-from ..power import decode_timeline, join_timeline, overlap_note
+from ..formats import IMPORT_FORMATS  # light: formats/names.py
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="input files (a jitterdebugger -o directory too)")
     parser.add_argument("-o", "--output", required=True, metavar="DATASET", help="dataset file to write (.parquet)")
-    parser.add_argument("--format", choices=FORMATS, help="format of the first FILE (default: detected)")
+    parser.add_argument("--format", choices=IMPORT_FORMATS, help="format of the first FILE (default: detected)")
     parser.add_argument("--force", action="store_true", help="overwrite the output")
     parser.add_argument("--onto", metavar="DATASET",
                         help="FILE is turbostat interval output: write a copy of DATASET with it attached as a "
@@ -33,6 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..dataset import write_dataset
+    from ..formats import import_files
     if args.onto is not None:
         return _attach_timeline(args)
     table, metadata = import_files(args.files, fmt=args.format)
@@ -48,6 +48,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _attach_timeline(args: argparse.Namespace) -> int:
+    from ..dataset import open_dataset, write_dataset
+    from ..formats import read_timeline
+    from ..power import decode_timeline, join_timeline, overlap_note
     if len(args.files) != 1 or args.format not in (None, "turbostat"):
         raise ImportFormatError("--onto takes exactly one turbostat output file (and no --format other than turbostat)")
     timeline = read_timeline(args.files[0], start_s=args.turbostat_start, interval_s=args.turbostat_interval)

@@ -6,9 +6,6 @@ import argparse
 import json
 import sys
 
-from ..dataset import open_dataset
-from ..summary import format_info
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("info", help="metadata, environment, counters and row counts of a dataset")
@@ -18,6 +15,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..dataset import open_dataset
+    from ..summary import format_info
     dataset = open_dataset(args.dataset)
     if args.json:
         kv = dataset.metadata.to_kv()

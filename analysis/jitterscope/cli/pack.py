@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..formats import pack_dataset
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("pack", help="write a dataset as one sorted, compressed, checksummed file")
@@ -18,6 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..formats import pack_dataset
     result = pack_dataset(args.dataset, args.output, anonymize=args.anonymize, overwrite=args.force)
     print(f"{result.path}: {result.rows} rows, {result.bytes} bytes, {result.bytes_per_wakeup:.2f} bytes per "
           f"wake-up ({result.wakeups} wake-ups), sha256 {result.sha256}")

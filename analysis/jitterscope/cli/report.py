@@ -6,7 +6,6 @@ import argparse
 import sys
 
 from ..errors import JitterscopeError
-from ..report import write_report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,6 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..report import write_report
     if args.top < 1:
         raise JitterscopeError(f"--top {args.top}: the spike catalogue needs at least 1 entry")
     sections = [name.strip() for name in args.sections.split(",") if name.strip()] if args.sections else None

@@ -5,22 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-from ..simulate import (
-    BaseLatency,
-    Drops,
-    Effect,
-    IdleStates,
-    PeriodicDisturbance,
-    PStates,
-    SimulationSpec,
-    SMIs,
-    SpecError,
-    Stalls,
-    load_spec,
-    spec_from_options,
-    write_simulation,
-)
+if TYPE_CHECKING:  # for annotations only: the implementation is imported when the command runs
+    from ..simulate import (
+        Effect,
+        SimulationSpec,
+    )
+
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -60,6 +52,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..simulate import (
+        load_spec,
+        write_simulation,
+    )
     spec = load_spec(args.spec) if args.spec else _spec_from_args(args)
     if args.print_spec:
         json.dump(spec.to_json(), sys.stdout, indent=2)
@@ -71,6 +67,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _spec_from_args(args: argparse.Namespace) -> SimulationSpec:
+    from ..simulate import (
+        BaseLatency,
+        SpecError,
+        spec_from_options,
+    )
     interval_ns = round(args.interval_us * 1000)
     duration_ns = None if args.duration is None else round(args.duration * 1e9)
     samples = None if duration_ns is not None else (args.samples if args.samples is not None else 10_000)
@@ -84,6 +85,9 @@ def _spec_from_args(args: argparse.Namespace) -> SimulationSpec:
 
 
 def _numbers(text: str, option: str, count: tuple[int, int]) -> list[float]:
+    from ..simulate import (
+        SpecError,
+    )
     try:
         values = [float(part) for part in text.split(":")]
     except ValueError:
@@ -94,6 +98,15 @@ def _numbers(text: str, option: str, count: tuple[int, int]) -> list[float]:
 
 
 def _effects(args: argparse.Namespace, interval_ns: int) -> list[Effect]:
+    from ..simulate import (
+        Drops,
+        IdleStates,
+        PeriodicDisturbance,
+        PStates,
+        SMIs,
+        SpecError,
+        Stalls,
+    )
     effects: list[Effect] = []
     for text in args.periodic:
         values = _numbers(text, "--periodic", (2, 3))

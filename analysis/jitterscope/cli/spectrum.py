@@ -6,9 +6,6 @@ import argparse
 import json
 import sys
 
-from ..dataset import open_dataset
-from ..spectral import SpectralOptions, analyze_spectra, format_spectral_analysis, parse_sources
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -30,6 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..dataset import open_dataset
+    from ..spectrum import SpectralOptions, analyze_spectra, format_spectral_analysis, parse_sources
     options = SpectralOptions(
         nperseg=args.nperseg, average=args.average, alpha=args.alpha, method=args.method,
         spike_threshold_ns=None if args.spike_threshold_us is None else args.spike_threshold_us * 1000,

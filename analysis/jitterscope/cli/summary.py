@@ -6,9 +6,7 @@ import argparse
 import json
 import sys
 
-from ..dataset import open_dataset
 from ..errors import JitterscopeError
-from ..summary import format_cyclictest_line, format_intervals, format_summary_table, summarize
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,6 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..dataset import open_dataset
+    from ..summary import format_cyclictest_line, format_intervals, format_summary_table, summarize
     if args.interval_stats is not None and args.interval_stats < 1:
         raise _usage("--interval-stats N needs N >= 1")
     if args.tolerance < 0:

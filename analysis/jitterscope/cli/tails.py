@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..dataset import open_dataset
 from ..errors import AnalysisError
-from ..tails import analyze_tails, tails_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,6 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..dataset import open_dataset
+    from ..tails import analyze_tails, tails_text
     if not 0 < args.confidence < 100:
         raise AnalysisError(f"--confidence must be between 0 and 100, not {args.confidence}")
     report = analyze_tails(open_dataset(args.dataset), levels_ns=tuple(x * 1000 for x in args.level_us),

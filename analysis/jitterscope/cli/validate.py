@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..dataset import validate_dataset
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("validate", help="check a dataset against the format contract")
@@ -15,6 +13,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..dataset import validate_dataset
     result = validate_dataset(args.dataset)
     for note in result.notes:
         print(f"note: {note}")

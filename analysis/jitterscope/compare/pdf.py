@@ -26,7 +26,7 @@ from .plots import (
     plot_verdicts,
 )
 from .samples import Comparison
-from .tables import environment_table, pair_table, ratio_table, runs_table, tests_table, verdict_summary_table
+from .tables import environment_diff_table, pair_table, pair_tests_table, ratio_table, runs_table, verdict_summary_table
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ def compare_pages(comparison: Comparison) -> list[Page]:
     """Every page of the compare PDF, in order."""
     pages = list(text_pages("compare-summary", "Comparison: summary",
                             [verdict_summary_table(comparison), runs_table(comparison)]))
-    pages += text_pages("compare-environment", "What differs between the runs", [environment_table(comparison)])
+    pages += text_pages("compare-environment", "What differs between the runs", [environment_diff_table(comparison)])
     for i, pair in enumerate(comparison.pairs, start=1):
         runs = (comparison.runs[0], comparison.runs[i])
         fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
@@ -55,7 +55,7 @@ def compare_pages(comparison: Comparison) -> list[Page]:
         pages.append(Page(f"compare-pair-{i}", fig))
     for i, pair in enumerate(comparison.pairs, start=1):
         pages += text_pages(f"compare-details-{i}", f"Details: {pair.candidate} vs {pair.baseline}",
-                            [pair_table(pair, comparison, i), ratio_table(pair, i), tests_table(pair, i)])
+                            [pair_table(pair, comparison, i), ratio_table(pair, i), pair_tests_table(pair, i)])
     return pages
 
 

@@ -54,7 +54,7 @@ def ratio_table(pair: PairComparison, index: int) -> Table:
                "each run (block bootstrap; for histograms a multinomial bootstrap of the bin counts)",))
 
 
-def tests_table(pair: PairComparison, index: int) -> Table:
+def pair_tests_table(pair: PairComparison, index: int) -> Table:
     rows = tuple((t.name, t.statistic, t.p_value) for t in pair.tests)
     return Table(name=f"compare-tests-{index}", title=f"Rank and distribution tests, {pair.candidate} vs "
                  f"{pair.baseline}", columns=("test", "statistic", "p-value"), rows=rows,
@@ -76,7 +76,7 @@ def verdict_summary_table(comparison: Comparison) -> Table:
                  notes=(comparison.method,))
 
 
-def environment_table(comparison: Comparison) -> Table:
+def environment_diff_table(comparison: Comparison) -> Table:
     """What differs between the runs' metadata; one column per run."""
     labels = [r.label for r in comparison.runs]
     rows = tuple((d.key, *("(absent)" if v is None else v for v in d.values)) for d in comparison.environment)
@@ -87,9 +87,9 @@ def environment_table(comparison: Comparison) -> Table:
 
 def comparison_tables(comparison: Comparison) -> list[Table]:
     """All tables of a comparison, in report order."""
-    tables = [verdict_summary_table(comparison), runs_table(comparison), environment_table(comparison)]
+    tables = [verdict_summary_table(comparison), runs_table(comparison), environment_diff_table(comparison)]
     for i, pair in enumerate(comparison.pairs, start=1):
-        tables += [pair_table(pair, comparison, i), ratio_table(pair, i), tests_table(pair, i)]
+        tables += [pair_table(pair, comparison, i), ratio_table(pair, i), pair_tests_table(pair, i)]
     return tables
 
 

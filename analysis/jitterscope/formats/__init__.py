@@ -10,7 +10,8 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
-        "export": ["EXPORT_FORMATS", "export_dataset"],
+        "names": ["EXPORT_FORMATS", "IMPORT_FORMATS"],
+        "export": ["export_dataset"],
         "importers": ["FORMATS", "detect", "import_files"],
         "importers.cyclictest_json": ["parse_cmdline"],
         "importers.cyclictest_verbose": ["reconstruct", "resolve_intervals"],

@@ -31,8 +31,8 @@ from .. import __version__
 from ..dataset import Dataset, open_dataset
 from ..errors import AnalysisError, DatasetError
 from ..summary import HistogramResult, LatencyHistogram
+from .names import EXPORT_FORMATS
 
-EXPORT_FORMATS = ("csv", "rt-tests-json", "hgrm")
 HGRM_TICKS_PER_HALF_DISTANCE = 5
 
 

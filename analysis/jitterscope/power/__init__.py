@@ -12,13 +12,14 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
+        "defaults": ["DEFAULT_C0_EDGES", "DEFAULT_MIN_DWELL", "DEFAULT_THRESHOLD"],
         "association": ["detectable_ratio", "event_average", "holm", "lagged_correlation", "rank_test", "risk_ratio"],
         "correlate": [
-            "Correlation", "DEFAULT_C0_EDGES", "SMI", "TRANSITION", "correlate", "correlate_dataset",
+            "Correlation", "SMI", "TRANSITION", "correlate", "correlate_dataset",
             "default_threshold",
         ],
         "cpufreq": [
-            "DEFAULT_MIN_DWELL", "DEFAULT_THRESHOLD", "analyse_frequency", "check_claimed", "detect_transitions",
+            "analyse_frequency", "check_claimed", "detect_transitions",
             "time_in_frequency",
         ],
         "plots": [
@@ -26,7 +27,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "plot_lagged_correlation",
         ],
         "tables": [
-            "claims_table", "correlation_text", "event_table", "tests_table", "time_in_frequency_table",
+            "claims_table", "correlation_text", "event_table", "condition_tests_table", "time_in_frequency_table",
             "verdict_table",
         ],
         "turbostat": ["decode_timeline", "join_timeline", "overlap_note", "timeline_counters", "wall_clock_ns"],

@@ -49,13 +49,13 @@ from .association import (
     rank_test,
     risk_ratio,
 )
-from .cpufreq import DEFAULT_MIN_DWELL, DEFAULT_THRESHOLD, FrequencyAnalysis, Transitions, analyse_frequency
+from .cpufreq import FrequencyAnalysis, Transitions, analyse_frequency
+from .defaults import DEFAULT_C0_EDGES, DEFAULT_MIN_DWELL, DEFAULT_THRESHOLD
 from .turbostat import TimelineCounters, timeline_counters
 
 TRANSITION = "transition"
 SMI = "smi"
 C0_PREFIX = "c0 "
-DEFAULT_C0_EDGES = (0.0, 0.05, 0.5, 1.0)
 QUANTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("max", 100.0))
 POWER = 0.8
 

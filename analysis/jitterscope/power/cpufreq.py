@@ -22,11 +22,7 @@ import numpy as np
 
 from ..derive import CounterSeries, CounterSet
 from ..errors import AnalysisError
-
-DEFAULT_THRESHOLD = 0.05
-"""Relative step between two levels that counts as a transition (5 %)."""
-DEFAULT_MIN_DWELL = 3
-"""Wake-ups a level must be held to count as a level."""
+from .defaults import DEFAULT_MIN_DWELL, DEFAULT_THRESHOLD
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ def claims_table(result: Correlation) -> Table:
     )
 
 
-def tests_table(result: Correlation) -> Table:
+def condition_tests_table(result: Correlation) -> Table:
     """Every (scope, condition, threshold) test: sizes, conditional p99, risk ratio, p-values, Cliff's delta."""
     rows = []
     for t in result.tests:
@@ -91,7 +91,7 @@ def correlation_tables(result: Correlation) -> list[Table]:
     """All tables of a result, in reading order (just the verdict when counters are missing)."""
     if not result.available:
         return [verdict_table(result)]
-    tables = [claims_table(result), tests_table(result), event_table(result), time_in_frequency_table(result)]
+    tables = [claims_table(result), condition_tests_table(result), event_table(result), time_in_frequency_table(result)]
     return [verdict_table(result), *(t for t in tables if t.rows)]  # an empty table says nothing
 
 

@@ -23,7 +23,7 @@ from ..errors import AnalysisError, SchemaError
 
 
 @dataclass(frozen=True)
-class Timeline:
+class TurbostatTimeline:
     """A decoded ``jitterscope.timeline``: interval edges in wall-clock ns and per-CPU series."""
 
     source: str
@@ -94,7 +94,7 @@ def _floats(series: Any, count: int, where: str) -> np.ndarray:
         raise SchemaError(f"{where}: holds a value that is not a number; re-attach the timeline") from None
 
 
-def decode_timeline(metadata: Metadata) -> Timeline | None:
+def decode_timeline(metadata: Metadata) -> TurbostatTimeline | None:
     """Decode ``jitterscope.timeline`` (None when the dataset has none).
 
     Raises
@@ -118,7 +118,7 @@ def decode_timeline(metadata: Metadata) -> Timeline | None:
     values = {int(cpu): {name: _floats(s, end.size, f"{where} values[{cpu}][{name}]") for name, s in cols.items()}
               for cpu, cols in raw_values.items()}
     package = {name: _floats(s, end.size, f"{where} package[{name}]") for name, s in raw_package.items()}
-    return Timeline(str(doc.get("source", "?")), str(doc.get("file", "?")), interval_s, start, end, cpus,
+    return TurbostatTimeline(str(doc.get("source", "?")), str(doc.get("file", "?")), interval_s, start, end, cpus,
                     values, package)
 
 
@@ -139,7 +139,7 @@ def wall_clock_ns(actual_ns: np.ndarray, metadata: Metadata) -> np.ndarray:
 
 
 def join_timeline(actual_ns: np.ndarray, cpu: np.ndarray, metadata: Metadata,
-                  timeline: Timeline | None = None) -> TimelineJoin:
+                  timeline: TurbostatTimeline | None = None) -> TimelineJoin:
     """Map every wake-up to the turbostat interval containing it.
 
     Parameters
@@ -181,7 +181,7 @@ def join_timeline(actual_ns: np.ndarray, cpu: np.ndarray, metadata: Metadata,
     return TimelineJoin(wall, interval, out["Bzy_MHz"], out["Busy%"], out["SMI"], timeline.interval_s)
 
 
-def overlap_note(join: TimelineJoin, timeline: Timeline) -> str | None:
+def overlap_note(join: TimelineJoin, timeline: TurbostatTimeline) -> str | None:
     """None when the timeline covers every wake-up, else one line on the partial overlap.
 
     Raises

@@ -15,11 +15,11 @@ Adding a section (what a later analysis does)
        # analysis/jitterscope/sections/spectra.py
        from ..report import Page, ReportContext, new_page, note_page, register_section
 
-       @register_section(order=40, name="spectra")
+       @register_section(order=40, name="spectrum")
        def spectra_section(ctx: ReportContext):
            if ctx.dataset.is_histogram:
                return [note_page("spectra", "Latency spectra", "not available for histogram-only data ...")]
-           spectrum = ctx.shared("spectra", lambda: welch_psd(ctx.dataset))  # computed once, reusable
+           spectrum = ctx.shared("spectrum", lambda: welch_psd(ctx.dataset))  # computed once, reusable
            fig, ax = new_page()
            plot_spectrum(spectrum, ax)
            return [Page("spectrum", fig), spectrum_table(spectrum)]
@@ -76,9 +76,9 @@ from ..summary import Summary, TimelineResult, compute_timeline, summarize
 SECTION_MODULES: tuple[str, ...] = (
     # One line per module that registers sections; imported in this order, sections sorted by `order`.
     "jitterscope.report.sections.provenance",
-    "jitterscope.report.sections.latency",
+    "jitterscope.report.sections.summary",
     "jitterscope.report.sections.power",
-    "jitterscope.report.sections.spectra",
+    "jitterscope.report.sections.spectrum",
     "jitterscope.report.sections.tails",
 )
 

@@ -23,7 +23,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "tables": ["spike_table", "summary_table"],
         "text": ["format_cyclictest_line", "format_info", "format_intervals", "format_summary_table"],
         "timeline": [
-            "N_BUCKETS", "SUB_BUCKETS", "Timeline", "TimelineResult", "bucket_centre_ns", "bucket_of",
+            "N_BUCKETS", "SUB_BUCKETS", "LatencyTimeline", "TimelineResult", "bucket_centre_ns", "bucket_of",
             "compute_timeline",
         ],
     },

@@ -1,6 +1,6 @@
 """Latency over time: per-thread maximum and p99 per time bin, in bounded memory.
 
-:class:`Timeline` is a mergeable accumulator (``update`` / ``merge`` /
+:class:`LatencyTimeline` is a mergeable accumulator (``update`` / ``merge`` /
 ``result``).  Each thread keeps a fixed number of time bins; when the data
 spans more than they cover, the bin width doubles and neighbouring pairs merge,
 so memory does not grow with the length of a capture.  Bins are aligned to
@@ -162,7 +162,7 @@ def _last_used(count: np.ndarray) -> int:
 
 
 @dataclass
-class Timeline:
+class LatencyTimeline:
     """Mergeable accumulator of per-thread latency over time.
 
     Parameters
@@ -179,9 +179,9 @@ class Timeline:
 
     def __post_init__(self) -> None:
         if self.bins < 2 or self.min_width_ns < 1:
-            raise ValueError("Timeline needs bins >= 2 and min_width_ns >= 1")
+            raise ValueError("LatencyTimeline needs bins >= 2 and min_width_ns >= 1")
 
-    def update(self, thread: int, cpu: int, actual_ns: np.ndarray, latency_ns: np.ndarray) -> Timeline:
+    def update(self, thread: int, cpu: int, actual_ns: np.ndarray, latency_ns: np.ndarray) -> LatencyTimeline:
         """Add wake-ups of one thread: their times (CLOCK_MONOTONIC ns) and latencies (ns)."""
         actual = np.asarray(actual_ns, dtype=np.int64)
         latency = np.asarray(latency_ns, dtype=np.int64)
@@ -200,7 +200,7 @@ class Timeline:
         state.last_ns = max(state.last_ns, int(actual.max()))
         return self
 
-    def merge(self, other: Timeline) -> Timeline:
+    def merge(self, other: LatencyTimeline) -> LatencyTimeline:
         """Add ``other``'s bins into this one (coarsening either side as needed); returns self."""
         if other.bins != self.bins:
             raise ValueError("cannot merge timelines with different bin counts")
@@ -289,7 +289,7 @@ def compute_timeline(dataset: Dataset, *, bins: int = DEFAULT_BINS, progress: bo
     if dataset.is_histogram:
         raise AnalysisError(f"{dataset.path}: histogram-only data has no wake-up times; a timeline needs samples")
     cpus = {info.thread: info.cpu for info in dataset.metadata.threads}
-    timeline = Timeline(bins=bins)
+    timeline = LatencyTimeline(bins=bins)
     with tqdm(total=dataset.num_rows, desc="timeline", unit="row", unit_scale=True, file=sys.stderr,
               disable=not progress, leave=False) as bar:
         for thread, cpu, actual, latency in _thread_slices(dataset, cpus):

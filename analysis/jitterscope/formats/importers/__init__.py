@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from ...dataset import Metadata
 from ...errors import ImportFormatError, UnknownFormatError
+from ..names import IMPORT_FORMATS
 from . import (
     cyclictest_histogram,
     cyclictest_json,
@@ -55,11 +56,7 @@ from ._common import Parsed
 
 SNIFF_BYTES = 64 * 1024
 
-FORMATS: tuple[str, ...] = (
-    "cyclictest-verbose", "cyclictest-histogram", "cyclictest-json", "cyclictest-quiet",
-    "jitterdebugger-samples", "jitterdebugger-results", "jitterdebugger-stdout",
-    "oslat", "oslat-json", "rtla-timerlat-hist", "periodic-timer",
-)
+FORMATS: tuple[str, ...] = IMPORT_FORMATS
 
 _TOOL = {f: f.split("-")[0] for f in (*FORMATS, "turbostat")} | {
     "rtla-timerlat-hist": "rtla", "periodic-timer": "periodic_timer"}

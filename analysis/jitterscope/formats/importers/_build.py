@@ -18,7 +18,7 @@ import pyarrow as pa
 from ... import __version__
 from ...dataset import Metadata, ThreadInfo
 from ...errors import ImportFormatError
-from ._common import Parsed, ThreadSamples, ThreadSummary
+from ._common import Parsed, SourceSummary, ThreadSamples
 from .cyclictest_quiet import scale as scale_summaries
 from .cyclictest_verbose import reconstruct, resolve_intervals
 
@@ -224,14 +224,14 @@ def other_path(companions: list[Parsed]) -> str:
     return ", ".join(str(c.path) for c in companions) or "the companion file"
 
 
-def _merged_summaries(companions: list[Parsed]) -> dict[int, ThreadSummary]:
+def _merged_summaries(companions: list[Parsed]) -> dict[int, SourceSummary]:
     """Per-thread summaries from companions; JSON files first, then text (later ones fill gaps)."""
-    merged: dict[int, ThreadSummary] = {}
+    merged: dict[int, SourceSummary] = {}
     ordered = sorted(companions, key=lambda c: 0 if c.format.endswith(("json", "results")) else 1)
     for comp in ordered:
         for s in comp.summaries:
             if s.thread not in merged:
-                merged[s.thread] = ThreadSummary(**vars(s))
+                merged[s.thread] = SourceSummary(**vars(s))
             else:
                 kept = merged[s.thread]
                 if kept.count != s.count:
@@ -245,7 +245,7 @@ def _merged_summaries(companions: list[Parsed]) -> dict[int, ThreadSummary]:
     return merged
 
 
-def _check_against(thread: int, latency_ns: np.ndarray, seq: np.ndarray, summary: ThreadSummary | None,
+def _check_against(thread: int, latency_ns: np.ndarray, seq: np.ndarray, summary: SourceSummary | None,
                    tool: str, notes: list[str], primary: Parsed) -> dict[str, Any]:
     """Compare one thread's samples with what the tool reported; note missing samples."""
     n = len(seq)
@@ -274,7 +274,7 @@ def _check_against(thread: int, latency_ns: np.ndarray, seq: np.ndarray, summary
     return extra
 
 
-def _stats_mismatch(latency_ns: np.ndarray, summary: ThreadSummary) -> str:
+def _stats_mismatch(latency_ns: np.ndarray, summary: SourceSummary) -> str:
     low, high = int(latency_ns.min()), int(latency_ns.max())
     if summary.min_ns is not None and low != summary.min_ns:
         return f"min {low} ns where the summary says {summary.min_ns} ns"

@@ -27,7 +27,7 @@ _INT = re.compile(r"-?\d+")
 
 
 @dataclass
-class ThreadSummary:
+class SourceSummary:
     """What a tool printed about one thread at the end of its run (latencies in ns)."""
 
     thread: int
@@ -84,7 +84,7 @@ class Parsed:
     role: str  # "samples", "histogram" or "summary"
     samples: list[ThreadSamples] = field(default_factory=list)
     histograms: list[ThreadHistogram] = field(default_factory=list)
-    summaries: list[ThreadSummary] = field(default_factory=list)
+    summaries: list[SourceSummary] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
     reconstructed: dict[str, str] = field(default_factory=dict)

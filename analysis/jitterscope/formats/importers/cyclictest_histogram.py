@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import Parsed, ThreadHistogram, ThreadSummary, fail, read_text, show
+from ._common import Parsed, SourceSummary, ThreadHistogram, fail, read_text, show
 
 FORMAT = "cyclictest-histogram"
 
@@ -96,7 +96,7 @@ def parse(path: Path, resolution_ns: int = 1000) -> Parsed:
             counts=column[nonzero], overflows=overflows,
         ))
         count = int(column.sum()) + overflows
-        parsed.summaries.append(ThreadSummary(
+        parsed.summaries.append(SourceSummary(
             thread=thread, count=count,
             min_ns=footer["Min Latencies"][thread] * resolution_ns if count else None,
             avg_ns=float(footer["Avg Latencies"][thread] * resolution_ns) if count else None,

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import Parsed, ThreadHistogram, ThreadSummary, fail, json_histogram, json_int, json_number, read_json
+from ._common import Parsed, SourceSummary, ThreadHistogram, fail, json_histogram, json_int, json_number, read_json
 
 FORMAT = "cyclictest-json"
 
@@ -55,7 +55,7 @@ def parse(path: Path) -> Parsed:
         if binned > cycles:
             raise fail(FORMAT, path, where, f"histogram holds {binned} wake-ups but cycles is {cycles}")
         cpu = entry.get("cpu")
-        summary = ThreadSummary(
+        summary = SourceSummary(
             thread=int(key), count=cycles,
             min_ns=json_int(entry, "min", FORMAT, path, where) * resolution_ns if cycles else None,
             max_ns=json_int(entry, "max", FORMAT, path, where) * resolution_ns if cycles else None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ._common import Parsed, ThreadSummary, fail, read_text, show
+from ._common import Parsed, SourceSummary, fail, read_text, show
 
 FORMAT = "cyclictest-quiet"
 
@@ -28,13 +28,13 @@ def sniff(head: bytes) -> bool:
     return bool(re.search(rb"T:\s*\d+ \(\s*\d+\) P:\s*\d+ I:\s*\d+ C:", head))
 
 
-def summary_from_line(raw: str) -> ThreadSummary | None:
+def summary_from_line(raw: str) -> SourceSummary | None:
     """The summary of one ``T: ...`` line (latencies still in the printed unit), or None."""
     match = _LINE.fullmatch(_ESCAPE.sub("", raw))
     if not match:
         return None
     count = int(match[5])
-    return ThreadSummary(
+    return SourceSummary(
         thread=int(match[1]), tid=int(match[2]), priority=int(match[3]), interval_ns=int(match[4]) * 1000, count=count,
         min_ns=int(match[6]) if count else None, avg_ns=float(match[8]) if count else None,
         max_ns=int(match[9]) if count else None, avg_decimals=0, avg_truncated=True,
@@ -43,7 +43,7 @@ def summary_from_line(raw: str) -> ThreadSummary | None:
 
 def parse(path: Path) -> Parsed:
     text = read_text(path, FORMAT)
-    found: dict[int, ThreadSummary] = {}
+    found: dict[int, SourceSummary] = {}
     for number, raw in enumerate(text.split("\n"), 1):
         line = _ESCAPE.sub("", raw)
         summary = summary_from_line(line)

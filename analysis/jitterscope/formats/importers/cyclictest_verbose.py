@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import Parsed, ThreadSamples, ThreadSummary, fail, read_text, show
+from ._common import Parsed, SourceSummary, ThreadSamples, fail, read_text, show
 from .cyclictest_quiet import summary_from_line
 
 FORMAT = "cyclictest-verbose"
@@ -57,7 +57,7 @@ def parse(path: Path) -> Parsed:
     headers: dict[int, int] = {}
     rows: dict[int, tuple[list[int], list[int], list[int]]] = {}
     smi_mode: bool | None = None
-    summaries: list[ThreadSummary] = []  # "-v -q" also prints the summary lines at exit
+    summaries: list[SourceSummary] = []  # "-v -q" also prints the summary lines at exit
     lines = text.split("\n")
     for number, line in enumerate(lines, 1):
         match = _SAMPLE.fullmatch(line)

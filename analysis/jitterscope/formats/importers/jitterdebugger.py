@@ -25,9 +25,9 @@ import numpy as np
 
 from ._common import (
     Parsed,
+    SourceSummary,
     ThreadHistogram,
     ThreadSamples,
-    ThreadSummary,
     fail,
     json_histogram,
     json_int,
@@ -137,7 +137,7 @@ def parse_results(path: Path) -> Parsed:
         values, counts = json_histogram(entry.get("histogram", {}), resolution_ns, fmt, path, where)
         if int(counts.sum()) > count:
             raise fail(fmt, path, where, f"histogram holds {int(counts.sum())} wake-ups but count is {count}")
-        parsed.summaries.append(ThreadSummary(
+        parsed.summaries.append(SourceSummary(
             thread=int(key), count=count,
             min_ns=json_int(entry, "min", fmt, path, where, lo=0) * resolution_ns if count else None,
             max_ns=json_int(entry, "max", fmt, path, where, lo=0) * resolution_ns if count else None,
@@ -154,13 +154,13 @@ def parse_results(path: Path) -> Parsed:
 def parse_stdout(path: Path) -> Parsed:
     fmt = STDOUT_FORMAT
     text = read_text(path, fmt)
-    found: dict[int, ThreadSummary] = {}
+    found: dict[int, SourceSummary] = {}
     for number, raw in enumerate(text.split("\n"), 1):
         line = _ESCAPE.sub("", raw)
         match = _STDOUT_LINE.fullmatch(line)
         if match:
             count = int(match[4])
-            found[int(match[1])] = ThreadSummary(
+            found[int(match[1])] = SourceSummary(
                 thread=int(match[1]), tid=int(match[2]), cpu=int(match[3]), count=count,
                 min_ns=int(match[5]) * 1000 if count else None,
                 avg_ns=float(match[6]) * 1000 if count and "nan" not in match[6] else None,

@@ -30,8 +30,8 @@ import numpy as np
 
 from ._common import (
     Parsed,
+    SourceSummary,
     ThreadHistogram,
-    ThreadSummary,
     fail,
     json_histogram,
     json_int,
@@ -155,7 +155,7 @@ def _add_thread(parsed: Parsed, index: int, cpu: int, labels: np.ndarray, counts
         thread=index, bin_start_ns=starts[nonzero], bin_width_ns=widths[nonzero], counts=counts[nonzero],
         overflows=0, cpu=cpu,
     ))
-    parsed.summaries.append(ThreadSummary(
+    parsed.summaries.append(SourceSummary(
         thread=index, count=int(counts.sum()), min_ns=minimum * 1000, avg_ns=average * 1000, max_ns=maximum * 1000,
         cpu=cpu, avg_decimals=3, interval_ns=0,
     ))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ._common import Parsed, ThreadSummary, fail, read_text, show
+from ._common import Parsed, SourceSummary, fail, read_text, show
 
 FORMAT = "periodic-timer"
 
@@ -85,7 +85,7 @@ def parse(path: Path) -> Parsed:
     parsed.tool = {"name": "periodic_timer", "version": "unknown"}
     for index, (thread_id, thread_blocks) in enumerate(sorted(blocks.items())):
         nominal = thread_blocks[0]["nominal_us"]
-        parsed.summaries.append(ThreadSummary(
+        parsed.summaries.append(SourceSummary(
             thread=index, count=0, cpu=cpus.get(thread_id), interval_ns=round(nominal * 1000),
             extra={"period_blocks": thread_blocks},
         ))

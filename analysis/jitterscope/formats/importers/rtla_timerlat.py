@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import Parsed, ThreadHistogram, ThreadSummary, fail, read_text, show
+from ._common import Parsed, SourceSummary, ThreadHistogram, fail, read_text, show
 
 FORMAT = "rtla-timerlat-hist"
 
@@ -113,7 +113,7 @@ def parse(path: Path) -> Parsed:
             bin_width_ns=np.full(int(nonzero.sum()), bucket * unit_ns, np.int64),
             counts=counts[nonzero], overflows=over, cpu=cpu,
         ))
-        parsed.summaries.append(ThreadSummary(
+        parsed.summaries.append(SourceSummary(
             thread=thread, count=count, cpu=cpu, unit_ns=unit_ns, avg_decimals=0, overflows=over,
             min_ns=_stat_scaled(stats, "min", col, unit_ns), avg_ns=_stat_scaled(stats, "avg", col, unit_ns),
             max_ns=_stat_scaled(stats, "max", col, unit_ns),

@@ -18,6 +18,7 @@ from ...errors import AnalysisError
 from ...power import (
     Correlation,
     claims_table,
+    condition_tests_table,
     correlate_dataset,
     event_table,
     plot_counter_hexbin,
@@ -25,7 +26,6 @@ from ...power import (
     plot_frequency_timeline,
     plot_frequency_zoom,
     plot_lagged_correlation,
-    tests_table,
     time_in_frequency_table,
     verdict_table,
 )
@@ -45,7 +45,7 @@ def _line(text: str) -> Table:
                  rows=((text,),), formats=("",), align=("l",))
 
 
-@register_section(order=50, name="power-management")
+@register_section(order=50, name="power")
 def power_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
     """Verdict, timelines, hexbins, event-triggered averages, lagged correlations and tables."""
     if ctx.dataset.is_histogram:
@@ -67,7 +67,7 @@ def power_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
     items += _panel_pages("event-averages", "Event-triggered averages", result.event_averages, plot_event_average)
     items += _panel_pages("lagged-correlation", "Lagged correlation", result.cross_correlations,
                           plot_lagged_correlation)
-    items += _nonempty(tests_table(result), event_table(result), time_in_frequency_table(result))
+    items += _nonempty(condition_tests_table(result), event_table(result), time_in_frequency_table(result))
     return items
 
 

@@ -33,7 +33,7 @@ def provenance_section(ctx: ReportContext) -> Sequence[Page | Table]:
         tables.append(key_value_table("source", "Imported from", meta.source, headers=("field", "value")))
     if meta.ground_truth:
         tables.append(ground_truth_table(meta.ground_truth))
-    tables.append(environment_table(meta.environment))
+    tables.append(environment_snapshot_table(meta.environment))
     banner = SIMULATED_BANNER if meta.kind == "simulation" else None
     return list(text_pages("provenance", f"jitterscope report: {ctx.dataset.path.name}", tables, banner=banner))
 
@@ -127,7 +127,7 @@ def counters_table(counters: Mapping[str, Any] | None, columns: Sequence[str], k
                  rows=tuple(rows), formats=("", "", ""), notes=notes, align=("l", "l", "l"))
 
 
-def environment_table(environment: Mapping[str, Any] | None) -> Table:
+def environment_snapshot_table(environment: Mapping[str, Any] | None) -> Table:
     """The environment snapshot, flattened one key per row (per-CPU cpufreq and idle states summarised)."""
     if not environment:
         return key_value_table("environment", "Environment", [("environment", "not recorded in this dataset")])

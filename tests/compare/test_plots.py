@@ -1,4 +1,4 @@
-"""Figures and tables of comparisons and tail fits: they draw/format the result's numbers, nothing else."""
+"""Figures and tables of comparisons: they draw/format the result's numbers, nothing else."""
 
 from __future__ import annotations
 
@@ -15,17 +15,6 @@ from jitterscope.compare import (
     plot_verdicts,
 )
 from jitterscope.dataset import Metadata, ThreadInfo
-from jitterscope.render import to_text
-from jitterscope.tails import (
-    TailsReport,
-    fit_tail,
-    plot_mean_residual_life,
-    plot_parameter_stability,
-    plot_return_levels,
-    plot_tail_qq,
-    tail_fit_table,
-    tails_text,
-)
 from matplotlib.figure import Figure
 
 
@@ -36,11 +25,6 @@ def comparison():
     a = (3000 * np.exp(0.3 * rng.standard_normal(5000))).astype(np.int64)
     b = (3600 * np.exp(0.3 * rng.standard_normal(5000))).astype(np.int64)
     return compare_samples([a, b], [meta, meta], ["A", "B"], n_boot=100)
-
-
-@pytest.fixture(scope="module")
-def tail_fit():
-    return fit_tail(3000 * np.exp(0.3 * np.random.default_rng(2).standard_normal(5000)), interval_ns=1_000_000)
 
 
 def test_comparison_plots_draw_the_result_series_in_microseconds(comparison) -> None:
@@ -66,18 +50,7 @@ def test_comparison_plots_draw_the_result_series_in_microseconds(comparison) -> 
     assert texts.count("regressed") + texts.count("within noise") + texts.count("improved") == 5
 
 
-def test_tail_plots(tail_fit) -> None:
-    for plot in (plot_mean_residual_life, plot_parameter_stability, plot_tail_qq, plot_return_levels):
-        ax = Figure().subplots()
-        plot(tail_fit, ax)
-        assert ax.get_lines(), plot.__name__
-        assert "[µs]" in ax.get_ylabel() or ax.get_ylabel() == "shape ξ"
-    ax = Figure().subplots()
-    plot_parameter_stability(tail_fit, ax)
-    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), [c.xi for c in tail_fit.candidates])
-
-
-def test_tables_carry_the_result_numbers(comparison, tail_fit) -> None:
+def test_tables_carry_the_result_numbers(comparison) -> None:
     pair = comparison.pairs[0]
     table = pair_table(pair, comparison, 1)
     p99 = next(row for row in table.rows if row[0] == "p99")
@@ -87,9 +60,3 @@ def test_tables_carry_the_result_numbers(comparison, tail_fit) -> None:
     assert p99[-1] == change.verdict
     assert [t.name for t in comparison_tables(comparison)][:3] == ["compare-summary", "compare-runs",
                                                                      "compare-environment"]
-    report = TailsReport("x", (tail_fit,), ((3, "too short"),))
-    fit_table = tail_fit_table(report)
-    assert fit_table.rows[0][5] == pytest.approx(tail_fit.xi)
-    assert "thread 3: skipped — too short" in fit_table.notes
-    assert to_text(fit_table)
-    assert tails_text(report).rstrip().endswith("argument about the mechanisms.")

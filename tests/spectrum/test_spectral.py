@@ -1,11 +1,11 @@
-"""Numeric core of jitterscope.spectral on plain arrays with planted, known answers."""
+"""Numeric core of jitterscope.spectrum on plain arrays with planted, known answers."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from jitterscope.errors import AnalysisError
-from jitterscope.spectral import (
+from jitterscope.spectrum import (
     IsiAccumulator,
     Peak,
     Source,

@@ -6,24 +6,24 @@ from collections.abc import Sequence
 
 from ...errors import AnalysisError
 from ...render import Page, Table, new_page
-from ...spectral import analyze_spectra, peak_table, plot_isi, plot_psd, plot_spectrogram, plot_spike_psd
+from ...spectrum import analyze_spectra, peak_table, plot_isi, plot_psd, plot_spectrogram, plot_spike_psd
 from ..build import ReportContext, register_section
 
 MAX_THREAD_PAGES = 8
 
 
 def _line(text: str) -> Table:
-    return Table(name="spectra", title="Latency spectra", columns=("finding",), rows=((text,),), formats=("",),
+    return Table(name="spectrum", title="Latency spectra", columns=("finding",), rows=((text,),), formats=("",),
                  align=("l",))
 
 
-@register_section(order=40, name="spectra")
+@register_section(order=40, name="spectrum")
 def spectra_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
     """Per CPU: PSD with marked peaks and spectrogram; spike spectrum and ISI; then the peak table."""
     if ctx.dataset.is_histogram:
         return [_line("spectra not available: a histogram-only dataset has no time series")]
     try:
-        analysis = ctx.shared("spectra", lambda: analyze_spectra(ctx.dataset))
+        analysis = ctx.shared("spectrum", lambda: analyze_spectra(ctx.dataset))
     except AnalysisError as exc:
         return [_line(f"spectra not computed: {exc}")]
     items: list[Page | Table] = []

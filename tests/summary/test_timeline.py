@@ -1,4 +1,4 @@
-"""Timeline accumulator: exact max per bin, p99 per bin within its stated error, merge == all-at-once."""
+"""LatencyTimeline accumulator: exact max per bin, p99 per bin within its stated error, merge == all-at-once."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
 from jitterscope.errors import AnalysisError
-from jitterscope.summary import N_BUCKETS, SUB_BUCKETS, Timeline, bucket_centre_ns, bucket_of, compute_timeline
+from jitterscope.summary import N_BUCKETS, SUB_BUCKETS, LatencyTimeline, bucket_centre_ns, bucket_of, compute_timeline
 
 P99_ERROR = 2 ** (1 / (2 * SUB_BUCKETS)) - 1  # 2.19 %: half a bucket, geometric
 
@@ -46,7 +46,7 @@ def test_hand_computed_bins():
     # three 1 ms bins; latencies chosen by hand
     actual = np.array([0, 100, 999_999, 1_000_000, 1_500_000, 2_000_001], dtype=np.int64) + 5_000_000
     latency = np.array([10, 30, 20, 7, 9000, 500], dtype=np.int64)
-    result = Timeline(bins=8).update(0, 3, actual, latency).result()
+    result = LatencyTimeline(bins=8).update(0, 3, actual, latency).result()
     (thread,) = result.threads
     assert thread.cpu == 3 and thread.bin_width_ns == 1_000_000
     assert thread.bin_start_ns.tolist() == [5_000_000, 6_000_000, 7_000_000]
@@ -62,7 +62,7 @@ def test_span_doubles_bin_width_and_memory_stays_fixed():
     rng = np.random.default_rng(1)
     actual = np.sort(rng.integers(0, 10_000_000_000, 200_000))  # 10 s at 1 ms bins: must coarsen
     latency = rng.integers(1000, 50_000, actual.size)
-    timeline = Timeline(bins=64)
+    timeline = LatencyTimeline(bins=64)
     for chunk in np.array_split(np.arange(actual.size), 7):
         timeline.update(0, 0, actual[chunk], latency[chunk])
     state = timeline._threads[0]
@@ -78,7 +78,7 @@ def test_p99_per_bin_matches_numpy_on_random_data():
     rng = np.random.default_rng(7)
     actual = np.sort(rng.integers(0, 2_000_000_000, 400_000))
     latency = rng.lognormal(np.log(5000), 0.8, actual.size).astype(np.int64)
-    result = Timeline(bins=32).update(2, 2, actual, latency).result().threads[0]
+    result = LatencyTimeline(bins=32).update(2, 2, actual, latency).result().threads[0]
     _check_against_reference(result, actual, latency)
 
 
@@ -94,12 +94,12 @@ def test_merge_equals_all_at_once(split):
     else:  # the second accumulator alone spans little, the first a lot: widths differ before the merge
         parts = [actual > actual[-50]]
     mask = parts[0]
-    whole = Timeline(bins=16).update(0, 0, actual, latency).result()
-    a = Timeline(bins=16).update(0, 0, actual[mask], latency[mask])
-    b = Timeline(bins=16).update(0, 0, actual[~mask], latency[~mask])
+    whole = LatencyTimeline(bins=16).update(0, 0, actual, latency).result()
+    a = LatencyTimeline(bins=16).update(0, 0, actual[mask], latency[mask])
+    b = LatencyTimeline(bins=16).update(0, 0, actual[~mask], latency[~mask])
     for merged in (a.merge(b).result(),
-                   Timeline(bins=16).update(0, 0, actual[~mask], latency[~mask]).merge(
-                       Timeline(bins=16).update(0, 0, actual[mask], latency[mask])).result()):
+                   LatencyTimeline(bins=16).update(0, 0, actual[~mask], latency[~mask]).merge(
+                       LatencyTimeline(bins=16).update(0, 0, actual[mask], latency[mask])).result()):
         ours, theirs = merged.threads[0], whole.threads[0]
         assert ours.bin_width_ns == theirs.bin_width_ns
         for name in ("bin_start_ns", "count", "max_ns", "p99_ns"):
@@ -108,8 +108,8 @@ def test_merge_equals_all_at_once(split):
 
 def test_threads_are_kept_apart_and_merge_by_thread():
     t = np.arange(0, 5_000_000, 1000, dtype=np.int64)
-    one = Timeline(bins=8).update(0, 0, t, np.full(t.size, 100))
-    two = Timeline(bins=8).update(1, 4, t, np.full(t.size, 7000))
+    one = LatencyTimeline(bins=8).update(0, 0, t, np.full(t.size, 100))
+    two = LatencyTimeline(bins=8).update(1, 4, t, np.full(t.size, 7000))
     result = one.merge(two).result()
     assert [(th.thread, th.cpu, int(th.max_ns.max())) for th in result.threads] == [(0, 0, 100), (1, 4, 7000)]
     assert result.to_json()["threads"][1]["cpu"] == 4
@@ -158,6 +158,6 @@ def test_histogram_dataset_and_empty_input_are_refused(tmp_path):
     with pytest.raises(AnalysisError, match="histogram-only"):
         compute_timeline(open_dataset(path))
     with pytest.raises(AnalysisError, match="no wake-ups"):
-        Timeline().result()
+        LatencyTimeline().result()
     with pytest.raises(ValueError):
-        Timeline(bins=1)
+        LatencyTimeline(bins=1)

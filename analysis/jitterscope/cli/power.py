@@ -1,4 +1,4 @@
-"""``jitterscope correlate``: which latency spikes frequency transitions, SMIs or idle depth caused."""
+"""``jitterscope power`` (alias ``correlate``): which latency spikes frequency transitions, SMIs or idle depth caused."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import argparse
 import json
 import sys
 
-from ..dataset import open_dataset
 from ..errors import AnalysisError
-from ..power import DEFAULT_C0_EDGES, DEFAULT_MIN_DWELL, DEFAULT_THRESHOLD, correlate_dataset, correlation_text
+from ..power import DEFAULT_C0_EDGES, DEFAULT_MIN_DWELL, DEFAULT_THRESHOLD  # light: power/defaults.py
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "correlate", help="attribute latency spikes to frequency transitions, SMIs and idle depth",
+        "power", aliases=["correlate"],
+        help="power management: attribute latency spikes to frequency transitions, SMIs and idle depth",
         description="Condition wake-up latency on frequency transitions, SMIs and C0 residency (from the "
                     "APERF/MPERF/SMI counters), test each with risk ratios, rank tests and Holm's correction, "
                     "and say in plain words what caused the spikes.",
@@ -39,6 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..dataset import open_dataset
+    from ..power import correlate_dataset, correlation_text
     try:
         edges = tuple(float(e) for e in args.c0_edges.split(","))
     except ValueError:

@@ -8,7 +8,7 @@ from jitterscope.dataset import open_dataset
 from jitterscope.render import new_page
 from jitterscope.report import write_report
 from jitterscope.simulate import BaseLatency, PeriodicDisturbance, SimulationSpec, write_simulation
-from jitterscope.spectral import analyze_spectra, plot_isi, plot_psd, plot_spectrogram
+from jitterscope.spectrum import analyze_spectra, plot_isi, plot_psd, plot_spectrogram
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_plots_draw_the_results_unchanged(dataset):
 
 
 def test_report_has_the_spectral_pages(dataset, tmp_path):
-    info = write_report(dataset, tmp_path / "r.pdf", figures_dir=tmp_path / "fig", sections=["spectra"])
+    info = write_report(dataset, tmp_path / "r.pdf", figures_dir=tmp_path / "fig", sections=["spectrum"])
     names = {p.name for p in (tmp_path / "fig").iterdir()}
     assert {"spectrum-cpu0.pdf", "spikes-cpu0.pdf", "spectral-peaks.csv"} <= names
     csv = (tmp_path / "fig" / "spectral-peaks.csv").read_text()

@@ -1,6 +1,6 @@
 """Tables of the spectral analysis (for the report, ``jitterscope spectrum`` users and notebooks).
 
-Builders select and format fields of a :class:`~jitterscope.spectral.SpectralAnalysis`;
+Builders select and format fields of a :class:`~jitterscope.spectrum.SpectralAnalysis`;
 they compute no statistics.
 """
 
@@ -17,7 +17,7 @@ def peak_table(analysis: SpectralAnalysis) -> Table:
     Parameters
     ----------
     analysis : SpectralAnalysis
-        From :func:`jitterscope.spectral.analyze_spectra`.
+        From :func:`jitterscope.spectrum.analyze_spectra`.
 
     Returns
     -------

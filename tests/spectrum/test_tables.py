@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from jitterscope.dataset import open_dataset
 from jitterscope.simulate import BaseLatency, PeriodicDisturbance, SimulationSpec, write_simulation
-from jitterscope.spectral import analyze_spectra, peak_table
+from jitterscope.spectrum import analyze_spectra, peak_table
 
 
 def test_peak_table_lists_the_planted_fundamental(tmp_path):
@@ -29,6 +29,6 @@ def test_peak_table_lists_the_planted_fundamental(tmp_path):
 
 
 def test_the_report_section_uses_the_public_builder():
-    from jitterscope.report.sections import spectra
+    from jitterscope.report.sections import spectrum as section
 
-    assert spectra.peak_table is peak_table
+    assert section.peak_table is peak_table

@@ -1,4 +1,4 @@
-"""jitterscope.spectral.analyze_spectra on simulated datasets with planted periodic sources."""
+"""jitterscope.spectrum.analyze_spectra on simulated datasets with planted periodic sources."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from jitterscope.dataset import open_dataset
 from jitterscope.errors import AnalysisError
 from jitterscope.simulate import BaseLatency, Drops, PeriodicDisturbance, SimulationSpec, Stalls, write_simulation
-from jitterscope.spectral import SpectralOptions, analyze_spectra, parse_sources
+from jitterscope.spectrum import SpectralOptions, analyze_spectra, parse_sources
 
 BASE = BaseLatency(distribution="lognormal", median_ns=3_000, spread=0.3)
 

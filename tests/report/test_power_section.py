@@ -1,4 +1,4 @@
-"""The report's power-management section (sections/power.py, plots_cpufreq.py, tables_cpufreq.py)."""
+"""The report's power section (report/sections/power.py, power/plots.py, power/tables.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from jitterscope.dataset import write_dataset
 from jitterscope.report import write_report
 from jitterscope.simulate import simulate_story
 
-SECTION = ["power-management"]
+SECTION = ["power"]
 
 
 def _pages(pdf, tmp_path) -> list[np.ndarray]:
@@ -32,7 +32,7 @@ def test_section_pages_figures_and_tables(tmp_path):
     dataset = write_dataset(table, metadata, tmp_path / "perf.parquet")
     figures = tmp_path / "figures"
     info = write_report(dataset, tmp_path / "r.pdf", figures_dir=figures, sections=SECTION)
-    assert info.sections == ("power-management",)
+    assert info.sections == ("power",)
     names = {p.name for p in figures.iterdir()}
     for stem in ("frequency-timeline-cpu0", "latency-vs-feff-c0", "event-averages", "lagged-correlation"):
         assert {f"{stem}.pdf", f"{stem}.svg", f"{stem}.png"} <= names

@@ -1,7 +1,7 @@
 """Latency spikes as a point process: the threshold, and the inter-spike-interval histogram.
 
 The spike-indicator series (1 where latency exceeds the threshold, else 0) is
-fed to a :class:`~jitterscope.spectral.welch.WelchAccumulator` by the caller;
+fed to a :class:`~jitterscope.spectrum.welch.WelchAccumulator` by the caller;
 this module keeps the intervals between consecutive spikes, in log-spaced bins
 (20 per decade from 1 µs to 10^5 s), mergeable and of fixed size.
 """

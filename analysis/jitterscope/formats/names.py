@@ -1,0 +1,15 @@
+"""The names of the formats jitterscope reads and writes, in a module that imports nothing.
+
+The CLI offers them as choices before anything heavy is imported; the importer
+and exporter registries are tested to list exactly these.
+"""
+
+IMPORT_FORMATS: tuple[str, ...] = (
+    "cyclictest-verbose", "cyclictest-histogram", "cyclictest-json", "cyclictest-quiet",
+    "jitterdebugger-samples", "jitterdebugger-results", "jitterdebugger-stdout",
+    "oslat", "oslat-json", "rtla-timerlat-hist", "periodic-timer",
+)
+"""Formats :func:`jitterscope.formats.import_files` turns into a dataset (turbostat attaches to one instead)."""
+
+EXPORT_FORMATS: tuple[str, ...] = ("csv", "rt-tests-json", "hgrm")
+"""Formats :func:`jitterscope.formats.export_dataset` writes."""

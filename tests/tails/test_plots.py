@@ -1,0 +1,43 @@
+"""Figures and tables of tail fits: they draw/format the fit's numbers, nothing else."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from jitterscope.render import to_text
+from jitterscope.tails import (
+    TailsReport,
+    fit_tail,
+    plot_mean_residual_life,
+    plot_parameter_stability,
+    plot_return_levels,
+    plot_tail_qq,
+    tail_fit_table,
+    tails_text,
+)
+from matplotlib.figure import Figure
+
+
+@pytest.fixture(scope="module")
+def tail_fit():
+    return fit_tail(3000 * np.exp(0.3 * np.random.default_rng(2).standard_normal(5000)), interval_ns=1_000_000)
+
+
+def test_tail_plots(tail_fit) -> None:
+    for plot in (plot_mean_residual_life, plot_parameter_stability, plot_tail_qq, plot_return_levels):
+        ax = Figure().subplots()
+        plot(tail_fit, ax)
+        assert ax.get_lines(), plot.__name__
+        assert "[µs]" in ax.get_ylabel() or ax.get_ylabel() == "shape ξ"
+    ax = Figure().subplots()
+    plot_parameter_stability(tail_fit, ax)
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), [c.xi for c in tail_fit.candidates])
+
+
+def test_tables_carry_the_fit_numbers(tail_fit) -> None:
+    report = TailsReport("x", (tail_fit,), ((3, "too short"),))
+    fit_table = tail_fit_table(report)
+    assert fit_table.rows[0][5] == pytest.approx(tail_fit.xi)
+    assert "thread 3: skipped — too short" in fit_table.notes
+    assert to_text(fit_table)
+    assert tails_text(report).rstrip().endswith("argument about the mechanisms.")
