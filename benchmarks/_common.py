@@ -53,7 +53,7 @@ def run_step(name: str, code: str, path: Path, out: Path | str = "", setup: str 
 def simulated(work: Path, rows: int, threads: int) -> Path:
     """``work/sim-ROWS.parquet``: `rows` simulated wake-ups over `threads` threads at 100 µs, seed 1, no planted
     effects; written (and the time it took said on stderr) only if it is not there yet."""
-    from jitterscope.simulate import spec_from_options, write_simulation
+    from jitterscope.io import spec_from_options, write_simulation
 
     path = work / f"sim-{rows}.parquet"
     if not path.exists():

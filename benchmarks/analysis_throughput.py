@@ -42,7 +42,7 @@ def simulate_to(path: Path, rows: int, threads: int) -> float:
     """Write a simulated dataset of ``rows`` wake-ups (if not cached); returns seconds spent."""
     if path.exists():
         return 0.0
-    from jitterscope.simulate import Drops, PeriodicDisturbance, SimulationSpec, SMIs, Stalls, write_simulation
+    from jitterscope.io import Drops, PeriodicDisturbance, SimulationSpec, SMIs, Stalls, write_simulation
 
     spec = SimulationSpec(
         threads=threads, samples=rows // threads,

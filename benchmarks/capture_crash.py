@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
-from jitterscope.capture import capture_binary
 from jitterscope.dataset import open_dataset
+from jitterscope.io import capture_binary
 
 INTERVAL_NS = 1_000_000
 

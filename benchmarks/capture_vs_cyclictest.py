@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from jitterscope.capture import capture_binary
 from jitterscope.dataset import open_dataset
+from jitterscope.io import capture_binary
 
 HIST_US = 20_000  # cyclictest histogram size; beyond it only max is known
 

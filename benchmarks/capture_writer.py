@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from jitterscope.capture import capture_binary
+from jitterscope.io import capture_binary
 
 
 def bench(hours: float, cpus: int, hz: int, keep: Path | None = None) -> dict[str, float]:

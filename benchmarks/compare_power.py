@@ -21,7 +21,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 from jitterscope.compare import compare_samples
-from jitterscope.simulate import SimulationSpec, simulate
+from jitterscope.io import SimulationSpec, simulate
 from jitterscope.tails import fit_tail
 from scipy import stats
 

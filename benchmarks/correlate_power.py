@@ -23,7 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from jitterscope.dataset import open_dataset, write_dataset
 from jitterscope.derive import read_counters
-from jitterscope.simulate import simulate_story
+from jitterscope.io import simulate_story
 
 
 def one_seed(seed: int, seconds: float, coupling: float, alpha: float, directory: str) -> dict:

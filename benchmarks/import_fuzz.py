@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from jitterscope.dataset import validate_dataset, write_dataset
 from jitterscope.errors import JitterscopeError
-from jitterscope.formats import import_files, read_turbostat
+from jitterscope.io import import_files, read_turbostat
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "formats"
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from jitterscope.capture import capture_binary
 from jitterscope.dataset import SAMPLE_COLUMNS
+from jitterscope.io import capture_binary
 
 ROOT = Path(__file__).resolve().parents[1]
 ARROW = {"int32": pa.int32(), "int64": pa.int64()}

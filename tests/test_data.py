@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from jitterscope.cli import main
 from jitterscope.dataset import open_dataset, validate_dataset
-from jitterscope.formats import content_sha256, sort_keys, verify_pack
-from jitterscope.simulate import load_spec, simulate
+from jitterscope.io import content_sha256, load_spec, simulate, sort_keys, verify_pack
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 README = DATA / "README.md"

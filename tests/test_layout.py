@@ -30,7 +30,7 @@ PACKAGE = ROOT / "analysis" / "jitterscope"
 HEAVY = ("numpy", "pandas", "pyarrow", "scipy", "matplotlib", "astropy")
 VIEW_MODULES = {"plots", "pdf", "pages", "style"}
 VIEW_PACKAGES = {"report", "cli"}
-ROOT_MODULES = {"errors", "format", "capture"}
+ROOT_MODULES = {"errors", "format"}
 
 
 def _entries() -> list[str]:

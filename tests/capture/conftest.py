@@ -1,6 +1,6 @@
 """Fixtures for the capture-binary tests: the binary, a runner, and dataset checks.
 
-The binary is found the way users find it (``jitterscope.capture.capture_binary``,
+The binary is found the way users find it (``jitterscope.io.capture_binary``,
 honouring ``$JITTERSCOPE_CAPTURE``).  Tests that need SCHED_FIFO or mounts skip
 with a reason when not root.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.dataset as pads
 import pytest
-from jitterscope.capture import capture_binary
+from jitterscope.io import capture_binary
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""``jitterscope demo`` and :func:`jitterscope.capture.capture_dataset` (short runs)."""
+"""``jitterscope demo`` and :func:`jitterscope.io.capture_dataset` (short runs)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from jitterscope.capture import capture_dataset, demo_output_dir
 from jitterscope.cli import main
 from jitterscope.dataset import open_dataset
 from jitterscope.errors import CaptureError
+from jitterscope.io import capture_dataset, demo_output_dir
 
 
 def test_demo_output_dir_is_timestamped() -> None:

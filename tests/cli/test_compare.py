@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from jitterscope.cli import main
-from jitterscope.simulate import spec_from_options, write_simulation
+from jitterscope.io import spec_from_options, write_simulation
 
 
 @pytest.fixture(scope="module")

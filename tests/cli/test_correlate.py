@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from jitterscope.cli import main
 from jitterscope.dataset import write_dataset
-from jitterscope.simulate import simulate_story
+from jitterscope.io import simulate_story
 
 
 @pytest.fixture(scope="module")

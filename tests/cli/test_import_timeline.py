@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from jitterscope.cli import main
 from jitterscope.dataset import open_dataset
-from jitterscope.simulate import SimulationSpec, write_simulation
+from jitterscope.io import SimulationSpec, write_simulation
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "formats"
 HEADER = "Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\tSMI"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from jitterscope.cli import main
-from jitterscope.simulate import SimulationSpec, write_simulation
+from jitterscope.io import SimulationSpec, write_simulation
 
 
 def test_info_text_and_json(tmp_path, capsys):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 from jitterscope.cli import main
-from jitterscope.simulate import spec_from_options, write_simulation
+from jitterscope.io import spec_from_options, write_simulation
 
 
 @pytest.fixture(scope="module")

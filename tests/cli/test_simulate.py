@@ -9,7 +9,7 @@ import sys
 import numpy as np
 from jitterscope.cli import main
 from jitterscope.dataset import open_dataset
-from jitterscope.simulate import (
+from jitterscope.io import (
     BaseLatency,
     Drops,
     IdleStates,

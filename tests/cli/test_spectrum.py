@@ -6,7 +6,7 @@ import json
 
 import pytest
 from jitterscope.cli import main
-from jitterscope.simulate import BaseLatency, PeriodicDisturbance, SimulationSpec, write_simulation
+from jitterscope.io import BaseLatency, PeriodicDisturbance, SimulationSpec, write_simulation
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from jitterscope.cli import main
 from jitterscope.dataset import open_dataset
-from jitterscope.simulate import BaseLatency, Drops, PeriodicDisturbance, SimulationSpec, Stalls, write_simulation
+from jitterscope.io import BaseLatency, Drops, PeriodicDisturbance, SimulationSpec, Stalls, write_simulation
 
 SPEC = SimulationSpec(
     threads=2, samples=3000, interval_ns=250_000,

@@ -8,7 +8,7 @@ import sys
 
 import pyarrow.parquet as pq
 from jitterscope.cli import main
-from jitterscope.simulate import SimulationSpec, simulate, write_simulation
+from jitterscope.io import SimulationSpec, simulate, write_simulation
 
 CLI = "import sys; from jitterscope.cli import main; sys.exit(main())"
 

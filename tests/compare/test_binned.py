@@ -13,7 +13,7 @@ from jitterscope.compare.binned import _bin_quantiles
 from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
 from jitterscope.derive import pooled_latency, read_thread_series
 from jitterscope.errors import AnalysisError
-from jitterscope.simulate import spec_from_options, write_simulation
+from jitterscope.io import spec_from_options, write_simulation
 from jitterscope.summary import HistogramResult
 
 WIDTH = 1000

@@ -11,7 +11,7 @@ import pytest
 from jitterscope.compare import compare_runs, compare_samples
 from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
 from jitterscope.errors import AnalysisError
-from jitterscope.simulate import BaseLatency, PeriodicDisturbance, SimulationSpec, Stalls, simulate
+from jitterscope.io import BaseLatency, PeriodicDisturbance, SimulationSpec, Stalls, simulate
 
 METRICS = ("p50", "p99", "p99.9", "p99.99", "max")
 

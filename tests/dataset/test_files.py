@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from jitterscope.dataset import iter_thread_batches, open_dataset
 from jitterscope.errors import DatasetError, SchemaError, UnsupportedVersionError
-from jitterscope.simulate import Drops, SimulationSpec, Stalls, simulate
+from jitterscope.io import Drops, SimulationSpec, Stalls, simulate
 
 SPEC = SimulationSpec(threads=2, samples=500, effects=(Stalls(probability=0.01), Drops(probability=0.01)))
 

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jitterscope.cli import main
-from jitterscope.simulate import Drops, SimulationSpec, Stalls, simulate
+from jitterscope.io import Drops, SimulationSpec, Stalls, simulate
 
 SPEC = SimulationSpec(threads=2, samples=150, effects=(Stalls(probability=0.02), Drops(probability=0.02)))
 TABLE, METADATA = simulate(SPEC, 4)

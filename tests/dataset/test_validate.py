@@ -9,8 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from jitterscope.dataset import open_dataset, validate_dataset, write_dataset
-from jitterscope.formats import import_files
-from jitterscope.simulate import Drops, SimulationSpec, Stalls, simulate, write_simulation
+from jitterscope.io import Drops, SimulationSpec, Stalls, import_files, simulate, write_simulation
 
 SPEC = SimulationSpec(threads=2, samples=1000, effects=(Stalls(probability=0.01), Drops(probability=0.01)))
 

@@ -15,7 +15,7 @@ from jitterscope.derive import (
     tsc_period_ns,
 )
 from jitterscope.errors import AnalysisError
-from jitterscope.simulate import Drops, SimulationSpec, Stalls, simulate
+from jitterscope.io import Drops, SimulationSpec, Stalls, simulate
 
 
 def test_latency_period_and_error_by_hand():

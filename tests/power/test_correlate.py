@@ -11,9 +11,9 @@ import pytest
 from jitterscope.dataset import open_dataset, write_dataset
 from jitterscope.derive import CounterQuality, CounterSeries, CounterSet, read_counters
 from jitterscope.errors import AnalysisError
+from jitterscope.io import simulate_story
 from jitterscope.power import SMI, TRANSITION, correlate, correlate_dataset, default_threshold, risk_ratio
 from jitterscope.power.correlate import _near
-from jitterscope.simulate import simulate_story
 
 VERDICT = re.compile(
     r"^(\d+)% of wake-ups later than [\d.]+ µs fall within 2 periods of a frequency transition( on cpu \d+)?, "

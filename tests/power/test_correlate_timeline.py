@@ -7,8 +7,8 @@ import pyarrow as pa
 import pytest
 from jitterscope.cli import main
 from jitterscope.dataset import open_dataset, write_dataset
+from jitterscope.io import SimulationSpec, simulate
 from jitterscope.power import SMI, TRANSITION, correlate_dataset, plot_frequency_timeline, timeline_counters
-from jitterscope.simulate import SimulationSpec, simulate
 from matplotlib.figure import Figure
 
 BLOCKS = 12

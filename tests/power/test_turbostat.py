@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from jitterscope.dataset import Metadata, ThreadInfo
 from jitterscope.errors import AnalysisError, SchemaError
+from jitterscope.io import SimulationSpec, simulate
 from jitterscope.power import decode_timeline, join_timeline, overlap_note, wall_clock_ns
-from jitterscope.simulate import SimulationSpec, simulate
 
 REALTIME_NS = 1_700_000_000_000_000_000
 MONOTONIC_NS = 5_000_000_000

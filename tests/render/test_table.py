@@ -181,8 +181,8 @@ def _non_ascii(tex: str) -> set[str]:
 def test_every_latex_table_of_a_report_and_a_compare_is_ascii(tmp_path):
     from jitterscope.compare import compare_runs, comparison_tables
     from jitterscope.dataset import open_dataset, write_dataset
+    from jitterscope.io import simulate_story
     from jitterscope.report import write_report
-    from jitterscope.simulate import simulate_story
     from jitterscope.tails import analyze_tails, tails_tables
 
     paths = []

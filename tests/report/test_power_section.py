@@ -10,8 +10,8 @@ import matplotlib.image as mpimg
 import numpy as np
 import pytest
 from jitterscope.dataset import write_dataset
+from jitterscope.io import simulate_story
 from jitterscope.report import write_report
-from jitterscope.simulate import simulate_story
 
 SECTION = ["power"]
 

@@ -15,10 +15,10 @@ import pyarrow as pa
 import pytest
 from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
 from jitterscope.errors import JitterscopeError
+from jitterscope.io import PeriodicDisturbance, SMIs, spec_from_options, write_simulation
 from jitterscope.render import Page, Table, new_page
 from jitterscope.report import build as report
 from jitterscope.report import register_section, write_report
-from jitterscope.simulate import PeriodicDisturbance, SMIs, spec_from_options, write_simulation
 from jitterscope.summary import summarize
 from matplotlib import image as mpimg
 
@@ -291,7 +291,7 @@ def test_appendix_says_how_to_make_the_same_report(simulated, tmp_path, monkeypa
 
 
 def test_summary_only_source_gets_a_short_honest_report(tmp_path):
-    from jitterscope.formats import import_files
+    from jitterscope.io import import_files
 
     formats = Path(__file__).resolve().parents[1] / "data" / "formats"
     table, meta = import_files([formats / "ct-quiet.json", formats / "ct-quiet.txt"])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from jitterscope.dataset import open_dataset
+from jitterscope.io import BaseLatency, PeriodicDisturbance, SimulationSpec, write_simulation
 from jitterscope.render import new_page
 from jitterscope.report import write_report
-from jitterscope.simulate import BaseLatency, PeriodicDisturbance, SimulationSpec, write_simulation
 from jitterscope.spectrum import analyze_spectra, plot_isi, plot_psd, plot_spectrogram
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from jitterscope.dataset import open_dataset
 from jitterscope.errors import AnalysisError
-from jitterscope.simulate import BaseLatency, Drops, PeriodicDisturbance, SimulationSpec, Stalls, write_simulation
+from jitterscope.io import BaseLatency, Drops, PeriodicDisturbance, SimulationSpec, Stalls, write_simulation
 from jitterscope.spectrum import SpectralOptions, analyze_spectra, parse_sources
 
 BASE = BaseLatency(distribution="lognormal", median_ns=3_000, spread=0.3)

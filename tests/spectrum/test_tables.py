@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from jitterscope.dataset import open_dataset
-from jitterscope.simulate import BaseLatency, PeriodicDisturbance, SimulationSpec, write_simulation
+from jitterscope.io import BaseLatency, PeriodicDisturbance, SimulationSpec, write_simulation
 from jitterscope.spectrum import analyze_spectra, peak_table
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
+from jitterscope.io import spec_from_options, write_simulation
 from jitterscope.render import PAGE_SIZE_IN, plot_note, plot_text_page
-from jitterscope.simulate import spec_from_options, write_simulation
 from jitterscope.summary import (
     bin_histograms,
     ccdf_curves,

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
 from jitterscope.errors import AnalysisError
-from jitterscope.simulate import Drops, SimulationSpec, Stalls, simulate, write_simulation
+from jitterscope.io import Drops, SimulationSpec, Stalls, simulate, write_simulation
 from jitterscope.summary import (
     PERCENTILES,
     CyclictestStats,

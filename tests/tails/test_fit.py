@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
 from jitterscope.errors import AnalysisError
-from jitterscope.simulate import BaseLatency, SimulationSpec, write_simulation
+from jitterscope.io import BaseLatency, SimulationSpec, write_simulation
 from jitterscope.tails import analyze_tails, choose_threshold, clock_resolution, fit_tail
 from scipy import stats
 

@@ -14,5 +14,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..capture import run_capture
+    from ..io import run_capture
     return run_capture(getattr(args, "extra", []))

@@ -21,8 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..capture import capture_dataset, demo_output_dir
     from ..dataset import open_dataset
+    from ..io import capture_dataset, demo_output_dir
     from ..report import write_report
     from ..summary import format_cyclictest_line, format_summary_table, summarize
     output = demo_output_dir(args.out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..formats import EXPORT_FORMATS  # light: formats/names.py
+from ..io import EXPORT_FORMATS  # light: formats/names.py
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..formats import export_dataset
+    from ..io import export_dataset
     result = export_dataset(args.dataset, args.format, args.output, thread=args.thread, overwrite=args.force)
     print(f"{result.path}: {result.format}, {result.rows} rows/wake-ups, threads "
           f"{', '.join(map(str, result.threads))}")

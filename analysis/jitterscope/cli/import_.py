@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ImportFormatError
-from ..formats import IMPORT_FORMATS  # light: formats/names.py
+from ..io import IMPORT_FORMATS  # light: formats/names.py
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from ..dataset import write_dataset
-    from ..formats import import_files
+    from ..io import import_files
     if args.onto is not None:
         return _attach_timeline(args)
     table, metadata = import_files(args.files, fmt=args.format)
@@ -49,7 +49,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _attach_timeline(args: argparse.Namespace) -> int:
     from ..dataset import open_dataset, write_dataset
-    from ..formats import read_timeline
+    from ..io import read_timeline
     from ..power import decode_timeline, join_timeline, overlap_note
     if len(args.files) != 1 or args.format not in (None, "turbostat"):
         raise ImportFormatError("--onto takes exactly one turbostat output file (and no --format other than turbostat)")

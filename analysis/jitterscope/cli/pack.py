@@ -16,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..formats import pack_dataset
+    from ..io import pack_dataset
     result = pack_dataset(args.dataset, args.output, anonymize=args.anonymize, overwrite=args.force)
     print(f"{result.path}: {result.rows} rows, {result.bytes} bytes, {result.bytes_per_wakeup:.2f} bytes per "
           f"wake-up ({result.wakeups} wake-ups), sha256 {result.sha256}")

@@ -1,4 +1,4 @@
-"""``jitterscope power`` (alias ``correlate``): which latency spikes frequency transitions, SMIs or idle depth caused."""
+"""``jitterscope power`` (alias ``correlate``): which spikes frequency transitions, SMIs or idle depth caused."""
 
 from __future__ import annotations
 

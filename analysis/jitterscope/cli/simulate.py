@@ -8,10 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # for annotations only: the implementation is imported when the command runs
-    from ..simulate import (
-        Effect,
-        SimulationSpec,
-    )
+    from ..io import Effect, SimulationSpec
 
 
 
@@ -22,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "the planted ground truth goes into its metadata.",
     )
     parser.add_argument("-o", "--output", required=True, help="Parquet file to write")
-    parser.add_argument("--spec", help="JSON spec file (see jitterscope.simulate); other shape options are ignored")
+    parser.add_argument("--spec", help="JSON spec file (see jitterscope.io.simulate); other shape options are ignored")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--force", action="store_true", help="overwrite OUTPUT")
     parser.add_argument("--print-spec", action="store_true", help="print the spec as JSON and write nothing")
@@ -52,10 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..simulate import (
-        load_spec,
-        write_simulation,
-    )
+    from ..io import load_spec, write_simulation
     spec = load_spec(args.spec) if args.spec else _spec_from_args(args)
     if args.print_spec:
         json.dump(spec.to_json(), sys.stdout, indent=2)
@@ -67,11 +61,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _spec_from_args(args: argparse.Namespace) -> SimulationSpec:
-    from ..simulate import (
-        BaseLatency,
-        SpecError,
-        spec_from_options,
-    )
+    from ..io import BaseLatency, SpecError, spec_from_options
     interval_ns = round(args.interval_us * 1000)
     duration_ns = None if args.duration is None else round(args.duration * 1e9)
     samples = None if duration_ns is not None else (args.samples if args.samples is not None else 10_000)
@@ -85,9 +75,7 @@ def _spec_from_args(args: argparse.Namespace) -> SimulationSpec:
 
 
 def _numbers(text: str, option: str, count: tuple[int, int]) -> list[float]:
-    from ..simulate import (
-        SpecError,
-    )
+    from ..io import SpecError
     try:
         values = [float(part) for part in text.split(":")]
     except ValueError:
@@ -98,15 +86,7 @@ def _numbers(text: str, option: str, count: tuple[int, int]) -> list[float]:
 
 
 def _effects(args: argparse.Namespace, interval_ns: int) -> list[Effect]:
-    from ..simulate import (
-        Drops,
-        IdleStates,
-        PeriodicDisturbance,
-        PStates,
-        SMIs,
-        SpecError,
-        Stalls,
-    )
+    from ..io import Drops, IdleStates, PeriodicDisturbance, PStates, SMIs, SpecError, Stalls
     effects: list[Effect] = []
     for text in args.periodic:
         values = _numbers(text, "--periodic", (2, 3))

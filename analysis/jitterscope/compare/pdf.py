@@ -26,7 +26,14 @@ from .plots import (
     plot_verdicts,
 )
 from .samples import Comparison
-from .tables import environment_diff_table, pair_table, pair_tests_table, ratio_table, runs_table, verdict_summary_table
+from .tables import (
+    environment_diff_table,
+    pair_table,
+    pair_tests_table,
+    ratio_table,
+    runs_table,
+    verdict_summary_table,
+)
 
 
 @dataclass(frozen=True)

@@ -61,16 +61,7 @@ from tqdm import tqdm
 from .. import __version__
 from ..dataset import Dataset, open_dataset, write_atomically
 from ..errors import JitterscopeError
-from ..render import (
-    REPORT_RC,
-    Page,
-    Table,
-    source_date,
-    text_pages,
-    to_csv,
-    to_json_text,
-    to_latex,
-)
+from ..render import REPORT_RC, Page, Table, source_date, text_pages, to_csv, to_json_text, to_latex
 from ..summary import Summary, TimelineResult, compute_timeline, summarize
 
 SECTION_MODULES: tuple[str, ...] = (

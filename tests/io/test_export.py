@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 from jitterscope.dataset import Metadata, ThreadInfo, write_dataset
 from jitterscope.errors import DatasetError
-from jitterscope.formats import export_dataset, import_files
+from jitterscope.io import export_dataset, import_files
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "formats"
 

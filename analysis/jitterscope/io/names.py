@@ -9,7 +9,7 @@ IMPORT_FORMATS: tuple[str, ...] = (
     "jitterdebugger-samples", "jitterdebugger-results", "jitterdebugger-stdout",
     "oslat", "oslat-json", "rtla-timerlat-hist", "periodic-timer",
 )
-"""Formats :func:`jitterscope.formats.import_files` turns into a dataset (turbostat attaches to one instead)."""
+"""Formats :func:`jitterscope.io.import_files` turns into a dataset (turbostat attaches to one instead)."""
 
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "rt-tests-json", "hgrm")
-"""Formats :func:`jitterscope.formats.export_dataset` writes."""
+"""Formats :func:`jitterscope.io.export_dataset` writes."""

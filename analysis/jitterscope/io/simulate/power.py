@@ -1,4 +1,4 @@
-"""Power-management scenarios for :mod:`jitterscope.simulate`: the seed story and SMIs tied to transitions.
+"""Power-management scenarios for :mod:`jitterscope.io.simulate`: the seed story and SMIs tied to transitions.
 
 The *seed story* that started jitterscope: a 60 Hz periodic timer (16.667 ms)
 at SCHED_FIFO on a shielded CPU showed ±100 µs errors under the

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from jitterscope.cli import main
 from jitterscope.errors import ImportFormatError, UnknownFormatError
-from jitterscope.formats import detect, import_files, parse_cmdline, reconstruct, resolve_intervals
+from jitterscope.io import detect, import_files, parse_cmdline, reconstruct, resolve_intervals
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "formats"
 

@@ -15,8 +15,15 @@ import pyarrow.parquet as pq
 import pytest
 from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
 from jitterscope.errors import DatasetError
-from jitterscope.formats import anonymize_metadata, content_sha256, import_files, pack_dataset, verify_pack
-from jitterscope.simulate import SimulationSpec, simulate
+from jitterscope.io import (
+    SimulationSpec,
+    anonymize_metadata,
+    content_sha256,
+    import_files,
+    pack_dataset,
+    simulate,
+    verify_pack,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "formats"
 

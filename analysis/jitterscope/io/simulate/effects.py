@@ -1,4 +1,4 @@
-"""Effects that :mod:`jitterscope.simulate` plants in a synthetic dataset.
+"""Effects that :mod:`jitterscope.io.simulate` plants in a synthetic dataset.
 
 An effect is a frozen dataclass registered under a ``type`` name.  The
 simulation calls its three hooks in this order, each with the running

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from jitterscope.errors import ImportFormatError
-from jitterscope.formats import FORMATS, detect, import_files
+from jitterscope.io import FORMATS, detect, import_files
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "formats"
 FILES = {

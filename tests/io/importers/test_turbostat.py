@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from jitterscope.errors import ImportFormatError, JitterscopeError
-from jitterscope.formats import detect, import_files, read_timeline, read_turbostat
+from jitterscope.io import detect, import_files, read_timeline, read_turbostat
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "formats" / "turbostat"
 HEADER = "Time_Of_Day_Seconds\tCPU\tBusy%\tBzy_MHz\tSMI"

@@ -45,9 +45,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from scipy import special
 
-from .. import __version__
-from ..dataset import Metadata, ThreadInfo, sample_schema, write_atomically, write_dataset
-from ..errors import DatasetError, JitterscopeError
+from ... import __version__
+from ...dataset import Metadata, ThreadInfo, sample_schema, write_atomically, write_dataset
+from ...errors import DatasetError, JitterscopeError
 from .effects import EFFECT_TYPES, Effect, FrequencyTimeline, SimulationRun, ThreadChunk, ThreadRows
 
 CHUNK_SLOTS = 1 << 20

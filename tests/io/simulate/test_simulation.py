@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from jitterscope.dataset import open_dataset, validate_dataset
-from jitterscope.simulate import (
+from jitterscope.io import (
     BaseLatency,
     Drops,
     IdleStates,
@@ -22,7 +22,7 @@ from jitterscope.simulate import (
     simulate,
     write_simulation,
 )
-from jitterscope.simulate import simulation as sim
+from jitterscope.io.simulate import simulation as sim
 
 CONSTANT = BaseLatency(distribution="constant", median_ns=2_000)
 ALL_EFFECTS = (

@@ -20,7 +20,7 @@ from datetime import datetime
 from importlib import resources
 from pathlib import Path
 
-from .errors import CaptureError
+from ..errors import CaptureError
 
 BINARY_NAME = "jitterscope-capture"
 

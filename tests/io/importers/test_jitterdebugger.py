@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from jitterscope.errors import ImportFormatError
-from jitterscope.formats import detect, import_files
+from jitterscope.io import detect, import_files
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "formats"
 

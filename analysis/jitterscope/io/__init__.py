@@ -1,0 +1,31 @@
+"""Datasets in and out: every way a dataset is made, and every way one leaves jitterscope.
+
+Sources: :mod:`.capture` (finding and running the native ``jitterscope-capture``),
+:mod:`.importers` (cyclictest, jitterdebugger, oslat, rtla, periodic_timer; turbostat as
+a timeline), :mod:`.simulate` (synthetic datasets with planted, known effects).
+Sinks: :mod:`.export` (CSV, rt-tests JSON, HdrHistogram), :mod:`.pack` (one sorted,
+zstd-compressed, checksummed file).  :mod:`.names` lists the format names, importing nothing.
+"""
+
+import lazy_loader as _lazy
+
+# Names load from their module on first use: importing the package is free.
+__getattr__, __dir__, __all__ = _lazy.attach(
+    __name__,
+    submod_attrs={
+        "capture": ["capture_binary", "capture_dataset", "demo_output_dir", "realtime_refusal", "run_capture"],
+        "export": ["export_dataset"],
+        "importers": ["FORMATS", "detect", "import_files"],
+        "importers.cyclictest_json": ["parse_cmdline"],
+        "importers.cyclictest_verbose": ["reconstruct", "resolve_intervals"],
+        "importers.turbostat": ["read_timeline", "read_turbostat"],
+        "names": ["EXPORT_FORMATS", "IMPORT_FORMATS"],
+        "pack": ["anonymize_metadata", "content_sha256", "pack_dataset", "sort_keys", "verify_pack"],
+        "simulate.effects": ["Drops", "Effect", "IdleStates", "PStates", "PeriodicDisturbance", "SMIs", "Stalls"],
+        "simulate.power": ["simulate_story"],
+        "simulate.simulation": [
+            "BaseLatency", "SimulationSpec", "SpecError", "load_spec", "simulate", "spec_from_options",
+            "write_simulation",
+        ],
+    },
+)
