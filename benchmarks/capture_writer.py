@@ -1,6 +1,7 @@
 """Writer benchmark (issue 2, must-show 3): footer overhead of a day-long capture.
 
-Runs ``jitterscope-capture --bench-writer HOURS,CPUS,HZ`` (default 24 h at
+Runs ``jitterscope-bench-writer HOURS,CPUS,HZ`` (installed next to
+``jitterscope-capture``, not on PATH; ``$JITTERSCOPE_BENCH_WRITER`` overrides) (default 24 h at
 1 kHz on 16 CPUs, one flush a simulated second): synthetic samples go at full
 speed through the real writer and Parquet encoder, parts to /dev/null unless
 ``--keep DIR``.  Prints the binary's byte counts and the ratios:
@@ -26,9 +27,18 @@ import pyarrow.parquet as pq
 from jitterscope.capture import capture_binary
 
 
+def bench_writer_binary() -> Path:
+    """The writer benchmark: $JITTERSCOPE_BENCH_WRITER, or next to the capture binary."""
+    override = os.environ.get("JITTERSCOPE_BENCH_WRITER")
+    path = Path(override) if override else capture_binary().with_name("jitterscope-bench-writer")
+    if not os.access(path, os.X_OK):
+        raise SystemExit(f"{path} is not an executable file: reinstall (make install) or set JITTERSCOPE_BENCH_WRITER")
+    return path
+
+
 def bench(hours: float, cpus: int, hz: int, keep: Path | None = None) -> dict[str, float]:
     """Run the binary's writer benchmark and return its ``name value`` lines as numbers."""
-    argv = [str(capture_binary()), "--bench-writer", f"{hours:g},{cpus},{hz}"]
+    argv = [str(bench_writer_binary()), f"{hours:g},{cpus},{hz}"]
     if keep is not None:
         argv += ["-o", str(keep)]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)

@@ -15,7 +15,7 @@
 
 enum long_only {
 	OPT_POLICY = 256, OPT_LATENCY, OPT_NO_LATENCY, OPT_TIMER, OPT_COUNTERS,
-	OPT_MSR_DIR, OPT_FLUSH, OPT_FORCE, OPT_VERSION, OPT_BENCH_WRITER, OPT_RING,
+	OPT_MSR_DIR, OPT_FLUSH, OPT_FORCE, OPT_VERSION, OPT_RING,
 };
 
 static const struct option config_options[] = {
@@ -37,7 +37,6 @@ static const struct option config_options[] = {
 	{"quiet", no_argument, NULL, 'q'},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, OPT_VERSION},
-	{"bench-writer", required_argument, NULL, OPT_BENCH_WRITER},
 	{"ring", required_argument, NULL, OPT_RING},
 	{NULL, 0, NULL, 0},
 };
@@ -289,17 +288,6 @@ const char *config_policy_name(enum config_policy p) { return config_policies[p]
 const char *config_timer_name(enum config_timer t) { return config_timers[t]; }
 const char *config_counters_name(enum config_counters c) { return config_counter_sources[c]; }
 
-static int config_bench(struct config *cfg, const char *arg)
-{
-	char extra;
-	if (sscanf(arg, "%lf,%d,%ld%c", &cfg->bench_hours, &cfg->bench_cpus, &cfg->bench_hz, &extra) != 3 ||
-	    cfg->bench_hours <= 0 || cfg->bench_cpus < 1 || cfg->bench_cpus > CONFIG_MAX_CPUS ||
-	    cfg->bench_hz < 1 || cfg->bench_hz > 1000000)
-		return config_fail("invalid --bench-writer '%s': use HOURS,CPUS,HZ (e.g. 24,16,1000)", arg);
-	cfg->bench_writer = true;
-	return 0;
-}
-
 static void config_defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -362,7 +350,6 @@ static int config_option(struct config *cfg, int opt, const char *arg, bool *pri
 	case 'q': cfg->quiet = true; return 0;
 	case 'h': fputs(config_usage_text, stdout); return 1;
 	case OPT_VERSION: printf(PROG " %s\n", CONFIG_VERSION); return 1;
-	case OPT_BENCH_WRITER: return config_bench(cfg, arg);
 	case OPT_RING:
 		if (config_uint(arg, &u) || u < 2 || u > (1u << 24))
 			return config_fail("invalid --ring '%s': use a number of samples from 2 to 16777216", arg);
@@ -393,8 +380,6 @@ static int config_validate(struct config *cfg, bool priority_given)
 	}
 	if (cfg->msr_dir && cfg->counters != COUNTERS_AUTO && cfg->counters != COUNTERS_MSR)
 		return config_fail("%s", "--msr-dir needs --counters msr or auto");
-	if (cfg->bench_writer)
-		return 0;
 	return config_check_online(cfg);
 }
 

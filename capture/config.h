@@ -32,11 +32,6 @@ struct config {
 	bool quiet;                 /* -q: no live status */
 	/* hidden, for tests: --ring N samples per thread (0 = two seconds' worth) */
 	uint64_t ring_samples;
-	/* hidden: --bench-writer HOURS,CPUS,HZ pushes synthetic samples through the writer */
-	bool bench_writer;
-	double bench_hours;
-	int bench_cpus;
-	int64_t bench_hz;
 };
 
 /* Exit statuses. */

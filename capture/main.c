@@ -16,7 +16,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "bench.h"
 #include "config.h"
 #include "counters.h"
 #include "envinfo.h"
@@ -393,8 +392,6 @@ int main(int argc, char **argv)
 	int parsed = config_parse(&c.cfg, argc, argv);
 	if (parsed)
 		return parsed > 0 ? EXIT_OK : EXIT_USAGE;
-	if (c.cfg.bench_writer)
-		return bench_writer(&c.cfg);
 	c.dir_fd = -1;
 	c.dma_fd = -1;
 	atomic_init(&c.stop, false);

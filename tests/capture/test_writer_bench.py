@@ -17,15 +17,15 @@ from jitterscope.dataset import open_dataset
 
 
 def _bench(binary: Path, spec: str, out: Path) -> dict[str, float]:
-    done = subprocess.run([str(binary), "--bench-writer", spec, "-o", str(out)],
+    done = subprocess.run([str(binary), spec, "-o", str(out)],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     return {line.split()[0]: float(line.split()[1]) for line in done.stdout.splitlines()[1:]}
 
 
-def test_rotation_keeps_old_footers_under_the_threshold(capture_bin: Path, tmp_path: Path) -> None:
+def test_rotation_keeps_old_footers_under_the_threshold(bench_writer_bin: Path, tmp_path: Path) -> None:
     out = tmp_path / "bench"
-    v = _bench(capture_bin, "0.02,16,1000", out)
+    v = _bench(bench_writer_bin, "0.02,16,1000", out)
     assert v["rows"] == 0.02 * 3600 * 16 * 1000 and v["flushes"] == 72
     parts = sorted(out.glob("part-*.parquet"))
     assert len(parts) == v["parts"] > 1
@@ -44,9 +44,9 @@ def test_rotation_keeps_old_footers_under_the_threshold(capture_bin: Path, tmp_p
     assert total_dead / total_data <= 0.05
 
 
-def test_bench_parts_read_back_exactly(capture_bin: Path, tmp_path: Path) -> None:
+def test_bench_parts_read_back_exactly(bench_writer_bin: Path, tmp_path: Path) -> None:
     out = tmp_path / "bench"
-    _bench(capture_bin, "0.0025,3,1000", out)  # 9 simulated seconds, one flush each
+    _bench(bench_writer_bin, "0.0025,3,1000", out)  # 9 simulated seconds, one flush each
     table = pads.dataset(str(out), format="parquet").to_table()
     assert table.num_rows == 9 * 3 * 1000
     dataset = open_dataset(out)

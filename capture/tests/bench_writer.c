@@ -1,15 +1,18 @@
-/* The writer benchmark; see bench.h.  Samples look like a quiet real capture
- * (latency 2 us plus up to 1 us of noise and a rare 50 us spike, TSC at
- * 2.6 GHz) so the encoded sizes are realistic; the metadata is the real
- * environment snapshot.  Without -o the parts go to /dev/null. */
-#include "bench.h"
-
+/* jitterscope-bench-writer HOURS,CPUS,HZ [capture options]: pushes synthetic
+ * samples at full speed through the real writer and Parquet encoder (no
+ * measuring threads, no rings) and prints what the container costs.  Samples
+ * look like a quiet real capture (latency 2 us plus up to 1 us of noise and a
+ * rare 50 us spike, TSC at 2.6 GHz) so the encoded sizes are realistic; the
+ * metadata is the real environment snapshot.  Without -o nothing is written.
+ * A developer tool: built next to jitterscope-capture, never on PATH. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "config.h"
 #include "envinfo.h"
 #include "output.h"
 #include "timerloop.h"
@@ -43,13 +46,19 @@ static int bench_stage(struct writer_thread *t, size_t n, uint64_t *rng)
 	return 0;
 }
 
-static void bench_report(const struct config *cfg, const struct writer *w, double wall_s)
+struct bench_spec {
+	double hours;
+	int cpus;
+	int64_t hz;
+};
+
+static void bench_report(const struct bench_spec *spec, const struct config *cfg, const struct writer *w, double wall_s)
 {
 	uint64_t data, dead, live, file;
 	int parts;
 	writer_sizes(w, &data, &dead, &live, &file, &parts);
-	printf("bench-writer hours=%g cpus=%d hz=%ld flush_interval_s=%g\n", cfg->bench_hours, cfg->bench_cpus,
-	       (long)cfg->bench_hz, (double)cfg->flush_interval_ns / 1e9);
+	printf("bench-writer hours=%g cpus=%d hz=%ld flush_interval_s=%g\n", spec->hours, spec->cpus,
+	       (long)spec->hz, (double)cfg->flush_interval_ns / 1e9);
 	printf("rows %" PRIu64 "\nflushes %" PRIu64 "\nparts %d\n", writer_total_rows(w), w->flushes, parts);
 	printf("data_bytes %" PRIu64 "\ndead_footer_bytes %" PRIu64 "\nlive_footer_bytes %" PRIu64
 	       "\nfile_bytes %" PRIu64 "\n", data, dead, live, file);
@@ -59,13 +68,13 @@ static void bench_report(const struct config *cfg, const struct writer *w, doubl
 	       (double)writer_total_rows(w) / wall_s);
 }
 
-int bench_writer(const struct config *cfg)
+static int bench_writer(const struct bench_spec *spec, const struct config *cfg)
 {
 	static struct writer w;
 	struct output_owner owner = {.set = false};
-	int n = cfg->bench_cpus, dir_fd = -1, status = EXIT_OK;
+	int n = spec->cpus, dir_fd = -1, status = EXIT_OK;
 	struct writer_thread *threads = calloc((size_t)n, sizeof(*threads));
-	int64_t interval = 1000000000 / cfg->bench_hz;
+	int64_t interval = 1000000000 / spec->hz;
 	for (int i = 0; i < n; i++)
 		threads[i] = (struct writer_thread){.thread = i, .cpu = i, .interval_ns = interval};
 	if (cfg->output && (dir_fd = output_create(cfg->output, cfg->force, &owner)) < 0)
@@ -77,8 +86,8 @@ int bench_writer(const struct config *cfg)
 	bool no_counters[CTR_COUNT] = {false};
 	if (writer_init(&w, cfg, threads, n, no_counters, dir_fd))
 		return EXIT_RUNTIME;
-	double per_flush = (double)cfg->bench_hz * (double)cfg->flush_interval_ns / 1e9;
-	uint64_t flushes = (uint64_t)(cfg->bench_hours * 3600e9 / (double)cfg->flush_interval_ns + 0.5);
+	double per_flush = (double)spec->hz * (double)cfg->flush_interval_ns / 1e9;
+	uint64_t flushes = (uint64_t)(spec->hours * 3600e9 / (double)cfg->flush_interval_ns + 0.5);
 	uint64_t rng = 0x9E3779B97F4A7C15u;
 	int64_t start = timerloop_now_ns();
 	for (uint64_t f = 0; f < flushes && status == EXIT_OK; f++) {
@@ -91,9 +100,34 @@ int bench_writer(const struct config *cfg)
 	if (w.error)
 		fprintf(stderr, "%s\n", w.error_line);
 	else
-		bench_report(cfg, &w, (double)(timerloop_now_ns() - start) / 1e9);
+		bench_report(spec, cfg, &w, (double)(timerloop_now_ns() - start) / 1e9);
 	writer_free(&w);
 	free(threads);
 	free(env);
 	return status;
+}
+
+static int bench_parse_spec(const char *arg, struct bench_spec *spec)
+{
+	char extra;
+	if (!arg || sscanf(arg, "%lf,%d,%" SCNd64 "%c", &spec->hours, &spec->cpus, &spec->hz, &extra) != 3 ||
+	    !(spec->hours > 0) || spec->cpus < 1 || spec->cpus > CONFIG_MAX_CPUS || spec->hz < 1 || spec->hz > 1000000) {
+		fprintf(stderr, "jitterscope-bench-writer: invalid spec '%s': use HOURS,CPUS,HZ (e.g. 24,16,1000) "
+			"followed by capture options (-o DIR, --flush-interval S, ...)\n", arg ? arg : "");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct config cfg; /* large: holds a CPU array */
+	struct bench_spec spec;
+	if (bench_parse_spec(argc > 1 ? argv[1] : NULL, &spec))
+		return EXIT_USAGE;
+	argv[1] = argv[0]; /* the capture options follow the spec */
+	int parsed = config_parse(&cfg, argc - 1, argv + 1);
+	if (parsed)
+		return parsed > 0 ? EXIT_OK : EXIT_USAGE;
+	return bench_writer(&spec, &cfg);
 }
