@@ -52,20 +52,34 @@ struct bench_spec {
 	int64_t hz;
 };
 
-static void bench_report(const struct bench_spec *spec, const struct config *cfg, const struct writer *w, double wall_s)
+static double bench_thread_cpu_s(void)
 {
-	uint64_t data, dead, live, file;
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* name value lines (benchmarks/capture_writer.py and the tests parse them). */
+static void bench_report(const struct bench_spec *spec, const struct config *cfg, const struct writer *w,
+			 double wall_s, double writer_cpu_s)
+{
+	uint64_t data, footers, groups, rows = writer_total_rows(w);
 	int parts;
-	writer_sizes(w, &data, &dead, &live, &file, &parts);
-	printf("bench-writer hours=%g cpus=%d hz=%ld flush_interval_s=%g\n", spec->hours, spec->cpus,
-	       (long)spec->hz, (double)cfg->flush_interval_ns / 1e9);
-	printf("rows %" PRIu64 "\nflushes %" PRIu64 "\nparts %d\n", writer_total_rows(w), w->flushes, parts);
-	printf("data_bytes %" PRIu64 "\ndead_footer_bytes %" PRIu64 "\nlive_footer_bytes %" PRIu64
-	       "\nfile_bytes %" PRIu64 "\n", data, dead, live, file);
-	printf("dead_footer_ratio %.6f\nall_footer_ratio %.6f\n", (double)dead / (double)data,
-	       (double)(dead + live) / (double)data);
-	printf("bytes_per_row %.3f\nwall_s %.3f\nrows_per_s %.0f\n", (double)file / (double)writer_total_rows(w), wall_s,
-	       (double)writer_total_rows(w) / wall_s);
+	container_sizes(&w->ct, &data, &footers, &groups, &parts);
+	uint64_t file = data + footers + 4 * (uint64_t)parts; /* each part: magic, chunks, footer */
+	double simulated_s = spec->hours * 3600;
+	printf("bench-writer hours=%g cpus=%d hz=%ld flush_interval_s=%g sync=%s\n", spec->hours, spec->cpus,
+	       (long)spec->hz, (double)cfg->flush_interval_ns / 1e9, config_sync_name(cfg->sync));
+	printf("rows %" PRIu64 "\nflushes %" PRIu64 "\nparts %d\nrow_groups %" PRIu64 "\n", rows, w->flushes, parts,
+	       groups);
+	printf("data_bytes %" PRIu64 "\nfooter_bytes %" PRIu64 "\nfile_bytes %" PRIu64 "\n", data, footers, file);
+	printf("overhead_ratio %.6f\n", (double)(file - data) / (double)data);
+	printf("bytes_per_row %.3f\nwritten_bytes %" PRIu64 "\nwrite_amplification %.3f\nsyncs %" PRIu64 "\n",
+	       (double)file / (double)rows, w->ct.bytes_written, (double)w->ct.bytes_written / (double)file,
+	       w->ct.syncs);
+	printf("parts_per_day %.2f\n", parts * 86400 / simulated_s);
+	printf("wall_s %.3f\nrows_per_s %.0f\nwriter_cpu_s %.3f\nwriter_cpu_percent %.4f\n", wall_s,
+	       (double)rows / wall_s, writer_cpu_s, writer_cpu_s / simulated_s * 100);
 }
 
 static int bench_writer(const struct bench_spec *spec, const struct config *cfg)
@@ -90,17 +104,20 @@ static int bench_writer(const struct bench_spec *spec, const struct config *cfg)
 	uint64_t flushes = (uint64_t)(spec->hours * 3600e9 / (double)cfg->flush_interval_ns + 0.5);
 	uint64_t rng = 0x9E3779B97F4A7C15u;
 	int64_t start = timerloop_now_ns();
+	double writer_cpu_s = 0; /* flushing only, not making up the samples */
 	for (uint64_t f = 0; f < flushes && status == EXIT_OK; f++) {
 		size_t rows = (size_t)((double)(f + 1) * per_flush) - (size_t)((double)f * per_flush);
 		for (int i = 0; i < n && status == EXIT_OK; i++)
 			status = bench_stage(&threads[i], rows, &rng) ? EXIT_RUNTIME : EXIT_OK;
+		double before = bench_thread_cpu_s();
 		if (status == EXIT_OK && writer_flush(&w, f + 1 == flushes ? "complete" : "running", ""))
 			status = EXIT_RUNTIME;
+		writer_cpu_s += bench_thread_cpu_s() - before;
 	}
 	if (w.error)
 		fprintf(stderr, "%s\n", w.error_line);
 	else
-		bench_report(spec, cfg, &w, (double)(timerloop_now_ns() - start) / 1e9);
+		bench_report(spec, cfg, &w, (double)(timerloop_now_ns() - start) / 1e9, writer_cpu_s);
 	writer_free(&w);
 	free(threads);
 	free(env);
