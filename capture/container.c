@@ -164,6 +164,10 @@ static int container_drop_part(struct container *ct, int kinds)
 			close(ct->twin_fd[twin]);
 		ct->twin_fd[twin] = -1;
 	}
+	char linked[64]; /* left by a flush that failed between its link and its rename */
+	container_twin_name(ct, -1, linked, sizeof(linked));
+	if (ct->dir_fd >= 0 && unlinkat(ct->dir_fd, linked, 0) && errno != ENOENT && !err)
+		err = -errno;
 	if (!err && ct->dir_fd >= 0)
 		err = container_sync(ct, ct->dir_fd, kinds, "dirsync");
 	pq_part_free(ct->pq);
