@@ -2,8 +2,9 @@
  * (github.com/apache/parquet-format: parquet.thrift, Encodings.md).
  * Layout after n flushes: "PAR1" [row group 1][footer 1] ... [row group n][footer n],
  * each footer = FileMetaData (Thrift compact) + its 4-byte little-endian length + "PAR1".
- * Readers only read the last footer; the earlier ones are dead bytes, counted so the
- * caller can rotate files. Never prints; runs in the writer thread, never in the
+ * Readers only read the last footer; the earlier ones are dead bytes (pq_open & co., used
+ * by the unit tests). The capture uses the part builder (pq_part_*), which hands the
+ * bytes of a whole file image to container.c and never leaves a dead byte. Never prints; runs in the writer thread, never in the
  * measuring loop, so it may allocate. */
 #ifndef _GNU_SOURCE
 #define _POSIX_C_SOURCE 200809L /* pwrite, ftruncate under -std=c11 */
