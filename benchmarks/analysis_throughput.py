@@ -7,7 +7,7 @@ to the file (1e8 rows never sit in RAM), and cached in --keep.  Every step
 then runs in a fresh subprocess so its peak RSS is its own:
 
   floor    pyarrow reading the columns summary reads + one numpy pass over them
-  summary  jitterscope.stats.summarize (one streaming pass, invariants checked)
+  summary  jitterscope.summary.summarize (one streaming pass, invariants checked)
 
 and the script prints seconds (best of --repeat), the ratio to the floor
 measured in the same run, and peak RSS.  Target (issue 3): summary <= 3x the
@@ -31,7 +31,7 @@ STEPS: dict[str, str] = {
     "floor": floor_step(SUMMARY_COLUMNS),
     "summary": """
 from jitterscope.dataset import open_dataset
-from jitterscope.stats import summarize
+from jitterscope.summary import summarize
 summarize(open_dataset(PATH))
 """,
 }

@@ -1,17 +1,26 @@
-"""Crash safety of jitterscope-capture: SIGKILL at random moments, then check what is on disk.
+"""Crash safety of jitterscope-capture: kill it at random moments or at chosen steps, check what is on disk.
 
-Each trial starts a capture (1 kHz on every CPU, ``--flush-interval 0.2``),
-kills it with SIGKILL after a random delay, and checks that
+Each trial starts a capture (1 kHz on every CPU, ``--flush-interval 0.2``,
+with small container limits so that kills land on row-group seals and part
+rotations too: a row group every 0.5 s, a part every 1 s), ends it, and
+checks the dataset as a stock reader and jitterscope see it:
 
-* every ``part-*.parquet`` opens and reads completely with stock pyarrow,
-* ``jitterscope.open_dataset`` opens the directory, and
-* per thread, the wake-ups missing from disk (due by the kill time, minus
-  rows and overruns written) amount to at most one flush interval (plus the
-  writer's 10 ms drain tick and ``--slack``).
+* ``pyarrow.dataset.dataset(DIR)`` and DuckDB's ``read_parquet('DIR/*.parquet')``
+  read it, and agree on the rows;
+* no (thread, seq) appears twice;
+* per thread, the wake-ups missing from disk (due by the kill time, minus rows,
+  overruns and drops written) amount to at most one flush interval (plus the
+  writer's 10 ms drain tick and ``--slack``);
+* ``jitterscope validate`` (``validate_dataset``) passes (unless the kill came
+  before the first rows were flushed: it refuses an empty capture).
+
+Random trials end with SIGKILL after a random delay; fault trials set
+``JITTERSCOPE_FAULT=KIND:STEP:N`` so the writer kills itself at exactly that
+step (see the README's hidden knobs).
 
 Usage: ``python benchmarks/capture_crash.py [--trials 100] [--seed 1]``.  Prints
 one line per trial and a summary; exits 1 if any trial failed.
-``tests/capture/test_crash.py`` runs 20 trials of the same function.
+``tests/capture/test_crash.py`` runs 20 random trials and every fault step.
 """
 
 from __future__ import annotations
@@ -27,12 +36,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
 import numpy as np
-import pyarrow.parquet as pq
-from jitterscope.dataset import open_dataset
+import pyarrow.dataset as pads
+from jitterscope.dataset import open_dataset, validate_dataset
 from jitterscope.io import capture_binary
 
 INTERVAL_NS = 1_000_000
+CONTAINER = ("--group-seconds", "0.5", "--part-seconds", "1")
 
 
 @dataclass(frozen=True)
@@ -47,30 +58,63 @@ class CrashTrial:
     problem: str
 
 
+def capture_argv(binary: Path, out: Path, flush_s: float, seconds: int = 60) -> list[str]:
+    argv = [str(binary), "-i", str(INTERVAL_NS // 1000), "-D", str(seconds), "-q", "--flush-interval", str(flush_s),
+            *CONTAINER, "-o", str(out)]
+    return argv + (["--policy", "other"] if os.geteuid() != 0 else [])
+
+
 def crash_trial(binary: Path, out: Path, delay_s: float, flush_s: float = 0.2, slack_s: float = 0.05) -> CrashTrial:
     """Start a capture into ``out``, SIGKILL it after ``delay_s``, check the files."""
-    argv = [str(binary), "-i", str(INTERVAL_NS // 1000), "-D", "60", "-q", "--flush-interval", str(flush_s),
-            "-o", str(out)]
-    if os.geteuid() != 0:
-        argv += ["--policy", "other"]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(capture_argv(binary, out, flush_s), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(delay_s)
     kill_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
     proc.send_signal(signal.SIGKILL)
     _, stderr = proc.communicate()
+    return check_dataset(out, kill_ns, delay_s, flush_s + 0.010 + slack_s, setup_ok=delay_s < 0.5, stderr=stderr)
+
+
+def fault_trial(binary: Path, out: Path, spec: str, flush_s: float = 0.2, slack_s: float = 0.05) -> CrashTrial:
+    """Run a capture that kills itself at the step ``spec`` names (``KIND:STEP:N``), check the files."""
+    env = dict(os.environ, JITTERSCOPE_FAULT=spec)
+    start = time.monotonic()
+    done = subprocess.run(capture_argv(binary, out, flush_s, seconds=20), capture_output=True, env=env,
+                          timeout=60, check=False)
+    kill_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    if done.returncode != -signal.SIGKILL:
+        return CrashTrial(0, 0, 0, None, False, f"{spec}: not killed at that step (exit {done.returncode}): "
+                          f"{done.stderr!r}")
+    return check_dataset(out, kill_ns, time.monotonic() - start, flush_s + 0.010 + slack_s, setup_ok=False,
+                         stderr=done.stderr)
+
+
+def check_dataset(out: Path, kill_ns: int, delay_s: float, allowed_s: float, setup_ok: bool,
+                  stderr: bytes) -> CrashTrial:
     parts = sorted(out.glob("part-*.parquet")) if out.exists() else []
     if not parts:
         # killed during setup: nothing may exist yet, which is fine only that early
-        ok = delay_s < 0.5
-        return CrashTrial(delay_s, 0, 0, None, ok, "" if ok else f"no part file after {delay_s:.2f} s: {stderr!r}")
+        return CrashTrial(delay_s, 0, 0, None, setup_ok, "" if setup_ok else f"no part file: {stderr!r}")
     try:
-        for part in parts:
-            pq.read_table(part)
+        table = pads.dataset(str(out), format="parquet").to_table()
+        duck = duckdb.sql(f"select count(*), count(distinct (thread, seq)) from read_parquet('{out}/*.parquet')")
+        [(duck_rows, duck_distinct)] = duck.fetchall()
         dataset = open_dataset(out)
-        table = dataset.read()
+        validation = validate_dataset(out)
     except Exception as exc:  # any failure to read is the finding
         return CrashTrial(delay_s, len(parts), 0, None, False, f"unreadable: {exc}")
-    return _check_missing(dataset, table, kill_ns, delay_s, len(parts), flush_s + 0.010 + slack_s)
+    keys = table.column("thread").to_numpy().astype(np.int64) << 40 | table.column("seq").to_numpy()
+    problems = []
+    if len(np.unique(keys)) != table.num_rows:
+        problems.append(f"{table.num_rows - len(np.unique(keys))} duplicate (thread, seq)")
+    if (duck_rows, duck_distinct) != (table.num_rows, table.num_rows):
+        problems.append(f"DuckDB reads {duck_rows} rows ({duck_distinct} distinct), pyarrow {table.num_rows}")
+    if not validation.valid and table.num_rows > 0:  # killed before the first rows: validate says "no rows"
+        problems.append(f"validate: {'; '.join(validation.problems)}")
+    trial = _check_missing(dataset, table, kill_ns, delay_s, len(parts), allowed_s)
+    if problems:
+        return CrashTrial(delay_s, len(parts), table.num_rows, trial.missing_s, False,
+                          "; ".join([*problems, trial.problem]).strip("; "))
+    return trial
 
 
 def _check_missing(dataset, table, kill_ns: int, delay_s: float, nparts: int, allowed_s: float) -> CrashTrial:

@@ -23,7 +23,7 @@ STEPS = {
     "floor": floor_step(["thread", "cpu", "seq", "expected_ns", "actual_ns"]),
     "timeline": """
 from jitterscope.dataset import open_dataset
-from jitterscope.timeline import compute_timeline
+from jitterscope.summary import compute_timeline
 compute_timeline(open_dataset(PATH))
 """,
     "report": """
@@ -33,7 +33,7 @@ print("# sections:", ", ".join(f"{name} {secs:.1f} s" for name, secs in info.sec
 """,
 }
 
-SETUP = "import numpy, pyarrow.parquet, jitterscope.report, jitterscope.stats, jitterscope.timeline\n"
+SETUP = "import numpy, pyarrow.parquet, jitterscope.report, jitterscope.summary\n"
 
 
 def measure(step: str, path: Path, out: Path, sections: str = "") -> dict[str, float]:

@@ -29,14 +29,14 @@ print("# xi per thread:", ", ".join(f"{f.xi:.3f}" for f in r.threads), file=sys.
 """,
     "memory": """
 from jitterscope.dataset import open_dataset
-from jitterscope.series import read_thread_series
+from jitterscope.derive import read_thread_series
 from jitterscope.tails import fit_tail
 for s in read_thread_series(open_dataset(PATH)):
     fit_tail(s.latency_ns, interval_ns=s.info.interval_ns)
 """,
 }
 
-SETUP = "import numpy, pyarrow.parquet, jitterscope.tails, jitterscope.series\n"
+SETUP = "import numpy, pyarrow.parquet, jitterscope.tails, jitterscope.derive\n"
 
 
 def measure(step: str, path: Path) -> dict[str, float]:

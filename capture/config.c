@@ -15,7 +15,8 @@
 
 enum long_only {
 	OPT_POLICY = 256, OPT_LATENCY, OPT_NO_LATENCY, OPT_TIMER, OPT_COUNTERS,
-	OPT_MSR_DIR, OPT_FLUSH, OPT_FORCE, OPT_VERSION, OPT_BENCH_WRITER, OPT_RING,
+	OPT_MSR_DIR, OPT_FLUSH, OPT_FORCE, OPT_VERSION, OPT_RING, OPT_SYNC, OPT_WRITER_CPU, OPT_GROUP_SECONDS,
+	OPT_GROUP_ROWS, OPT_PART_SECONDS,
 };
 
 static const struct option config_options[] = {
@@ -37,8 +38,12 @@ static const struct option config_options[] = {
 	{"quiet", no_argument, NULL, 'q'},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, OPT_VERSION},
-	{"bench-writer", required_argument, NULL, OPT_BENCH_WRITER},
 	{"ring", required_argument, NULL, OPT_RING},
+	{"sync", required_argument, NULL, OPT_SYNC},
+	{"writer-cpu", required_argument, NULL, OPT_WRITER_CPU},
+	{"group-seconds", required_argument, NULL, OPT_GROUP_SECONDS},
+	{"group-rows", required_argument, NULL, OPT_GROUP_ROWS},
+	{"part-seconds", required_argument, NULL, OPT_PART_SECONDS},
 	{NULL, 0, NULL, 0},
 };
 
@@ -61,7 +66,12 @@ static const char config_usage_text[] =
 	"      --counters C        auto (default), msr, perf or none\n"
 	"      --msr-dir DIR       read MSRs from DIR/N/msr instead of /dev/cpu/N/msr (tests)\n"
 	"  -o, --output DIR        write the dataset into directory DIR (part-00000.parquet, ...)\n"
-	"      --flush-interval S  seconds between flushes to disk (default 1)\n"
+	"      --flush-interval S  seconds between flushes to disk (default 1); a crash, power cut or\n"
+	"                          kernel hang loses at most the last interval\n"
+	"      --sync MODE         data (default): fdatasync every flush; none: leave it to the page\n"
+	"                          cache (survives a killed capture, not a power cut or a kernel hang)\n"
+	"      --writer-cpu N      pin the writer thread to CPU N (default: the first CPU not measured;\n"
+	"                          when every CPU is measured it shares them, and the metadata says so)\n"
 	"      --force             replace an existing output\n"
 	"  -q, --quiet             no live status; only the final line per thread\n"
 	"  -h, --help              this text\n"
@@ -190,6 +200,22 @@ static int config_online_cpus(int *cpus, int *ncpus)
 	return config_parse_cpuset(line, cpus, ncpus);
 }
 
+static bool config_is_online(const int *online, int nonline, int cpu)
+{
+	for (int j = 0; j < nonline; j++)
+		if (online[j] == cpu)
+			return true;
+	return false;
+}
+
+static int config_not_online(const int *online, int nonline, int cpu, const char *hint)
+{
+	char list[256];
+	config_format_cpuset(online, nonline, list, sizeof(list));
+	fprintf(stderr, PROG ": CPU %d is not online (online CPUs: %s); %s\n", cpu, list, hint);
+	return -EINVAL;
+}
+
 static int config_check_online(struct config *cfg)
 {
 	static int online[CONFIG_MAX_CPUS];
@@ -200,23 +226,16 @@ static int config_check_online(struct config *cfg)
 			strerror(-err));
 		return err;
 	}
+	if (cfg->writer_cpu >= 0 && !config_is_online(online, nonline, cfg->writer_cpu))
+		return config_not_online(online, nonline, cfg->writer_cpu, "choose the writer's CPU with --writer-cpu");
 	if (cfg->ncpus == 0) {
 		memcpy(cfg->cpus, online, sizeof(int) * (size_t)nonline);
 		cfg->ncpus = nonline;
 		return 0;
 	}
-	for (int i = 0; i < cfg->ncpus; i++) {
-		bool found = false;
-		for (int j = 0; j < nonline; j++)
-			found |= online[j] == cfg->cpus[i];
-		if (!found) {
-			char list[256];
-			config_format_cpuset(online, nonline, list, sizeof(list));
-			fprintf(stderr, PROG ": CPU %d is not online (online CPUs: %s); choose CPUs with -a\n",
-				cfg->cpus[i], list);
-			return -EINVAL;
-		}
-	}
+	for (int i = 0; i < cfg->ncpus; i++)
+		if (!config_is_online(online, nonline, cfg->cpus[i]))
+			return config_not_online(online, nonline, cfg->cpus[i], "choose CPUs with -a");
 	return 0;
 }
 
@@ -284,21 +303,12 @@ static int config_choice(const char *arg, const char *const *names, int n, int *
 static const char *const config_policies[] = {"fifo", "rr", "other"};
 static const char *const config_timers[] = {"abs", "timerfd", "posix"};
 static const char *const config_counter_sources[] = {"auto", "msr", "perf", "none"};
+static const char *const config_syncs[] = {"data", "none"};
 
 const char *config_policy_name(enum config_policy p) { return config_policies[p]; }
 const char *config_timer_name(enum config_timer t) { return config_timers[t]; }
 const char *config_counters_name(enum config_counters c) { return config_counter_sources[c]; }
-
-static int config_bench(struct config *cfg, const char *arg)
-{
-	char extra;
-	if (sscanf(arg, "%lf,%d,%ld%c", &cfg->bench_hours, &cfg->bench_cpus, &cfg->bench_hz, &extra) != 3 ||
-	    cfg->bench_hours <= 0 || cfg->bench_cpus < 1 || cfg->bench_cpus > CONFIG_MAX_CPUS ||
-	    cfg->bench_hz < 1 || cfg->bench_hz > 1000000)
-		return config_fail("invalid --bench-writer '%s': use HOURS,CPUS,HZ (e.g. 24,16,1000)", arg);
-	cfg->bench_writer = true;
-	return 0;
-}
+const char *config_sync_name(enum config_sync y) { return config_syncs[y]; }
 
 static void config_defaults(struct config *cfg)
 {
@@ -310,6 +320,51 @@ static void config_defaults(struct config *cfg)
 	cfg->timer = TIMER_ABS;
 	cfg->counters = COUNTERS_AUTO;
 	cfg->flush_interval_ns = 1000000000;
+	cfg->sync = SYNC_DATA;
+	cfg->writer_cpu = -1;
+	cfg->group_ns = 20 * (int64_t)1000000000;
+	cfg->group_rows = 1 << 20;
+	cfg->part_ns = 3600 * (int64_t)1000000000;
+}
+
+/* Seconds from 0.001 to max_s into ns; what names the option in the refusal. */
+static int config_seconds(const char *arg, double max_s, int64_t *out, const char *what)
+{
+	double seconds;
+	char suffix;
+	if (config_decimal(arg, "s", &seconds, &suffix) || seconds < 0.001 || seconds > max_s) {
+		fprintf(stderr, PROG ": invalid %s '%s': use seconds from 0.001 to %g (e.g. 0.5)\n", what, arg, max_s);
+		return -EINVAL;
+	}
+	*out = (int64_t)(seconds * 1e9 + 0.5); /* positive: rounds without libm */
+	return 0;
+}
+
+/* The options of the writer and the container (one switch per group keeps each screen-sized). */
+static int config_writer_option(struct config *cfg, int opt, const char *arg)
+{
+	int choice = 0, err;
+	uint64_t u;
+	switch (opt) {
+	case OPT_FLUSH: return config_seconds(arg, 3600, &cfg->flush_interval_ns, "--flush-interval");
+	case OPT_SYNC:
+		err = config_choice(arg, config_syncs, 2, &choice, "--sync mode");
+		cfg->sync = (enum config_sync)choice;
+		return err;
+	case OPT_WRITER_CPU:
+		if (config_uint(arg, &u) || u >= CONFIG_MAX_CPUS)
+			return config_fail("invalid --writer-cpu '%s': use an online CPU number (e.g. --writer-cpu 0)", arg);
+		cfg->writer_cpu = (int)u;
+		return 0;
+	case OPT_GROUP_SECONDS: return config_seconds(arg, 86400, &cfg->group_ns, "--group-seconds");
+	case OPT_PART_SECONDS: return config_seconds(arg, 7 * 86400, &cfg->part_ns, "--part-seconds");
+	case OPT_GROUP_ROWS:
+		if (config_uint(arg, &u) || u < 1 || u > (1u << 30))
+			return config_fail("invalid --group-rows '%s': use a number of rows from 1 to 1073741824", arg);
+		cfg->group_rows = u;
+		return 0;
+	default: return -EINVAL;
+	}
 }
 
 /* One option; returns 0, 1 (printed help/version), or -EINVAL. */
@@ -317,8 +372,6 @@ static int config_option(struct config *cfg, int opt, const char *arg, bool *pri
 {
 	int choice = 0, err = 0;
 	uint64_t u;
-	double seconds;
-	char suffix;
 	switch (opt) {
 	case 'i': return config_interval(arg, &cfg->interval_ns);
 	case 'f': return config_frequency(arg, &cfg->interval_ns);
@@ -353,22 +406,16 @@ static int config_option(struct config *cfg, int opt, const char *arg, bool *pri
 		return err;
 	case OPT_MSR_DIR: cfg->msr_dir = arg; return 0;
 	case 'o': cfg->output = arg; return 0;
-	case OPT_FLUSH:
-		if (config_decimal(arg, "s", &seconds, &suffix) || seconds < 0.001 || seconds > 3600)
-			return config_fail("invalid --flush-interval '%s': use seconds from 0.001 to 3600 (e.g. 0.5)", arg);
-		cfg->flush_interval_ns = (int64_t)(seconds * 1e9 + 0.5); /* positive: rounds without libm */
-		return 0;
 	case OPT_FORCE: cfg->force = true; return 0;
 	case 'q': cfg->quiet = true; return 0;
 	case 'h': fputs(config_usage_text, stdout); return 1;
 	case OPT_VERSION: printf(PROG " %s\n", CONFIG_VERSION); return 1;
-	case OPT_BENCH_WRITER: return config_bench(cfg, arg);
 	case OPT_RING:
 		if (config_uint(arg, &u) || u < 2 || u > (1u << 24))
 			return config_fail("invalid --ring '%s': use a number of samples from 2 to 16777216", arg);
 		cfg->ring_samples = u;
 		return 0;
-	default: return -EINVAL;
+	default: return config_writer_option(cfg, opt, arg);
 	}
 }
 
@@ -393,8 +440,6 @@ static int config_validate(struct config *cfg, bool priority_given)
 	}
 	if (cfg->msr_dir && cfg->counters != COUNTERS_AUTO && cfg->counters != COUNTERS_MSR)
 		return config_fail("%s", "--msr-dir needs --counters msr or auto");
-	if (cfg->bench_writer)
-		return 0;
 	return config_check_online(cfg);
 }
 

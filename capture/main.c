@@ -16,10 +16,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "bench.h"
 #include "config.h"
 #include "counters.h"
 #include "envinfo.h"
+#include "fault.h"
 #include "output.h"
 #include "setupinfo.h"
 #include "timerloop.h"
@@ -42,7 +42,9 @@ struct capture {
 	struct writer writer;
 	pthread_t writer_tid;
 	bool writer_started;
-	int writer_cpu;
+	int writer_cpu;               /* -1: not pinned */
+	bool writer_shares;           /* the writer may run on a measured CPU */
+	char writer_note[320];        /* the live status line saying where the writer runs */
 	atomic_bool stop;
 	int dir_fd, dma_fd;
 	bool mlocked;
@@ -114,20 +116,48 @@ static void capture_lock_memory(struct capture *c)
 		fprintf(stderr, PROG ": warning: mlockall: %s (recorded in the metadata)\n", strerror(c->mlock_errno));
 }
 
+static bool capture_measured(const struct config *cfg, int cpu)
+{
+	for (int i = 0; i < cfg->ncpus; i++)
+		if (cfg->cpus[i] == cpu)
+			return true;
+	return false;
+}
+
 /* The first online CPU that is not measured, or -1. */
 static int capture_pick_writer_cpu(const struct config *cfg)
 {
 	cpu_set_t allowed;
 	if (sched_getaffinity(0, sizeof(allowed), &allowed))
 		return -1;
-	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-		bool measured = false;
-		for (int i = 0; i < cfg->ncpus; i++)
-			measured |= cfg->cpus[i] == cpu;
-		if (CPU_ISSET(cpu, &allowed) && !measured)
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &allowed) && !capture_measured(cfg, cpu))
 			return cpu;
-	}
 	return -1;
+}
+
+/* --writer-cpu, else the first unmeasured CPU, else unpinned; a shared CPU is
+ * a degradation (principle 2), said in the metadata and the live status. */
+static void capture_place_writer(struct capture *c)
+{
+	const struct config *cfg = &c->cfg;
+	char list[128];
+	c->writer_cpu = cfg->writer_cpu >= 0 ? cfg->writer_cpu : capture_pick_writer_cpu(cfg);
+	c->writer_shares = c->writer_cpu < 0 || capture_measured(cfg, c->writer_cpu);
+	config_format_cpuset(cfg->cpus, cfg->ncpus, list, sizeof(list));
+	if (c->writer_cpu < 0) {
+		capture_degrade(c, "no unmeasured CPU: the writer thread shares the measured CPUs");
+		snprintf(c->writer_note, sizeof(c->writer_note),
+			 "W: writer unpinned, shares the measured CPUs %s (every CPU is measured; --writer-cpu N pins it)",
+			 list);
+	} else if (c->writer_shares) {
+		capture_degrade(c, "--writer-cpu chose a measured CPU: the writer thread shares it");
+		snprintf(c->writer_note, sizeof(c->writer_note), "W: writer on CPU %d, shared with its measuring thread",
+			 c->writer_cpu);
+	} else {
+		snprintf(c->writer_note, sizeof(c->writer_note), "W: writer on CPU %d (not measured)", c->writer_cpu);
+	}
+	c->writer.cpu_note = c->writer_note;
 }
 
 static size_t capture_ring_capacity(const struct config *cfg)
@@ -188,6 +218,11 @@ static int capture_start_thread(struct capture *c, int i)
 	pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
 	int err = pthread_create(&c->tids[i], &attr, timerloop_run, &c->loops[i]);
 	pthread_attr_destroy(&attr);
+	if (!err) {
+		char name[16]; /* for ps, top and the tests: which thread measures which CPU */
+		snprintf(name, sizeof(name), "js-cpu%d", c->loops[i].cpu);
+		pthread_setname_np(c->tids[i], name);
+	}
 	if (err)
 		fprintf(stderr, PROG ": cannot start the thread for CPU %d: %s (check -a and --policy)\n",
 			c->loops[i].cpu, strerror(err));
@@ -207,6 +242,8 @@ static int capture_start_writer(struct capture *c)
 	}
 	int err = pthread_create(&c->writer_tid, &attr, writer_run, &c->writer);
 	pthread_attr_destroy(&attr);
+	if (!err)
+		pthread_setname_np(c->writer_tid, "js-writer");
 	if (err) {
 		fprintf(stderr, PROG ": cannot start the writer thread: %s\n", strerror(err));
 		return -err;
@@ -299,6 +336,8 @@ static int capture_setup(struct capture *c)
 {
 	struct output_owner owner;
 	output_owner(&owner);
+	if (fault_init())
+		return EXIT_USAGE;
 	if (capture_check_policy(&c->cfg))
 		return EXIT_RUNTIME;
 	if (c->cfg.policy == POLICY_OTHER)
@@ -313,13 +352,11 @@ static int capture_setup(struct capture *c)
 		fprintf(stderr, PROG ": cannot set up the measuring threads (out of memory or counters failed)\n");
 		return EXIT_RUNTIME;
 	}
-	c->writer_cpu = capture_pick_writer_cpu(&c->cfg);
-	if (c->writer_cpu < 0)
-		capture_degrade(c, "no unmeasured CPU: the writer thread shares the measured CPUs");
+	capture_place_writer(c);
 	struct setup_granted granted = {
 		.mlocked = c->mlocked, .mlock_errno = c->mlock_errno,
 		.latency_held = c->dma_fd >= 0, .latency_errno = c->dma_errno,
-		.writer_cpu = c->writer_cpu, .ring_capacity = ring_capacity(&c->loops[0].ring),
+		.writer_cpu = c->writer_cpu, .writer_shares = c->writer_shares, .ring_capacity = ring_capacity(&c->loops[0].ring),
 		.counters = c->probe.source, .degraded = c->degraded, .ndegraded = c->ndegraded,
 	};
 	c->environment_json = envinfo_json();
@@ -393,8 +430,6 @@ int main(int argc, char **argv)
 	int parsed = config_parse(&c.cfg, argc, argv);
 	if (parsed)
 		return parsed > 0 ? EXIT_OK : EXIT_USAGE;
-	if (c.cfg.bench_writer)
-		return bench_writer(&c.cfg);
 	c.dir_fd = -1;
 	c.dma_fd = -1;
 	atomic_init(&c.stop, false);

@@ -34,7 +34,8 @@ void output_owner(struct output_owner *owner)
 	}
 }
 
-/* --force on a directory: remove the part files a previous capture left. */
+/* --force on a directory: remove the part files a previous capture left, and
+ * the hidden twins (.part-NNNNN.0/.1/.new) of one that was killed. */
 static int output_clear(const char *path)
 {
 	DIR *dir = opendir(path);
@@ -43,7 +44,7 @@ static int output_clear(const char *path)
 	struct dirent *entry;
 	int err = 0;
 	while ((entry = readdir(dir))) {
-		if (fnmatch("part-*.parquet", entry->d_name, 0) && fnmatch(".part-*.parquet.tmp", entry->d_name, 0))
+		if (fnmatch("part-*.parquet", entry->d_name, 0) && fnmatch(".part-*", entry->d_name, 0))
 			continue;
 		if (unlinkat(dirfd(dir), entry->d_name, 0) && !err)
 			err = -errno;

@@ -2,8 +2,9 @@
  * (github.com/apache/parquet-format: parquet.thrift, Encodings.md).
  * Layout after n flushes: "PAR1" [row group 1][footer 1] ... [row group n][footer n],
  * each footer = FileMetaData (Thrift compact) + its 4-byte little-endian length + "PAR1".
- * Readers only read the last footer; the earlier ones are dead bytes, counted so the
- * caller can rotate files. Never prints; runs in the writer thread, never in the
+ * Readers only read the last footer; the earlier ones are dead bytes (pq_open & co., used
+ * by the unit tests). The capture uses the part builder (pq_part_*), which hands the
+ * bytes of a whole file image to container.c and never leaves a dead byte. Never prints; runs in the writer thread, never in the
  * measuring loop, so it may allocate. */
 #ifndef _GNU_SOURCE
 #define _POSIX_C_SOURCE 200809L /* pwrite, ftruncate under -std=c11 */
@@ -246,22 +247,23 @@ static void pq_min_max(const void *values, enum pq_type type, size_t n, int64_t 
 	*max = hi;
 }
 
-/* One page: its header, then its values. A PLAIN page's size is known up front, so its
- * values go straight into w->out; a DELTA page is encoded first to learn its size. */
-static void pq_put_page(struct pq_writer *w, const struct pq_column *col, const void *values, size_t n)
+/* One page: its header, then its values, appended to out. A PLAIN page's size is known up
+ * front, so its values go straight into out; a DELTA page is encoded first to learn its size. */
+static void pq_put_page(struct pq_writer *w, const struct pq_column *col, const void *values, size_t n,
+			struct thrift_buf *out)
 {
 	if (col->encoding == PQ_PLAIN) {
-		pq_put_page_header(&w->out, col, n, n * pq_width(col->type));
-		thrift_buf_put(&w->out, values, n * pq_width(col->type));
+		pq_put_page_header(out, col, n, n * pq_width(col->type));
+		thrift_buf_put(out, values, n * pq_width(col->type));
 		return;
 	}
 	pq_encode_delta_page(&w->page, col, values, n);
 	if (w->page.error) {
-		w->out.error = w->page.error;
+		out->error = w->page.error;
 		return;
 	}
-	pq_put_page_header(&w->out, col, n, w->page.len);
-	thrift_buf_put(&w->out, w->page.data, w->page.len);
+	pq_put_page_header(out, col, n, w->page.len);
+	thrift_buf_put(out, w->page.data, w->page.len);
 }
 
 /* Appends one column chunk (pages of at most PQ_PAGE_VALUES values) to w->out. */
@@ -273,7 +275,7 @@ static void pq_put_chunk(struct pq_writer *w, size_t col_index, const void *valu
 	chunk->offset = w->file_bytes + start;
 	for (size_t first = 0; first < nrows; first += PQ_PAGE_VALUES) {
 		size_t n = nrows - first < PQ_PAGE_VALUES ? nrows - first : PQ_PAGE_VALUES;
-		pq_put_page(w, col, (const uint8_t *)values + first * width, n);
+		pq_put_page(w, col, (const uint8_t *)values + first * width, n, &w->out);
 	}
 	chunk->bytes = w->out.len - start;
 	pq_min_max(values, col->type, nrows, &chunk->min, &chunk->max);
@@ -660,4 +662,183 @@ void pq_close(struct pq_writer *w)
 	thrift_buf_free(&w->out);
 	thrift_buf_free(&w->page);
 	free(w);
+}
+
+/* ---- part builder (pq_part_*): row groups in memory, the caller writes the bytes ------ */
+
+struct pq_part {
+	struct pq_writer w;        /* columns, sealed groups, kv, scratch buffers; w.fd unused */
+	struct thrift_buf *open;   /* [ncols]: the pages of the open row group, per column */
+	int64_t *open_min, *open_max;
+	uint64_t open_rows;
+	uint64_t sealed_end;       /* offset just after the last sealed group (4: the magic only) */
+	struct thrift_buf pending; /* file bytes [pending_from, sealed_end): sealed, not yet released */
+	uint64_t pending_from;
+	uint64_t footer_bytes;     /* of the last image */
+};
+
+int pq_part_new(struct pq_part **out, const struct pq_column_def *cols, size_t ncols)
+{
+	*out = NULL;
+	int rc = pq_check_columns(cols, ncols);
+	if (rc)
+		return rc;
+	struct pq_part *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->w.fd = -1;
+	thrift_buf_init(&p->w.out);
+	thrift_buf_init(&p->w.page);
+	thrift_buf_init(&p->pending);
+	p->open = calloc(ncols, sizeof(*p->open));
+	p->open_min = calloc(ncols, sizeof(*p->open_min));
+	p->open_max = calloc(ncols, sizeof(*p->open_max));
+	rc = p->open && p->open_min && p->open_max ? pq_copy_columns(&p->w, cols, ncols) : -ENOMEM;
+	for (size_t c = 0; p->open && c < ncols; c++)
+		thrift_buf_init(&p->open[c]);
+	p->sealed_end = p->pending_from = sizeof(pq_magic);
+	if (rc) {
+		pq_part_free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+/* Appends pages with nrows more values of every column to the open row group. */
+int pq_part_add(struct pq_part *p, const void *const *columns, size_t nrows)
+{
+	struct pq_writer *w = &p->w;
+	for (size_t c = 0; c < w->ncols && nrows; c++) {
+		const struct pq_column *col = &w->cols[c];
+		size_t width = pq_width(col->type);
+		int64_t lo, hi;
+		for (size_t first = 0; first < nrows; first += PQ_PAGE_VALUES) {
+			size_t n = nrows - first < PQ_PAGE_VALUES ? nrows - first : PQ_PAGE_VALUES;
+			pq_put_page(w, col, (const uint8_t *)columns[c] + first * width, n, &p->open[c]);
+		}
+		if (p->open[c].error)
+			return p->open[c].error;
+		pq_min_max(columns[c], col->type, nrows, &lo, &hi);
+		p->open_min[c] = p->open_rows == 0 || lo < p->open_min[c] ? lo : p->open_min[c];
+		p->open_max[c] = p->open_rows == 0 || hi > p->open_max[c] ? hi : p->open_max[c];
+	}
+	p->open_rows += nrows;
+	return 0;
+}
+
+/* The open group's chunks as they lie from sealed_end, into the slot after the sealed groups. */
+static void pq_part_place_open(struct pq_part *p)
+{
+	struct pq_writer *w = &p->w;
+	uint64_t offset = p->sealed_end;
+	w->group_rows[w->ngroups] = p->open_rows;
+	for (size_t c = 0; c < w->ncols; c++) {
+		struct pq_chunk *chunk = &w->chunks[w->ngroups * w->ncols + c];
+		*chunk = (struct pq_chunk){offset, p->open[c].len, p->open_min[c], p->open_max[c]};
+		offset += p->open[c].len;
+	}
+}
+
+int pq_part_seal(struct pq_part *p)
+{
+	struct pq_writer *w = &p->w;
+	if (p->open_rows == 0)
+		return 0;
+	int rc = pq_reserve_group(w);
+	if (rc)
+		return rc;
+	pq_part_place_open(p);
+	for (size_t c = 0; c < w->ncols; c++) {
+		thrift_buf_put(&p->pending, p->open[c].data, p->open[c].len);
+		w->data_bytes += p->open[c].len;
+		p->sealed_end += p->open[c].len;
+		p->open[c].len = 0;
+	}
+	if (p->pending.error)
+		return p->pending.error;
+	w->ngroups++;
+	w->rows += p->open_rows;
+	p->open_rows = 0;
+	return 0;
+}
+
+int pq_part_image(struct pq_part *p, uint64_t from, const struct pq_kv *kv, size_t nkv, const uint8_t **data,
+		  size_t *len)
+{
+	struct pq_writer *w = &p->w;
+	uint64_t start = from ? from : sizeof(pq_magic);
+	if (start < p->pending_from || start > p->sealed_end)
+		return -EINVAL;
+	struct pq_owned_kv *copy;
+	int rc = pq_copy_kv(&copy, kv, nkv);
+	if (!rc && (rc = pq_reserve_group(w)))
+		pq_free_kv(copy, nkv);
+	if (rc)
+		return rc;
+	if (nkv) {
+		pq_free_kv(w->kv, w->nkv);
+		w->kv = copy;
+		w->nkv = nkv;
+	}
+	w->out.len = 0;
+	w->out.error = 0;
+	thrift_buf_put(&w->out, pq_magic, from ? 0 : sizeof(pq_magic));
+	thrift_buf_put(&w->out, p->pending.data + (start - p->pending_from), p->sealed_end - start);
+	pq_part_place_open(p);
+	for (size_t c = 0; c < w->ncols; c++)
+		thrift_buf_put(&w->out, p->open[c].data, p->open[c].len);
+	size_t footer_start = w->out.len;
+	pq_put_footer(w, w->ngroups + (p->open_rows > 0), w->rows + p->open_rows, w->kv, w->nkv);
+	if (w->out.error)
+		return w->out.error;
+	p->footer_bytes = w->out.len - footer_start;
+	*data = w->out.data;
+	*len = w->out.len;
+	return 0;
+}
+
+void pq_part_release(struct pq_part *p, uint64_t upto)
+{
+	if (upto <= p->pending_from || upto > p->sealed_end)
+		return;
+	size_t drop = upto - p->pending_from;
+	memmove(p->pending.data, p->pending.data + drop, p->pending.len - drop);
+	p->pending.len -= drop;
+	p->pending_from = upto;
+}
+
+uint64_t pq_part_rows(const struct pq_part *p) { return p->w.rows + p->open_rows; }
+uint64_t pq_part_open_rows(const struct pq_part *p) { return p->open_rows; }
+uint64_t pq_part_sealed_end(const struct pq_part *p) { return p->sealed_end; }
+size_t pq_part_groups(const struct pq_part *p) { return p->w.ngroups + (p->open_rows > 0); }
+uint64_t pq_part_footer_bytes(const struct pq_part *p) { return p->footer_bytes; }
+
+uint64_t pq_part_data_bytes(const struct pq_part *p)
+{
+	uint64_t open = 0;
+	for (size_t c = 0; c < p->w.ncols; c++)
+		open += p->open[c].len;
+	return p->w.data_bytes + open;
+}
+
+void pq_part_free(struct pq_part *p)
+{
+	if (!p)
+		return;
+	for (size_t c = 0; p->open && c < p->w.ncols; c++)
+		thrift_buf_free(&p->open[c]);
+	free(p->open);
+	free(p->open_min);
+	free(p->open_max);
+	thrift_buf_free(&p->pending);
+	for (size_t c = 0; p->w.cols && c < p->w.ncols; c++)
+		free(p->w.cols[c].name);
+	free(p->w.cols);
+	pq_free_kv(p->w.kv, p->w.nkv);
+	free(p->w.group_rows);
+	free(p->w.chunks);
+	thrift_buf_free(&p->w.out);
+	thrift_buf_free(&p->w.page);
+	free(p);
 }

@@ -38,6 +38,30 @@ uint64_t pq_dead_footer_bytes(const struct pq_writer *w); /* bytes of superseded
 uint64_t pq_file_bytes(const struct pq_writer *w);        /* current valid length of the file */
 void pq_close(struct pq_writer *w);  /* frees memory; the file stays valid; does not close fd */
 
+/* The part builder: row groups kept in memory, the bytes handed to the caller, who
+ * decides where they go (the capture's twin files, container.c).  pq_part_add() appends
+ * one page per column to the open row group (so a flush costs only its own rows'
+ * encoding); pq_part_seal() freezes the open group where it lies; pq_part_image() returns
+ * the file's bytes from offset `from` (0, or the end of a sealed group still held; use
+ * pq_part_sealed_end() of an earlier image) to the end: the sealed groups after `from`,
+ * the open group as one row group, and a footer with kv (nkv == 0 keeps the previous
+ * kv).  The image stays valid until the next pq_part_* call.  pq_part_release() frees
+ * the held bytes of sealed groups below `upto` (every copy of the file has them). */
+struct pq_part;
+int pq_part_new(struct pq_part **out, const struct pq_column_def *cols, size_t ncols);
+int pq_part_add(struct pq_part *p, const void *const *columns, size_t nrows);
+int pq_part_seal(struct pq_part *p);
+int pq_part_image(struct pq_part *p, uint64_t from, const struct pq_kv *kv, size_t nkv, const uint8_t **data,
+                  size_t *len);
+void pq_part_release(struct pq_part *p, uint64_t upto);
+uint64_t pq_part_rows(const struct pq_part *p);        /* sealed and open */
+uint64_t pq_part_open_rows(const struct pq_part *p);
+uint64_t pq_part_sealed_end(const struct pq_part *p);
+size_t pq_part_groups(const struct pq_part *p);        /* row groups in the next image */
+uint64_t pq_part_data_bytes(const struct pq_part *p);  /* column chunk bytes, open group included */
+uint64_t pq_part_footer_bytes(const struct pq_part *p); /* footer of the last image, length and magic included */
+void pq_part_free(struct pq_part *p);
+
 /* Values per data page: 128 Ki, so a PLAIN INT64 page is 1 MiB and a reader never
  * has to hold a whole (possibly large) column chunk to decode one page. */
 #define PQ_PAGE_VALUES 131072u

@@ -24,6 +24,11 @@ static void setupinfo_asked(struct jsonw *j, const struct config *cfg)
 	jsonw_string(j, "counters", config_counters_name(cfg->counters));
 	jsonw_string(j, "msr_dir", cfg->msr_dir);
 	jsonw_int(j, "flush_interval_ns", cfg->flush_interval_ns);
+	jsonw_string(j, "sync", config_sync_name(cfg->sync));
+	jsonw_int(j, "writer_cpu", cfg->writer_cpu);
+	jsonw_int(j, "row_group_ns", cfg->group_ns);
+	jsonw_uint(j, "row_group_rows", cfg->group_rows);
+	jsonw_int(j, "part_ns", cfg->part_ns);
 	jsonw_string(j, "output", cfg->output);
 	jsonw_object_end(j);
 }
@@ -42,6 +47,8 @@ static void setupinfo_granted(struct jsonw *j, const struct config *cfg, const s
 	jsonw_string(j, "timer", config_timer_name(cfg->timer));
 	jsonw_string(j, "counters", counters_source_name(g->counters));
 	jsonw_int(j, "writer_cpu", g->writer_cpu);
+	jsonw_bool(j, "writer_shares_measured_cpu", g->writer_shares);
+	jsonw_string(j, "sync", config_sync_name(cfg->sync));
 	jsonw_uint(j, "ring_capacity", g->ring_capacity);
 	jsonw_array_begin(j, "degraded");
 	for (int i = 0; i < g->ndegraded; i++)

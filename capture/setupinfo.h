@@ -16,6 +16,7 @@ struct setup_granted {
 	bool latency_held;          /* /dev/cpu_dma_latency held open */
 	int latency_errno;
 	int writer_cpu;             /* -1: not pinned */
+	bool writer_shares;         /* the writer may run on a measured CPU */
 	size_t ring_capacity;
 	enum counters_source counters;
 	const char *const *degraded; /* plain sentences */

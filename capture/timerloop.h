@@ -42,6 +42,8 @@ struct timerloop {
 	int error;               /* -errno of a timer setup/wait failure, 0 if none */
 	_Atomic uint64_t wakeups; /* wake-ups so far, dropped ones included */
 	uint64_t counter_errors;  /* counter reads that failed (value stored as 0) */
+	long timer_slack_ns;      /* in force while measuring (prctl PR_GET_TIMERSLACK), -1 unknown */
+	int timer_slack_errno;    /* why it could not be set to the minimum, 0 if it was */
 	atomic_bool done;
 	/* timer handles */
 	int timer_fd;

@@ -1,7 +1,6 @@
 /* Drain, statistics and flushing; see writer.h.  Only this thread touches
- * the output files.  A part file appears under its final name only once it
- * holds a valid (empty) Parquet file, so a kill at any moment leaves every
- * part-*.parquet readable. */
+ * the output files, and only through the container (container.h), which
+ * keeps every part-*.parquet complete at every instant. */
 #include "writer.h"
 
 #include <errno.h>
@@ -36,7 +35,7 @@ static void writer_columns(struct writer *w, const bool counter_column[CTR_COUNT
 
 uint64_t writer_total_rows(const struct writer *w)
 {
-	return w->rows_closed_parts + (w->pq ? pq_rows(w->pq) : 0);
+	return w->ct.rows;
 }
 
 /* ---- metadata -------------------------------------------------------------------- */
@@ -54,10 +53,14 @@ static void writer_thread_json(struct jsonw *j, const struct writer_thread *t, b
 	jsonw_object_begin(j, NULL);
 	jsonw_int(j, "thread", t->thread);
 	jsonw_int(j, "cpu", t->cpu);
-	if (t->loop)
+	if (t->loop) {
 		jsonw_int(j, "tid", t->loop->tid);
-	else
+		jsonw_int(j, "timer_slack_ns", t->loop->timer_slack_ns);
+		if (t->loop->timer_slack_errno)
+			jsonw_string(j, "timer_slack_error", strerror(t->loop->timer_slack_errno));
+	} else {
 		jsonw_null(j, "tid");
+	}
 	jsonw_int(j, "interval_ns", t->interval_ns);
 	jsonw_uint(j, "samples", t->samples + t->nstaged);
 	jsonw_uint(j, "drops", t->gap_drops);
@@ -119,7 +122,7 @@ static int writer_metadata(const struct writer *w, const char *state, const char
 	return 0;
 }
 
-/* ---- part files ------------------------------------------------------------------ */
+/* ---- errors ---------------------------------------------------------------------- */
 
 static void writer_fail(struct writer *w, int err, const char *what)
 {
@@ -127,69 +130,7 @@ static void writer_fail(struct writer *w, int err, const char *what)
 	snprintf(w->error_line, sizeof(w->error_line),
 		 "jitterscope-capture: %s %s/part-%05d.parquet failed: %s; the dataset holds %" PRIu64
 		 " samples up to the last flush",
-		 what, w->cfg->output ? w->cfg->output : "(none)", w->part, strerror(-err), writer_total_rows(w));
-}
-
-static void writer_close_part(struct writer *w)
-{
-	if (!w->pq)
-		return;
-	uint64_t data = pq_data_bytes(w->pq), dead = pq_dead_footer_bytes(w->pq), file = pq_file_bytes(w->pq);
-	w->rows_closed_parts += pq_rows(w->pq);
-	w->data_closed += data;
-	w->dead_closed += dead;
-	w->footer_closed += file - 4 - data - dead;
-	w->file_closed += file;
-	pq_close(w->pq);
-	w->pq = NULL;
-	if (w->part_fd >= 0)
-		close(w->part_fd);
-	w->part_fd = -1;
-}
-
-/* Creates part number w->part under a hidden name and renames it into place
- * (never replacing anything) only once it is a valid file with the full
- * metadata: the first part empty, a rotated part with its first row group
- * (its empty footer then carries no metadata, so the superseded bytes stay
- * small). */
-static int writer_open_part(struct writer *w, size_t rows, const struct pq_kv *kv, size_t nkv)
-{
-	char tmp[64], name[64];
-	snprintf(name, sizeof(name), "part-%05d.parquet", w->part);
-	snprintf(tmp, sizeof(tmp), ".part-%05d.parquet.tmp", w->part);
-	w->part_fd = w->to_dev_null ? open("/dev/null", O_WRONLY | O_CLOEXEC)
-				    : openat(w->dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (w->part_fd < 0)
-		return -errno;
-	if (w->chown_parts && fchown(w->part_fd, w->owner_uid, w->owner_gid)) {
-		/* best effort: root keeps the file; the directory was handed over already */
-	}
-	int err = pq_open(&w->pq, w->part_fd, w->columns, (size_t)w->ncolumns, rows ? NULL : kv, rows ? 0 : nkv);
-	if (!err && rows)
-		err = pq_append_row_group(w->pq, (const void *const *)w->buffers, rows, kv, nkv);
-	if (!err && !w->to_dev_null && renameat2(w->dir_fd, tmp, w->dir_fd, name, RENAME_NOREPLACE))
-		err = -errno;
-	if (err) {
-		if (w->pq)
-			pq_close(w->pq);
-		w->pq = NULL;
-		close(w->part_fd);
-		w->part_fd = -1;
-		if (!w->to_dev_null)
-			unlinkat(w->dir_fd, tmp, 0);
-	}
-	return err;
-}
-
-/* Superseded footers would pass WRITER_ROTATE_PERCENT % of the part's data
- * (counting the next row group at this part's average size). */
-static bool writer_should_rotate(const struct writer *w, uint64_t groups)
-{
-	if (!w->pq || groups == 0)
-		return false;
-	uint64_t data = pq_data_bytes(w->pq), dead = pq_dead_footer_bytes(w->pq);
-	uint64_t footer = pq_file_bytes(w->pq) - 4 - data - dead;
-	return (dead + footer) * 100 > (uint64_t)WRITER_ROTATE_PERCENT * (data + data / groups);
+		 what, w->cfg->output ? w->cfg->output : "(none)", w->ct.part, strerror(-err), writer_total_rows(w));
 }
 
 /* ---- staging and flushing -------------------------------------------------------- */
@@ -305,36 +246,17 @@ static void writer_commit(struct writer *w)
 	}
 }
 
-static int writer_append(struct writer *w, size_t rows, const struct pq_kv *kv, size_t nkv)
-{
-	int err;
-	if (rows && writer_should_rotate(w, w->groups_in_part)) {
-		writer_close_part(w);
-		w->part++;
-		w->groups_in_part = 0;
-		err = writer_open_part(w, rows, kv, nkv);
-	} else {
-		err = pq_append_row_group(w->pq, (const void *const *)w->buffers, rows, kv, nkv);
-	}
-	if (err) {
-		writer_fail(w, err, "write to");
-		return err;
-	}
-	w->groups_in_part += rows > 0;
-	return 0;
-}
-
 int writer_flush(struct writer *w, const char *state, const char *reason)
 {
 	size_t rows = 0;
 	for (int i = 0; i < w->nthreads; i++)
 		rows += w->threads[i].nstaged;
-	if (!w->pq) { /* statistics only */
+	if (!w->has_container) { /* statistics only */
 		writer_commit(w);
 		return 0;
 	}
-	if (rows == 0 && strcmp(state, "running") == 0)
-		return 0; /* nothing new to keep: a footer alone would only add superseded bytes */
+	if (rows == 0 && strcmp(state, "running") == 0 && w->flushes > 0)
+		return 0; /* nothing new to keep (the first flush writes part-00000 with the metadata) */
 	if (writer_reserve_buffers(w, rows ? rows : 1)) {
 		writer_fail(w, -ENOMEM, "buffering for");
 		return -ENOMEM;
@@ -345,9 +267,9 @@ int writer_flush(struct writer *w, const char *state, const char *reason)
 	char *threads, *status;
 	int err = writer_metadata(w, state, reason, kv, &threads, &status);
 	if (!err)
-		err = writer_append(w, rows, kv, WRITER_NKV);
-	else
-		writer_fail(w, err, "metadata for");
+		err = container_flush(&w->ct, (const void *const *)w->buffers, rows, kv, WRITER_NKV);
+	if (err)
+		writer_fail(w, err, err == -ENOMEM ? "buffering for" : "write to");
 	free(threads);
 	free(status);
 	if (err) {
@@ -367,7 +289,6 @@ int writer_init(struct writer *w, const struct config *cfg, struct writer_thread
 	w->threads = threads;
 	w->nthreads = nthreads;
 	w->dir_fd = dir_fd;
-	w->part_fd = -1;
 	pthread_condattr_t attr;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -387,44 +308,25 @@ int writer_init(struct writer *w, const struct config *cfg, struct writer_thread
 	writer_columns(w, counter_column);
 	if (dir_fd < 0 && !w->to_dev_null)
 		return 0;
-	struct pq_kv kv[WRITER_NKV];
-	char *threads_json, *status;
-	int err = writer_metadata(w, "running", "", kv, &threads_json, &status);
-	if (!err)
-		err = writer_open_part(w, 0, kv, WRITER_NKV);
-	free(threads_json);
-	free(status);
-	if (err) {
-		writer_fail(w, err, "creating");
+	container_init(&w->ct, cfg, dir_fd, w->columns, (size_t)w->ncolumns);
+	w->ct.chown_parts = w->chown_parts;
+	w->ct.owner_uid = w->owner_uid;
+	w->ct.owner_gid = w->owner_gid;
+	w->has_container = true;
+	int err = writer_flush(w, "running", ""); /* part-00000: no rows yet, the metadata */
+	if (err)
 		fprintf(stderr, "%s\n", w->error_line);
-	}
 	return err;
 }
 
 void writer_free(struct writer *w)
 {
-	writer_close_part(w);
+	if (w->has_container)
+		container_close(&w->ct);
 	for (int col = 0; col < COL_COUNT; col++)
 		free(w->buffers[col]);
 	for (int i = 0; i < w->nthreads; i++)
 		free(w->threads[i].staged);
-}
-
-void writer_sizes(const struct writer *w, uint64_t *data, uint64_t *dead, uint64_t *live_footers, uint64_t *file,
-		  int *parts)
-{
-	*data = w->data_closed;
-	*dead = w->dead_closed;
-	*live_footers = w->footer_closed;
-	*file = w->file_closed;
-	*parts = w->part + (w->pq != NULL);
-	if (w->pq) {
-		uint64_t d = pq_data_bytes(w->pq), x = pq_dead_footer_bytes(w->pq), f = pq_file_bytes(w->pq);
-		*data += d;
-		*dead += x;
-		*live_footers += f - 4 - d - x;
-		*file += f;
-	}
 }
 
 static void writer_print_line(const struct writer *w, const struct writer_thread *t, FILE *out)
@@ -448,7 +350,9 @@ static void writer_print_status(struct writer *w)
 	if (w->status_lines && isatty(STDERR_FILENO))
 		fprintf(stderr, "\033[%dA", w->status_lines);
 	writer_print_summary(w, stderr);
-	w->status_lines = w->nthreads;
+	if (w->cpu_note)
+		fprintf(stderr, "%s\n", w->cpu_note);
+	w->status_lines = w->nthreads + (w->cpu_note != NULL);
 }
 
 void writer_finish(struct writer *w, const char *state, const char *reason)

@@ -1,8 +1,8 @@
 /* The writer: drains the rings into per-thread staging buffers, keeps the
- * live statistics, and flushes row groups into part files of the output
- * directory (a new part when the superseded footers would pass 4 % of the
- * part's data).  Runs on its own thread, off the measured CPUs when it can.
- * Never touches the measuring threads except through the rings. */
+ * live statistics, and flushes what it staged into the container (the part
+ * files, container.h) with the metadata as of now.  Runs on its own thread,
+ * off the measured CPUs when it can.  Never touches the measuring threads
+ * except through the rings. */
 #ifndef JITTERSCOPE_WRITER_H
 #define JITTERSCOPE_WRITER_H
 
@@ -14,11 +14,10 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "container.h"
 #include "parquet.h"
 #include "schema.h"
 #include "timerloop.h"
-
-#define WRITER_ROTATE_PERCENT 4
 
 struct writer_thread {
 	struct timerloop *loop;  /* NULL in the writer benchmark */
@@ -45,18 +44,16 @@ struct writer {
 	size_t buffer_rows;
 	/* metadata fixed at setup (JSON) */
 	const char *settings_json, *environment_json, *counters_json, *clock_json;
-	/* output; dir_fd < 0: statistics only */
+	/* output; dir_fd < 0 and !to_dev_null: statistics only */
 	int dir_fd;
-	bool to_dev_null;           /* writer benchmark without -o */
+	bool to_dev_null;           /* writer benchmark without -o: bytes counted, nothing written */
 	uid_t owner_uid;
 	gid_t owner_gid;
 	bool chown_parts;
-	int part;                   /* index of the current part */
-	uint64_t groups_in_part;
-	int part_fd;
-	struct pq_writer *pq;
-	uint64_t rows_closed_parts, data_closed, dead_closed, footer_closed, file_closed;
+	bool has_container;
+	struct container ct;
 	uint64_t flushes;
+	const char *cpu_note;       /* where the writer runs, for the live status (NULL: say nothing) */
 	/* thread control */
 	pthread_mutex_t lock;       /* guards finish; the writer sleeps on wake */
 	pthread_cond_t wake;        /* CLOCK_MONOTONIC */
@@ -72,8 +69,8 @@ struct writer {
 };
 
 /* w must be zeroed first (to_dev_null, owner fields and the metadata
- * strings may be set before).  Sets up columns and buffers; opens part-00000 when cfg->output is set
- * (dir_fd is the output directory, already created).  -errno after printing one line. */
+ * strings may be set before).  Sets up columns and buffers; writes part-00000 (empty, with the
+ * metadata) when dir_fd is the output directory, already created.  -errno after printing one line. */
 int writer_init(struct writer *w, const struct config *cfg, struct writer_thread *threads, int nthreads,
 		const bool counter_column[CTR_COUNT], int dir_fd);
 void writer_free(struct writer *w);
@@ -90,9 +87,7 @@ void writer_drain(struct writer *w);
 int writer_flush(struct writer *w, const char *state, const char *reason);
 /* cyclictest's per-thread line ("T: 0 ( 1234) P:99 I:1000 C: ..."), one per thread. */
 void writer_print_summary(const struct writer *w, FILE *out);
+/* Rows on disk as of the last flush. */
 uint64_t writer_total_rows(const struct writer *w);
-/* Footer and data byte totals over all parts (for the benchmark). */
-void writer_sizes(const struct writer *w, uint64_t *data, uint64_t *dead, uint64_t *live_footers, uint64_t *file,
-		  int *parts);
 
 #endif

@@ -41,6 +41,20 @@ def capture_bin() -> Path:
     return capture_binary()
 
 
+def bench_writer_binary() -> Path:
+    """The writer benchmark: $JITTERSCOPE_BENCH_WRITER, or installed next to the capture binary (never on PATH)."""
+    override = os.environ.get("JITTERSCOPE_BENCH_WRITER")
+    path = Path(override) if override else capture_binary().with_name("jitterscope-bench-writer")
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"{path} is not an executable file: reinstall (make install) or set JITTERSCOPE_BENCH_WRITER")
+    return path
+
+
+@pytest.fixture(scope="session")
+def bench_writer_bin() -> Path:
+    return bench_writer_binary()
+
+
 @pytest.fixture
 def run_capture(capture_bin: Path, tmp_path: Path):
     """Run the binary: ``run_capture(*args, output="name"|None, timeout=60)``.

@@ -1,4 +1,4 @@
-"""Faults during setup and mid-capture (issue 2, must-show 4): SCHED_FIFO refused, ENOSPC."""
+"""Faults during setup and mid-capture (issues 2 and 16): SCHED_FIFO refused, ENOSPC, EIO at each step of a flush."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from jitterscope.dataset import open_dataset
@@ -53,6 +54,44 @@ ENOSPC_LINE = re.compile(
     r"^jitterscope-capture: write to (\S+) failed: No space left on device; "
     r"the dataset holds (\d+) samples up to the last flush$"
 )
+EIO_LINE = re.compile(
+    r"^jitterscope-capture: write to (\S+) failed: Input/output error; "
+    r"the dataset holds (\d+) samples up to the last flush$"
+)
+
+
+def _check_kept(out: Path, held: int) -> None:
+    """Every sample flushed before the failure reads back, once, and nothing hidden is left."""
+    for part in sorted(out.glob("part-*.parquet")):
+        pq.read_table(part)  # every part intact
+    dataset = open_dataset(out)
+    table = dataset.read(["thread", "seq"])
+    assert dataset.num_rows == table.num_rows == held
+    keys = table.column("thread").to_numpy().astype(np.int64) << 40 | table.column("seq").to_numpy()
+    assert len(np.unique(keys)) == held  # no duplicate (thread, seq)
+    assert dataset.metadata.status["state"] == "running"  # as of the last flush that made it
+    assert sum(t.samples for t in dataset.metadata.threads) == held
+    assert not list(out.glob(".part-*"))  # no hidden twin left behind
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", ["flush:write:4:eio", "flush:write-half:4:eio", "flush:sync:4:eio",
+                                  "flush:rename:4:eio", "seal:write-half:1:eio", "newpart:write:2:eio"])
+def test_eio_mid_flush_stops_with_one_line_and_keeps_what_was_flushed(capture_bin: Path, tmp_path: Path,
+                                                                       spec: str) -> None:
+    out = tmp_path / "run"
+    argv = [str(capture_bin), "-D", "20", "-q", "--flush-interval", "0.1", "--group-seconds", "0.3",
+            "--part-seconds", "0.6", "-o", str(out)] + ([] if os.geteuid() == 0 else ["--policy", "other"])
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False,
+                          env=dict(os.environ, JITTERSCOPE_FAULT=spec))
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    match = EIO_LINE.match(lines[0])
+    assert match, lines[0]
+    held = int(match.group(2))
+    assert held > 0
+    _check_kept(out, held)
 
 
 @needs_root
@@ -77,13 +116,6 @@ def test_enospc_stops_cleanly_and_keeps_the_last_flush(capture_bin: Path, tmp_pa
         assert match, lines[0]
         held = int(match.group(2))
         assert held > 0
-        for part in sorted(out.glob("part-*.parquet")):
-            pq.read_table(part)  # every part intact
-        dataset = open_dataset(out)
-        assert dataset.num_rows == held
-        assert dataset.read().num_rows == held
-        assert dataset.metadata.status["state"] == "running"  # as of the last flush that fit
-        assert sum(t.samples for t in dataset.metadata.threads) == held
-        assert not list(out.glob(".part-*"))  # no half-made part left behind
+        _check_kept(out, held)
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)

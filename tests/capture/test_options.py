@@ -27,6 +27,15 @@ MALFORMED = [
     (["-a", "5000"], "CPU set"),
     (["-a", "999"], "not online"),
     (["--policy", "other", "-p", "50"], "policy other"),
+    (["--writer-cpu", "x"], "--writer-cpu"),
+    (["--writer-cpu", "-1"], "--writer-cpu"),
+    (["--writer-cpu", "1x"], "--writer-cpu"),
+    (["--writer-cpu", "5000"], "--writer-cpu"),
+    (["--writer-cpu", "999"], "not online"),
+    (["--sync", "full"], "--sync mode"),
+    (["--group-seconds", "0"], "--group-seconds"),
+    (["--part-seconds", "1h"], "--part-seconds"),
+    (["--group-rows", "0"], "--group-rows"),
 ]
 
 

@@ -1,6 +1,6 @@
 """capture/parquet.c: the C Parquet writer, checked by two independent readers.
 
-The C test program (capture/test_parquet.c) runs its own unit tests, then writes
+The C test program (capture/tests/test_parquet.c) runs its own unit tests, then writes
 file cases and a manifest of what each file must contain; every file is read
 back with pyarrow and with DuckDB and compared exactly. Hypothesis feeds random
 int32/int64 arrays (extremes included) through the program's ``encode`` mode.
@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 CAPTURE = Path(__file__).resolve().parents[2] / "capture"
-SOURCES = ["test_parquet.c", "parquet.c", "thrift.c"]
+SOURCES = ["tests/test_parquet.c", "parquet.c", "thrift.c"]
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE", "-O2"]
 ENCODING = {"plain": "PLAIN", "delta": "DELTA_BINARY_PACKED"}
 DTYPE = {"int32": np.dtype("<i4"), "int64": np.dtype("<i8")}
@@ -83,7 +83,7 @@ def _compiler() -> str:
 @pytest.fixture(scope="module")
 def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
     exe = tmp_path_factory.mktemp("parquet_bin") / "test_parquet"
-    cmd = [_compiler(), *CFLAGS, "-o", str(exe), *(str(CAPTURE / s) for s in SOURCES)]
+    cmd = [_compiler(), *CFLAGS, f"-I{CAPTURE}", "-o", str(exe), *(str(CAPTURE / s) for s in SOURCES)]
     build = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert build.returncode == 0, f"compile failed:\n{build.stderr}"
     return exe

@@ -1,4 +1,4 @@
-"""Runs the C unit tests of the sample ring (capture/test_ring.c)."""
+"""Runs the C unit tests of the sample ring (capture/tests/test_ring.c)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def test_ring_unit_tests(tmp_path: Path) -> None:
     exe = tmp_path / "test_ring"
     subprocess.run(
         [cc, "-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread",
-         str(CAPTURE / "test_ring.c"), str(CAPTURE / "ring.c"), "-o", str(exe)],
+         f"-I{CAPTURE}", str(CAPTURE / "tests" / "test_ring.c"), str(CAPTURE / "ring.c"), "-o", str(exe)],
         check=True, capture_output=True, text=True,
     )
     done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, check=False)
