@@ -1,4 +1,4 @@
-"""Streaming tail summary (jitterscope.tails.accumulator): the same answer as the whole series in memory, in any batching."""
+"""Streaming tail summary (tails.accumulator): the same answer as the whole series in memory, in any batching."""
 
 from __future__ import annotations
 
