@@ -30,6 +30,7 @@
 /* Small stacks: mlockall locks every page of them, and 8 MB each costs thousands of page faults. */
 #define MEASURING_STACK (128 * 1024)
 #define WRITER_STACK (512 * 1024)
+#define WRITER_PRIORITY 1 /* SCHED_FIFO priority of the writer: above ordinary load, below the measuring threads */
 
 struct capture {
 	struct config cfg;
@@ -44,6 +45,7 @@ struct capture {
 	bool writer_started;
 	int writer_cpu;               /* -1: not pinned */
 	bool writer_shares;           /* the writer may run on a measured CPU */
+	int writer_priority;          /* SCHED_FIFO priority of the writer; 0: SCHED_OTHER */
 	char writer_note[320];        /* the live status line saying where the writer runs */
 	atomic_bool stop;
 	int dir_fd, dma_fd;
@@ -158,6 +160,10 @@ static void capture_place_writer(struct capture *c)
 		snprintf(c->writer_note, sizeof(c->writer_note), "W: writer on CPU %d (not measured)", c->writer_cpu);
 	}
 	c->writer.cpu_note = c->writer_note;
+	/* A flush delayed by ordinary load loses more than one flush interval in a crash: run the writer
+	 * at SCHED_FIFO 1, below every measuring thread (which then preempts it on a shared CPU), when
+	 * real-time priorities are in force and the measuring threads are above 1. */
+	c->writer_priority = cfg->policy != POLICY_OTHER && cfg->priority > WRITER_PRIORITY ? WRITER_PRIORITY : 0;
 }
 
 static size_t capture_ring_capacity(const struct config *cfg)
@@ -239,6 +245,12 @@ static int capture_start_writer(struct capture *c)
 		CPU_ZERO(&cpus);
 		CPU_SET(c->writer_cpu, &cpus);
 		pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
+	}
+	struct sched_param param = {.sched_priority = c->writer_priority};
+	if (c->writer_priority > 0) {
+		pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+		pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+		pthread_attr_setschedparam(&attr, &param);
 	}
 	int err = pthread_create(&c->writer_tid, &attr, writer_run, &c->writer);
 	pthread_attr_destroy(&attr);
@@ -356,7 +368,9 @@ static int capture_setup(struct capture *c)
 	struct setup_granted granted = {
 		.mlocked = c->mlocked, .mlock_errno = c->mlock_errno,
 		.latency_held = c->dma_fd >= 0, .latency_errno = c->dma_errno,
-		.writer_cpu = c->writer_cpu, .writer_shares = c->writer_shares, .ring_capacity = ring_capacity(&c->loops[0].ring),
+		
+		.writer_cpu = c->writer_cpu, .writer_shares = c->writer_shares, .writer_priority = c->writer_priority,
+		.ring_capacity = ring_capacity(&c->loops[0].ring),
 		.counters = c->probe.source, .degraded = c->degraded, .ndegraded = c->ndegraded,
 	};
 	c->environment_json = envinfo_json();

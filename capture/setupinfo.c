@@ -48,6 +48,7 @@ static void setupinfo_granted(struct jsonw *j, const struct config *cfg, const s
 	jsonw_string(j, "counters", counters_source_name(g->counters));
 	jsonw_int(j, "writer_cpu", g->writer_cpu);
 	jsonw_bool(j, "writer_shares_measured_cpu", g->writer_shares);
+	jsonw_int(j, "writer_priority", g->writer_priority);
 	jsonw_string(j, "sync", config_sync_name(cfg->sync));
 	jsonw_uint(j, "ring_capacity", g->ring_capacity);
 	jsonw_array_begin(j, "degraded");

@@ -17,6 +17,7 @@ struct setup_granted {
 	int latency_errno;
 	int writer_cpu;             /* -1: not pinned */
 	bool writer_shares;         /* the writer may run on a measured CPU */
+	int writer_priority;        /* SCHED_FIFO priority of the writer; 0: SCHED_OTHER */
 	size_t ring_capacity;
 	enum counters_source counters;
 	const char *const *degraded; /* plain sentences */

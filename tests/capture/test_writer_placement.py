@@ -79,3 +79,29 @@ def test_writer_on_an_unmeasured_cpu_is_not_degraded(run_capture) -> None:
     granted = open_dataset(run.output).metadata.settings["granted"]
     assert granted["writer_cpu"] == cpus[0] and granted["writer_shares_measured_cpu"] is False
     assert not any("writer" in sentence for sentence in granted["degraded"])
+
+
+@pytest.mark.parametrize(("args", "policy", "priority"), [([], os.SCHED_FIFO, 1),
+                                                           (["-p", "1"], os.SCHED_OTHER, 0),
+                                                           (["--policy", "other"], os.SCHED_OTHER, 0)],
+                         ids=["fifo-99", "fifo-1", "other"])
+def test_writer_runs_above_ordinary_load_and_below_the_measuring_threads(capture_bin: Path, tmp_path: Path,
+                                                                          args: list[str], policy: int,
+                                                                          priority: int) -> None:
+    """Under FIFO the writer is FIFO 1, so ordinary load cannot delay a flush (the one-flush-interval promise)
+    while every measuring thread preempts it; with measuring threads at 1 or under SCHED_OTHER it stays OTHER."""
+    if os.geteuid() != 0 and policy == os.SCHED_FIFO:
+        pytest.skip("needs root for SCHED_FIFO")
+    out = tmp_path / "prio"
+    proc = subprocess.Popen([str(capture_bin), "-D", "1.5", "-q", "-o", str(out), *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen = None
+    deadline = time.monotonic() + 1.2
+    while seen is None and time.monotonic() < deadline:
+        tid = _threads_by_name(proc.pid).get("js-writer")
+        seen = (os.sched_getscheduler(tid), os.sched_getparam(tid).sched_priority) if tid else None
+        time.sleep(0.02)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 0, stderr
+    assert seen == (policy, priority)
+    assert open_dataset(out).metadata.settings["granted"]["writer_priority"] == priority
