@@ -97,7 +97,9 @@ def summarize_run(path: str) -> RunRecord | SkippedDataset:
     try:
         return _summarize(path)
     except JitterscopeError as exc:
-        return SkippedDataset(str(path), str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        # the messages start with the path; the table has a column for it
+        return SkippedDataset(str(path), line.removeprefix(f"{path}: "))
 
 
 def _summarize(path: str) -> RunRecord:
