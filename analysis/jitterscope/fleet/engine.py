@@ -25,6 +25,8 @@ from .results import Fleet
 from .tasks import RunRecord, SkippedDataset, summarize_run
 
 SERIAL = "serial"
+CONNECT_TIMEOUT = "10s"
+"""How long to try reaching a scheduler given by address before saying it cannot be reached."""
 
 
 def run_fleet(
@@ -108,7 +110,7 @@ def _connect(scheduler: str | None, workers: int | None) -> Any:
                                silence_logs=40)
         return _ClusterClient(Client(cluster), cluster)
     try:
-        return _ClusterClient(Client(scheduler, timeout="10s"), None)
+        return _ClusterClient(Client(scheduler, timeout=CONNECT_TIMEOUT), None)
     except (OSError, TimeoutError) as exc:
         raise JitterscopeError(f"cannot reach the Dask scheduler at {scheduler} ({exc}); start one with "
                                "'dask scheduler' and 'dask worker ADDRESS', or leave out --scheduler") from None
