@@ -97,3 +97,25 @@ def test_a_worker_killed_mid_run_changes_nothing(planted, client) -> None:
     # the nanny restarted the process: the cluster is back to two workers for the next test
     client.wait_for_workers(2, timeout=30)
     assert killed[0] not in client.run(os.getpid).values()
+
+
+def test_a_task_that_fails_on_the_cluster_is_listed_and_skipped(planted, monkeypatch) -> None:
+    """Not a JitterscopeError (a bug, or a worker dying on one dataset every time): listed with its reason."""
+    import jitterscope.fleet.engine as engine
+    from jitterscope.fleet import summarize_run
+
+    poisoned = planted.paths[4]
+
+    def flaky(path: str):
+        if path == poisoned:
+            raise RuntimeError("simulated failure")
+        return summarize_run(path)
+
+    monkeypatch.setattr(engine, "summarize_run", flaky)
+    # threads, not processes: the patched function lives in this process
+    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0",
+                                  silence_logs=50) as cluster, distributed.Client(cluster) as client:
+        fleet = run_fleet(list(planted.paths), client=client)
+    assert [s.path for s in fleet.skipped] == [poisoned]
+    assert "RuntimeError: simulated failure" in fleet.skipped[0].reason
+    assert fleet.runs == len(planted.paths) - 1

@@ -140,7 +140,7 @@ def _summaries(client: Any, paths: list[str], progress: bool) -> tuple[list[Any]
     with tqdm(total=len(futures), desc="fleet", unit="dataset", disable=not progress) as bar:
         for _ in as_completed(futures):
             bar.update(1)
-    outcomes = client.gather(futures)
+    outcomes = [_outcome(future, path) for future, path in zip(futures, paths, strict=True)]
     records = [o for o in outcomes if isinstance(o, RunRecord)]
     workers = len(client.scheduler_info().get("workers", {}))
     return futures, outcomes, {"workers": workers, **_memory(records)}
@@ -149,13 +149,26 @@ def _summaries(client: Any, paths: list[str], progress: bool) -> tuple[list[Any]
 def _changes(client: Any, futures: dict[str, Any], records: list[RunRecord], noise: float,
              confidence: float) -> dict[tuple[str, str], Any]:
     """Compare each machine's consecutive runs as tasks on the records' futures (the histograms stay put)."""
+    from distributed import wait
     pairs = consecutive_pairs(records)
     if not pairs:
         return {}
     tasks = [client.submit(compare_consecutive, futures[a.path], futures[b.path], noise=noise,
                            confidence=confidence, pure=False, retries=2) for a, b in pairs]
-    results = client.gather(tasks)
-    return {(a.path, b.path): change for (a, b), change in zip(pairs, results, strict=True)}
+    wait(tasks)
+    # a comparison whose task failed on the cluster is left out: analyze_fleet runs it here instead
+    return {(a.path, b.path): task.result() for (a, b), task in zip(pairs, tasks, strict=True)
+            if task.status == "finished"}
+
+
+def _outcome(future: Any, path: str) -> RunRecord | SkippedDataset:
+    """A finished task's record; a task that failed even after Dask's retries (an exception that is not a
+    JitterscopeError, or its worker died every time it ran: out of memory?) becomes a skipped dataset."""
+    if future.status == "finished":
+        return future.result()
+    exc = future.exception()
+    return SkippedDataset(path, f"its task failed on the cluster ({type(exc).__name__}: {exc}); run "
+                                f"'jitterscope summary {path}' to see the error in this process")
 
 
 def _memory(records: list[RunRecord]) -> dict[str, Any]:
