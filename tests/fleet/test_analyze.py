@@ -119,8 +119,12 @@ def test_quantile_intervals_on_a_hand_made_case() -> None:
     estimates = {q.level: q for q in quantile_intervals(histogram)}
     p50 = estimates["p50"]
     assert p50.value_ns == pytest.approx(500.5)
-    # binomial(1000, 0.5) 95 % ranks: 469 .. 532 (0-based), values 470 .. 532 (+ interpolation)
-    assert 465 <= p50.low_ns <= 475 and 525 <= p50.high_ns <= 535 and not p50.open_above
+    # Binomial(1000, 0.5): 2.5 % point 469, 97.5 % point 531, so [X(469), X(532)] (1-based) = [469, 532] ns
+    assert p50.low_ns == pytest.approx(469, abs=1e-6) and p50.high_ns == pytest.approx(532, abs=1e-6)
+    assert not p50.open_above
+    # Binomial(1000, 0.99): 2.5 % point 983, 97.5 % point 996: [X(983), X(997)]
+    assert estimates["p99"].low_ns == pytest.approx(983, abs=1e-6)
+    assert estimates["p99"].high_ns == pytest.approx(997, abs=1e-6)
     assert estimates["p99.99"].open_above and estimates["p99.99"].high_ns == 1000
 
 

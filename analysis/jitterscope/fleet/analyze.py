@@ -80,19 +80,28 @@ def merge_group(value: str, records: Sequence[RunRecord], confidence: float = 0.
 
 
 def quantile_intervals(histogram: HistogramResult, confidence: float = 0.95) -> tuple[QuantileEstimate, ...]:
-    """p50 … p99.99 of a :class:`~jitterscope.summary.HistogramResult` with order-statistic intervals."""
+    """p50 … p99.99 of a :class:`~jitterscope.summary.HistogramResult` with order-statistic intervals.
+
+    For the q-quantile of n independent values, ``[X(l), X(u)]`` (1-based order statistics) with
+    ``l = B^-1(alpha/2)`` and ``u = B^-1(1 - alpha/2) + 1``, ``B ~ Binomial(n, q)``, covers it with
+    probability >= ``confidence`` (e.g. Hahn & Meeker, *Statistical Intervals*, 1991, ch. 5).  Each
+    order statistic is read from the histogram (its bucket's midpoint; exact at min and max).  When
+    ``u`` exceeds n the interval is open above and reaches only to the max.
+    """
     n = int(histogram.count)
     alpha = 1 - confidence
+    denominator = max(n - 1, 1)
     out = []
     for level, q in GROUP_LEVELS:
-        low_rank = stats.binom.ppf(alpha / 2, n, q / 100)
-        high_rank = min(stats.binom.ppf(1 - alpha / 2, n, q / 100) + 1, n - 1)
-        denominator = max(n - 1, 1)
-        values = histogram.percentiles([q, 100 * low_rank / denominator,
-                                        100 * high_rank / denominator])
-        value, low, high = (values[float(k)] for k in (q, 100 * low_rank / denominator, 100 * high_rank / denominator))
+        low_index = max(int(stats.binom.ppf(alpha / 2, n, q / 100)) - 1, 0)  # 0-based l - 1
+        high_index = int(stats.binom.ppf(1 - alpha / 2, n, q / 100))  # 0-based u - 1
+        open_above = high_index > n - 1
+        high_index = min(high_index, n - 1)
+        positions = (q, 100 * low_index / denominator, 100 * high_index / denominator)
+        values = histogram.percentiles(positions)
+        value, low, high = (values[float(p)] for p in positions)
         out.append(QuantileEstimate(level, float(value), float(min(low, value)), float(max(high, value)),
-                                    bool(high_rank >= n - 1)))
+                                    bool(open_above)))
     return tuple(out)
 
 
