@@ -76,3 +76,18 @@ def test_an_unreachable_scheduler_is_one_line(planted, monkeypatch, capsys) -> N
     assert main(["fleet", planted.paths[0], "--scheduler", "tcp://127.0.0.1:9"]) == 1
     err = capsys.readouterr().err
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in err and len(err.strip().splitlines()) == 1
+
+
+def test_help_loads_no_dask() -> None:
+    code = ("import sys\nfrom jitterscope.cli import main\ntry:\n    main(['fleet', '--help'])\nexcept SystemExit:\n"
+            "    pass\nprint(sorted(m for m in ('dask', 'distributed', 'numpy', 'tqdm') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "--scheduler ADDRESS" in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_progress_bar_on_stderr(planted, capsys) -> None:
+    from jitterscope.fleet import run_fleet
+    run_fleet(list(planted.paths[:6]), scheduler="serial", progress=True)
+    err = capsys.readouterr().err
+    assert "fleet" in err and "6/6" in err
