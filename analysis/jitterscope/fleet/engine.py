@@ -102,7 +102,8 @@ def _run_serial(paths: list[str], by: GroupKey, progress: bool, noise: float, co
 def _connect(scheduler: str | None, workers: int | None) -> Any:
     from distributed import Client, LocalCluster
     if scheduler is None:
-        count = workers or os.cpu_count() or 1
+        # the CPUs this process may run on (a container or taskset may allow fewer than the machine has)
+        count = workers if workers is not None else len(os.sched_getaffinity(0)) or 1
         if count < 1:
             raise JitterscopeError(f"--workers must be >= 1, got {count}")
         # one single-threaded process per core: the tasks hold the GIL in numpy loops part of the time
