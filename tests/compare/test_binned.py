@@ -122,3 +122,26 @@ def test_an_interval_is_never_narrower_than_the_bins(tmp_path: Path) -> None:
     p50 = next(m for m in compare_runs([a, b], n_boot=100).pairs[0].metrics if m.metric == "p50")
     assert p50.ci_low_ns <= -1500 and p50.ci_high_ns >= -500
     assert p50.verdict == "within noise"  # -13 % ... 0 %: the bins cannot tell
+
+
+def test_compare_binned_on_bins_already_held_gives_compare_histograms_verdicts(tmp_path) -> None:
+    """compare_binned is compare_histograms' verdict logic for callers holding bins (the fleet's histograms)."""
+    from jitterscope.compare import BinnedRun, compare_binned
+    base = _hist_dataset(tmp_path / "base.parquet", _lognormal(1, 20_000))
+    slow = _hist_dataset(tmp_path / "slow.parquet", _lognormal(2, 20_000, scale=1.3))
+    datasets = [open_dataset(base), open_dataset(slow)]
+    expected = compare_histograms(datasets, ["base", "slow"], n_boot=200)
+    runs = []
+    for d, label in zip(datasets, ["base", "slow"], strict=True):
+        table = d.read(["bin_start_ns", "bin_width_ns", "count"])
+        extra = d.metadata.threads[0].extra
+        histogram = HistogramResult.from_bins(table.column(0).to_numpy(), table.column(1).to_numpy(),
+                                              table.column(2).to_numpy(), min_ns=extra["min_ns"],
+                                              max_ns=extra["max_ns"])
+        runs.append(BinnedRun(label, str(d.path), d.metadata, histogram, 1000.0))
+    got = compare_binned(runs, n_boot=200)
+    assert [m.verdict for m in got.pairs[0].metrics] == [m.verdict for m in expected.pairs[0].metrics]
+    assert [m.verdict for m in got.pairs[0].metrics][:3] == ["regressed"] * 3  # +30 % planted
+    assert got.pairs[0].metrics == expected.pairs[0].metrics
+    with pytest.raises(AnalysisError, match="at least two runs"):
+        compare_binned(runs[:1])

@@ -13,7 +13,7 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
-        "binned": ["compare_histograms"],
+        "binned": ["BinnedRun", "compare_binned", "compare_histograms"],
         "bootstrap": ["BlockLength", "block_indices", "bootstrap_series", "optimal_block_length"],
         "envdiff": ["diff_environments", "flatten_metadata"],
         "pdf": ["write_compare_report"],

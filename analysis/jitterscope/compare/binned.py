@@ -161,6 +161,44 @@ def compare_histograms(
                 for b in binned)
     runs = [read_bins(d, label) if d.is_histogram else bin_samples(d, label, width)
             for d, label in zip(datasets, labels, strict=True)]
+    return compare_binned(runs, noise=noise, confidence=confidence, n_boot=n_boot, seed=seed,
+                          max_resample=max_resample)
+
+
+def compare_binned(
+    runs: Sequence[BinnedRun],
+    *,
+    noise: float = 0.05,
+    confidence: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+    max_resample: int = 200_000,
+) -> Comparison:
+    """Every run against the first, each given as bins: the verdict logic of :func:`compare_histograms`.
+
+    For callers that already hold the bins, e.g. merged HDR histograms
+    (:class:`~jitterscope.summary.HistogramResult`) of a fleet's runs: memory is
+    O(``n_boot`` x bins) whatever the number of wake-ups behind them.
+
+    Parameters
+    ----------
+    runs
+        Two or more runs; the first is the baseline.
+    noise, confidence, n_boot, seed, max_resample
+        As for :func:`compare_histograms`.
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    AnalysisError
+        Fewer than two runs, a run with fewer than 100 wake-ups, or bad parameters.
+    """
+    check_parameters(noise, confidence, n_boot)
+    if len(runs) < 2:
+        raise AnalysisError("compare needs at least two runs (the first is the baseline)")
     for run in runs:
         check_run_size(run.label, run.histogram.count)
     rng = np.random.default_rng(seed)

@@ -75,6 +75,16 @@ def test_metadata_marks_simulation_and_carries_spec():
     assert meta.tsc_hz == spec.tsc_hz
 
 
+def test_realtime_start_is_claimed_and_rows_are_unchanged():
+    default = SimulationSpec(threads=1, samples=50)
+    claimed = SimulationSpec(threads=1, samples=50, realtime_ns=1_793_581_200_000_000_000)
+    table, meta = simulate(claimed, 3)
+    assert meta.clock["realtime_ns"] == 1_793_581_200_000_000_000
+    assert simulate(default, 3).metadata.clock["realtime_ns"] == sim._REALTIME_AT_START_NS
+    assert table.equals(simulate(default, 3).table)
+    assert SimulationSpec.from_json(meta.ground_truth["spec"]) == claimed
+
+
 def test_spec_json_round_trip_and_file(tmp_path):
     spec = SimulationSpec(threads=2, duration_ns=2_000_000_000, interval_ns=500_000, effects=ALL_EFFECTS,
                           base=BaseLatency(distribution="gamma", median_ns=4000, spread=0.5))
@@ -95,6 +105,8 @@ def test_spec_json_round_trip_and_file(tmp_path):
     ({"effects": [{"type": "periodic", "bogus": 1}]}, "bogus"),
     ({"base": {"distribution": "cauchy"}}, "distribution"),
     ({"counters": ["tsc2"]}, "counters"),
+    ({"realtime_ns": -1}, "realtime_ns"),
+    ({"realtime_ns": "2026-11-02"}, "realtime_ns"),
 ])
 def test_bad_spec_is_one_line_error(bad, words):
     with pytest.raises(SpecError) as info:

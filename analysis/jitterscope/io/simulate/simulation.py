@@ -126,6 +126,9 @@ class SimulationSpec:
     duration_ns: int | None = None
     start_ns: int = 1_000_000_000_000
     thread_offset_ns: int = 0
+    # the wall-clock start a run claims (metadata clock.realtime_ns): a fleet of simulated nights needs
+    # different capture start times; None keeps the fixed, reproducible default
+    realtime_ns: int | None = None
     tsc_hz: float = 2_400_000_000.0
     counters: tuple[str, ...] = COUNTER_NAMES
     governor: str = "performance"
@@ -168,6 +171,9 @@ class SimulationSpec:
             raise ValueError(f"counters: unknown {sorted(unknown)} (known: {', '.join(COUNTER_NAMES)})")
         if self.start_ns < 0 or self.thread_offset_ns < 0:
             raise ValueError("start_ns and thread_offset_ns must be >= 0")
+        if self.realtime_ns is not None and (isinstance(self.realtime_ns, bool) or not isinstance(self.realtime_ns, int)
+                                             or self.realtime_ns < 0):
+            raise ValueError("realtime_ns must be an integer >= 0 (ns since the Unix epoch) or null")
 
     @property
     def slots_per_thread(self) -> int:
@@ -425,8 +431,8 @@ class _Generator:
             counters={"source": "file", "simulated": True, "columns": list(spec.counters),
                       "missing": {c: "not asked for in the simulation spec"
                                   for c in (*COUNTER_NAMES, "perf_status") if c not in spec.counters}},
-            clock={"realtime_ns": _REALTIME_AT_START_NS, "monotonic_ns": spec.start_ns,
-                   "tsc_hz": spec.tsc_hz, "tsc_hz_source": "simulation spec"},
+            clock={"realtime_ns": _REALTIME_AT_START_NS if spec.realtime_ns is None else spec.realtime_ns,
+                   "monotonic_ns": spec.start_ns, "tsc_hz": spec.tsc_hz, "tsc_hz_source": "simulation spec"},
             status={"state": "complete", "reason": "simulation finished", "flushes": 1},
             ground_truth={"seed": self.seed, "spec": spec.to_json(), **self.run.ground_truth},
         )

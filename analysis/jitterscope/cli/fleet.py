@@ -1,0 +1,81 @@
+"""``jitterscope fleet DATASET… | --glob PATTERN [--by KEY] [--scheduler ADDRESS] [-o fleet.pdf] [--json]``."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import sys
+
+BY_KINDS = ("host", "kernel", "governor", "env", "cmdline")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "fleet", help="many machines' runs on Dask: worst groups, machine histories with regressions, key table",
+        description="Summarize every dataset (HDR histogram and moments of latency, one streaming pass) as a task "
+                    "on a Dask cluster, merge them per group and rank the groups by p99.99 and max; compare each "
+                    "machine's consecutive runs (by capture start time) and flag regressions; for every "
+                    "configuration key, its values with their merged quantiles and a test of whether they separate "
+                    "the tails. Unreadable or foreign datasets are listed with their reason and skipped. By default "
+                    "a LocalCluster with one worker process per core runs the tasks; --scheduler uses a running "
+                    "cluster.",
+    )
+    parser.add_argument("datasets", nargs="*", metavar="DATASET", help="dataset files or directories")
+    parser.add_argument("--glob", metavar="PATTERN", action="append", default=[],
+                        help="datasets matching a pattern ('**' recurses), e.g. --glob 'runs/**/*.parquet'")
+    parser.add_argument("--by", nargs="+", metavar="KEY", default=["host"],
+                        help="group the ranking by host, kernel, governor, env KEY or cmdline PARAM (default: host)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: start a "
+                             "LocalCluster); 'serial' runs in this process without Dask")
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="worker processes of the LocalCluster (default: one per core)")
+    parser.add_argument("-o", "--output", metavar="PDF", help="also write the fleet report as a PDF")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
+    parser.add_argument("--noise", type=float, default=5.0, metavar="PCT",
+                        help="noise threshold of the regression verdicts in percent (default: 5)")
+    parser.add_argument("--confidence", type=float, default=95.0, metavar="PCT",
+                        help="confidence level of the intervals in percent (default: 95)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.set_defaults(func=_run, parser=parser)
+
+
+def _split_by(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """``--by`` takes one or two words; further words are datasets (``--by governor a.parquet`` reads as meant)."""
+    words = list(args.by)
+    if not words or words[0] not in BY_KINDS:
+        args.parser.error(f"--by: expected one of {', '.join(BY_KINDS)}, got {words[0] if words else 'nothing'!r}")
+    take = 2 if words[0] in ("env", "cmdline") else 1
+    if len(words) < take:
+        args.parser.error(f"--by {words[0]} needs a name, e.g. --by env no_hz or --by cmdline isolcpus")
+    return words[:take], words[take:]
+
+
+def _run(args: argparse.Namespace) -> int:
+    by_words, more = _split_by(args)
+    paths = list(args.datasets) + more
+    for pattern in args.glob:
+        matches = sorted(glob.glob(pattern, recursive=True))
+        if not matches:
+            args.parser.error(f"--glob {pattern!r} matches nothing; quote the pattern so the shell leaves it alone")
+        paths += matches
+    if not paths:
+        args.parser.error("no datasets: name them, or use --glob 'runs/**/*.parquet'")
+    if not 0 < args.confidence < 100 or args.noise < 0:
+        args.parser.error("need 0 < --confidence < 100 and --noise >= 0")
+    if args.workers is not None and args.workers < 1:
+        args.parser.error("--workers must be >= 1")
+    paths = list(dict.fromkeys(paths))  # a dataset named twice (by name and by --glob) counts once
+    from ..fleet import fleet_text, parse_group_key, run_fleet, write_fleet_report
+    fleet = run_fleet(paths, by=parse_group_key(by_words), scheduler=args.scheduler, workers=args.workers,
+                      progress=not args.no_progress and sys.stderr.isatty(), noise=args.noise / 100,
+                      confidence=args.confidence / 100)
+    if args.output:
+        info = write_fleet_report(fleet, args.output)
+        print(f"{info.path}: {info.pages} pages", file=sys.stderr)
+    if args.json:
+        print(json.dumps(fleet.to_json(), indent=1, allow_nan=False))
+    else:
+        print(fleet_text(fleet))
+    return 0

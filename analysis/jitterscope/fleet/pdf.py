@@ -1,0 +1,123 @@
+"""The fleet PDF: the answers and the ranking first, then the fleet over time and the key table, the
+flagged regressions, every machine's history, and the skipped datasets.
+
+Reuses the report's PDF machinery (:mod:`jitterscope.render`: page size, rcParams with Type 42
+fonts, ``SOURCE_DATE_EPOCH`` for reproducible bytes, text pages for tables), as compare does.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+from matplotlib.backends.backend_pdf import PdfPages
+from matplotlib.figure import Figure
+
+from .. import __version__
+from ..dataset import write_atomically
+from ..errors import JitterscopeError
+from ..render import PAGE_SIZE_IN, REPORT_RC, Page, Table, source_date, text_pages
+from .plots import plot_fleet_over_time, plot_fleet_ranking, plot_key_separation, plot_machine_history
+from .results import Fleet
+from .tables import flagged_table, history_table, key_table, ranking_table, skipped_table, summary_lines
+
+HISTORIES_PER_PAGE = 6
+KEYS_PLOTTED = 6
+
+
+@dataclass(frozen=True)
+class FleetReportInfo:
+    """What :func:`write_fleet_report` wrote."""
+
+    path: str
+    pages: int
+
+
+def fleet_pages(fleet: Fleet) -> list[Page]:
+    """Every page of the fleet PDF, in order."""
+    answers = Table(name="fleet-answers", title="Answers", columns=("",),
+                    rows=tuple((line,) for line in summary_lines(fleet)))
+    pages = list(text_pages("fleet-summary", "Fleet: answers and ranking", [answers, ranking_table(fleet)]))
+    fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
+    left, right = fig.subplots(1, 2, width_ratios=(1, 1.3))
+    plot_fleet_ranking(fleet, left)
+    plot_fleet_over_time(fleet, right)
+    pages.append(Page("fleet-overview", fig))
+    if fleet.keys:
+        fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
+        shown = fleet.keys[:KEYS_PLOTTED]
+        axes = fig.subplots(2, 3).ravel()
+        for ax, separation in zip(axes, shown, strict=False):
+            plot_key_separation(separation, fleet.tail_metric, ax)
+        for ax in axes[len(shown):]:
+            ax.set_axis_off()
+        fig.suptitle(f"Configuration keys, most separating first: per-machine {fleet.tail_metric} (dots) and "
+                     "merged group (bar)", fontsize=11)
+        pages.append(Page("fleet-keys-figure", fig))
+    pages += text_pages("fleet-keys", "Which configuration keys separate the worst tails", [key_table(fleet)])
+    flagged_hosts = {host for host, _ in fleet.flagged}
+    pages += text_pages("fleet-regressions", "Regressions between consecutive runs",
+                        [flagged_table(fleet), *(history_table(h, fleet) for h in fleet.histories
+                                                 if h.host in flagged_hosts)])
+    # flagged machines first, then the rest by name: every machine's history is drawn
+    ordered = sorted(fleet.histories, key=lambda h: (h.host not in flagged_hosts, h.host))
+    for start in range(0, len(ordered), HISTORIES_PER_PAGE):
+        fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
+        axes = fig.subplots(2, 3).ravel()
+        chunk = ordered[start:start + HISTORIES_PER_PAGE]
+        for ax, history in zip(axes, chunk, strict=False):
+            plot_machine_history(history, ax)
+        for ax in axes[len(chunk):]:
+            ax.set_axis_off()
+        axes[0].legend(fontsize=7)
+        fig.suptitle(f"Machine histories ({start + 1}–{start + len(chunk)} of {len(ordered)}; regressed runs "
+                     "circled)", fontsize=11)
+        pages.append(Page(f"fleet-histories-{start // HISTORIES_PER_PAGE + 1}", fig))
+    pages += text_pages("fleet-skipped", "Datasets skipped and method", [skipped_table(fleet), _method(fleet)])
+    return pages
+
+
+def _method(fleet: Fleet) -> Table:
+    execution = fleet.execution
+    rows = [("scheduler", str(execution.get("scheduler"))), ("workers", str(execution.get("workers"))),
+            ("peak RSS per worker [MiB]", ", ".join(f"{v / 2**20:.0f}" for v in
+                                                    execution.get("peak_rss_bytes_by_worker", {}).values())),
+            ("noise threshold", f"±{fleet.noise:.0%}"), ("confidence", f"{fleet.confidence:.0%}"),
+            ("tail metric of the key table", fleet.tail_metric)]
+    return Table(name="fleet-method", title="How this fleet was computed", columns=("item", "value"),
+                 rows=tuple(rows), notes=fleet.notes)
+
+
+def write_fleet_report(fleet: Fleet, output: str | os.PathLike[str]) -> FleetReportInfo:
+    """Write the fleet PDF (vector, Type 42 fonts, reproducible under ``SOURCE_DATE_EPOCH``).
+
+    Raises
+    ------
+    JitterscopeError
+        The output cannot be written.
+    """
+    out = Path(output)
+    if out.is_dir() or not out.parent.exists():
+        raise JitterscopeError(f"{out}: cannot write there; give a file in an existing directory, e.g. -o fleet.pdf")
+    when, _ = source_date()
+    title = f"{fleet.runs} runs by {fleet.by}"
+    metadata = {"Title": f"jitterscope fleet: {title}", "Creator": f"jitterscope {__version__}",
+                "CreationDate": when, "ModDate": None}
+    count = 0
+    with matplotlib.rc_context(REPORT_RC):
+        pages = fleet_pages(fleet)
+        with write_atomically(out, what="the fleet report", error=JitterscopeError) as tmp:
+            with PdfPages(tmp, metadata=metadata) as pdf:
+                for page in pages:
+                    count += 1
+                    engine = page.figure.get_layout_engine()
+                    if engine is not None and "rect" in engine.get():
+                        engine.set(rect=(0.0, 0.03, 1.0, 0.97))  # keep axis labels clear of the footer
+                    page.figure.text(0.01, 0.005, f"jitterscope {__version__} fleet · {title} · "
+                                     f"{when.strftime('%Y-%m-%d %H:%M:%S UTC')}", fontsize=8, color="0.35")
+                    page.figure.text(0.99, 0.005, f"page {count}", fontsize=8, color="0.35", ha="right")
+                    pdf.savefig(page.figure)
+                    page.figure.clear()
+    return FleetReportInfo(str(out), count)

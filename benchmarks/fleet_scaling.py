@@ -1,0 +1,169 @@
+"""Scaling of `jitterscope fleet` on Dask: 1 and 2 local workers, and the same run through --scheduler.
+
+Usage: python benchmarks/fleet_scaling.py [--datasets 8] [--rows 6e6] [--keep DIR] [--repeat 3]
+                                          [--min-speedup 1.7] [--max-worker-mib 1024]
+
+Writes a simulated fleet (2 machines x N/2 nights, --rows wake-ups per capture; cached in --keep),
+then times run_fleet on a LocalCluster of 1 and of 2 single-threaded worker processes, interleaved and
+best of --repeat (cluster start-up not timed: a cluster is started once and serves many fleets), and
+prints the speedup,
+each worker's peak RSS (getrusage high-water mark) and whether it stays under --max-worker-mib.
+Then it starts a cluster apart from this process with the distributed CLI (`dask scheduler`,
+`dask worker --nworkers 2`), runs `jitterscope fleet --scheduler ADDRESS --json` against it and
+checks that the results equal the in-process run.  Target (issue 14): speedup >= 1.7 with 2 workers
+on 2 cores; worker memory bounded by two row groups and a histogram, not by the capture's length.
+The 1-worker run is the baseline measured in the same run; other load on the machine lowers the
+speedup (the load average is printed before and after).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from _common import work_dir
+
+
+def fleet_paths(work: Path, datasets: int, rows: int) -> list[str]:
+    from jitterscope.fleet import write_simulated_fleet
+    folder = work / f"fleet-{datasets}x{rows}"
+    done = folder / "done"
+    if not done.exists():
+        started = time.perf_counter()
+        write_simulated_fleet(folder, hosts=2, nights=datasets // 2, samples=rows // 2, bad_every=2,
+                              regressed_host=0, seed=1)
+        done.touch()
+        print(f"# simulated {datasets} captures x {rows:,} wake-ups in {time.perf_counter() - started:.0f} s "
+              f"-> {folder}", file=sys.stderr)
+    return sorted(str(p) for p in folder.glob("*/*.parquet"))
+
+
+def essentials(data: dict) -> dict:
+    """A fleet's JSON minus how it ran and the float sums whose order differs between runs."""
+    data = copy.deepcopy(data)
+    data.pop("execution")
+    for group in data["groups"]:
+        group.pop("mean_ns"), group.pop("std_ns")
+    for key in data["keys"]:
+        for value in key["values"]:
+            value["stats"].pop("mean_ns"), value["stats"].pop("std_ns")
+    return data
+
+
+def local_runs(paths: list[str], repeat: int) -> dict[int, tuple[float, dict]]:
+    """Best of ``repeat`` timed runs on a 1-worker and a 2-worker LocalCluster, interleaved 1, 2, 1, 2, … so a
+    burst of other load on the machine hits both alike."""
+    from distributed import Client, LocalCluster
+    from jitterscope.fleet import run_fleet
+    best: dict[int, tuple[float, dict]] = {}
+    clusters = {w: LocalCluster(n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None,
+                                silence_logs=50) for w in (1, 2)}
+    try:
+        clients = {w: Client(c) for w, c in clusters.items()}
+        for client in clients.values():
+            client.run(lambda: __import__("jitterscope.fleet.tasks"))  # imports warm on every worker, not timed
+        for _ in range(repeat):
+            for workers, client in clients.items():
+                started = time.perf_counter()
+                fleet = run_fleet(paths, client=client)
+                seconds = time.perf_counter() - started
+                print(f"# {workers} worker(s): {seconds:.1f} s (load average {os.getloadavg()[0]:.2f})",
+                      file=sys.stderr)
+                if workers not in best or seconds < best[workers][0]:
+                    best[workers] = (seconds, fleet.to_json())
+        for client in clients.values():
+            client.close()
+    finally:
+        for cluster in clusters.values():
+            cluster.close()
+    return best
+
+
+def separate_cluster_run(paths: list[str], work: Path) -> tuple[float, dict, str]:
+    """`dask scheduler` and `dask worker` as their own processes, then the CLI against them."""
+    bindir = Path(sys.executable).parent
+    scheduler_file = work / "scheduler.json"
+    scheduler_file.unlink(missing_ok=True)
+    logs = open(work / "cluster.log", "w")  # closed below, after the processes
+    scheduler = subprocess.Popen([bindir / "dask", "scheduler", "--scheduler-file", scheduler_file, "--port", "0",
+                                  "--no-dashboard"], stdout=logs, stderr=logs)
+    worker = None
+    try:
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        address = json.loads(scheduler_file.read_text())["address"]
+        worker = subprocess.Popen([bindir / "dask", "worker", "--scheduler-file", scheduler_file, "--nworkers", "2",
+                                   "--nthreads", "1", "--no-dashboard"], stdout=logs, stderr=logs)
+        from distributed import Client
+        with Client(address) as client:
+            client.wait_for_workers(2, timeout=60)
+            client.run(lambda: __import__("jitterscope.fleet.tasks"))
+        started = time.perf_counter()
+        proc = subprocess.run([bindir / "jitterscope", "fleet", *paths, "--scheduler", address, "--json",
+                               "--no-progress"], capture_output=True, text=True, check=False)
+        elapsed = time.perf_counter() - started
+        if proc.returncode != 0:
+            raise SystemExit(f"jitterscope fleet --scheduler failed:\n{proc.stderr}")
+        return elapsed, json.loads(proc.stdout), address
+    finally:
+        for process in (worker, scheduler):
+            if process is not None:
+                process.terminate()
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        logs.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", type=int, default=8, help="captures in the fleet (even, >= 6)")
+    parser.add_argument("--rows", type=float, default=6e6, help="wake-ups per capture")
+    parser.add_argument("--keep", type=Path, help="directory to keep (and reuse) the simulated fleet in")
+    parser.add_argument("--min-speedup", type=float, default=1.7)
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per worker count, interleaved; best kept")
+    parser.add_argument("--max-worker-mib", type=float, default=1024.0)
+    args = parser.parse_args()
+    work = work_dir(args.keep)
+    paths = fleet_paths(work, args.datasets, int(args.rows))
+    size_mib = sum(os.path.getsize(p) for p in paths) / 2**20
+    print(f"fleet: {len(paths)} captures x {int(args.rows):,} wake-ups ({size_mib / len(paths):.0f} MiB each); "
+          f"{os.cpu_count()} cores; load average before {os.getloadavg()[0]:.2f}")
+    results = local_runs(paths, args.repeat)
+    for workers, (seconds, data) in results.items():
+        peaks = [v / 2**20 for v in data["execution"]["peak_rss_bytes_by_worker"].values()]
+        print(f"LocalCluster {workers} worker(s), best of {args.repeat}: {seconds:6.1f} s, "
+              f"{data['wakeups'] / seconds / 1e6:6.1f} M wake-ups/s; peak RSS per worker [MiB]: "
+              f"{', '.join(f'{p:.0f}' for p in peaks)}")
+    speedup = results[1][0] / results[2][0]
+    peak = max(v for _, d in results.values() for v in d["execution"]["peak_rss_bytes_by_worker"].values()) / 2**20
+    same = essentials(results[1][1]) == essentials(results[2][1])
+    seconds, data, address = separate_cluster_run(paths, work)
+    same_cluster = essentials(data) == essentials(results[2][1])
+    print(f"--scheduler {address} (dask scheduler + dask worker --nworkers 2, own processes): {seconds:6.1f} s "
+          f"including the CLI's start; results equal to the LocalCluster run: {same_cluster}")
+    print(f"load average after {os.getloadavg()[0]:.2f}")
+    checks = [
+        (f"speedup 2 vs 1 workers = {speedup:.2f}x (target >= {args.min_speedup}x)", speedup >= args.min_speedup),
+        (f"peak RSS per worker {peak:.0f} MiB <= {args.max_worker_mib:.0f} MiB "
+         f"(a capture is {size_mib / len(paths):.0f} MiB on disk, {int(args.rows) * 8 * 2 / 2**20:.0f} MiB of "
+         "expected+actual in memory)", peak <= args.max_worker_mib),
+        ("1-worker and 2-worker results equal", same),
+        ("--scheduler results equal", same_cluster),
+    ]
+    for text, ok in checks:
+        print(f"{'PASS' if ok else 'FAIL'}  {text}")
+    return 0 if all(ok for _, ok in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
