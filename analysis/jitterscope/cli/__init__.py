@@ -36,6 +36,7 @@ COMMANDS: tuple[str, ...] = (
     "spectrum",
     "compare",
     "tails",
+    "events",
 )
 
 
