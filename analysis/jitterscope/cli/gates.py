@@ -286,7 +286,9 @@ def summary_facts(summary: object, events: object | None = None, scope: str = "a
     """Facts from a :class:`jitterscope.summary.Summary` (its overall row) and, if found, the events."""
     overall = summary.overall  # type: ignore[attr-defined]
     latency: dict[str, float | None] = {"max": overall.max_ns, "min": overall.min_ns, "mean": overall.mean_ns}
-    latency.update({f"p{key}": value for key, value in overall.percentiles.items()})
+    # as in the summary table: a percentile the sample cannot resolve (n·(1 − q) < 1) is unknown, not its max
+    latency.update({f"p{key}": value if overall.n * (1 - float(key) / 100) >= 1 else None
+                    for key, value in overall.percentiles.items()})
     counts = {"overruns": overall.overruns, "drops": overall.drops}
     return Facts(latency_ns=latency, counts=counts, scope=scope, **_event_facts(events))
 
