@@ -172,6 +172,8 @@ def _event(index: int, group: Sequence[Episode], origin_ns: int, offset: int | N
         catch_up_wakeups=sum(e.catch_up_wakeups for e in group),
         missed_periods=sum(e.missed_periods for e in group), peak_latency_ns=peak.peak_latency_ns,
         peak_cpu=peak.cpu, peak_thread=peak.thread, causes=causes,
+        thread_peaks=tuple((t, *max((e.peak_latency_ns, e.peak_at_ns) for e in group if e.thread == t))
+                           for t in sorted({e.thread for e in group})),
     )
 
 

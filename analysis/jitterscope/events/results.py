@@ -97,6 +97,8 @@ class Event:
         The largest latency and where it was.
     causes
         What the data supports; empty means unexplained.
+    thread_peaks
+        ``(thread, peak latency ns, when ns)`` of each thread's largest latency in the event.
     """
 
     index: int
@@ -114,6 +116,7 @@ class Event:
     peak_cpu: int
     peak_thread: int
     causes: tuple[Cause, ...]
+    thread_peaks: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def duration_ns(self) -> int:
