@@ -25,7 +25,8 @@ def events_section(ctx: ReportContext) -> Sequence[Page | Table]:
     """Event raster, event rates and the catalogue of the worst ``--top`` events with their causes."""
     if ctx.dataset.is_histogram:
         return [note_page("events", "Latency spike events",
-                          "Events are not available for histogram-only data: it keeps no wake-up times.")]
+                          "Latency spike events are not available for histogram-only data: the source kept "
+                          "no wake-up times. Capture, or import per-sample output (cyclictest -v, jitterdebugger).")]
     try:
         events = shared_events(ctx)
     except AnalysisError as exc:
@@ -33,4 +34,4 @@ def events_section(ctx: ReportContext) -> Sequence[Page | Table]:
     assert events is not None
     fig, ax = new_page()
     plot_events(events, ax)
-    return [Page("events", fig), event_rates_table(events), events_table(events, top=ctx.top_k)]
+    return [Page("events-raster", fig), event_rates_table(events), events_table(events, top=ctx.top_k)]

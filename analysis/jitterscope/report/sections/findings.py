@@ -88,6 +88,12 @@ def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str
         items.append(("worst wake-up", f"{format_us(spike.latency_ns)} on {_cpu(worst.cpu, worst.thread)} {when}"
                       + (f"; part of an event on {_event_where(event)}, causes: {', '.join(event.cause_kinds)}"
                          if event is not None else "")))
+    else:
+        known = [t for t in ctx.summary.threads if t.max_ns is not None]
+        if known:
+            top = max(known, key=lambda t: t.max_ns or 0.0)
+            items.append(("worst wake-up", f"{format_us(top.max_ns)} on {_cpu(top.cpu, top.thread)}; when is not "
+                                           "recorded (the source kept no wake-up times)"))
     if events is not None:
         multi = [e for e in events.events if len(e.threads) > 1]
         items.append(("events", f"{len(events.events):,} (a wake-up later than {format_us(events.threshold_ns)}: "
@@ -161,7 +167,9 @@ def _causes(ctx: ReportContext, events: Events | None) -> Table:
         rows.append(("power management", "correlate's tests", verdict))
     for line in _spectral_lines(ctx):
         rows.append(("periodic disturbance", "spectrum", line))
-    if not rows:
+    if not rows and ctx.dataset.is_histogram:
+        rows.append(("not available", "-", "histogram-only data keeps no wake-up times: no events, no causes"))
+    elif not rows:
         rows.append(("none", "-", "no events and no test found a cause"))
     return Table(name="findings-causes", title="Why: causes and their evidence",
                  columns=("cause", "how many", "evidence"),
