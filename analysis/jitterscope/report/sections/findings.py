@@ -43,9 +43,10 @@ def findings_section(ctx: ReportContext) -> Sequence[Page]:
     check = configuration_flags(meta, events)
     tables.append(Table(
         name="findings-red-flags", title="Configuration red flags (from the recorded environment and settings)",
-        columns=("flag", "evidence", "action"),
-        rows=tuple((f.name, f.evidence, f.action) for f in check.flags) or (("none", "-", "-"),),
-        formats=("", "", ""), align=("l", "l", "l"),
+        columns=("flag", "evidence → action that removes it"),
+        # one wrapped last column: text tables shorten the other columns, and neither half may be cut
+        rows=tuple((f.name, f"{f.evidence} → {f.action}") for f in check.flags) or (("none", "-"),),
+        formats=("", ""), align=("l", "l"),
         notes=(("Not checked (not recorded): " + "; ".join(check.not_checked) + ".") if check.not_checked else
                "Every check could be made from the metadata.",)
         + (("The environment of a simulation is what its spec claims.",) if meta.kind == "simulation" else ()),
