@@ -120,7 +120,9 @@ def configuration_flags(metadata: Metadata, events: Any | None = None) -> FlagCh
         unknown.append("idle states (cpuidle not recorded)")
     runtime = env.get("rt_runtime_us") if env else None
     if check("RT throttling (rt_runtime_us not recorded)", runtime) and runtime != -1:
-        flags.append(RedFlag("RT throttling", f"sched_rt_runtime_us = {runtime} of {env.get('rt_period_us')} µs",
+        period = env.get("rt_period_us")
+        flags.append(RedFlag("RT throttling", f"sched_rt_runtime_us = {runtime}"
+                             + (f" of sched_rt_period_us = {period}" if period is not None else ""),
                              "sysctl kernel.sched_rt_runtime_us=-1 (a busy RT thread is otherwise stopped for the rest "
                              "of each period)"))
     unknown.append("SMT siblings of the measured CPUs (their load is not recorded)")
