@@ -43,6 +43,7 @@ def test_a_stall_and_its_catch_up_wakeups_are_one_episode() -> None:
     assert first.late_wakeups == int(np.sum(rows["actual_ns"][10:39] - rows["expected_ns"][10:39] > THRESHOLD))
     assert first.catch_up_wakeups == 29 - first.late_wakeups
     assert first.cpu == 3 and first.first_seq == 10
+    assert first.missed_periods == 28  # the 28 targets that passed during the stall, as the capture counts them
     assert (second.wakeups, second.peak_latency_ns, second.first_seq) == (1, 200_000, 70)
 
 

@@ -16,6 +16,9 @@ Membership of a wake-up in an episode:
   with some timers) fires them at once after a stall, each looking less late than the one before;
 - *missed periods*: right after a late or catch-up wake-up, a wake-up with overruns or a ``seq`` gap
   before it carries the periods the stall made the thread miss (the capture writes them on the next row).
+
+An episode's missed periods are its overruns, its ``seq`` gaps and its catch-up wake-ups (each is a target
+that had passed, which the capture would have skipped and counted as an overrun).
 """
 
 from __future__ import annotations
@@ -87,7 +90,8 @@ class ThreadEpisodes:
         prev_seq = np.concatenate([[carry["seq"] if carry else -1], seq[:-1]])
         late = latency > self.threshold_ns
         catch_up = expected <= prev_actual
-        missed = self._missed(columns, seq, expected, carry) + (seq - prev_seq - 1)
+        # a catch-up wake-up is a target that had passed: a period the capture would have skipped and counted
+        missed = self._missed(columns, seq, expected, carry) + (seq - prev_seq - 1) + catch_up
         base = late | catch_up
         was_member = np.concatenate([[self._open is not None], base[:-1]])
         member = base | ((missed > 0) & was_member)
