@@ -78,3 +78,18 @@ def test_a_load_change_is_a_red_flag(tmp_path) -> None:
     ds = open_dataset(write_simulation(spec, tmp_path / "load.parquet", 1))
     flags = {f.name: f for f in configuration_flags(ds.metadata, find_events(ds)).flags}
     assert "50 events in the first half, 0 in the second" in flags["load changing during the run"].evidence
+
+
+def test_a_cyclictest_import_with_unknown_cpus_gets_a_report(tmp_path) -> None:
+    # issue 12: two threads with CPU -1 made the spectrum pages both 'spectrum-cpu-1'
+    from pathlib import Path
+
+    from jitterscope.dataset import write_dataset
+    from jitterscope.io import import_files
+    table, meta = import_files([Path(__file__).resolve().parents[1] / "data" / "formats" / "ct-verbose.txt"])
+    assert [t.cpu for t in meta.threads] == [-1, -1]
+    path = write_dataset(table, meta, tmp_path / "ct.parquet")
+    info = write_report(path, tmp_path / "r.pdf", figures_dir=tmp_path / "f", sections=("findings", "spectrum"))
+    names = {Path(f).stem for f in info.figure_files}
+    assert {"spectrum-thread0", "spectrum-thread1", "spikes-thread0", "spikes-thread1"} <= names
+    assert "thread 0 (CPU unknown)" in _page_one(tmp_path / "r.pdf")
