@@ -7,27 +7,27 @@ import sys
 
 import pytest
 from jitterscope.cli import main
-from jitterscope.io import spec_from_options, write_simulation
+from jitterscope.io import PeriodicDisturbance, spec_from_options, write_simulation
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
-    return write_simulation(spec_from_options(threads=2, samples=3000), tmp_path_factory.mktemp("d") / "d.parquet",
-                            seed=2)
+    spec = spec_from_options(threads=2, samples=3000, effects=[PeriodicDisturbance(frequency_hz=10.0)])  # 30 events
+    return write_simulation(spec, tmp_path_factory.mktemp("d") / "d.parquet", seed=2)
 
 
 def test_report_writes_pdf_and_figures_and_prints_the_path(dataset, tmp_path, capsys):
     out = tmp_path / "r.pdf"
     assert main(["report", str(dataset), "-o", str(out), "--figures", str(tmp_path / "figs"), "--top", "5",
-                 "--sections", "provenance,distributions, spikes"]) == 0
+                 "--sections", "provenance,distributions, events"]) == 0
     captured = capsys.readouterr()
     assert captured.out == f"{out}\n"
     assert out.read_bytes().startswith(b"%PDF") and out.stat().st_size > 10_000
     assert "pages" in captured.err and "files in" in captured.err
     assert (tmp_path / "figs" / "latency-histogram.svg").exists()
     assert not (tmp_path / "figs" / "latency-over-time.svg").exists()  # not among --sections
-    spikes = (tmp_path / "figs" / "spikes.csv").read_text().splitlines()
-    assert len(spikes) == 1 + 5  # header + --top 5
+    events = (tmp_path / "figs" / "events.csv").read_text().splitlines()
+    assert len(events) == 1 + 5  # header + --top 5
     assert not (tmp_path / "r.pdf.tmp").exists()
 
 
@@ -37,7 +37,7 @@ def test_report_writes_pdf_and_figures_and_prints_the_path(dataset, tmp_path, ca
     (["{dataset}", "-o", "{tmp}/no/such/dir/r.pdf"], "no such directory"),
     (["{dataset}", "-o", "{tmp}"], "is a directory"),
     (["{dataset}", "--top", "0"], "at least 1"),
-    (["{dataset}", "--sections", "spectrum,nonsense"], "unknown report section(s) nonsense; known: provenance"),
+    (["{dataset}", "--sections", "spectrum,nonsense"], "unknown report section(s) nonsense; known: findings"),
 ])
 def test_bad_input_is_one_line_and_exit_1(dataset, tmp_path, capsys, args, message):
     garbage = tmp_path / "garbage.parquet"

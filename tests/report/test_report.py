@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(not shutil.which("pdftoppm") or not shutil.which
 EPOCH = "1764460800"
 INK_THRESHOLD = 0.008  # non-white pixel fraction: report pages have >= 2.8 %, a footer-only page 0.23 %
 # the sections this file tests; later sections test their own pages
-MINE = ("provenance", "distributions", "timeline", "period", "spikes", "appendix")
+MINE = ("findings", "provenance", "distributions", "timeline", "period", "events", "appendix")
 FIGURE_PAGES = ("latency-histogram", "latency-percentiles", "latency-ccdf", "latency-over-time", "period-error")
 
 
@@ -101,8 +101,12 @@ def test_every_page_renders_and_none_is_blank(rendered, tmp_path):
     provenance_pages = sum(1 for page in texts if page.strip().startswith("jitterscope report: sim.parquet"))
     assert provenance_pages >= 1
     assert info.sections == MINE
-    # provenance pages, 3 distributions, latency over time (2 threads: 1 page), period error, spikes, appendix
-    assert info.pages == provenance_pages + 3 + 1 + 1 + 1 + 1
+    text_pages = {heading: sum(1 for page in texts if page.strip().startswith(heading))
+                  for heading in ("Findings: sim.parquet", "Events", "Reproducibility")}
+    assert all(text_pages.values()), text_pages
+    # findings, provenance, 3 distributions, latency over time (2 threads: 1 page), period error,
+    # the event raster and the event tables, the appendix
+    assert info.pages == sum(text_pages.values()) + provenance_pages + 3 + 1 + 1 + 1
     for png in pages:
         assert ink(png) > INK_THRESHOLD, png.name
 
@@ -149,16 +153,22 @@ def test_figure_and_table_files_are_reproducible(tmp_path, monkeypatch):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
 
 
-def test_page_one_has_provenance_and_says_simulated(rendered, simulated):
+def test_page_one_has_findings_then_provenance_and_says_simulated(rendered, simulated):
     _, work = rendered
     text = pdf_text(work / "report.pdf")
-    first = text.split("\f")[0]
+    pages = text.split("\f")
+    first = pages[0]
+    assert first.strip().startswith("Findings: sim.parquet")
+    assert "SIMULATED DATA" in first and "What happened" in first and "Worst wake-up of each CPU" in first
+    assert "Events by peak latency" in first
     file_hash = hashlib.sha256(simulated.read_bytes()).hexdigest()
-    assert "SIMULATED DATA" in first and "SIMULATION" in first
-    assert file_hash in first
-    assert "40,000" in first  # rows
-    assert "Latency summary" in first and "p99.99" in first
-    assert "2025-11-30 00:00:00 UTC (SOURCE_DATE_EPOCH)" in first
+    assert file_hash not in first  # hashes are in the appendix
+    assert any(file_hash in page for page in pages if page.strip().startswith("Reproducibility"))
+    provenance = next(page for page in pages if page.strip().startswith("jitterscope report: sim.parquet"))
+    assert "SIMULATION" in provenance
+    assert "40,000" in provenance  # rows
+    assert "Latency summary" in provenance and "p99.99" in provenance
+    assert "2025-11-30 00:00:00 UTC (SOURCE_DATE_EPOCH)" in provenance
     assert "Capture settings" in text and "Counters available" in text and "Environment" in text
     assert "Planted ground truth" in text
     assert all("SIMULATED DATA" in page for page in text.split("\f") if page.strip())  # every page's footer
@@ -173,7 +183,8 @@ def test_figures_dir_has_every_figure_and_table_in_every_format(simulated, tmp_p
             assert (figures / f"{name}.{ext}").stat().st_size > 1000, f"{name}.{ext}"
     assert mpimg.imread(figures / "latency-histogram.png").shape[0] > 500
     summary = summarize(open_dataset(simulated), top_k=20)
-    for name in ("dataset", "summary", "settings", "counters", "environment", "spikes", "reproducibility"):
+    for name in ("dataset", "summary", "settings", "counters", "environment", "events", "event-rates",
+                 "findings-summary", "findings-worst", "findings-causes", "findings-red-flags", "reproducibility"):
         frame = pd.read_csv(figures / f"{name}.csv")
         assert len(frame) > 0, name
         obj = json.loads((figures / f"{name}.json").read_text())
@@ -184,10 +195,10 @@ def test_figures_dir_has_every_figure_and_table_in_every_format(simulated, tmp_p
     assert frame["n"].tolist() == [t.n for t in summary.threads] + [summary.overall.n]
     assert frame["max [µs]"].tolist() == pytest.approx([t.max_ns / 1000 for t in summary.threads]
                                                         + [summary.overall.max_ns / 1000])
-    spikes = pd.read_csv(figures / "spikes.csv")
-    assert len(spikes) == 20
-    assert spikes["latency [µs]"].iloc[0] == pytest.approx(summary.overall.max_ns / 1000)
-    assert spikes["latency [µs]"].is_monotonic_decreasing
+    events = pd.read_csv(figures / "events.csv")
+    assert len(events) == 20  # --top: the catalogue lists events, the largest peak first
+    assert events["peak [µs]"].iloc[0] == pytest.approx(summary.overall.max_ns / 1000)
+    assert events["peak [µs]"].is_monotonic_decreasing
     assert set(info.figure_files) == {str(p) for p in figures.iterdir()}
 
 
@@ -198,13 +209,13 @@ def test_histogram_only_dataset_gets_a_report_with_notes(histogram_dataset, tmp_
     for png in pages:
         assert ink(png) > INK_THRESHOLD, png.name
     text = pdf_text(tmp_path / "h.pdf")
-    assert text.count("not available for histogram-only data") == 3  # timeline, period, spikes
-    for title in ("Latency over time", "Period error distribution", "Spike catalogue"):
+    assert text.count("not available for histogram-only data") == 3  # timeline, period, events
+    for title in ("Latency over time", "Period error distribution", "Latency spike events"):
         page = next(p for p in text.split("\f") if title in p)
         assert "not available for histogram-only data" in page
     assert "cyclictest-histogram" in text
     assert "Latency histogram" in text and "Latency percentiles" in text and "Complementary CDF" in text
-    assert "35.4" in text.split("\f")[0]  # the source's max, in the summary table
+    assert "35.4" in next(p for p in text.split("\f") if "Latency summary" in p)  # the source's max
     assert "SIMULATED" not in text
 
 
@@ -221,7 +232,7 @@ def test_sections_plug_in_through_the_registry(simulated, tmp_path, monkeypatch)
         ax.set_xlabel("x [s]")
         return [Page("test-extra", fig), Table(name="test-extra-table", title="Extra", columns=("a",), rows=((1,),))]
 
-    @register_section(order=5, name="test-nothing")
+    @register_section(order=1, name="test-nothing")
     def nothing(ctx):
         return None
 
@@ -297,11 +308,13 @@ def test_summary_only_source_gets_a_short_honest_report(tmp_path):
     table, meta = import_files([formats / "ct-quiet.json", formats / "ct-quiet.txt"])
     path = write_dataset(table, meta, tmp_path / "quiet.parquet")
     info = write_report(path, tmp_path / "q.pdf", figures_dir=tmp_path / "fig")
-    assert info.sections == ("provenance", "appendix")
+    assert info.sections == ("findings", "provenance", "appendix")
     pages = render(tmp_path / "q.pdf", tmp_path / "png")
     assert len(pages) == info.pages and all(ink(png) > INK_THRESHOLD for png in pages)
     text = pdf_text(tmp_path / "q.pdf")
     assert "n/a (summary-only source)" in text and "cyclictest-json" in text
+    first = " ".join(text.split("\f")[0].split())
+    assert "worst wake-up 208 µs on CPU 0; when is not recorded" in first
     summary = pd.read_csv(tmp_path / "fig" / "summary.csv")
     # the source's numbers (ct-quiet.json): count, min, avg (as the mean), max in µs; nothing else is claimed
     assert summary["n"].tolist() == [1000, 678, 1678]

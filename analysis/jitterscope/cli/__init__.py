@@ -26,6 +26,7 @@ COMMANDS: tuple[str, ...] = (
     "demo",
     "simulate",
     "summary",
+    "events",
     "info",
     "validate",
     "report",

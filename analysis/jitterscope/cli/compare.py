@@ -7,6 +7,7 @@ import json
 import sys
 
 from ..errors import AnalysisError
+from .gates import add_gate_arguments, compare_facts, evaluate, report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--resamples", type=int, default=1000, metavar="B",
                         help="bootstrap resamples per run (default: 1000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0)")
+    add_gate_arguments(parser, "compare")
     parser.set_defaults(func=_run)
 
 
@@ -50,4 +52,6 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(comparison.to_json(), indent=1, allow_nan=False))
     else:
         print(comparison_text(comparison))
-    return 0
+    if not args.fail_if:
+        return 0
+    return report(evaluate(args.fail_if, compare_facts(comparison)), "compare", args.junit)

@@ -7,6 +7,7 @@ import json
 import sys
 
 from ..errors import JitterscopeError
+from .gates import add_gate_arguments, evaluate, report, summary_facts, wants_events
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,6 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="period error tolerance for --interval-stats in µs (default 1)")
     parser.add_argument("--top", type=int, default=20, metavar="K", help="spikes kept per thread (default 20)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    add_gate_arguments(parser, "summary")
     parser.set_defaults(func=_run)
 
 
@@ -39,7 +41,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         json.dump(summary.to_json(), sys.stdout, indent=2)
         print()
-        return 0
+        return _gates(args, dataset, summary)
     for thread in summary.threads:
         if thread.cyclictest is not None:
             print(format_cyclictest_line(thread))
@@ -48,7 +50,16 @@ def _run(args: argparse.Namespace) -> int:
     if summary.intervals is not None:
         print()
         print(format_intervals(summary.intervals, {t.thread: t.cpu for t in summary.threads}))
-    return 0
+    return _gates(args, dataset, summary)
+
+
+def _gates(args: argparse.Namespace, dataset: object, summary: object) -> int:
+    """--fail-if: evaluate on the overall row (and on the events when a condition counts them)."""
+    if not args.fail_if:
+        return 0
+    from ..events import find_events
+    events = find_events(dataset, summary=summary) if wants_events(args.fail_if) else None  # type: ignore[arg-type]
+    return report(evaluate(args.fail_if, summary_facts(summary, events)), "summary", args.junit)
 
 
 def _usage(message: str) -> JitterscopeError:

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from ..errors import AnalysisError
+from .gates import add_gate_arguments, evaluate, report, summary_facts, wants_events
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,6 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--confidence", type=float, default=90.0, metavar="PCT",
                         help="confidence level of the intervals in percent (default: 90)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
+    add_gate_arguments(parser, "tails")
     parser.set_defaults(func=_run)
 
 
@@ -29,8 +31,16 @@ def _run(args: argparse.Namespace) -> int:
     from ..tails import analyze_tails, tails_text
     if not 0 < args.confidence < 100:
         raise AnalysisError(f"--confidence must be between 0 and 100, not {args.confidence}")
-    report = analyze_tails(open_dataset(args.dataset), levels_ns=tuple(x * 1000 for x in args.level_us),
+    dataset = open_dataset(args.dataset)
+    result = analyze_tails(dataset, levels_ns=tuple(x * 1000 for x in args.level_us),
                            confidence=args.confidence / 100)
-    print(json.dumps(report.to_json(), indent=1) if args.json else tails_text(report), end="" if not args.json
+    print(json.dumps(result.to_json(), indent=1) if args.json else tails_text(result), end="" if not args.json
           else "\n")
-    return 0
+    if not args.fail_if:
+        return 0
+    # the gates read the observed distribution (one streaming pass), never a fitted extrapolation
+    from ..events import find_events
+    from ..summary import summarize
+    summary = summarize(dataset)
+    events = find_events(dataset, summary=summary) if wants_events(args.fail_if) else None
+    return report(evaluate(args.fail_if, summary_facts(summary, events)), "tails", args.junit)

@@ -21,7 +21,9 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "importers.turbostat": ["read_timeline", "read_turbostat"],
         "names": ["EXPORT_FORMATS", "IMPORT_FORMATS"],
         "pack": ["anonymize_metadata", "content_sha256", "pack_dataset", "sort_keys", "verify_pack"],
-        "simulate.effects": ["Drops", "Effect", "IdleStates", "PStates", "PeriodicDisturbance", "SMIs", "Stalls"],
+        "simulate.effects": [
+            "Drops", "Effect", "IdleStates", "PStates", "PeriodicDisturbance", "SMIs", "SharedStalls", "Stalls",
+        ],
         "simulate.power": ["simulate_story"],
         "simulate.simulation": [
             "BaseLatency", "SimulationSpec", "SpecError", "load_spec", "simulate", "spec_from_options",

@@ -35,9 +35,9 @@ stems under ``--figures``.  The context carries the dataset, the one-pass
 summary and timeline every section may use, and :meth:`ReportContext.shared`
 to compute anything else once for all sections.
 
-Orders in use: 10 provenance and summary, 20 distributions, 30 latency over
+Orders in use: 5 findings (page 1), 10 provenance and summary, 20 distributions, 30 latency over
 time, 35 period, 40 spectra, 50 power management (frequency, SMI, idle),
-60 tails, 80 spike catalogue, 100 reproducibility appendix.
+60 tails, 80 events (the catalogue of spike events), 100 reproducibility appendix.
 """
 
 from __future__ import annotations
@@ -66,14 +66,16 @@ from ..summary import Summary, TimelineResult, compute_timeline, summarize
 
 SECTION_MODULES: tuple[str, ...] = (
     # One line per module that registers sections; imported in this order, sections sorted by `order`.
+    "jitterscope.report.sections.findings",
     "jitterscope.report.sections.provenance",
     "jitterscope.report.sections.summary",
     "jitterscope.report.sections.power",
     "jitterscope.report.sections.spectrum",
     "jitterscope.report.sections.tails",
+    "jitterscope.report.sections.events",
 )
 
-SUMMARY_ONLY_SECTIONS: tuple[str, ...] = ("provenance", "appendix")
+SUMMARY_ONLY_SECTIONS: tuple[str, ...] = ("findings", "provenance", "appendix")
 """The sections a summary-only dataset gets (every other one needs wake-ups or bins)."""
 
 
@@ -149,6 +151,14 @@ class ReportContext:
     progress: bool = False
     sections: tuple[str, ...] = ()  # the sections this report includes, in order
     _shared: dict[str, Any] = field(default_factory=dict)
+
+    def thread_page_name(self, prefix: str, thread: int, cpu: int) -> str:
+        """A per-thread page name, unique in the report: ``prefix-cpuN`` when every thread has its own known
+        CPU, else ``prefix-threadN`` (imports may not know the CPUs, or pin two threads to one CPU)."""
+        cpus = [t.cpu for t in self.dataset.metadata.threads]
+        if cpu >= 0 and min(cpus, default=-1) >= 0 and len(set(cpus)) == len(cpus):
+            return f"{prefix}-cpu{cpu}"
+        return f"{prefix}-thread{thread}"
 
     def shared(self, key: str, compute: Callable[[], Any]) -> Any:
         """``compute()`` the first time ``key`` is asked for, the same object afterwards."""

@@ -137,7 +137,8 @@ def plot_ccdf(curves: Sequence[CcdfCurve], ax: Axes) -> Axes:
 
 
 def plot_timeline(timeline: ThreadTimeline, ax: Axes, *, origin_ns: int | None = None,
-                  spikes: Sequence[Any] = (), label: str = "", index: int = 0, total: int = 1) -> Axes:
+                  spikes: Sequence[Any] = (), label: str = "", index: int = 0, total: int = 1,
+                  marks_label: str | None = None) -> Axes:
     """Maximum and p99 latency per time bin of one thread, spikes (``stats.Spike``) marked with ×."""
     origin = timeline.first_ns if origin_ns is None else origin_ns
     centre = (timeline.bin_start_ns + timeline.bin_width_ns / 2 - origin) / NS_PER_S
@@ -149,7 +150,8 @@ def plot_timeline(timeline: ThreadTimeline, ax: Axes, *, origin_ns: int | None =
             label=f"p99 per {_seconds(width_s)} bin")
     if spikes:
         ax.plot([(s.actual_ns - origin) / NS_PER_S for s in spikes], [s.latency_ns / NS_PER_US for s in spikes],
-                marker="x", color="#c00000", linestyle="none", markersize=6, label=f"top {len(spikes)} spikes")
+                marker="x", color="#c00000", linestyle="none", markersize=6,
+                label=marks_label or f"top {len(spikes)} spikes")
     values = np.concatenate([timeline.max_ns, timeline.p99_ns]).astype(np.float64) / NS_PER_US
     positive = values[values > 0]
     # headroom above the data so the legend does not cover the largest values

@@ -237,6 +237,9 @@ def summarize(
             bar.update(batch.num_rows)
     if not accumulators:
         raise AnalysisError(f"{dataset.path}: the dataset has no rows (no wake-ups were recorded)")
+    if not has_overruns:  # no column (an import that fires every target): the count its metadata reconstructs
+        for acc in accumulators.values():
+            acc.overruns = acc.info.overruns
     threads = tuple(_thread_summary(accumulators[t], settings) for t in sorted(accumulators))
     overall = _overall(list(accumulators.values()), threads, settings, top_k)
     return Summary(threads=threads, overall=overall, dataset=_provenance(dataset),

@@ -103,3 +103,22 @@ def test_other_format_refused():
         import_files([DATA / "ct-verbose.txt"], fmt="jitterdebugger-samples")
     with pytest.raises(ImportFormatError, match="not valid jitterdebugger-results output"):
         import_files([DATA / "ct-verbose.txt"], fmt="jitterdebugger-results")
+
+
+@pytest.mark.parametrize("folder", ["jd-fresh", "jd-shared"])
+def test_overruns_are_the_catch_up_wake_ups_the_capture_would_have_skipped(folder):
+    # independently, from the raw records: jitterdebugger fires every 1 ms target; a target at or before the
+    # previous wake-up's time had passed when that wake-up happened, so an absolute-time loop that skips missed
+    # targets (jitterscope-capture) would have counted it as an overrun
+    _, metadata = import_files([DATA / folder])
+    records = _records(DATA / folder / "samples.raw")
+    for info in metadata.threads:
+        actual = np.array([r[1] * 10**9 + r[2] for r in records if r[0] == info.thread])
+        latency_ns = np.array([r[3] for r in records if r[0] == info.thread]) * 1000
+        target = actual - latency_ns  # within one µs of the reconstructed target
+        passed = int(np.sum(target[1:] + 1000 <= actual[:-1]))
+        assert info.overruns == passed
+        assert info.extra["late_wakeups"] == int(np.sum(latency_ns > 1_000_000))
+    if folder == "jd-shared":  # the shared run has stalls of up to 2.96 ms
+        assert sum(t.overruns for t in metadata.threads) > 0
+    assert "overruns" in metadata.source["reconstructed"]

@@ -122,6 +122,10 @@ def build_jitterdebugger(primary: Parsed, companions: list[Parsed]) -> tuple[pa.
                        "samples.raw and results.json do not record the interval",
         "seq": "grid index of each target from the first record's: wake-ups missing from samples.raw "
                "(jitterdebugger's ring drops silently) appear as seq gaps",
+        "overruns": ("threads[].overruns, not a column (jitterdebugger fires every target, late ones at once): "
+                     "the catch-up wake-ups, whose target had passed when the previous wake-up happened, are the "
+                     "periods jitterscope-capture would have counted as overruns and skipped; "
+                     "threads[].late_wakeups counts the wake-ups later than one interval"),
         "cpu": ("the A: (affinity) field of jitterdebugger's stdout" if stdout else
                 "ASSUMED: thread i on CPU i (jitterdebugger's default, all online CPUs in order); "
                 "give its stdout to know"),
@@ -149,10 +153,29 @@ def build_jitterdebugger(primary: Parsed, companions: list[Parsed]) -> tuple[pa.
         columns["expected_ns"].append(expected)
         columns["actual_ns"].append(samples.actual_ns)
         extra = _check_against(thread, samples.latency_ns, seq, summary, "jitterdebugger", notes, primary)
+        overruns, late = _catch_up_overruns(expected, samples.actual_ns, interval_ns)
+        extra["late_wakeups"] = late
+        if overruns or late:
+            notes.append(f"thread {thread}: {late} wake-ups later than one interval; {overruns} catch-up wake-ups "
+                         "(targets already passed) counted as overruns, as the capture counts skipped periods")
         threads.append(ThreadInfo(thread=thread, cpu=cpu, interval_ns=interval_ns, samples=n, drops=_gaps(seq),
-                                  tid=summary.tid if summary else None, extra=extra))
+                                  overruns=overruns, tid=summary.tid if summary else None, extra=extra))
     table = pa.table({k: np.concatenate(v) for k, v in columns.items()})
     return table, _metadata("import", threads, primary, companions, reconstructed, notes)
+
+
+def _catch_up_overruns(expected_ns: np.ndarray, actual_ns: np.ndarray, interval_ns: int) -> tuple[int, int]:
+    """(periods the capture would have skipped, wake-ups later than one interval) of one thread's rows.
+
+    A loop that fires every target (jitterdebugger) wakes at once for each target that passed during a
+    stall; the capture skips those targets and counts them as overruns.  So the capture's count is the
+    number of wake-ups whose target was not after the previous wake-up.
+    """
+    expected = np.asarray(expected_ns, dtype=np.int64)
+    actual = np.asarray(actual_ns, dtype=np.int64)
+    catch_up = int(np.sum(expected[1:] <= actual[:-1])) if expected.size > 1 else 0
+    late = int(np.sum(actual - expected > interval_ns)) if interval_ns > 0 else 0
+    return catch_up, late
 
 
 def build_histogram(primary: Parsed, companions: list[Parsed]) -> tuple[pa.Table, Metadata]:

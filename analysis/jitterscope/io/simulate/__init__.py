@@ -11,7 +11,9 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
-        "effects": ["Drops", "Effect", "IdleStates", "PStates", "PeriodicDisturbance", "SMIs", "Stalls"],
+        "effects": [
+            "Drops", "Effect", "IdleStates", "PStates", "PeriodicDisturbance", "SMIs", "SharedStalls", "Stalls",
+        ],
         "power": ["simulate_story"],
         "simulation": [
             "BaseLatency", "SimulationSpec", "SpecError", "load_spec", "simulate", "spec_from_options",

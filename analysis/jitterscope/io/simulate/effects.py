@@ -404,6 +404,49 @@ class Stalls(Effect):
 
 @register_effect
 @dataclass(frozen=True)
+class SharedStalls(Effect):
+    """Stalls that stop several CPUs at once (a lock held with interrupts off, a hypervisor pause).
+
+    Poisson at ``rate_hz`` (or at the given ``times_ns``, relative to the run start), each stops the
+    ``threads`` (None = all) for ``duration_ns``: a wake-up programmed inside one happens when it ends, and
+    a stall longer than the interval makes each of those threads miss periods.  Unlike an SMI, no counter
+    counts it.  Ground truth: the stall times (CLOCK_MONOTONIC ns) and the threads.
+    """
+
+    type: ClassVar[str] = "shared_stall"
+    rate_hz: float = 0.1
+    duration_ns: int = 3_000_000
+    times_ns: tuple[int, ...] | None = None
+    threads: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.rate_hz < 0 or self.duration_ns <= 0:
+            raise ValueError("shared_stall: rate_hz must be >= 0 and duration_ns > 0")
+        for name in ("times_ns", "threads"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, tuple(int(v) for v in value))
+
+    def prepare(self, run: SimulationRun) -> None:
+        if self.times_ns is not None:
+            times = np.sort(run.start_ns + np.asarray(self.times_ns, dtype=np.int64))
+        else:
+            count = run.rng.poisson(self.rate_hz * (run.end_ns - run.start_ns) / 1e9)
+            times = np.sort(run.rng.integers(run.start_ns, run.end_ns, size=count))
+        run.state["shared_stall_times"] = times
+        run.ground_truth["shared_stall"] = {**self.to_json(), "stall_ns": ground_truth_list(times)}
+
+    def apply(self, run: SimulationRun, chunk: ThreadChunk) -> None:
+        times = run.state["shared_stall_times"]
+        if times.size == 0 or not _applies_to(self.threads, chunk.thread):
+            return
+        last = np.searchsorted(times, chunk.expected_ns, side="right") - 1
+        remaining = times[np.maximum(last, 0)] + self.duration_ns - chunk.expected_ns
+        chunk.latency_ns += np.where((last >= 0) & (remaining > 0), remaining, 0)
+
+
+@register_effect
+@dataclass(frozen=True)
 class Drops(Effect):
     """Samples lost to a full ring: bursts starting with ``probability`` per row, mean length ``mean_burst``."""
 

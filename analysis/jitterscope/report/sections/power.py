@@ -78,6 +78,8 @@ def _nonempty(*tables: Table) -> list[Table]:
 def _timeline_pages(result: Correlation, counters: CounterSet) -> list[Page]:
     by_thread = {t.thread: t for t in (result.frequency.transitions if result.frequency else ())}
     pages = []
+    cpus = [s.cpu for s in counters.series]
+    by_cpu = min(cpus, default=-1) >= 0 and len(set(cpus)) == len(cpus)
     for index, series in enumerate([s for s in counters.series if s.has_frequency][:TIMELINE_PAGES]):
         fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
         top, middle, bottom = fig.subplots(3, 1, height_ratios=(1.0, 1.0, 1.2))
@@ -86,7 +88,9 @@ def _timeline_pages(result: Correlation, counters: CounterSet) -> list[Page]:
         plot_frequency_timeline(series, transitions, top, middle, threshold_ns=result.thresholds_ns[0], index=index)
         span_s = (series.expected_ns[-1] - series.expected_ns[0]) / 1e9
         plot_frequency_zoom(series, transitions, bottom, start_s=0.0, stop_s=min(ZOOM_S, span_s), index=index)
-        pages.append(Page(f"frequency-timeline-cpu{series.cpu}", fig))
+        # by CPU when every thread has its own known CPU, else by thread: page names must be unique
+        pages.append(Page(f"frequency-timeline-cpu{series.cpu}" if by_cpu else
+                          f"frequency-timeline-thread{series.thread}", fig))
     return pages
 
 

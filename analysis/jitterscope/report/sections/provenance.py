@@ -1,9 +1,10 @@
-"""Report page 1 and the appendix: where the data comes from, and the summary table.
+"""The dataset page and the appendix: where the data comes from, the summary table, the raw records.
 
-Provenance first (what was measured, how, on what, with which files), then
-the latency summary; the full settings, counters and environment follow.
-The appendix says how to make the same report again: tool and library
-versions, parameters, hashes, and the command.
+After the findings page: what was measured (kind, rows, threads, files), the
+latency summary and the counters.  The appendix says how to make the same
+report again (tool and library versions, parameters, hashes, the command) and
+holds the raw records: settings as asked and granted, the import source, the
+planted truth of a simulation, the environment.
 """
 
 from __future__ import annotations
@@ -23,19 +24,30 @@ SIMULATED_BANNER = "SIMULATED DATA — synthetic wake-ups from jitterscope simul
 
 @register_section(order=10, name="provenance")
 def provenance_section(ctx: ReportContext) -> Sequence[Page | Table]:
-    """Page 1: dataset facts and summary table; then settings, counters and environment."""
+    """After the findings: what the dataset is, the summary table and the counters it has.
+
+    The hashes, the settings, the import source, the planted truth and the environment are raw
+    records: they are in the appendix.
+    """
     meta = ctx.dataset.metadata
-    tables = [dataset_table(ctx), summary_table(ctx.summary)]
+    tables = [dataset_table(ctx), summary_table(ctx.summary),
+              counters_table(meta.counters, ctx.dataset.columns, meta.kind)]
+    banner = SIMULATED_BANNER if meta.kind == "simulation" else None
+    return list(text_pages("provenance", f"jitterscope report: {ctx.dataset.path.name}", tables, banner=banner))
+
+
+def raw_metadata_tables(ctx: ReportContext) -> list[Table]:
+    """The recorded settings, import source, planted truth and environment, for the appendix."""
+    meta = ctx.dataset.metadata
+    tables = []
     if meta.settings:
         tables.append(settings_table(meta.settings))
-    tables.append(counters_table(meta.counters, ctx.dataset.columns, meta.kind))
     if meta.source:
         tables.append(key_value_table("source", "Imported from", meta.source, headers=("field", "value")))
     if meta.ground_truth:
         tables.append(ground_truth_table(meta.ground_truth))
     tables.append(environment_snapshot_table(meta.environment))
-    banner = SIMULATED_BANNER if meta.kind == "simulation" else None
-    return list(text_pages("provenance", f"jitterscope report: {ctx.dataset.path.name}", tables, banner=banner))
+    return tables
 
 
 PLANTED_LIST_SHOWN = 8
@@ -89,11 +101,8 @@ def dataset_table(ctx: ReportContext) -> Table:
         ("schema version", meta.schema_version),
         ("written by", f"{meta.tool.get('name', '?')} {meta.tool.get('version', '?')}"),
         ("capture status", f"{status.get('state', 'unknown')} {status.get('reason', '')}".strip()),
-        ("dataset sha256", prov.dataset_sha256 + (" (of the part hashes)" if len(prov.files) > 1 else "")),
+        ("files", f"{len(prov.files)} ({sum(size for _, _, size in prov.files):,} bytes; sha256 in the appendix)"),
     ]
-    items += [(f"file {name}", f"sha256 {digest}, {size:,} bytes") for name, digest, size in prov.files[:6]]
-    if len(prov.files) > 6:
-        items.append(("files", f"... and {len(prov.files) - 6} more parts"))
     items += [("report by", f"jitterscope {prov.tool_version}"),
               ("generated", prov.generated_utc + (" (SOURCE_DATE_EPOCH)" if prov.reproducible else ""))]
     return key_value_table("dataset", "Dataset", items)
@@ -174,7 +183,7 @@ LIBRARIES = ("numpy", "pyarrow", "pandas", "scipy", "matplotlib")
 @register_section(order=100, name="appendix")
 def appendix_section(ctx: ReportContext) -> Sequence[Page | Table]:
     """Reproducibility appendix: versions, parameters, dataset hashes and the command that made this report."""
-    return list(text_pages("appendix", "Reproducibility", [reproducibility_table(ctx)]))
+    return list(text_pages("appendix", "Reproducibility", [reproducibility_table(ctx), *raw_metadata_tables(ctx)]))
 
 
 def reproducibility_table(ctx: ReportContext) -> Table:

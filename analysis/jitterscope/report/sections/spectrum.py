@@ -31,13 +31,18 @@ def spectra_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
         fig, axes = new_page(2, 1)
         plot_psd(thread, axes[0])
         if thread.spectrogram is not None:
-            plot_spectrogram(thread.spectrogram, axes[1], title=f"CPU {thread.cpu}: spectrogram of latency")
-        items.append(Page(f"spectrum-cpu{thread.cpu}", fig))
+            plot_spectrogram(thread.spectrogram, axes[1], title=f"{_who(thread)}: spectrogram of latency")
+        items.append(Page(ctx.thread_page_name("spectrum", thread.thread, thread.cpu), fig))
         fig, axes = new_page(1, 2)
         if thread.spike_psd is not None:
             plot_spike_psd(thread.spike_psd, thread.spike_peaks, axes[0],
-                           title=f"CPU {thread.cpu}: spectrum of the spike train")
+                           title=f"{_who(thread)}: spectrum of the spike train")
         plot_isi(thread.isi, axes[1])
-        items.append(Page(f"spikes-cpu{thread.cpu}", fig))
+        items.append(Page(ctx.thread_page_name("spikes", thread.thread, thread.cpu), fig))
     items.append(peak_table(analysis))
     return items
+
+
+def _who(thread) -> str:
+    """"CPU 3", or "thread 1 (CPU unknown)" for an import that does not record CPUs."""
+    return f"CPU {thread.cpu}" if thread.cpu >= 0 else f"thread {thread.thread} (CPU unknown)"

@@ -1,4 +1,4 @@
-"""Report sections on latency: distributions, latency over time, period error, spike catalogue.
+"""Report sections on latency: distributions, latency over time (largest events marked), period error.
 
 Histogram-only datasets get the distributions (from their bins) and a note in
 place of each figure that needs per-wake-up samples.
@@ -7,13 +7,14 @@ place of each figure that needs per-wake-up samples.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ...errors import AnalysisError
-from ...render import PAGE_SIZE_IN, Page, Table, new_page, note_page
+from ...render import PAGE_SIZE_IN, Page, new_page, note_page
 from ...summary import (
     bin_histograms,
     ccdf_curves,
@@ -24,9 +25,9 @@ from ...summary import (
     plot_period_error,
     plot_timeline,
     series_label,
-    spike_table,
 )
 from ..build import ReportContext, register_section
+from .events import shared_events
 
 HISTOGRAM_ONLY = ("not available for histogram-only data: the source ({source}) kept only a latency histogram, "
                   "not the individual wake-ups this figure needs. Capture with jitterscope-capture, or import "
@@ -65,7 +66,7 @@ def timeline_section(ctx: ReportContext) -> Sequence[Page]:
     """Maximum and p99 latency per time bin, spikes marked; up to four threads per page."""
     if ctx.timeline is None:
         return [note_page("latency-over-time", "Latency over time", _histogram_only(ctx))]
-    spikes = _all_spikes(ctx)
+    marks = _event_peaks(ctx)
     threads = ctx.timeline.threads
     pages = []
     for start in range(0, len(threads), TIMELINE_PANELS):
@@ -75,7 +76,7 @@ def timeline_section(ctx: ReportContext) -> Sequence[Page]:
         for ax, item in zip(axes, chunk, strict=True):
             index = threads.index(item)
             plot_timeline(item, ax, origin_ns=ctx.timeline.origin_ns, index=index, total=len(threads),
-                          spikes=[s for s in spikes if s.thread == item.thread],
+                          spikes=marks.get(item.thread, []), marks_label="peaks of the largest events",
                           label=series_label(item.thread, item.cpu, len(threads)))
         for ax in axes[:-1]:
             ax.set_xlabel("")
@@ -101,18 +102,17 @@ def period_section(ctx: ReportContext) -> Sequence[Page]:
     return [Page("period-error", fig)]
 
 
-@register_section(order=80, name="spikes")
-def spikes_section(ctx: ReportContext) -> Sequence[Page | Table]:
-    """The spike catalogue: the top-k latencies over all threads with their neighbours."""
-    if ctx.timeline is None:
-        return [note_page("spikes", "Spike catalogue", _histogram_only(ctx))]
-    spikes = sorted(_all_spikes(ctx), key=lambda s: -int(s.latency_ns))[:ctx.top_k]
-    cpus = {t.thread: t.cpu for t in ctx.dataset.metadata.threads}
-    return [spike_table(spikes, origin_ns=ctx.timeline.origin_ns, cpus=cpus)]
-
-
-def _all_spikes(ctx: ReportContext) -> list:
-    return [spike for item in ctx.summary.threads for spike in item.spikes.spikes]
+def _event_peaks(ctx: ReportContext) -> dict[int, list[SimpleNamespace]]:
+    """Per thread, its peak in each of the ``--top`` largest events (the marks of the latency-over-time plots)."""
+    try:
+        events = shared_events(ctx)
+    except AnalysisError:
+        return {}
+    marks: dict[int, list[SimpleNamespace]] = {}
+    for event in events.worst(ctx.top_k) if events is not None else ():
+        for thread, latency, when in event.thread_peaks:
+            marks.setdefault(thread, []).append(SimpleNamespace(actual_ns=when, latency_ns=latency))
+    return marks
 
 
 def _histogram_only(ctx: ReportContext) -> str:

@@ -1,0 +1,215 @@
+"""``find_events``: one streaming pass over a dataset, episodes per thread, events across threads.
+
+Memory: one :class:`~jitterscope.events.detect.ThreadEpisodes` per thread (a row of carry and one small
+record per episode), never the wake-ups themselves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from scipy import stats as scipy_stats
+
+from ..dataset import Dataset, iter_thread_batches
+from ..errors import AnalysisError
+from ..format import format_us
+from ..power import DEFAULT_THRESHOLD, decode_timeline
+from ..summary import Summary, summarize
+from .causes import COUNTERS, CauseSource, turbostat_source
+from .defaults import LEVELS, MAX_DEFAULT_THRESHOLD_NS, MIN_EXCESS_NS, ROBUST_SD, TRANSITION_WINDOW
+from .detect import COUNTER_COLUMNS, ThreadEpisodes, merge_episodes
+from .results import Episode, Event, Events, HalvesTest, RateInterval
+
+
+def default_threshold_ns(summary: Summary) -> tuple[float, str]:
+    """The late-wake-up threshold from the latency distribution: median + 10 robust SD, at least median + 5 µs,
+    at most 100 µs (so that the count of events above 100 µs is complete).
+
+    Returns
+    -------
+    tuple of (float, str)
+        The threshold (ns) and the rule in words, with its numbers.
+
+    Raises
+    ------
+    AnalysisError
+        The summary has no median (no wake-ups).
+    """
+    overall = summary.overall
+    median = overall.percentiles.get("50")
+    if median is None or overall.mad_ns is None:
+        raise AnalysisError("no latency distribution to set an event threshold from; give --threshold")
+    robust = median + ROBUST_SD * 1.4826 * overall.mad_ns
+    floor = median + MIN_EXCESS_NS
+    value = max(robust, floor)
+    rule = (f"median {format_us(median)} + {ROBUST_SD:g} × 1.4826 × MAD {format_us(overall.mad_ns)}"
+            if robust >= floor else f"median {format_us(median)} + {format_us(MIN_EXCESS_NS)} (floor)")
+    if value > MAX_DEFAULT_THRESHOLD_NS:
+        value, rule = MAX_DEFAULT_THRESHOLD_NS, f"capped at {format_us(MAX_DEFAULT_THRESHOLD_NS)} ({rule} is above)"
+    return float(value), rule
+
+
+def find_events(
+    dataset: Dataset,
+    *,
+    threshold_ns: float | None = None,
+    summary: Summary | None = None,
+    cause_sources: Sequence[CauseSource] | None = None,
+    relative_threshold: float = DEFAULT_THRESHOLD,
+    window: int = TRANSITION_WINDOW,
+) -> Events:
+    """Latency spike events of a sample dataset, with their causes, counts and rates.
+
+    Parameters
+    ----------
+    dataset
+        An opened sample dataset (capture, import or simulation).
+    threshold_ns
+        Latency above which a wake-up is late; default :func:`default_threshold_ns` of ``summary``.
+    summary
+        The dataset's summary, when already computed (only used for the default threshold).
+    cause_sources
+        Extra cause sources (e.g. kernel-trace attribution), consulted after the counters and turbostat.
+    relative_threshold, window
+        A relative change of the effective frequency above ``relative_threshold`` within ± ``window``
+        wake-ups of an event counts as a frequency transition.
+
+    Returns
+    -------
+    Events
+
+    Raises
+    ------
+    AnalysisError
+        A histogram dataset, no wake-ups, or a threshold that is not a positive number.
+    """
+    if dataset.is_histogram:
+        raise AnalysisError(f"{dataset.path}: histogram-only data has no wake-up times, so no events; "
+                            "use a capture or a sample-level import (cyclictest -v, jitterdebugger samples)")
+    if dataset.num_rows == 0:
+        raise AnalysisError(f"{dataset.path}: the dataset has no wake-ups")
+    if threshold_ns is None:
+        threshold_ns, rule = default_threshold_ns(summary if summary is not None else summarize(dataset))
+    else:
+        if not math.isfinite(threshold_ns) or threshold_ns <= 0:
+            raise AnalysisError(f"threshold {threshold_ns} ns is not a positive number of µs")
+        rule = "given"
+    meta = dataset.metadata
+    present = [c for c in ("overruns", *COUNTER_COLUMNS) if dataset.has(c)]
+    accumulators = {info.thread: ThreadEpisodes(info.thread, info.cpu, info.interval_ns, threshold_ns,
+                                                tsc_hz=meta.tsc_hz, relative_threshold=relative_threshold,
+                                                window=window)
+                    for info in meta.threads}
+    columns = ["seq", "expected_ns", "actual_ns", *present]
+    for info, batch in iter_thread_batches(dataset, columns, check=False):
+        accumulators[info.thread].update({name: batch.column(name).to_numpy() for name in columns})
+    threads = [acc.finish() for acc in accumulators.values() if acc.wakeups]
+    offset = _clock_offset(meta.clock)
+    sources, notes = _sources(dataset, offset, relative_threshold, cause_sources)
+    notes += sorted({note for acc in threads for note in acc.notes})
+    if offset is None:
+        notes.append("no realtime/monotonic clock pair in the dataset: event times are relative only")
+    first = min(acc.first_expected_ns for acc in threads if acc.first_expected_ns is not None)
+    last = max(acc.last_actual_ns for acc in threads if acc.last_actual_ns is not None)
+    observed_s = max((last - first) / 1e9, 0.0)
+    groups = merge_episodes([e for acc in threads for e in acc.episodes])
+    events = tuple(_event(i, group, first, offset, sources) for i, group in enumerate(groups))
+    intervals = {info.interval_ns for info in meta.threads if info.interval_ns > 0}
+    interval = intervals.pop() if len(intervals) == 1 else None
+    rates, rate_notes = _rates(events, observed_s, threshold_ns, interval)
+    return Events(
+        threshold_ns=float(threshold_ns), threshold_rule=rule, wakeups=sum(acc.wakeups for acc in threads),
+        observed_s=observed_s, first_expected_ns=int(first), interval_ns=interval, events=events, rates=rates,
+        halves=_halves(events, first, observed_s), cause_sources=tuple(s.name for s in sources),
+        notes=tuple(notes + rate_notes),
+    )
+
+
+def _clock_offset(clock: Any) -> int | None:
+    clock = clock or {}
+    realtime, monotonic = clock.get("realtime_ns"), clock.get("monotonic_ns")
+    if isinstance(realtime, int) and isinstance(monotonic, int) and not isinstance(realtime, bool):
+        return realtime - monotonic
+    return None
+
+
+def _sources(dataset: Dataset, offset: int | None, relative_threshold: float,
+             extra: Sequence[CauseSource] | None) -> tuple[list[CauseSource], list[str]]:
+    sources = [COUNTERS]
+    notes = []
+    present = [c for c in ("smi", "aperf", "mperf") if dataset.has(c)]
+    if not present:
+        notes.append("no SMI or APERF/MPERF counters in the dataset: no event can be attributed to SMIs, "
+                     "frequency transitions or idle exits from counters")
+    timeline = decode_timeline(dataset.metadata)
+    if timeline is not None and offset is not None:
+        sources.append(turbostat_source(timeline, offset, relative_threshold))
+    elif timeline is not None:
+        notes.append("a turbostat timeline is attached but the dataset has no clock pair to place events in it")
+    return sources + list(extra or ()), notes
+
+
+def _utc(monotonic_ns: int, offset: int | None) -> str | None:
+    if offset is None:
+        return None
+    wall = monotonic_ns + offset
+    return datetime.fromtimestamp(wall // 1000 / 1e6, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _event(index: int, group: Sequence[Episode], origin_ns: int, offset: int | None,
+           sources: Sequence[CauseSource]) -> Event:
+    start = min(e.start_ns for e in group)
+    end = max(e.end_ns for e in group)
+    peak = max(group, key=lambda e: e.peak_latency_ns)
+    causes = tuple(c for source in sources for c in source.find(group, start, end))
+    return Event(
+        index=index, start_ns=start, end_ns=end, start_s=(start - origin_ns) / 1e9, start_utc=_utc(start, offset),
+        cpus=tuple(sorted({e.cpu for e in group})), threads=tuple(sorted({e.thread for e in group})),
+        wakeups=sum(e.wakeups for e in group), late_wakeups=sum(e.late_wakeups for e in group),
+        catch_up_wakeups=sum(e.catch_up_wakeups for e in group),
+        missed_periods=sum(e.missed_periods for e in group), peak_latency_ns=peak.peak_latency_ns,
+        peak_cpu=peak.cpu, peak_thread=peak.thread, causes=causes,
+        thread_peaks=tuple((t, *max((e.peak_latency_ns, e.peak_at_ns) for e in group if e.thread == t))
+                           for t in sorted({e.thread for e in group})),
+    )
+
+
+def poisson_interval(count: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Exact (Garwood) interval of a Poisson mean from one observed count."""
+    alpha = 1.0 - confidence
+    low = 0.0 if count == 0 else float(scipy_stats.chi2.ppf(alpha / 2, 2 * count) / 2)
+    high = float(scipy_stats.chi2.ppf(1 - alpha / 2, 2 * count + 2) / 2)
+    return low, high
+
+
+def _rates(events: Sequence[Event], observed_s: float, threshold_ns: float,
+           interval_ns: int | None) -> tuple[tuple[RateInterval, ...], list[str]]:
+    levels = [(label, float(level)) for level, label in LEVELS]
+    if interval_ns:
+        levels.append((f"one interval ({format_us(interval_ns)})", float(interval_ns)))
+    levels.sort(key=lambda item: item[1])
+    out, notes = [], []
+    for label, level in levels:
+        if level < threshold_ns:
+            notes.append(f"events above {label} are not counted: the detection threshold "
+                         f"{format_us(threshold_ns)} is above it (give a lower --threshold)")
+            continue
+        count = sum(1 for e in events if e.peak_latency_ns > level)
+        low, high = poisson_interval(count)
+        span = observed_s if observed_s > 0 else math.nan
+        out.append(RateInterval(label=f"above {label}", level_ns=level, count=count, observed_s=observed_s,
+                                rate_per_s=count / span, ci_low_per_s=low / span, ci_high_per_s=high / span))
+    return tuple(out), notes
+
+
+def _halves(events: Sequence[Event], origin_ns: int, observed_s: float) -> HalvesTest | None:
+    if observed_s <= 0:
+        return None
+    middle = origin_ns + observed_s * 1e9 / 2
+    first = sum(1 for e in events if e.start_ns < middle)
+    second = len(events) - first
+    p = float(scipy_stats.binomtest(first, len(events), 0.5).pvalue) if events else 1.0
+    return HalvesTest(first=first, second=second, p_value=p)

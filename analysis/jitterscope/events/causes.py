@@ -1,0 +1,121 @@
+"""The causes an event's data supports, from pluggable cause sources.
+
+A :class:`CauseSource` is a name and a function from an event's episodes (and its span) to the causes it
+finds.  Two sources are built in:
+
+- :func:`counter_causes`: the counter deltas read on the measured CPU (SMIs counted in the interval of a
+  late wake-up, a change of the effective frequency within a few wake-ups, a C0 residency far below the
+  thread's median in the interval before the first late wake-up: an exit from a deep idle state);
+- :func:`turbostat_source`: the turbostat interval that holds the event, when a timeline is attached
+  (an SMI counted in it, or a change of ``Bzy_MHz`` from the interval before).
+
+Kernel-trace attribution (issue 13: per-window IRQs, softirqs, threads, NMIs from ``derive``) plugs in as
+one more source: ``CauseSource("kernel trace", find)`` passed to :func:`jitterscope.events.find_events`,
+with no change here.  A source must only *read* what it is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from ..format import format_percent
+from .defaults import IDLE_C0_RATIO, TRANSITION_WINDOW
+from .results import IDLE_EXIT, SMI, TRANSITION, TURBOSTAT, Cause, Episode
+
+CauseFinder = Callable[[Sequence[Episode], int, int], Sequence[Cause]]
+"""``(episodes, start_ns, end_ns) -> causes``; times CLOCK_MONOTONIC ns."""
+
+
+@dataclass(frozen=True)
+class CauseSource:
+    """A named way of finding an event's causes."""
+
+    name: str
+    find: CauseFinder
+
+
+def _cpus(episodes: Sequence[Episode]) -> str:
+    """"CPU 0" / "CPUs 0, 1"; a thread whose CPU is unknown is named by its thread."""
+    names = sorted({f"CPU {e.cpu}" if e.cpu >= 0 else f"thread {e.thread} (CPU unknown)" for e in episodes})
+    return ", ".join(names)
+
+
+def counter_causes(episodes: Sequence[Episode], start_ns: int, end_ns: int) -> list[Cause]:
+    """SMIs, frequency transitions and idle exits seen in the counters of the event's episodes."""
+    causes = []
+    with_smi = [e for e in episodes if e.smi_count > 0]
+    if with_smi:
+        count = max(e.smi_count for e in with_smi)
+        causes.append(Cause(
+            kind=SMI, source="counters",
+            evidence=(f"ΔSMI = {count:g} in the intervals of the late wake-ups on {_cpus(with_smi)} "
+                      "(MSR_SMI_COUNT, read on the measured CPU)"),
+            values={"smi": count, "cpus": sorted({e.cpu for e in with_smi})},
+        ))
+    moved = [e for e in episodes if e.transition is not None]
+    if moved:
+        before, after = moved[0].transition  # type: ignore[misc]
+        causes.append(Cause(
+            kind=TRANSITION, source="counters",
+            evidence=(f"effective frequency {before / 1e6:.0f} → {after / 1e6:.0f} MHz within "
+                      f"±{TRANSITION_WINDOW} wake-ups on {_cpus(moved)} (APERF/MPERF)"),
+            values={"before_hz": before, "after_hz": after, "cpus": sorted({e.cpu for e in moved})},
+        ))
+    deep = [e for e in episodes if e.c0_before is not None and e.c0_median and
+            e.c0_before < IDLE_C0_RATIO * e.c0_median]
+    if deep:
+        first = min(deep, key=lambda e: e.c0_before or 0.0)
+        causes.append(Cause(
+            kind=IDLE_EXIT, source="counters",
+            evidence=(f"C0 residency {format_percent(first.c0_before)} in the interval before the first late "
+                      f"wake-up on {_cpus(deep)}, against a median of {format_percent(first.c0_median)}: "
+                      "it woke from a deep idle state (ΔMPERF/ΔTSC)"),
+            values={"c0_before": first.c0_before, "c0_median": first.c0_median,
+                    "cpus": sorted({e.cpu for e in deep})},
+        ))
+    return causes
+
+
+COUNTERS = CauseSource("counters", counter_causes)
+
+
+def turbostat_source(timeline: Any, offset_ns: int, relative_threshold: float) -> CauseSource:
+    """A cause source reading the turbostat interval that holds an event.
+
+    Parameters
+    ----------
+    timeline
+        A decoded timeline (:func:`jitterscope.power.decode_timeline`).
+    offset_ns
+        ``realtime_ns - monotonic_ns`` of the dataset's clock pair (wall clock of a monotonic time).
+    relative_threshold
+        A change of ``Bzy_MHz`` from the previous interval above this is a frequency change.
+    """
+
+    def find(episodes: Sequence[Episode], start_ns: int, end_ns: int) -> list[Cause]:
+        wall = start_ns + offset_ns
+        k = int(np.searchsorted(timeline.end_ns, wall, side="left"))
+        if k >= timeline.intervals or wall <= timeline.start_ns[k]:
+            return []
+        when = datetime.fromtimestamp(int(timeline.end_ns[k]) / 1e9, UTC).strftime("%H:%M:%S")
+        where = f"turbostat interval {k} ({timeline.interval_s:g} s ending {when} UTC)"
+        found = []
+        for cpu in sorted({e.cpu for e in episodes}):
+            smi = timeline.smi(cpu)[k]
+            if np.isfinite(smi) and smi > 0:
+                found.append(f"SMI {smi:g} on CPU {cpu}")
+            mhz = timeline.series("Bzy_MHz", cpu)
+            if k > 0 and np.isfinite(mhz[k]) and np.isfinite(mhz[k - 1]) and mhz[k - 1] > 0 \
+                    and abs(mhz[k] / mhz[k - 1] - 1) > relative_threshold:
+                found.append(f"Bzy_MHz {mhz[k - 1]:.0f} → {mhz[k]:.0f} on CPU {cpu}")
+        if not found:
+            return []
+        return [Cause(kind=TURBOSTAT, source="turbostat", evidence=f"{where}: {'; '.join(found)}",
+                      values={"interval": k, "findings": found})]
+
+    return CauseSource("turbostat", find)

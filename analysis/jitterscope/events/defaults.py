@@ -1,0 +1,20 @@
+"""Defaults of event detection, in a module that imports nothing (the CLI's --help shows them)."""
+
+ROBUST_SD = 10.0
+"""Without ``--threshold``, a wake-up is late when its latency exceeds median + ROBUST_SD · 1.4826 · MAD."""
+
+MIN_EXCESS_NS = 5_000
+"""... and at least median + this (a constant or very tight base latency has a MAD near 0)."""
+
+TRANSITION_WINDOW = 2
+"""A frequency transition within ± this many wake-ups of an event's wake-ups is evidence for it."""
+
+IDLE_C0_RATIO = 0.25
+"""An event starts with an idle exit when the C0 residency of the interval before its first wake-up is below
+this fraction of the thread's median C0 residency (MPERF advances only in C0)."""
+
+LEVELS = ((100_000, "100 µs"), (1_000_000, "1 ms"))
+"""Latency levels (ns, label) whose event counts and rates the findings report; one interval is added."""
+
+MAX_DEFAULT_THRESHOLD_NS = 100_000
+"""The default threshold is at most the lowest level, so the counts above 100 µs are complete."""

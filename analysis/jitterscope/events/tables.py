@@ -1,0 +1,56 @@
+"""Tables of events: the catalogue (worst events first) and the counts and rates with their intervals."""
+
+from __future__ import annotations
+
+from ..render import Table
+from .results import Event, Events
+
+
+def _cpus(event: Event) -> str:
+    return ",".join(str(c) if c >= 0 else f"?(t{t})" for c, t in zip(event.cpus, event.threads, strict=False)) \
+        if len(event.cpus) == len(event.threads) else ",".join(str(c) if c >= 0 else "?" for c in event.cpus)
+
+
+def event_causes_text(event: Event) -> str:
+    """The causes of an event in a few words ("smi; frequency transition"), or "unexplained"."""
+    return "; ".join(event.cause_kinds)
+
+
+def events_table(events: Events, *, top: int = 20, name: str = "events") -> Table:
+    """The event catalogue: the ``top`` events with the largest peak latency, one row each."""
+    worst = events.worst(top)
+    rows = tuple((
+        rank, e.start_s, e.start_utc or "-", e.duration_ns / 1000.0, _cpus(e), e.wakeups, e.missed_periods,
+        e.peak_latency_ns / 1000.0, event_causes_text(e),
+    ) for rank, e in enumerate(worst, start=1))
+    shown = f"top {len(worst)} of {len(events.events):,}" if len(events.events) > len(worst) else \
+        f"all {len(worst):,}"
+    return Table(
+        name=name, title=f"Latency spike events ({shown}, largest peak first)",
+        columns=("rank", "start [s]", "start (UTC)", "duration [µs]", "CPUs", "wake-ups", "missed periods",
+                 "peak [µs]", "causes"),
+        rows=rows, formats=("", "{:.6f}", "", "{:,.1f}", "", "{:,}", "{:,}", "{:,.1f}", ""),
+        notes=(
+            f"An event is a run of wake-ups later than {events.threshold_ns / 1000:.1f} µs ({events.threshold_rule})"
+            " on one thread with the catch-up wake-ups and missed periods after it; runs of different CPUs that "
+            "overlap in time are one event. start: seconds after the first programmed wake-up; duration: from the "
+            "first late wake-up's target to the last wake-up of the event. Causes are what the counters "
+            f"({', '.join(events.cause_sources)}) show during the event; 'unexplained' when they show nothing.",
+            *events.notes,
+        ),
+        align=("r", "r", "l", "r", "l", "r", "r", "r", "l"),
+    )
+
+
+def event_rates_table(events: Events, name: str = "event-rates") -> Table:
+    """Events above 100 µs, 1 ms and one interval: counts and rates with exact Poisson 95 % intervals."""
+    rows = tuple((r.label, r.count, r.rate_per_s * 3600, r.ci_low_per_s * 3600, r.ci_high_per_s * 3600)
+                 for r in events.rates)
+    return Table(
+        name=name, title="Events by peak latency",
+        columns=("events", "count", "rate [/h]", "95% CI low [/h]", "95% CI high [/h]"),
+        rows=rows, formats=("", "{:,}", "{:,.1f}", "{:,.1f}", "{:,.1f}"),
+        notes=(f"Over {events.observed_s:,.1f} s of the run ({events.wakeups:,} wake-ups); intervals are exact "
+               "(Garwood) Poisson intervals of the count.",),
+        align=("l", "r", "r", "r", "r"),
+    )

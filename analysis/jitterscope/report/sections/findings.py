@@ -1,0 +1,218 @@
+"""Report page 1: the findings of the post-mortem — what happened, when, where, why, and what to change.
+
+What happened: the worst wake-up of each CPU and when, the events above 100 µs, 1 ms and one interval with
+their rates and Poisson intervals, stalls seen by several CPUs at once.  Why: the causes of the events with
+their evidence, the power-management verdicts (correlate's tests, with effect sizes) and the periodic
+disturbances the spectra find, when those sections are in the report.  What to change: the configuration
+red flags, each with its action, and what to run next.  Hashes and raw metadata are in the appendix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ...errors import AnalysisError
+from ...events import UNEXPLAINED, Event, Events, event_rates_table
+from ...format import format_p, format_us
+from ...render import Page, Table, key_value_table, text_pages
+from ..build import ReportContext, register_section
+from ..findings import configuration_flags, next_steps
+from .events import shared_events
+from .provenance import SIMULATED_BANNER
+
+SPECTRAL_LINES = 3  # periodic disturbances named on page 1
+SPECTRAL_FAP = 0.01
+
+
+@register_section(order=5, name="findings")
+def findings_section(ctx: ReportContext) -> Sequence[Page]:
+    """Page 1: what happened, the causes, the red flags with their actions, what to run next."""
+    meta = ctx.dataset.metadata
+    events: Events | None = None
+    problems: list[str] = []
+    try:
+        events = shared_events(ctx)
+    except AnalysisError as exc:
+        problems.append(f"events not computed: {exc}")
+    tables: list[Table] = [_what_happened(ctx, events, problems)]
+    if events is not None:
+        tables += [_worst_per_cpu(ctx, events), event_rates_table(events, name="findings-rates")]
+    tables.append(_causes(ctx, events))
+    check = configuration_flags(meta, events)
+    tables.append(Table(
+        name="findings-red-flags", title="Configuration red flags (from the recorded environment and settings)",
+        columns=("flag", "evidence → action that removes it"),
+        # one wrapped last column: text tables shorten the other columns, and neither half may be cut
+        rows=tuple((f.name, f"{f.evidence} → {f.action}") for f in check.flags) or (("none", "-"),),
+        formats=("", ""), align=("l", "l"),
+        notes=(("Not checked (not recorded): " + "; ".join(check.not_checked) + ".") if check.not_checked else
+               "Every check could be made from the metadata.",)
+        + (("The environment of a simulation is what its spec claims.",) if meta.kind == "simulation" else ()),
+    ))
+    has_counters = any(ctx.dataset.has(c) for c in ("smi", "aperf", "mperf")) or meta.timeline is not None
+    steps = next_steps(meta, events, check, has_counters=has_counters)
+    tables.append(Table(name="findings-next", title="What to run next", columns=("#", "step"),
+                        rows=tuple((i, step) for i, step in enumerate(steps, start=1)), formats=("", ""),
+                        align=("r", "l")))
+    banner = SIMULATED_BANNER if meta.kind == "simulation" else None
+    return list(text_pages("findings", f"Findings: {ctx.dataset.path.name}", tables, banner=banner))
+
+
+def _cpu(cpu: int, thread: int) -> str:
+    return f"CPU {cpu}" if cpu >= 0 else f"thread {thread} (CPU unknown)"
+
+
+def _event_where(event: Event) -> str:
+    """"CPU 1", "CPUs 0 and 1", "CPUs 0, 1 and 2" ("?" for a CPU the source did not record)."""
+    cpus = [str(c) if c >= 0 else "?" for c in event.cpus]
+    if len(cpus) == 1:
+        return f"CPU {cpus[0]}"
+    return f"CPUs {', '.join(cpus[:-1])} and {cpus[-1]}"
+
+
+def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str]) -> Table:
+    meta = ctx.dataset.metadata
+    overall = ctx.summary.overall
+    intervals = sorted({t.interval_ns for t in meta.threads if t.interval_ns > 0})
+    items: list[tuple[str, Any]] = [(
+        "run", f"{meta.kind}, {overall.n:,} wake-ups on {len(meta.threads)} thread(s)"
+        + (f" over {events.observed_s:,.1f} s" if events is not None else "")
+        + (f", interval {', '.join(format_us(i) for i in intervals)}" if intervals else ""))]
+    worst = max((t for t in ctx.summary.threads if t.spikes.spikes), key=lambda t: t.spikes.spikes[0].latency_ns,
+                default=None)
+    if worst is not None:
+        spike = worst.spikes.spikes[0]
+        event = _event_of(events, spike.thread, spike.actual_ns)
+        when = _when(ctx, events, spike.actual_ns)
+        items.append(("worst wake-up", f"{format_us(spike.latency_ns)} on {_cpu(worst.cpu, worst.thread)} {when}"
+                      + (f"; part of an event on {_event_where(event)}, causes: {', '.join(event.cause_kinds)}"
+                         if event is not None else "")))
+    else:
+        known = [t for t in ctx.summary.threads if t.max_ns is not None]
+        if known:
+            top = max(known, key=lambda t: t.max_ns or 0.0)
+            items.append(("worst wake-up", f"{format_us(top.max_ns)} on {_cpu(top.cpu, top.thread)}; when is not "
+                                           "recorded (the source kept no wake-up times)"))
+    if events is not None:
+        multi = [e for e in events.events if len(e.threads) > 1]
+        items.append(("events", f"{len(events.events):,} (a wake-up later than {format_us(events.threshold_ns)}: "
+                                f"{events.threshold_rule}); {len(multi):,} hit several CPUs at once"))
+        if multi:
+            big = max(multi, key=lambda e: e.peak_latency_ns)
+            items.append(("largest stall of several CPUs",
+                          f"{_event_where(big)} stall together at {big.start_s:,.3f} s: peak "
+                          f"{format_us(big.peak_latency_ns)}, {big.duration_ns / 1e3:,.0f} µs long, "
+                          f"{big.wakeups} wake-ups, {big.missed_periods} missed periods"))
+        missed = sum(e.missed_periods for e in events.events)
+        items.append(("missed periods", f"{missed:,} in events (overruns and seq gaps); overruns recorded: "
+                                        f"{overall.overruns if overall.overruns is not None else 'n/a'}"))
+        if events.halves is not None and events.events:
+            h = events.halves
+            items.append(("over time", f"{h.first:,} events in the first half, {h.second:,} in the second "
+                                       f"({format_p(h.p_value)}, exact test of a constant rate)"))
+    items += [("note", problem) for problem in problems]
+    return key_value_table("findings-summary", "What happened", items, headers=("what", "finding"))
+
+
+def _when(ctx: ReportContext, events: Events | None, actual_ns: int) -> str:
+    if events is None:
+        return ""
+    text = f"at {(actual_ns - events.first_expected_ns) / 1e9:,.3f} s"
+    clock = ctx.dataset.metadata.clock or {}
+    if isinstance(clock.get("realtime_ns"), int) and isinstance(clock.get("monotonic_ns"), int):
+        wall = actual_ns + clock["realtime_ns"] - clock["monotonic_ns"]
+        text += f" ({datetime.fromtimestamp(wall / 1e9, UTC).strftime('%Y-%m-%d %H:%M:%S.%f')[:-3]} UTC)"
+    return text
+
+
+def _event_of(events: Events | None, thread: int, when_ns: int) -> Event | None:
+    if events is None:
+        return None
+    return next((e for e in events.events if thread in e.threads and e.start_ns <= when_ns <= e.end_ns), None)
+
+
+def _worst_per_cpu(ctx: ReportContext, events: Events) -> Table:
+    rows = []
+    for item in ctx.summary.threads:
+        if not item.spikes.spikes:
+            continue
+        spike = item.spikes.spikes[0]
+        event = _event_of(events, item.thread, spike.actual_ns)
+        rows.append((_cpu(item.cpu, item.thread), item.thread, spike.latency_ns / 1000.0,
+                     (spike.actual_ns - events.first_expected_ns) / 1e9,
+                     _event_where(event) if event is not None else "-",
+                     ", ".join(event.cause_kinds) if event is not None else "-"))
+    return Table(name="findings-worst", title="Worst wake-up of each CPU",
+                 columns=("CPU", "thread", "worst [µs]", "at [s]", "its event", "causes"), rows=tuple(rows),
+                 formats=("", "", "{:,.1f}", "{:,.3f}", "", ""), align=("l", "r", "r", "r", "l", "l"),
+                 notes=("at: seconds after the first programmed wake-up; its event: the CPUs of the event that "
+                        "holds it.",))
+
+
+def _causes(ctx: ReportContext, events: Events | None) -> Table:
+    rows: list[tuple[str, str, str]] = []
+    if events is not None and events.events:
+        tally: dict[str, list[Event]] = {}
+        for event in events.events:
+            for kind in event.cause_kinds:
+                tally.setdefault(kind, []).append(event)
+        for kind, members in sorted(tally.items(), key=lambda kv: (kv[0] == UNEXPLAINED, -len(kv[1]))):
+            largest = max(members, key=lambda e: e.peak_latency_ns)
+            evidence = next((c.evidence for c in largest.causes if c.kind == kind),
+                            "no counter, SMI or timeline signature during these events")
+            rows.append((kind, f"{len(members):,} of {len(events.events):,} events, largest "
+                               f"{format_us(largest.peak_latency_ns)}", evidence))
+    for verdict in _power_verdicts(ctx):
+        rows.append(("power management", "correlate's tests", verdict))
+    for line in _spectral_lines(ctx):
+        rows.append(("periodic disturbance", "spectrum", line))
+    if not rows and ctx.dataset.is_histogram:
+        rows.append(("not available", "-", "histogram-only data keeps no wake-up times: no events, no causes"))
+    elif not rows:
+        rows.append(("none", "-", "no events and no test found a cause"))
+    return Table(name="findings-causes", title="Why: causes and their evidence",
+                 columns=("cause", "how many", "evidence"),
+                 rows=tuple(rows), formats=("", "", ""), align=("l", "l", "l"),
+                 notes=("An event can have several causes. Power-management lines are correlate's verdicts "
+                        "(risk ratios with 95 % CIs, Holm-adjusted p, Cliff's delta) over all wake-ups.",))
+
+
+def _power_verdicts(ctx: ReportContext) -> list[str]:
+    if "power" not in ctx.sections or ctx.dataset.is_histogram:
+        return []
+    from ...power import correlate_dataset
+    from .power import MAX_ROWS
+    if ctx.dataset.num_rows > MAX_ROWS:
+        return [f"not computed: {ctx.dataset.num_rows:,} wake-ups are more than the report's {MAX_ROWS:,}; "
+                "run jitterscope power"]
+    try:
+        result, _ = ctx.shared("correlation", lambda: correlate_dataset(ctx.dataset))
+    except AnalysisError as exc:
+        return [f"not computed: {exc}"]
+    if not result.available:
+        return [result.reason]
+    return list(result.verdicts)
+
+
+def _spectral_lines(ctx: ReportContext) -> list[str]:
+    if "spectrum" not in ctx.sections or ctx.dataset.is_histogram:
+        return []
+    from ...spectrum import analyze_spectra
+    try:
+        analysis = ctx.shared("spectrum", lambda: analyze_spectra(ctx.dataset))
+    except AnalysisError:
+        return []
+    found: dict[float, list[Any]] = {}
+    for thread in analysis.threads:
+        for peak in thread.peaks:
+            if peak.harmonic_number == 1 and peak.fap < SPECTRAL_FAP:
+                found.setdefault(round(peak.frequency_hz, 1), []).append((thread, peak))
+    lines = []
+    for freq, hits in sorted(found.items(), key=lambda kv: -max(p.snr for _, p in kv[1]))[:SPECTRAL_LINES]:
+        best = max((p for _, p in hits), key=lambda p: p.snr)
+        cpus = ", ".join(sorted({_cpu(t.cpu, t.thread) for t, _ in hits}))
+        source = f"; likely {best.likely_source}" if best.likely_source else ""
+        lines.append(f"{freq:g} Hz on {cpus} (SNR {best.snr:.1f}, {best.method}, FAP {format_p(best.fap)}){source}")
+    return lines

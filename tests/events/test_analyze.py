@@ -1,0 +1,138 @@
+"""find_events on planted simulations: each SMI one event on every CPU, a shared stall one event listing both CPUs
+with its missed periods, causes from counters, counts with Poisson intervals, and a rate change between halves."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from jitterscope.dataset import open_dataset
+from jitterscope.events import IDLE_EXIT, SMI, TRANSITION, UNEXPLAINED, find_events, poisson_interval
+from jitterscope.io import (
+    BaseLatency,
+    IdleStates,
+    PeriodicDisturbance,
+    PStates,
+    SharedStalls,
+    SimulationSpec,
+    SMIs,
+    write_simulation,
+)
+
+INTERVAL = 1_000_000
+STALLS_S = (3.3, 12.7)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    spec = SimulationSpec(threads=2, interval_ns=INTERVAL, samples=20_000, effects=(
+        SMIs(rate_hz=0.5, duration_ns=1_500_000),
+        SharedStalls(times_ns=tuple(int(s * 1e9) for s in STALLS_S), duration_ns=4_200_000)))
+    path = write_simulation(spec, tmp_path_factory.mktemp("events") / "planted.parquet", 3)
+    return open_dataset(path)
+
+
+def test_every_smi_is_one_event_on_both_cpus(planted) -> None:
+    events = find_events(planted)
+    smi_times = planted.metadata.ground_truth["smi"]["times_ns"]["values"]
+    assert len(smi_times) >= 5
+    smi_events = [e for e in events.events if SMI in e.cause_kinds]
+    assert len(smi_events) == len(smi_times)
+    for event, planted_ns in zip(smi_events, smi_times, strict=True):
+        assert event.cpus == (0, 1)
+        assert event.start_ns - INTERVAL <= planted_ns <= event.start_ns  # the first target inside the SMI
+        assert event.peak_latency_ns <= 1_500_000
+
+
+def test_a_stall_of_two_cpus_is_one_event_with_its_missed_periods(planted) -> None:
+    events = find_events(planted)
+    stalls = [e for e in events.events if e.cause_kinds == (UNEXPLAINED,)]
+    assert [round(e.start_s, 3) for e in stalls] == list(STALLS_S)
+    for event in stalls:
+        assert event.cpus == (0, 1) and event.threads == (0, 1)
+        assert 4_200_000 <= event.peak_latency_ns <= 4_220_000  # the stall plus the base latency (~3 µs)
+        assert event.missed_periods == 2 * 4  # each CPU skips the 4 targets that passed during the stall
+        assert event.late_wakeups == 2
+        assert event.start_utc is not None and event.start_utc.startswith("2025-11-30T00:00:")
+    assert len(events.events) == len(stalls) + len(planted.metadata.ground_truth["smi"]["times_ns"]["values"])
+
+
+def test_counts_and_rates_have_exact_poisson_intervals(planted) -> None:
+    events = find_events(planted)
+    above_1ms = next(r for r in events.rates if r.label == "above 1 ms")
+    assert above_1ms.count == sum(1 for e in events.events if e.peak_latency_ns > 1_000_000)
+    low, high = poisson_interval(above_1ms.count)
+    assert above_1ms.ci_low_per_s == pytest.approx(low / events.observed_s)
+    assert above_1ms.ci_high_per_s == pytest.approx(high / events.observed_s)
+    assert events.observed_s == pytest.approx(20.0, abs=0.01)
+
+
+def test_poisson_interval_matches_tabulated_values() -> None:
+    # Garwood intervals (e.g. Ulm 1990): 0 -> [0, 3.689], 10 -> [4.795, 18.39]
+    assert poisson_interval(0) == pytest.approx((0.0, 3.68888), abs=1e-4)
+    assert poisson_interval(10) == pytest.approx((4.79539, 18.39036), abs=1e-4)
+
+
+def test_a_given_threshold_is_used_and_a_bad_one_refused(planted) -> None:
+    from jitterscope.errors import AnalysisError
+    events = find_events(planted, threshold_ns=2_000_000.0)
+    assert [round(e.start_s, 3) for e in events.events] == list(STALLS_S)  # only the 4.2 ms stalls pass 2 ms
+    assert any("above 100 µs are not counted" in note for note in events.notes)
+    with pytest.raises(AnalysisError, match="positive"):
+        find_events(planted, threshold_ns=-1.0)
+
+
+def _dataset(tmp_path, effects, samples=30_000, seed=5):
+    spec = SimulationSpec(threads=2, interval_ns=INTERVAL, samples=samples, effects=effects,
+                          base=BaseLatency(median_ns=3_000, spread=0.2))
+    return open_dataset(write_simulation(spec, tmp_path / "d.parquet", seed))
+
+
+def test_coupled_frequency_transitions_are_named(tmp_path) -> None:
+    ds = _dataset(tmp_path, (PStates(levels_mhz=(1200, 2400), dwell_ns=(200_000_000, 200_000_000),
+                                     coupling_probability=1.0, coupling_amplitude_ns=60_000),))
+    events = find_events(ds)
+    # the two CPUs' step timelines are shifted by half a cycle, i.e. both switch every 200 ms at the same time:
+    # each coupled transition time is one event
+    cpus = ds.metadata.ground_truth["pstates"]["cpus"].values()
+    coupled = {t for c in cpus for t, hit in zip(c["transition_ns"]["values"], c["coupled"]["values"], strict=True)
+               if hit}
+    assert len(coupled) > 100
+    named = [e for e in events.events if TRANSITION in e.cause_kinds]
+    assert len(named) >= 0.95 * len(coupled)
+    assert len(events.events) - len(named) <= 0.05 * len(events.events)
+
+
+def test_idle_exits_are_named_and_plain_spikes_are_not(tmp_path) -> None:
+    ds = _dataset(tmp_path, (IdleStates(deep_probability=0.005, exit_latency_ns=60_000),
+                             PeriodicDisturbance(frequency_hz=7, amplitude_ns=60_000, width_ns=1_000_000)))
+    events = find_events(ds)
+    deep = {int(x) for v in ds.metadata.ground_truth["idle"]["deep_expected_ns"].values() for x in v["values"]}
+    idle = [e for e in events.events if IDLE_EXIT in e.cause_kinds]
+    assert len(idle) >= 0.95 * len(deep) - 5  # a deep wake-up inside a periodic spike is one event with it
+    # the periodic spikes (one wake-up per CPU each, both CPUs at once; no counter moves) stay unexplained
+    periodic = [e for e in events.events if e.cause_kinds == (UNEXPLAINED,)]
+    assert len(periodic) >= 0.9 * 7 * 30
+    assert all(e.start_ns in deep or IDLE_EXIT not in e.cause_kinds for e in events.events)
+
+
+def test_a_rate_that_changes_between_halves_is_detected(tmp_path) -> None:
+    ds = _dataset(tmp_path, (PeriodicDisturbance(frequency_hz=5, amplitude_ns=80_000, width_ns=500_000,
+                                                 stop_ns=15_000_000_000),), samples=30_000)
+    events = find_events(ds)
+    assert events.halves.first > 50 and events.halves.second == 0
+    assert events.halves.p_value < 1e-12
+    (tmp_path / "steady").mkdir()
+    steady = find_events(_dataset(tmp_path / "steady",
+                                  (PeriodicDisturbance(frequency_hz=5, amplitude_ns=80_000, width_ns=1_000_000),)))
+    assert steady.halves.p_value > 0.05
+    assert math.isclose(steady.halves.first, steady.halves.second, abs_tol=2)  # 75 bursts in each half
+
+
+def test_histogram_data_is_refused_with_a_message(tmp_path) -> None:
+    from jitterscope.cli import main
+    from jitterscope.errors import AnalysisError
+    out = tmp_path / "h.parquet"
+    assert main(["import", "tests/data/formats/ct-hist.txt", "-o", str(out)]) == 0
+    with pytest.raises(AnalysisError, match="histogram-only"):
+        find_events(open_dataset(out))
