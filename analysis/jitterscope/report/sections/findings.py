@@ -106,7 +106,7 @@ def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str
                           f"{format_us(big.peak_latency_ns)}, {big.duration_ns / 1e3:,.0f} µs long, "
                           f"{big.wakeups} wake-ups, {big.missed_periods} missed periods"))
         missed = sum(e.missed_periods for e in events.events)
-        items.append(("missed periods", f"{missed:,} in events (overruns and seq gaps); overruns recorded: "
+        items.append(("missed periods", f"{missed:,} in events (overruns, seq gaps, catch-up wake-ups); overruns: "
                                         f"{overall.overruns if overall.overruns is not None else 'n/a'}"))
         if events.halves is not None and events.events:
             h = events.halves
