@@ -64,9 +64,12 @@ def test_compare_verdict_gates(runs, capsys) -> None:
     code, lines = _gate(["compare", runs["slower"], runs["calm"], "--fail-if", "regressed", "--resamples", "100"],
                         capsys)
     assert code == 0 and lines[0].split(": ", 1)[1].startswith("passed")
-    code, lines = _gate(["compare", runs["slower"], runs["calm"], "--fail-if", "improved", "--resamples", "100"],
-                        capsys)
-    assert code == 3
+    code, lines = _gate(["compare", runs["slower"], runs["calm"], "--fail-if", "improved", "--fail-if", "changed",
+                         "--fail-if", "inconclusive", "--resamples", "100"], capsys)
+    assert code == 3 and [line.split(": ", 1)[1].split()[0] for line in lines][:2] == ["FAILED", "FAILED"]
+    code, lines = _gate(["compare", runs["calm"], runs["calm"], "--fail-if", "changed", "--fail-if", "improved",
+                         "--resamples", "100"], capsys)
+    assert code == 0 and all(line.split(": ", 1)[1].startswith("passed") for line in lines)
 
 
 @pytest.mark.parametrize(("command", "condition"), [

@@ -53,14 +53,15 @@ def test_batches_cut_anywhere_give_the_same_episodes(cuts: tuple[int, ...]) -> N
     assert _episodes(rows, cuts) == _episodes(rows)
 
 
-def test_missed_periods_from_overruns_and_seq_gaps_belong_to_the_stall() -> None:
+@pytest.mark.parametrize("cuts", [(), (3,), (2, 3), (4, 6, 7)])
+def test_missed_periods_from_overruns_and_seq_gaps_belong_to_the_stall(cuts: tuple[int, ...]) -> None:
     # a capture-style loop: a wake-up 3.4 intervals late, the next row carries overruns = 3; later a drop of 2
     expected = 10**12 + np.array([0, 1, 2, 6, 7, 8, 9, 12], dtype=np.int64) * INTERVAL
     latency = np.array([4_000, 4_000, 3_400_000, 4_000, 4_000, 300_000, 4_000, 4_000], dtype=np.int64)
     seq = np.array([0, 1, 2, 3, 4, 5, 6, 9], dtype=np.int64)  # seq 7, 8 dropped: 12 is 3 periods after 9
     rows = {"seq": seq, "expected_ns": expected, "actual_ns": expected + latency,
             "overruns": np.array([0, 0, 0, 3, 0, 0, 0, 0], dtype=np.int64)}
-    stall, spike = _episodes(rows)
+    stall, spike = _episodes(rows, cuts)
     assert (stall.wakeups, stall.missed_periods, stall.late_wakeups) == (2, 3, 1)
     assert stall.end_ns == rows["actual_ns"][2]  # the carrier of the missed periods does not lengthen the stall
     assert (spike.wakeups, spike.missed_periods) == (1, 0)  # the drop after a normal wake-up is not its

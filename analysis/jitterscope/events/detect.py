@@ -215,8 +215,10 @@ class ThreadEpisodes:
 def _join(first: Episode, second: Episode) -> Episode:
     """One episode from an open episode and its continuation in the next batch."""
     peak = first if first.peak_latency_ns >= second.peak_latency_ns else second
+    timed = second.late_wakeups + second.catch_up_wakeups > 0  # carriers of missed periods do not extend the span
     return replace(
-        first, end_ns=max(first.end_ns, second.end_ns), wakeups=first.wakeups + second.wakeups,
+        first, end_ns=max(first.end_ns, second.end_ns) if timed else first.end_ns,
+        wakeups=first.wakeups + second.wakeups,
         late_wakeups=first.late_wakeups + second.late_wakeups,
         catch_up_wakeups=first.catch_up_wakeups + second.catch_up_wakeups,
         missed_periods=first.missed_periods + second.missed_periods, peak_latency_ns=peak.peak_latency_ns,

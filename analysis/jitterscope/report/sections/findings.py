@@ -65,8 +65,13 @@ def _cpu(cpu: int, thread: int) -> str:
 
 
 def _event_where(event: Event) -> str:
-    """"CPU 1", "CPUs 0 and 1", "CPUs 0, 1 and 2" ("?" for a CPU the source did not record)."""
-    cpus = [str(c) if c >= 0 else "?" for c in event.cpus]
+    """"CPU 1", "CPUs 0 and 1", "CPUs 0, 1 and 2"; by thread when the source did not record the CPUs."""
+    if min(event.cpus) < 0:  # an import that does not record CPUs: name the threads
+        names = [str(t) for t in event.threads]
+        if len(names) == 1:
+            return f"thread {names[0]} (CPU unknown)"
+        return f"threads {', '.join(names[:-1])} and {names[-1]} (CPUs unknown)"
+    cpus = [str(c) for c in event.cpus]
     if len(cpus) == 1:
         return f"CPU {cpus[0]}"
     return f"CPUs {', '.join(cpus[:-1])} and {cpus[-1]}"
@@ -106,7 +111,7 @@ def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str
                           f"{format_us(big.peak_latency_ns)}, {big.duration_ns / 1e3:,.0f} µs long, "
                           f"{big.wakeups} wake-ups, {big.missed_periods} missed periods"))
         missed = sum(e.missed_periods for e in events.events)
-        items.append(("missed periods", f"{missed:,} in events (overruns and seq gaps); overruns recorded: "
+        items.append(("missed periods", f"{missed:,} in events (overruns, seq gaps, catch-up wake-ups); overruns: "
                                         f"{overall.overruns if overall.overruns is not None else 'n/a'}"))
         if events.halves is not None and events.events:
             h = events.halves
