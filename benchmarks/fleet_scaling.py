@@ -37,7 +37,7 @@ def fleet_paths(work: Path, datasets: int, rows: int) -> list[str]:
     if not done.exists():
         started = time.perf_counter()
         write_simulated_fleet(folder, hosts=2, nights=datasets // 2, samples=rows // 2, bad_every=2,
-                              regressed_host=0, seed=1)
+                              regressed_host=0, seed=1, overwrite=True)
         done.touch()
         print(f"# simulated {datasets} captures x {rows:,} wake-ups in {time.perf_counter() - started:.0f} s "
               f"-> {folder}", file=sys.stderr)
