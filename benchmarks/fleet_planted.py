@@ -44,7 +44,8 @@ def main() -> int:
     work = work_dir(args.keep)
     folder = work / f"planted-{args.hosts}x{args.nights}x{args.samples}"
     started = time.perf_counter()
-    truth = write_simulated_fleet(folder, hosts=args.hosts, nights=args.nights, samples=args.samples, seed=7)
+    truth = write_simulated_fleet(folder, hosts=args.hosts, nights=args.nights, samples=args.samples, seed=7,
+                                  overwrite=True)
     print(f"# wrote {len(truth.paths)} captures in {time.perf_counter() - started:.0f} s -> {folder}",
           file=sys.stderr)
     broken = folder / "broken.parquet"

@@ -5,8 +5,8 @@ Usage: python benchmarks/fleet_scaling.py [--datasets 8] [--rows 6e6] [--keep DI
 
 Writes a simulated fleet (2 machines x N/2 nights, --rows wake-ups per capture; cached in --keep),
 then times run_fleet on a LocalCluster of 1 and of 2 single-threaded worker processes, interleaved and
-best of --repeat (cluster start-up not timed: a cluster is started once and serves many fleets), and
-prints the speedup,
+best of --repeat (cluster start-up not timed: a cluster is started once and serves many fleets, so
+each worker first summarizes one capture untimed, paying its imports), and prints the speedup,
 each worker's peak RSS (getrusage high-water mark) and whether it stays under --max-worker-mib.
 Then it starts a cluster apart from this process with the distributed CLI (`dask scheduler`,
 `dask worker --nworkers 2`), runs `jitterscope fleet --scheduler ADDRESS --json` against it and
@@ -37,7 +37,7 @@ def fleet_paths(work: Path, datasets: int, rows: int) -> list[str]:
     if not done.exists():
         started = time.perf_counter()
         write_simulated_fleet(folder, hosts=2, nights=datasets // 2, samples=rows // 2, bad_every=2,
-                              regressed_host=0, seed=1)
+                              regressed_host=0, seed=1, overwrite=True)
         done.touch()
         print(f"# simulated {datasets} captures x {rows:,} wake-ups in {time.perf_counter() - started:.0f} s "
               f"-> {folder}", file=sys.stderr)
@@ -60,14 +60,16 @@ def local_runs(paths: list[str], repeat: int) -> dict[int, tuple[float, dict]]:
     """Best of ``repeat`` timed runs on a 1-worker and a 2-worker LocalCluster, interleaved 1, 2, 1, 2, … so a
     burst of other load on the machine hits both alike."""
     from distributed import Client, LocalCluster
-    from jitterscope.fleet import run_fleet
+    from jitterscope.fleet import run_fleet, summarize_run
     best: dict[int, tuple[float, dict]] = {}
     clusters = {w: LocalCluster(n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None,
                                 silence_logs=50) for w in (1, 2)}
     try:
         clients = {w: Client(c) for w, c in clusters.items()}
         for client in clients.values():
-            client.run(lambda: __import__("jitterscope.fleet.tasks"))  # imports warm on every worker, not timed
+            # every worker runs one capture first, untimed: its first task pays the imports (pyarrow, the lazy
+            # package faces) and the histogram's lookup table, seconds on a loaded machine, part of start-up
+            client.run(summarize_run, paths[0])
         for _ in range(repeat):
             for workers, client in clients.items():
                 started = time.perf_counter()
@@ -102,9 +104,10 @@ def separate_cluster_run(paths: list[str], work: Path) -> tuple[float, dict, str
         worker = subprocess.Popen([bindir / "dask", "worker", "--scheduler-file", scheduler_file, "--nworkers", "2",
                                    "--nthreads", "1", "--no-dashboard"], stdout=logs, stderr=logs)
         from distributed import Client
+        from jitterscope.fleet import summarize_run
         with Client(address) as client:
             client.wait_for_workers(2, timeout=60)
-            client.run(lambda: __import__("jitterscope.fleet.tasks"))
+            client.run(summarize_run, paths[0])  # warm, as for the LocalClusters
         started = time.perf_counter()
         proc = subprocess.run([bindir / "jitterscope", "fleet", *paths, "--scheduler", address, "--json",
                                "--no-progress"], capture_output=True, text=True, check=False)

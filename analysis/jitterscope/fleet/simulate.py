@@ -38,7 +38,8 @@ class SimulatedFleet:
 
 def write_simulated_fleet(directory: str | Path, *, hosts: int = 20, nights: int = 10, samples: int = 5_000,
                           threads: int = 2, bad_every: int = 5, regressed_host: int = 1,
-                          regressed_night: int | None = None, seed: int = 0) -> SimulatedFleet:
+                          regressed_night: int | None = None, seed: int = 0,
+                          overwrite: bool = False) -> SimulatedFleet:
     """Write ``hosts x nights`` simulated captures under ``directory`` (``<host>/night-NN.parquet``).
 
     Parameters
@@ -55,6 +56,8 @@ def write_simulated_fleet(directory: str | Path, *, hosts: int = 20, nights: int
         The machine (a good one) and night (default: the middle one) with the planted regression.
     seed
         Base seed; each capture's seed is derived from it, its machine and its night.
+    overwrite
+        Replace captures already there (else an existing one is an error).
 
     Returns
     -------
@@ -94,7 +97,7 @@ def write_simulated_fleet(directory: str | Path, *, hosts: int = 20, nights: int
                                   effects=tuple(effects), environment=environment,
                                   realtime_ns=FIRST_NIGHT_NS + night * NIGHT_NS + i * 60 * 10**9)
             path = root / host / f"night-{night:02d}.parquet"
-            write_simulation(spec, path, seed=seed * 1_000_003 + i * 1_009 + night)
+            write_simulation(spec, path, seed=seed * 1_000_003 + i * 1_009 + night, overwrite=overwrite)
             paths.append(str(path))
             if i == regressed_host and night == regressed_night:
                 regressed_path = str(path)

@@ -187,6 +187,9 @@ class SimulationSpec:
         out["effects"] = [effect.to_json() for effect in self.effects]
         out["environment"] = json.loads(json.dumps(self.environment))
         out["settings"] = json.loads(json.dumps(self.settings))
+        if self.realtime_ns is None:
+            # left out when not claimed, so the specs of datasets made before the field existed stay equal
+            del out["realtime_ns"]
         return out
 
     @classmethod
