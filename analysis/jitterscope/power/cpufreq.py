@@ -344,32 +344,54 @@ def check_claimed(series: CounterSeries, transitions: Transitions, environment: 
     ClaimCheck
         ``disagree`` True when cpufreq's claim and the measurement differ.
     """
-    info = dict(((environment or {}).get("cpufreq") or {}).get(str(series.cpu)) or {})
     f = series.f_eff_hz[np.isfinite(series.f_eff_hz)] / 1e6
-    base = dict(thread=series.thread, cpu=series.cpu, governor=info.get("governor"), driver=info.get("driver"),
-                tolerance=tolerance, transitions=transitions.count)
-    if f.size == 0:
+    p5, median, p95 = (float(v) for v in np.percentile(f, [5, 50, 95])) if f.size else (None, None, None)
+    claimed = claimed_hz(environment, series.cpu)
+    within = int(np.count_nonzero(np.abs(f * 1e6 - claimed) <= tolerance * claimed)) if claimed and f.size else 0
+    return claim_check(series.thread, series.cpu, environment, measured_mhz=(p5, median, p95), within=within,
+                       count=int(f.size), transitions=transitions.count, tolerance=tolerance,
+                       agree_fraction=agree_fraction)
+
+
+def claimed_hz(environment: Mapping[str, Any] | None, cpu: int) -> float | None:
+    """cpufreq's recorded frequency (Hz) of ``cpu`` in the environment metadata, or None."""
+    info = dict(((environment or {}).get("cpufreq") or {}).get(str(cpu)) or {})
+    return float(info["cur_khz"]) * 1e3 if info.get("cur_khz") else None
+
+
+def claim_check(thread: int, cpu: int, environment: Mapping[str, Any] | None, *,
+                measured_mhz: tuple[float | None, float | None, float | None], within: int, count: int,
+                transitions: int, tolerance: float = DEFAULT_THRESHOLD, agree_fraction: float = 0.9) -> ClaimCheck:
+    """The :class:`ClaimCheck` from the measured f_eff p5/median/p95 (MHz) and the count within tolerance.
+
+    ``within`` of ``count`` wake-ups with an f_eff lie within ``tolerance`` of the claimed frequency;
+    :func:`check_claimed` computes them from a series, the streamed correlation from histograms.
+    """
+    info = dict(((environment or {}).get("cpufreq") or {}).get(str(cpu)) or {})
+    base = dict(thread=thread, cpu=cpu, governor=info.get("governor"), driver=info.get("driver"),
+                tolerance=tolerance, transitions=transitions)
+    if count == 0:
         return ClaimCheck(**base, claimed_mhz=None, measured_median_mhz=None, measured_p5_mhz=None,
                           measured_p95_mhz=None, fraction_within=None, disagree=False,
-                          message=f"cpu {series.cpu}: no effective frequency measured; nothing to check")
-    p5, median, p95 = (float(v) for v in np.percentile(f, [5, 50, 95]))
+                          message=f"cpu {cpu}: no effective frequency measured; nothing to check")
+    p5, median, p95 = measured_mhz
     measured = dict(measured_median_mhz=median, measured_p5_mhz=p5, measured_p95_mhz=p95)
     spread = (f"median {median:.0f} MHz, 5–95 % {p5:.0f}–{p95:.0f} MHz, "
-              f"{transitions.count} transition{'s' if transitions.count != 1 else ''}")
+              f"{transitions} transition{'s' if transitions != 1 else ''}")
     if not info.get("cur_khz"):
         return ClaimCheck(**base, **measured, claimed_mhz=None, fraction_within=None, disagree=False,
-                          message=f"cpu {series.cpu}: cpufreq not recorded; measured f_eff {spread}")
+                          message=f"cpu {cpu}: cpufreq not recorded; measured f_eff {spread}")
     claimed = float(info["cur_khz"]) / 1e3
-    within = float(np.mean(np.abs(f - claimed) <= tolerance * claimed))
+    fraction = within / count
     who = f"cpufreq claims {claimed:.0f} MHz (governor {info.get('governor') or 'unknown'})"
-    disagree = within < agree_fraction
+    disagree = fraction < agree_fraction
     if disagree:
-        message = (f"cpu {series.cpu}: {who} but f_eff is within ±{tolerance:.0%} of it for only "
-                   f"{within:.0%} of wake-ups ({spread})")
+        message = (f"cpu {cpu}: {who} but f_eff is within ±{tolerance:.0%} of it for only "
+                   f"{fraction:.0%} of wake-ups ({spread})")
     else:
-        message = (f"cpu {series.cpu}: {who}, and f_eff agrees ({within:.0%} of wake-ups within "
+        message = (f"cpu {cpu}: {who}, and f_eff agrees ({fraction:.0%} of wake-ups within "
                    f"±{tolerance:.0%}; {spread})")
-    return ClaimCheck(**base, **measured, claimed_mhz=claimed, fraction_within=within, disagree=disagree,
+    return ClaimCheck(**base, **measured, claimed_mhz=claimed, fraction_within=fraction, disagree=disagree,
                       message=message)
 
 
