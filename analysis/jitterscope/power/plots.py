@@ -40,7 +40,8 @@ def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | No
     ax_frequency.plot(seconds, series.f_eff_hz / 1e6, color=colour(index), linewidth=0.6, marker=".",
                       markersize=1.5, rasterized=True, label=_source_label(series))
     if transitions is not None and transitions.count:
-        at = seconds[np.asarray(transitions.index)]
+        # from the transitions' own times: the series drawn may be the figure rows of a long capture
+        at = (np.asarray(transitions.time_ns, dtype=np.float64) - series.expected_ns[0]) / NS_PER_S
         label = (f"{transitions.count} transitions (±{transitions.relative_threshold:.0%}, "
                  f"dwell ≥ {transitions.min_dwell})")
         # one collection, not an artist per transition: thousands of transitions draw in milliseconds
@@ -75,7 +76,8 @@ def plot_frequency_zoom(series: CounterSeries, transitions: Transitions | None, 
             label=("Bzy_MHz of the turbostat interval of each wake-up" if _from_turbostat(series)
                    else "f_eff of the interval ending at each wake-up"))
     if transitions is not None and transitions.count:
-        at = seconds[np.asarray(transitions.index)]
+        # from the transitions' own times: the series drawn may be the figure rows of a long capture
+        at = (np.asarray(transitions.time_ns, dtype=np.float64) - series.expected_ns[0]) / NS_PER_S
         shown = at[(at >= start_s) & (at <= stop_s)]
         ax.vlines(shown, 0, 1, transform=ax.get_xaxis_transform(), color="#c00000", linewidth=0.6, alpha=0.6)
     ax.set_xlim(start_s, stop_s)

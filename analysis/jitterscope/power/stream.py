@@ -403,8 +403,8 @@ class DisplayRows:
     latency, so spikes stay visible in the timeline.  :meth:`result` gives a :class:`CounterSeries` of those rows.
     """
 
-    def __init__(self, rows: int, limit: int = DISPLAY_ROWS) -> None:
-        self.k = max(1, -(-rows // limit))
+    def __init__(self, rows: int, limit: int | None = None) -> None:
+        self.k = max(1, -(-rows // (limit or DISPLAY_ROWS)))
         self.parts: list[tuple[np.ndarray, ...]] = []
         self._pending: tuple[int, tuple[np.ndarray, ...]] | None = None  # (run, one-row arrays) across chunks
         self._row = 0
