@@ -134,6 +134,14 @@ def test_lagged_ranks_in_chunks_equal_lagged_correlation_on_single_value_buckets
     streamed = ranks.result()
     assert streamed.n == exact.n and np.allclose(streamed.r, exact.r, atol=1e-10)
     assert int(np.argmax(streamed.r)) == 5 + 3
+    # missing values in x too (the general path): the same
+    x_float = x.astype(np.float64)
+    x_float[rng.random(4000) < 0.05] = np.nan
+    exact = lagged_correlation(x_float, y_float, max_lag=5)
+    ranks = LaggedRanks(LatencyHistogram(1e-3).update(x[np.isfinite(x_float)]), hy, max_lag=5)
+    for part in _chunks(x.size, rng, 8):
+        ranks.update(x_float[part], y_float[part])
+    assert ranks.result().n == exact.n and np.allclose(ranks.result().r, exact.r, atol=1e-10)
 
 
 def test_condition_and_smi_counts_merge_equals_all_at_once():

@@ -374,6 +374,8 @@ def read_counters(dataset: Dataset, *, read_k: float = 10.0, threads: Sequence[i
                       reason="" if available else _unavailable_reason(series, missing, meta_counters))
 
 
+CHUNK_ROWS = 1 << 18
+""":func:`iter_counter_chunks` derives at most this many rows at a time (bounds the temporaries)."""
 TSC_ESTIMATE_ROWS = 1 << 20
 """Without a recorded TSC frequency, it is estimated from at most this many first wake-ups of a thread."""
 
@@ -487,19 +489,27 @@ def iter_counter_chunks(dataset: Dataset, scan: CounterScan, *, read_k: float = 
     carry: dict[int, dict[str, np.ndarray]] = {}
     for info, batch in _thread_batches(dataset, wanted, list(by_thread)):
         t = by_thread[info.thread]
-        cols = {name: batch.column(name).to_numpy() for name in wanted}
-        previous = carry.get(info.thread)
-        if previous is not None:
-            _check_order(dataset, info.thread, int(previous["seq"][0]), cols["seq"])
-            cols = {name: np.concatenate([previous[name], cols[name]]) for name in wanted}
-        carry[info.thread] = {name: values[-1:].copy() for name, values in cols.items()}
-        series = derive_counters(
-            seq=cols["seq"], expected_ns=cols["expected_ns"], actual_ns=cols["actual_ns"], cpu=t.cpu,
-            thread=t.thread, tsc_hz=t.tsc_hz, read_k=read_k, missing=scan.missing,
-            read_cycles_limit=t.read_cycles_limit, counter_bits=t.counter_bits, all_zero=t.all_zero,
-            tsc_hz_source=t.tsc_hz_source, **{name: cols[name] for name in scan.present},
-        )
-        yield _drop_first(series) if previous is not None else series
+        columns = {name: batch.column(name).to_numpy() for name in wanted}
+        for start in range(0, batch.num_rows, CHUNK_ROWS):  # sub-chunks keep derive's temporaries small
+            cols = {name: values[start:start + CHUNK_ROWS] for name, values in columns.items()}
+            yield _derive_chunk(dataset, scan, t, cols, carry, read_k)
+
+
+def _derive_chunk(dataset: Dataset, scan: CounterScan, t: ThreadScan, cols: dict[str, np.ndarray],
+                  carry: dict[int, dict[str, np.ndarray]], read_k: float) -> CounterSeries:
+    """Derive one chunk of thread ``t``, its deltas starting from the previous chunk's last row."""
+    previous = carry.get(t.thread)
+    if previous is not None:
+        _check_order(dataset, t.thread, int(previous["seq"][0]), cols["seq"])
+        cols = {name: np.concatenate([previous[name], values]) for name, values in cols.items()}
+    carry[t.thread] = {name: values[-1:].copy() for name, values in cols.items()}
+    series = derive_counters(
+        seq=cols["seq"], expected_ns=cols["expected_ns"], actual_ns=cols["actual_ns"], cpu=t.cpu,
+        thread=t.thread, tsc_hz=t.tsc_hz, read_k=read_k, missing=scan.missing,
+        read_cycles_limit=t.read_cycles_limit, counter_bits=t.counter_bits, all_zero=t.all_zero,
+        tsc_hz_source=t.tsc_hz_source, **{name: cols[name] for name in scan.present},
+    )
+    return _drop_first(series) if previous is not None else series
 
 
 def unavailable_reason(series: Sequence[Any], missing: Mapping[str, str], meta: Mapping[str, Any]) -> str:

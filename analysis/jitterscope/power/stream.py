@@ -367,17 +367,34 @@ class LaggedRanks:
         a = np.concatenate([self._carry_a, self._ranks(self.x_ranks, x, self.x_centre)])
         b = np.concatenate([self._carry_b, self._ranks(self.y_ranks, y, self.y_centre)])
         old, size = self._carry_a.size, a.size
-        for k, lag in enumerate(self.lags):
-            # each pair once: in the chunk where its later member arrives
-            if lag >= 0:
-                start = max(old, lag)
-                first, second = a[start - lag:size - lag], b[start:size]
-            else:
-                start = max(old, -lag)
-                first, second = a[start:size], b[start + lag:size + lag]
-            both = np.isfinite(first) & np.isfinite(second)
-            p, q = first[both], second[both]
-            self.sums[k] += (p.size, p.sum(), q.sum(), p @ p, q @ q, p @ q)
+        spans = []
+        for lag in self.lags:
+            # each pair once: in the chunk where its later member arrives; pairs (a[j - lag], b[j])
+            start = max(old, lag) if lag >= 0 else max(old, -lag)
+            i0, i1 = (start - lag, size - lag) if lag >= 0 else (start, size)
+            spans.append((i0, i1, i0 + lag, i1 + lag))
+        b0 = np.nan_to_num(b)
+        if np.isfinite(a).all():
+            # the usual case (latency is never missing): prefix sums, minus the few pairs whose b is missing,
+            # and one dot product per lag
+            missing = np.flatnonzero(~np.isfinite(b))
+            prefix = [np.concatenate(([0.0], np.cumsum(v))) for v in (a, a * a, b0, b0 * b0)]
+            for k, (i0, i1, j0, j1) in enumerate(spans):
+                bad = missing[(missing >= j0) & (missing < j1)]
+                gone = a[bad - self.lags[k]]
+                sa, saa, sb, sbb = (p[e] - p[s_] for p, (s_, e) in zip(
+                    prefix, ((i0, i1), (i0, i1), (j0, j1), (j0, j1)), strict=True))
+                self.sums[k] += ((j1 - j0) - bad.size, sa - gone.sum(), sb, saa - gone @ gone, sbb,
+                                 a[i0:i1] @ b0[j0:j1])
+        else:
+            # NaN as 0 with a 0/1 weight: every sum over the pairs where both exist is a dot product
+            wa, wb = np.isfinite(a).astype(np.float64), np.isfinite(b).astype(np.float64)
+            a0 = np.nan_to_num(a)
+            aa, bb = a0 * a0, b0 * b0
+            for k, (i0, i1, j0, j1) in enumerate(spans):
+                i, j = slice(i0, i1), slice(j0, j1)
+                self.sums[k] += (wa[i] @ wb[j], a0[i] @ wb[j], wa[i] @ b0[j], aa[i] @ wb[j], wa[i] @ bb[j],
+                                 a0[i] @ b0[j])
         self._carry_a, self._carry_b = a[-self.max_lag:], b[-self.max_lag:]
         return self
 
@@ -421,9 +438,12 @@ class DisplayRows:
             self._row += n
             return self
         run = (self._row + np.arange(n)) // self.k
-        order = np.lexsort((-chunk.latency_ns, run))  # stable: among equal latencies the earlier row
-        first = np.concatenate(([True], run[order][1:] != run[order][:-1]))
-        best = order[first]  # one row per run, runs ascending
+        starts = np.concatenate(([0], np.flatnonzero(np.diff(run)) + 1))
+        top = np.maximum.reduceat(chunk.latency_ns, starts)
+        lengths = np.diff(np.concatenate((starts, [n])))
+        hits = np.flatnonzero(chunk.latency_ns == np.repeat(top, lengths))
+        _, first = np.unique(run[hits], return_index=True)
+        best = hits[first]  # per run (ascending) its first row with the largest latency
         rows = tuple(a[best] for a in arrays)
         runs = run[best]
         if self._pending is not None:
