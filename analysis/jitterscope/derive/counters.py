@@ -346,7 +346,9 @@ def read_counters(dataset: Dataset, *, read_k: float = 10.0, threads: Sequence[i
     Notes
     -----
     Memory: the selected columns of one dataset are held in memory (about 60 bytes
-    per wake-up); split very long captures by thread with ``threads``.
+    per wake-up).  For captures of any length, :func:`scan_counters` and
+    :func:`iter_counter_chunks` derive the same series chunk by chunk in bounded memory
+    (what :func:`jitterscope.power.correlate_dataset` does).
     """
     if dataset.is_histogram:
         raise AnalysisError(f"{dataset.path}: histogram-only data has no per-wake-up counters; "
