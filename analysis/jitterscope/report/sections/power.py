@@ -81,7 +81,12 @@ def _timeline_pages(result: Correlation, counters: CounterSet) -> list[Page]:
         top, middle, bottom = fig.subplots(3, 1, height_ratios=(1.0, 1.0, 1.2))
         middle.sharex(top)
         transitions = by_thread.get(series.thread)
-        plot_frequency_timeline(series, transitions, top, middle, threshold_ns=result.thresholds_ns[0], index=index)
+        facts = next((q for q in result.counter_quality if q.get("thread") == series.thread), {})
+        rows = int(facts.get("rows") or series.seq.size)
+        label = ("latency" if rows <= series.seq.size else
+                 f"latency: largest of each {-(-rows // series.seq.size):,} wake-ups ({series.seq.size:,} of {rows:,})")
+        plot_frequency_timeline(series, transitions, top, middle, threshold_ns=result.thresholds_ns[0], index=index,
+                                latency_label=label)
         span_s = (series.expected_ns[-1] - series.expected_ns[0]) / 1e9
         plot_frequency_zoom(series, transitions, bottom, start_s=0.0, stop_s=min(ZOOM_S, span_s), index=index)
         pages.append(Page(f"frequency-timeline-cpu{series.cpu}", fig))
