@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 
@@ -62,14 +63,19 @@ def test_no_counters_gives_one_line_and_no_figure_pages(tmp_path):
     assert "counters not recorded (counter source none; aperf: cannot open /dev/cpu/0/msr" in " ".join(text.split())
 
 
-def test_large_datasets_are_left_to_the_cli(tmp_path, monkeypatch):
-    import jitterscope.report.sections.power as power
+def test_large_datasets_get_the_whole_section_with_figure_rows_said(tmp_path, monkeypatch):
+    """No size cut-off: above DISPLAY_ROWS per thread the figures draw one wake-up in k and say so."""
+    import jitterscope.power.stream as stream
 
     table, metadata = simulate_story("performance", 1, seconds=5)
     dataset = write_dataset(table, metadata, tmp_path / "d.parquet")
-    monkeypatch.setattr(power, "MAX_ROWS", 100)
+    monkeypatch.setattr(stream, "DISPLAY_ROWS", 50)
     figures = tmp_path / "figures"
     info = write_report(dataset, tmp_path / "r.pdf", figures_dir=figures, sections=SECTION)
-    assert info.pages == 1
-    line = json.loads((figures / "frequency-smi.json").read_text())
-    assert "run 'jitterscope correlate'" in json.dumps(line)
+    assert info.pages > 3
+    methods = json.loads((figures / "power-methods.json").read_text())
+    assert "histogram" in json.dumps(methods) and "blocks" in json.dumps(methods)
+    text = " ".join(subprocess.run(["pdftotext", str(tmp_path / "r.pdf"), "-"], capture_output=True,
+                                   text=True).stdout.split())
+    drawn = re.search(rf"([\d,]+) of {table.num_rows:,} wake-ups drawn", text)
+    assert drawn and 0 < int(drawn.group(1).replace(",", "")) <= 50 * len(metadata.threads)

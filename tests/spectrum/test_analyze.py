@@ -120,3 +120,20 @@ def test_histogram_dataset_is_refused(tmp_path):
     path = write_dataset(table, Metadata(kind="histogram", threads=(ThreadInfo(0, 0, 1_000_000),)), tmp_path / "h.pq")
     with pytest.raises(AnalysisError, match="histogram-only dataset has no time series"):
         analyze_spectra(open_dataset(path))
+
+
+def test_lomb_scargle_covers_the_whole_series_as_stated_bin_means(tmp_path):
+    """Above ls_max_points wake-ups Lomb-Scargle runs on means of k consecutive ones over the whole span, says
+    so, and finds a slow line that starts after the first ls_max_points wake-ups (a leading cut misses it)."""
+    ds = _write(tmp_path, "long", threads=1, samples=40_000, effects=(
+        PeriodicDisturbance(frequency_hz=2.0, amplitude_ns=3_000, shape="sine", start_ns=10_000_000_000),
+        Drops(probability=0.01)))
+    options = SpectralOptions(method="lombscargle", ls_max_points=4096)
+    (thread,) = analyze_spectra(ds, options).threads
+    assert thread.method == "lomb-scargle (means of 16 wake-ups)"
+    assert any("ran over all" in note and "means of 16 consecutive wake-ups" in note for note in thread.notes)
+    assert thread.lomb_scargle.n_used <= 4096 and thread.lomb_scargle.span_s > 39.0
+    assert any(abs(p.frequency_hz - 2.0) <= 2 * thread.lomb_scargle.resolution_hz for p in thread.peaks)
+    # up to ls_max_points: every wake-up, as before
+    (small,) = analyze_spectra(ds, SpectralOptions(method="lombscargle", ls_max_points=1 << 18)).threads
+    assert small.method == "lomb-scargle" and small.lomb_scargle.n_used == small.samples

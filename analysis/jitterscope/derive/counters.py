@@ -24,12 +24,12 @@ series; it knows nothing of transitions or statistics.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from ..dataset import Dataset
+from ..dataset import Dataset, iter_thread_batches
 from ..errors import AnalysisError
 
 # Reasons a row's counter delta is discarded, in the order they are checked;
@@ -179,6 +179,10 @@ def derive_counters(
     tsc_hz: float | None = None,
     read_k: float = 10.0,
     missing: Mapping[str, str] | None = None,
+    read_cycles_limit: float | None = None,
+    counter_bits: Mapping[str, int] | None = None,
+    all_zero: Sequence[str] | None = None,
+    tsc_hz_source: str | None = None,
 ) -> CounterSeries:
     """Derive f_eff, C0 residency and ΔSMI for one thread's rows (already in ``seq`` order).
 
@@ -200,6 +204,11 @@ def derive_counters(
         median) marks a slow read; both deltas touching that row are discarded.
     missing : Mapping[str, str] or None
         Why absent counter columns are absent (kept in the quality record).
+    read_cycles_limit, counter_bits, all_zero, tsc_hz_source : optional
+        Facts about the *whole* thread when these rows are one chunk of it
+        (:func:`iter_counter_chunks`): the slow-read limit, the assumed width of the
+        ``aperf``/``mperf`` counters, the columns that are zero on every row of the thread,
+        and where ``tsc_hz`` came from.  Computed from these rows when None.
 
     Returns
     -------
@@ -232,8 +241,11 @@ def derive_counters(
         reason[0] = 1 + REASONS.index(REASON_FIRST)
     wraps: dict[str, int] = {}
     bits: dict[str, int] = {}
-    all_zero = tuple(name for name, values in (("aperf", aperf), ("mperf", mperf), ("smi", smi))
-                     if values is not None and n and not np.any(np.asarray(values)))
+    if all_zero is None:
+        all_zero = tuple(name for name, values in (("aperf", aperf), ("mperf", mperf), ("smi", smi))
+                         if values is not None and n and not np.any(np.asarray(values)))
+    all_zero = tuple(all_zero)
+    widths = dict(counter_bits or {})
 
     if run_cpu is not None and n:
         off = np.asarray(run_cpu) != cpu
@@ -245,6 +257,7 @@ def derive_counters(
         d_tsc = _modular_delta(np.asarray(tsc, dtype=np.int64)).astype(np.float64)
         _mark(reason, d_tsc <= 0, REASON_TSC)
         tsc_hz, source = _tsc_frequency(tsc_hz, d_tsc, actual)
+        source = tsc_hz_source or source
     elif tsc_hz and n:
         # no TSC column (some imports): the monotonic clock times the interval, in TSC cycles
         d_tsc = np.concatenate(([0.0], np.diff(actual).astype(np.float64))) * (tsc_hz / 1e9)
@@ -254,19 +267,21 @@ def derive_counters(
     limit = None
     if read_cycles is not None and n > 1:
         cycles = np.asarray(read_cycles, dtype=np.float64)
-        limit = _read_cycles_limit(cycles, read_k)
+        limit = read_cycles_limit if read_cycles_limit is not None else _read_cycles_limit(cycles, read_k)
         slow = cycles > limit
         _mark(reason, slow | np.concatenate(([False], slow[:-1])), REASON_SLOW_READ)
 
     d_mperf = d_aperf = None
     if mperf is not None and d_tsc is not None and n:
-        d_mperf, reset, wrapped, bits["mperf"] = _counter_delta(np.asarray(mperf), d_tsc * MPERF_TSC_SLACK)
+        d_mperf, reset, wrapped, bits["mperf"] = _counter_delta(np.asarray(mperf), d_tsc * MPERF_TSC_SLACK,
+                                                              width=widths.get("mperf"))
         wraps["mperf"] = wrapped
         _mark(reason, reset, REASON_RESET)
         _mark(reason, d_mperf <= 0, REASON_NOT_COUNTING)
         _mark(reason, d_mperf > d_tsc * MPERF_TSC_SLACK, REASON_IMPLAUSIBLE)
     if aperf is not None and d_mperf is not None:
-        d_aperf, reset, wrapped, bits["aperf"] = _counter_delta(np.asarray(aperf), d_tsc * MAX_APERF_RATIO)
+        d_aperf, reset, wrapped, bits["aperf"] = _counter_delta(np.asarray(aperf), d_tsc * MAX_APERF_RATIO,
+                                                              width=widths.get("aperf"))
         wraps["aperf"] = wrapped
         _mark(reason, reset, REASON_RESET)
         _mark(reason, (d_aperf <= 0) | (d_aperf > d_mperf * MAX_APERF_RATIO), REASON_IMPLAUSIBLE)
@@ -331,7 +346,9 @@ def read_counters(dataset: Dataset, *, read_k: float = 10.0, threads: Sequence[i
     Notes
     -----
     Memory: the selected columns of one dataset are held in memory (about 60 bytes
-    per wake-up); split very long captures by thread with ``threads``.
+    per wake-up).  For captures of any length, :func:`scan_counters` and
+    :func:`iter_counter_chunks` derive the same series chunk by chunk in bounded memory
+    (what :func:`jitterscope.power.correlate_dataset` does).
     """
     if dataset.is_histogram:
         raise AnalysisError(f"{dataset.path}: histogram-only data has no per-wake-up counters; "
@@ -357,6 +374,203 @@ def read_counters(dataset: Dataset, *, read_k: float = 10.0, threads: Sequence[i
     available = any(s.has_c0 or s.has_smi for s in series)
     return CounterSet(series=tuple(series), available=available,
                       reason="" if available else _unavailable_reason(series, missing, meta_counters))
+
+
+CHUNK_ROWS = 1 << 18
+""":func:`iter_counter_chunks` derives at most this many rows at a time (bounds the temporaries)."""
+TSC_ESTIMATE_ROWS = 1 << 20
+"""Without a recorded TSC frequency, it is estimated from at most this many first wake-ups of a thread."""
+
+
+@dataclass(frozen=True)
+class ThreadScan:
+    """Facts about one thread's whole series that a chunk of it cannot know (:func:`scan_counters`)."""
+
+    thread: int
+    cpu: int
+    rows: int
+    tsc_hz: float | None
+    tsc_hz_source: str
+    read_cycles_limit: float | None
+    counter_bits: Mapping[str, int]
+    all_zero: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CounterScan:
+    """The first, cheap pass of a streamed counter derivation: one :class:`ThreadScan` per thread."""
+
+    threads: tuple[ThreadScan, ...]
+    present: tuple[str, ...]
+    missing: Mapping[str, str]
+    meta_counters: Mapping[str, Any]
+
+
+def scan_counters(dataset: Dataset, *, read_k: float = 10.0, threads: Sequence[int] | None = None) -> CounterScan:
+    """One streaming pass over the counter columns: what :func:`iter_counter_chunks` needs about each thread.
+
+    Per thread: its rows and pinned CPU, the slow-read limit (median + read_k·1.4826·MAD of
+    ``read_cycles``, exact from value counts), the width of ``aperf``/``mperf`` (from their
+    largest value), the counters zero on every row, and the TSC frequency (from the metadata,
+    else the median ΔTSC/Δactual_ns of the first :data:`TSC_ESTIMATE_ROWS` wake-ups, said in
+    ``tsc_hz_source``).  Memory: bounded by one row group and the distinct ``read_cycles`` values.
+
+    Raises
+    ------
+    AnalysisError
+        A histogram dataset or one without rows.
+    """
+    if dataset.is_histogram:
+        raise AnalysisError(f"{dataset.path}: histogram-only data has no per-wake-up counters; "
+                            "use a capture or a sample-level import")
+    if dataset.num_rows == 0:
+        raise AnalysisError(f"{dataset.path}: the dataset has no wake-ups")
+    present = tuple(c for c in COUNTER_INPUTS if dataset.has(c))
+    meta_counters = dict(dataset.metadata.counters or {})
+    missing = {str(k): str(v) for k, v in dict(meta_counters.get("missing") or {}).items()}
+    for name in ("aperf", "mperf", "smi"):
+        if name not in present and name not in missing:
+            missing[name] = "column not in the dataset (no reason recorded)"
+    estimate = "tsc" in present and not dataset.metadata.tsc_hz
+    # only what the thread-wide facts need (the order of seq is checked by iter_counter_chunks)
+    wanted = ["cpu", *(c for c in present if c in ("aperf", "mperf", "smi", "read_cycles")),
+              *(("tsc", "actual_ns") if estimate else ())]
+    state: dict[int, dict[str, Any]] = {}
+    for info, batch in _thread_batches(dataset, wanted, threads):
+        cols = {name: batch.column(name).to_numpy() for name in wanted}
+        st = state.setdefault(info.thread, {"cpu": int(cols["cpu"][0]), "rows": 0,
+                                            "cycles": {}, "max": {}, "nonzero": {}, "tsc": [], "actual": []})
+        st["rows"] += batch.num_rows
+        if "read_cycles" in cols:
+            cycles = cols["read_cycles"]
+            low, high = int(cycles.min()), int(cycles.max())
+            if low >= 0 and high < 1 << 20:  # the usual case: a bincount, not a sort
+                counts = np.bincount(cycles, minlength=0)
+                values = np.flatnonzero(counts)
+                counts = counts[values]
+            else:
+                values, counts = np.unique(cycles, return_counts=True)
+            for v, c in zip(values.tolist(), counts.tolist(), strict=True):
+                st["cycles"][v] = st["cycles"].get(v, 0) + c
+        for name in ("aperf", "mperf", "smi"):
+            if name in cols:
+                unsigned = cols[name].astype(np.int64, copy=False).view(np.uint64)
+                st["max"][name] = max(st["max"].get(name, 0), int(unsigned.max()))
+                st["nonzero"][name] = st["nonzero"].get(name, False) or bool(np.any(unsigned))
+        taken = sum(a.size for a in st["actual"])
+        if estimate and taken < TSC_ESTIMATE_ROWS:
+            st["tsc"].append(cols["tsc"][:TSC_ESTIMATE_ROWS - taken])
+            st["actual"].append(cols["actual_ns"][:TSC_ESTIMATE_ROWS - taken])
+    if not state:
+        raise AnalysisError(f"{dataset.path}: no wake-ups of the threads asked for")
+    scans = []
+    for thread in sorted(state):
+        st = state[thread]
+        tsc_hz, source = dataset.metadata.tsc_hz, "metadata" if dataset.metadata.tsc_hz else "none"
+        if st["tsc"]:
+            tsc = np.concatenate(st["tsc"])
+            tsc_hz, source = _tsc_frequency(None, _modular_delta(tsc.astype(np.int64)).astype(np.float64),
+                                            np.concatenate(st["actual"]).astype(np.int64))
+            if tsc.size < st["rows"] and tsc_hz:
+                source += f" (first {tsc.size:,} wake-ups)"
+        limit = None
+        if st["cycles"] and st["rows"] > 1:
+            values = np.fromiter(st["cycles"].keys(), dtype=np.float64)
+            counts = np.fromiter(st["cycles"].values(), dtype=np.int64)
+            limit = _read_cycles_limit_counted(values, counts, read_k)
+        bits = {name: max(top.bit_length(), 1) for name, top in st["max"].items() if name in ("aperf", "mperf")}
+        zero = tuple(name for name in ("aperf", "mperf", "smi") if name in st["nonzero"] and not st["nonzero"][name])
+        scans.append(ThreadScan(thread=thread, cpu=st["cpu"], rows=st["rows"], tsc_hz=tsc_hz, tsc_hz_source=source,
+                                read_cycles_limit=limit, counter_bits=bits, all_zero=zero))
+    return CounterScan(threads=tuple(scans), present=present, missing=missing, meta_counters=meta_counters)
+
+
+def iter_counter_chunks(dataset: Dataset, scan: CounterScan, *, read_k: float = 10.0) -> Iterator[CounterSeries]:
+    """Derived counter series of the threads in ``scan``, one row group's chunk at a time.
+
+    Each thread's chunks come in ``seq`` order; chunks of different threads interleave as
+    the rows do in the files.  A chunk's deltas use the previous chunk's last row, and the
+    thread-wide facts of ``scan``, so the chunks of a thread concatenated equal
+    :func:`derive_counters` on its whole series (``tsc_hz`` aside when it was estimated from
+    the first wake-ups only).  Each chunk's ``quality`` counts its own rows.
+    """
+    by_thread = {t.thread: t for t in scan.threads}
+    wanted = ["cpu", "seq", "expected_ns", "actual_ns", *scan.present]
+    carry: dict[int, dict[str, np.ndarray]] = {}
+    for info, batch in _thread_batches(dataset, wanted, list(by_thread)):
+        t = by_thread[info.thread]
+        columns = {name: batch.column(name).to_numpy() for name in wanted}
+        for start in range(0, batch.num_rows, CHUNK_ROWS):  # sub-chunks keep derive's temporaries small
+            cols = {name: values[start:start + CHUNK_ROWS] for name, values in columns.items()}
+            yield _derive_chunk(dataset, scan, t, cols, carry, read_k)
+
+
+def _derive_chunk(dataset: Dataset, scan: CounterScan, t: ThreadScan, cols: dict[str, np.ndarray],
+                  carry: dict[int, dict[str, np.ndarray]], read_k: float) -> CounterSeries:
+    """Derive one chunk of thread ``t``, its deltas starting from the previous chunk's last row."""
+    previous = carry.get(t.thread)
+    if previous is not None:
+        _check_order(dataset, t.thread, int(previous["seq"][0]), cols["seq"])
+        cols = {name: np.concatenate([previous[name], values]) for name, values in cols.items()}
+    carry[t.thread] = {name: values[-1:].copy() for name, values in cols.items()}
+    series = derive_counters(
+        seq=cols["seq"], expected_ns=cols["expected_ns"], actual_ns=cols["actual_ns"], cpu=t.cpu,
+        thread=t.thread, tsc_hz=t.tsc_hz, read_k=read_k, missing=scan.missing,
+        read_cycles_limit=t.read_cycles_limit, counter_bits=t.counter_bits, all_zero=t.all_zero,
+        tsc_hz_source=t.tsc_hz_source, **{name: cols[name] for name in scan.present},
+    )
+    return _drop_first(series) if previous is not None else series
+
+
+def unavailable_reason(series: Sequence[Any], missing: Mapping[str, str], meta: Mapping[str, Any]) -> str:
+    """Why no thread has a usable counter series, in one line (``series``: anything with ``quality``)."""
+    return _unavailable_reason(series, missing, meta)
+
+
+def _thread_batches(dataset: Dataset, columns: Sequence[str], threads: Sequence[int] | None) -> Iterator[Any]:
+    for info, batch in iter_thread_batches(dataset, columns, check=False):
+        if batch.num_rows and (threads is None or info.thread in threads):
+            yield info, batch
+
+
+def _check_order(dataset: Dataset, thread: int, last_seq: int | None, seq: np.ndarray) -> None:
+    if np.any(np.diff(seq) <= 0) or (last_seq is not None and seq.size and seq[0] <= last_seq):
+        raise AnalysisError(f"{dataset.path}: rows of thread {thread} are not in seq order; the streamed "
+                            "analysis needs them in order (run 'jitterscope validate' on the dataset)")
+
+
+def _drop_first(series: CounterSeries) -> CounterSeries:
+    """The chunk without its first row (the previous chunk's last, carried for the deltas)."""
+    q = series.quality
+    discarded = dict(q.discarded)
+    if REASON_FIRST in discarded:
+        discarded[REASON_FIRST] -= 1
+        if not discarded[REASON_FIRST]:
+            del discarded[REASON_FIRST]
+    quality = replace(q, rows=q.rows - 1, discarded=discarded)
+    return replace(series, seq=series.seq[1:], expected_ns=series.expected_ns[1:],
+                   latency_ns=series.latency_ns[1:], f_eff_hz=series.f_eff_hz[1:], c0=series.c0[1:],
+                   smi_delta=series.smi_delta[1:], quality=quality)
+
+
+def _read_cycles_limit_counted(values: np.ndarray, counts: np.ndarray, k: float) -> float:
+    """:func:`_read_cycles_limit` from distinct values and their counts (same numbers)."""
+    order = np.argsort(values)
+    values, counts = values[order], counts[order]
+    median = _counted_median(values, counts)
+    deviation = np.abs(values - median)
+    order = np.argsort(deviation, kind="stable")
+    mad = _counted_median(deviation[order], counts[order])
+    return max(median + k * 1.4826 * mad, 1.5 * median, median + 1.0)
+
+
+def _counted_median(sorted_values: np.ndarray, counts: np.ndarray) -> float:
+    """numpy.median of the values each repeated ``counts`` times (mean of the two middle ones)."""
+    total = int(counts.sum())
+    ends = np.cumsum(counts)
+    low = sorted_values[np.searchsorted(ends, (total - 1) // 2, side="right")]
+    high = sorted_values[np.searchsorted(ends, total // 2, side="right")]
+    return float((low + high) / 2)
 
 
 def thread_rows(

@@ -1,7 +1,8 @@
 """Power management: frequency transitions, SMIs and idle depth against latency
 (the ``correlate`` command, the report's power section), and the turbostat timeline.
 
-Compute: :mod:`.cpufreq`, :mod:`.association`, :mod:`.correlate`, :mod:`.turbostat`.
+Compute: :mod:`.cpufreq`, :mod:`.association`, :mod:`.correlate`, :mod:`.stream` (the streaming,
+mergeable accumulators correlate runs on: bounded memory at any size), :mod:`.turbostat`.
 Views: :mod:`.plots` (matplotlib, loaded on first use), :mod:`.tables`.
 """
 
@@ -13,14 +14,21 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
         "defaults": ["DEFAULT_C0_EDGES", "DEFAULT_MIN_DWELL", "DEFAULT_THRESHOLD"],
-        "association": ["detectable_ratio", "event_average", "holm", "lagged_correlation", "rank_test", "risk_ratio"],
+        "association": [
+            "detectable_ratio", "event_average", "event_average_from_sums", "event_sums", "holm", "lagged_correlation",
+            "rank_test", "rank_test_binned", "risk_ratio",
+        ],
         "correlate": [
             "Correlation", "SMI", "TRANSITION", "correlate", "correlate_dataset",
             "default_threshold",
         ],
         "cpufreq": [
-            "analyse_frequency", "check_claimed", "detect_transitions",
-            "time_in_frequency",
+            "TransitionDetector", "analyse_frequency", "check_claimed", "claim_check", "claimed_hz",
+            "detect_transitions", "time_in_frequency",
+        ],
+        "stream": [
+            "DISPLAY_ROWS", "EVENT_BLOCK_ROWS", "ConditionCounts", "CounterProfile", "DisplayRows", "EventBlocks",
+            "LaggedRanks", "SmiCounts", "ThreadFacts",
         ],
         "plots": [
             "plot_counter_hexbin", "plot_event_average", "plot_frequency_timeline", "plot_frequency_zoom",

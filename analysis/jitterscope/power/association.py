@@ -40,11 +40,18 @@ class RiskRatio:
 
 @dataclass(frozen=True)
 class RankTest:
-    """Mann-Whitney U (one-sided: inside stochastically greater) and Cliff's delta."""
+    """Mann-Whitney U (one-sided: inside stochastically greater) and Cliff's delta.
+
+    ``method`` says how U was counted: ``"exact"`` from the values, or ``"histogram"`` from two
+    histograms on the same buckets (:func:`rank_test_binned`), where pairs in one bucket count
+    as ties; ``u_bound`` is then the most U can differ from the exact value (0 for exact).
+    """
 
     u: float
     p_value: float
     cliffs_delta: float
+    method: str = "exact"
+    u_bound: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -142,6 +149,52 @@ def rank_test(inside: np.ndarray, outside: np.ndarray) -> RankTest:
     return RankTest(u=u, p_value=float(result.pvalue), cliffs_delta=2.0 * u / (x.size * y.size) - 1.0)
 
 
+def rank_test_binned(lower_in: np.ndarray, counts_in: np.ndarray, lower_out: np.ndarray,
+                     counts_out: np.ndarray) -> RankTest:
+    """:func:`rank_test` from two histograms on one bucket grid (mergeable, any sample size).
+
+    Parameters
+    ----------
+    lower_in, counts_in, lower_out, counts_out : numpy.ndarray
+        Lower bucket edges (the same grid for both groups: edges either share or do not
+        overlap) and counts of the two groups.
+
+    Returns
+    -------
+    RankTest
+        ``method="histogram"`` and ``u_bound`` = ½·Σ_b n_in[b]·n_out[b]: a pair in one bucket
+        counts ½ here and 0, ½ or 1 exactly, so the exact U lies within ±``u_bound``.
+
+    Raises
+    ------
+    AnalysisError
+        An empty group.
+
+    Notes
+    -----
+    U = Σ_b n_in[b]·(N_out below b + ½·n_out[b]); the p-value is scipy's asymptotic one
+    (normal approximation with tie correction over buckets and continuity correction).
+    """
+    edges = np.union1d(np.asarray(lower_in, dtype=np.float64), np.asarray(lower_out, dtype=np.float64))
+    a = np.zeros(edges.size)
+    b = np.zeros(edges.size)
+    np.add.at(a, np.searchsorted(edges, lower_in), np.asarray(counts_in, dtype=np.float64))
+    np.add.at(b, np.searchsorted(edges, lower_out), np.asarray(counts_out, dtype=np.float64))
+    n1, n2 = a.sum(), b.sum()
+    if n1 == 0 or n2 == 0:
+        raise AnalysisError("rank test needs values both inside and outside the condition")
+    below = np.cumsum(b) - b
+    u = float(np.sum(a * (below + 0.5 * b)))
+    n = n1 + n2
+    t = a + b
+    tie = float(np.sum(t ** 3 - t))
+    sigma = np.sqrt(n1 * n2 / 12.0 * ((n + 1) - tie / (n * (n - 1)))) if n > 1 else 0.0
+    z = (u - n1 * n2 / 2.0 - 0.5) / sigma if sigma > 0 else float("nan")
+    p = float(stats.norm.sf(z)) if np.isfinite(z) else 1.0
+    return RankTest(u=u, p_value=p, cliffs_delta=2.0 * u / (n1 * n2) - 1.0, method="histogram",
+                    u_bound=float(0.5 * np.sum(a * b)))
+
+
 def holm(p_values: np.ndarray | list[float]) -> np.ndarray:
     """Holm's step-down adjusted p-values (Holm 1979), same order as given.
 
@@ -221,41 +274,64 @@ def event_average(values: np.ndarray, events: np.ndarray, *, max_lag: int, peak_
     min_shift = 2 * max_lag + 1
     if n <= 2 * min_shift:
         raise AnalysisError(f"series of {n} values is too short for lags of ±{max_lag}")
-    lags = np.arange(-max_lag, max_lag + 1)
-    observed = _aligned_mean(x, ev[None, :], lags, circular=False)[0]
     shifts = rng.integers(min_shift, n - min_shift, size=n_surrogates)
-    # chunks keep the (surrogates, events, lags) block near 4 M values whatever the event count
-    chunk = max(1, 4_000_000 // (ev.size * lags.size))
-    surrogate = np.concatenate([
-        _aligned_mean(x, (ev[None, :] + shifts[i:i + chunk, None]) % n, lags, circular=True)
-        for i in range(0, n_surrogates, chunk)
-    ]) if n_surrogates else np.empty((0, lags.size))
+    sums = event_sums(x, 0, n, ev, max_lag=max_lag, shifts=shifts)
+    return event_average_from_sums(sums, n_events=int(ev.size), max_lag=max_lag, peak_halfwidth=peak_halfwidth,
+                                   level=level)
+
+
+def event_sums(x: np.ndarray, left: int, length: int, events: np.ndarray, *, max_lag: int,
+               shifts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Sums and counts behind an event-triggered average, for one block of a series.
+
+    ``x`` holds the block at ``x[left:left + length]`` with up to ``max_lag`` neighbours on either
+    side (so that events near the block's edges see their true neighbours).  ``events`` are
+    positions inside the block (0-based from its start).  Returns ``(observed_sum,
+    observed_count, surrogate_sum, surrogate_count)``: the first two per lag, summed over events
+    of ``x[event + lag]`` where that exists; the last two per (shift, lag), with the events moved
+    circularly within the block by each of ``shifts``.  Sums over blocks add up (mergeable).
+    """
+    lags = np.arange(-max_lag, max_lag + 1)
+    ev = np.asarray(events, dtype=np.int64)
+    pos = ev[:, None] + left + lags[None, :]
+    inside = (pos >= 0) & (pos < x.size)
+    taken = np.where(inside, x[np.clip(pos, 0, x.size - 1)], np.nan)
+    observed_sum, observed_count = np.nansum(taken, axis=0), np.sum(np.isfinite(taken), axis=0)
+    block = x[left:left + length]
+    shifts = np.asarray(shifts, dtype=np.int64)
+    surrogate_sum = np.zeros((shifts.size, lags.size))
+    surrogate_count = np.zeros((shifts.size, lags.size), dtype=np.int64)
+    if ev.size:
+        # chunks keep the (surrogates, events, lags) block near 4 M values whatever the event count
+        chunk = max(1, 4_000_000 // (ev.size * lags.size))
+        for i in range(0, shifts.size, chunk):
+            where = (ev[None, :, None] + shifts[i:i + chunk, None, None] + lags[None, None, :]) % length
+            taken = block[where]
+            surrogate_sum[i:i + chunk] = np.nansum(taken, axis=1)
+            surrogate_count[i:i + chunk] = np.sum(np.isfinite(taken), axis=1)
+    return observed_sum, observed_count, surrogate_sum, surrogate_count
+
+
+def event_average_from_sums(sums: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], *, n_events: int,
+                            max_lag: int, peak_halfwidth: int, level: float = 0.95) -> EventAverage:
+    """The :class:`EventAverage` of sums from :func:`event_sums` (added over blocks)."""
+    observed_sum, observed_count, surrogate_sum, surrogate_count = sums
+    lags = np.arange(-max_lag, max_lag + 1)
+    n_surrogates = surrogate_sum.shape[0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = np.where(observed_count > 0, observed_sum / np.maximum(observed_count, 1), np.nan)
+        surrogate = np.where(surrogate_count > 0, surrogate_sum / np.maximum(surrogate_count, 1), np.nan)
     centre = np.abs(lags) <= peak_halfwidth
     peak = np.nanmax(observed[centre])
-    peaks = np.nanmax(surrogate[:, centre], axis=1)
+    peaks = np.nanmax(surrogate[:, centre], axis=1) if n_surrogates else np.empty(0)
     p = (1.0 + np.sum(peaks >= peak)) / (n_surrogates + 1.0) if n_surrogates else float("nan")
     tail = (1 - level) / 2
     low, high = (np.nanquantile(surrogate, [tail, 1 - tail], axis=0) if n_surrogates
                  else (np.full(lags.size, np.nan), np.full(lags.size, np.nan)))
     return EventAverage(lags=tuple(int(v) for v in lags), mean=tuple(float(v) for v in observed),
                         band_low=tuple(float(v) for v in low), band_high=tuple(float(v) for v in high),
-                        n_events=int(ev.size), n_surrogates=int(n_surrogates), peak_halfwidth=peak_halfwidth,
+                        n_events=int(n_events), n_surrogates=int(n_surrogates), peak_halfwidth=peak_halfwidth,
                         p_value=float(p))
-
-
-def _aligned_mean(x: np.ndarray, events: np.ndarray, lags: np.ndarray, *, circular: bool) -> np.ndarray:
-    """Mean over events of x[event + lag] for each row of ``events``: shape (rows, lags)."""
-    pos = events[:, :, None] + lags[None, None, :]
-    if circular:
-        pos %= x.size
-        inside = np.ones(pos.shape, dtype=bool)
-    else:
-        inside = (pos >= 0) & (pos < x.size)
-    taken = np.where(inside, x[np.clip(pos, 0, x.size - 1)], np.nan)
-    count = np.sum(np.isfinite(taken), axis=1)
-    total = np.nansum(taken, axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def lagged_correlation(x: np.ndarray, y: np.ndarray, *, max_lag: int) -> CrossCorrelation:

@@ -27,30 +27,50 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from ..dataset import Dataset
-from ..derive import CounterSeries, CounterSet, read_counters
+from ..derive import (
+    CounterQuality,
+    CounterSeries,
+    CounterSet,
+    iter_counter_chunks,
+    read_counters,
+    scan_counters,
+    unavailable_reason,
+)
 from ..errors import AnalysisError
 from ..format import format_p, format_percent, format_us, jsonable
+from ..summary import HistogramResult, LatencyHistogram
 from .association import (
     CrossCorrelation,
     EventAverage,
     RankTest,
     RiskRatio,
     detectable_ratio,
-    event_average,
     holm,
-    lagged_correlation,
-    rank_test,
+    rank_test_binned,
     risk_ratio,
 )
-from .cpufreq import FrequencyAnalysis, Transitions, analyse_frequency
+from .cpufreq import ClaimCheck, FrequencyAnalysis, Transitions, claim_check, claimed_hz
 from .defaults import DEFAULT_C0_EDGES, DEFAULT_MIN_DWELL, DEFAULT_THRESHOLD
+from .stream import (
+    C0_SCALE,
+    RELATIVE_ERROR,
+    ConditionCounts,
+    CounterProfile,
+    DisplayRows,
+    EventBlocks,
+    LaggedRanks,
+    ProfileResult,
+    SmiCounts,
+    ThreadFacts,
+    condition_masks,
+)
 from .turbostat import TimelineCounters, timeline_counters
 
 TRANSITION = "transition"
@@ -155,12 +175,31 @@ class Correlation:
         return jsonable(asdict(self))
 
 
+CHUNK_ROWS = 1 << 18
+"""An in-memory series goes through the streaming passes in chunks of this many rows."""
+METHODS = {
+    "exceedance": "exact counts; risk ratio with Katz CI, Fisher's exact p",
+    "quantiles": "HDR histogram, relative error 0.1 %, max exact",
+    "rank_test": "Mann-Whitney U from histograms; exact U within ±rank.u_bound (pairs in one bucket as ties)",
+    "lagged_correlation": "Spearman from histogram mid-ranks (values in one bucket share a rank: latency and "
+                          "|Δf_eff| in 0.1 % buckets, C0 residency in 1 ppm buckets)",
+    "event_average": "circular-shift surrogates within blocks of at least 1,048,576 wake-ups "
+                     "(the whole series when shorter than twice that)",
+}
+
+
 def correlate_dataset(dataset: Dataset, **params: Any) -> tuple[Correlation, CounterSet]:
-    """Read the counters of ``dataset`` and :func:`correlate` them; returns the series too (for plots).
+    """Stream the counters of ``dataset`` through :func:`correlate`'s passes; returns figure rows too.
 
     Keyword arguments are those of :func:`correlate` plus ``read_k`` (see
-    :func:`jitterscope.counters.derive_counters`) and ``threads`` (thread indices to
-    analyse; default all, see :func:`jitterscope.counters.read_counters`).
+    :func:`jitterscope.derive.derive_counters`) and ``threads`` (thread indices to
+    analyse; default all).  Memory is bounded whatever the dataset's size: the dataset is read
+    three times (a scan, then the two passes of :mod:`.stream`) one row group at a time.  The
+    :class:`CounterSet` returned holds, per thread, the rows kept for figures
+    (:class:`~.stream.DisplayRows`: every row up to 200,000 per thread, else the latest-latency one
+    of each run of k).  Without ``thresholds_ns`` the spike threshold is the rule of
+    :func:`default_threshold` on the pooled HDR histogram of latency (within 0.1 %).  A dataset
+    joined with a turbostat timeline is correlated in memory (:func:`correlate` with ``timeline``).
     """
     threads = params.pop("threads", None)
     if threads is not None:
@@ -169,14 +208,22 @@ def correlate_dataset(dataset: Dataset, **params: Any) -> tuple[Correlation, Cou
         if unknown:
             raise AnalysisError(f"no thread {', '.join(map(str, unknown))} in {dataset.path}; "
                                 f"threads are {', '.join(map(str, sorted(known)))}")
-    counters = read_counters(dataset, read_k=params.pop("read_k", 10.0), threads=threads)
-    if dataset.metadata.timeline is not None and not any(s.has_frequency for s in counters.series):
-        timeline = timeline_counters(dataset, relative_threshold=params.get("relative_threshold", DEFAULT_THRESHOLD),
-                                     threads=threads)
-        if timeline is not None and timeline.counters.available:
-            return correlate(timeline.counters, dataset.metadata.environment, timeline=timeline,
-                             **params), timeline.counters
-    return correlate(counters, dataset.metadata.environment, **params), counters
+    read_k = params.pop("read_k", 10.0)
+    if dataset.metadata.timeline is not None:
+        counters = read_counters(dataset, read_k=read_k, threads=threads)
+        if not any(s.has_frequency for s in counters.series):
+            timeline = timeline_counters(dataset, relative_threshold=params.get("relative_threshold",
+                                                                                   DEFAULT_THRESHOLD),
+                                         threads=threads)
+            if timeline is not None and timeline.counters.available:
+                return correlate(timeline.counters, dataset.metadata.environment, timeline=timeline,
+                                 **params), timeline.counters
+        return correlate(counters, dataset.metadata.environment, **params), counters
+    scan = scan_counters(dataset, read_k=read_k, threads=threads)
+    result, display = _correlate_chunks(
+        lambda: iter_counter_chunks(dataset, scan, read_k=read_k), dataset.metadata.environment,
+            reason=lambda facts: unavailable_reason(facts, scan.missing, scan.meta_counters), **params)
+    return result, CounterSet(series=tuple(display), available=result.available, reason=result.reason)
 
 
 def correlate(
@@ -204,7 +251,7 @@ def correlate(
         The dataset's environment metadata (for the cpufreq claim check).
     thresholds_ns : sequence of float or None
         Exceedance thresholds in ns; the first is the one the verdicts use.  Default:
-        the 99th percentile of all wake-ups' latency.
+        :func:`default_threshold` of all wake-ups' latency.
     window : int
         A wake-up is near a transition when within ±window wake-ups (periods) of it.
     alpha : float
@@ -234,41 +281,137 @@ def correlate(
     ------
     AnalysisError
         Bad parameters, or no wake-ups at all.
+
+    Notes
+    -----
+    The series go through the same streaming, mergeable accumulators as
+    :func:`correlate_dataset` (:mod:`.stream`), in chunks of :data:`CHUNK_ROWS`; ``params["methods"]``
+    says which statistics are exact and which are bounded approximations.
     """
     _check_params(thresholds_ns, window, alpha, c0_edges, max_lag, n_surrogates)
-    params = {"window": window, "alpha": alpha, "relative_threshold": relative_threshold, "min_dwell": min_dwell,
-              "c0_edges": list(c0_edges), "max_lag": max_lag, "n_surrogates": n_surrogates, "seed": seed,
-              "frequency_source": "counters" if timeline is None else f"turbostat timeline {timeline.file}",
-              "resolution_s": None if timeline is None else timeline.interval_s}
     series = counters.series
     if not series or sum(s.seq.size for s in series) == 0:
         raise AnalysisError("no wake-ups to correlate")
-    latency = np.concatenate([s.latency_ns for s in series]).astype(np.float64)
-    thresholds = tuple(float(t) for t in thresholds_ns) if thresholds_ns else (default_threshold(latency),)
+    method = "given"
+    if not thresholds_ns:
+        thresholds_ns = (default_threshold(np.concatenate([s.latency_ns for s in series]).astype(np.float64)),)
+        method = "exact"
+    near = {} if timeline is None else {s.thread: n for s, n in zip(series, timeline.near_transition, strict=True)}
+
+    def chunks() -> Iterator[CounterSeries]:
+        for s in series:
+            for start in range(0, max(s.seq.size, 1), CHUNK_ROWS):
+                yield _rows(s, start, start + CHUNK_ROWS)
+
+    result, _ = _correlate_chunks(
+        chunks, environment, thresholds_ns=thresholds_ns, window=window, alpha=alpha,
+        relative_threshold=relative_threshold, min_dwell=min_dwell, c0_edges=c0_edges, max_lag=max_lag,
+        n_surrogates=n_surrogates, seed=seed, timeline=timeline, near=near,
+        available=counters.available, reason=lambda facts: counters.reason, threshold_method=method)
+    return result
+
+
+def _rows(series: CounterSeries, start: int, stop: int) -> CounterSeries:
+    """Rows [start, stop) of a series (its quality counted once, on the first chunk)."""
+    if start == 0 and stop >= series.seq.size:
+        return series
+    q = series.quality if start == 0 else CounterQuality(rows=0, valid=0, discarded={},
+                                                            counter_bits=series.quality.counter_bits,
+                                                            read_cycles_limit=series.quality.read_cycles_limit,
+                                                            all_zero=series.quality.all_zero,
+                                                            missing=series.quality.missing)
+    cut = slice(start, stop)
+    return replace(series, seq=series.seq[cut], expected_ns=series.expected_ns[cut],
+                   latency_ns=series.latency_ns[cut], f_eff_hz=series.f_eff_hz[cut], c0=series.c0[cut],
+                   smi_delta=series.smi_delta[cut], quality=q)
+
+
+def _correlate_chunks(
+    chunks: Callable[[], Iterable[CounterSeries]],
+    environment: Mapping[str, Any] | None,
+    *,
+    thresholds_ns: Sequence[float] | None = None,
+    window: int = 2,
+    alpha: float = 0.01,
+    relative_threshold: float = DEFAULT_THRESHOLD,
+    min_dwell: int = DEFAULT_MIN_DWELL,
+    c0_edges: Sequence[float] = DEFAULT_C0_EDGES,
+    max_lag: int = 10,
+    n_surrogates: int = 200,
+    seed: int = 0,
+    timeline: TimelineCounters | None = None,
+    near: Mapping[int, np.ndarray] | None = None,
+    available: bool | None = None,
+    reason: Callable[[Sequence[ThreadFacts]], str] | None = None,
+    threshold_method: str = "HDR histogram (within 0.1 %)",
+) -> tuple[Correlation, list[CounterSeries]]:
+    """The two streaming passes over ``chunks()`` (each thread's chunks in order), and the verdicts.
+
+    ``available`` None: decided from the counters seen (a usable C0 or SMI series); ``reason``
+    says why none is usable.
+    """
+    _check_params(thresholds_ns, window, alpha, c0_edges, max_lag, n_surrogates)
+    near = near or {}
+    # pass 1: transitions, histograms, totals
+    profiles: dict[int, CounterProfile] = {}
+    for chunk in chunks():
+        if chunk.seq.size == 0:
+            continue
+        profile = profiles.get(chunk.thread)
+        if profile is None:
+            profile = profiles[chunk.thread] = CounterProfile(
+                chunk.thread, chunk.cpu, relative_threshold=relative_threshold, min_dwell=min_dwell,
+                claimed_hz=claimed_hz(environment, chunk.cpu), tolerance=relative_threshold)
+        profile.update(chunk)
+    if not profiles:
+        raise AnalysisError("no wake-ups to correlate")
+    profiled = [profiles[t].result() for t in sorted(profiles)]
+    facts = [p.facts for p in profiled]
+    if thresholds_ns:
+        thresholds = tuple(float(t) for t in thresholds_ns)
+        method = threshold_method if threshold_method in ("exact", "given") else "given"
+    else:
+        pooled = LatencyHistogram(RELATIVE_ERROR)
+        for p in profiled:
+            pooled.merge(p.latency_histogram)
+        thresholds, method = (_histogram_threshold(pooled.result()),), threshold_method
+    params = {"window": window, "alpha": alpha, "relative_threshold": relative_threshold, "min_dwell": min_dwell,
+              "c0_edges": list(c0_edges), "max_lag": max_lag, "n_surrogates": n_surrogates, "seed": seed,
+              "frequency_source": "counters" if timeline is None else f"turbostat timeline {timeline.file}",
+              "resolution_s": None if timeline is None else timeline.interval_s,
+              "wakeups": int(sum(f.rows for f in facts)), "methods": {**METHODS, "default_threshold": method}}
     base = dict(alpha=alpha, window=window, relative_threshold=relative_threshold, min_dwell=min_dwell,
-                thresholds_ns=thresholds, counter_quality=tuple(s.to_json() for s in series), params=params)
-    if not counters.available:
-        return Correlation(available=False, reason=counters.reason, attributed={}, verdicts=(counters.reason,),
-                           notes=(), **base)
-    frequency = analyse_frequency(counters, environment, relative_threshold=relative_threshold, min_dwell=min_dwell)
-    by_thread = {t.thread: t for t in frequency.transitions}
-    near = [None] * len(series) if timeline is None else list(timeline.near_transition)
-    groups = [_groups(s, by_thread.get(s.thread), window, c0_edges, n) for s, n in zip(series, near, strict=True)]
-    tests = _adjust(_tests(series, groups, thresholds, window, c0_edges, alpha))
-    rng = np.random.default_rng(seed)
-    triggers = () if timeline is not None else tuple(
-        t for s in series for t in _event_triggers(s, by_thread.get(s.thread), max_lag, window, n_surrogates, rng))
-    links = () if timeline is not None else tuple(link for s in series for link in _links(s, max_lag))
-    shares = _smi_shares(series, thresholds[0])
+                thresholds_ns=thresholds, counter_quality=tuple(f.to_json() for f in facts), params=params)
+    if available is None:
+        available = any(f.has_c0 or f.has_smi for f in facts)
+    if not available:
+        why = reason(facts) if reason is not None else "counters not recorded"
+        return Correlation(available=False, reason=why, attributed={}, verdicts=(why,), notes=(), **base), []
+    frequency = FrequencyAnalysis(
+        transitions=tuple(p.transitions for p in profiled if p.facts.has_frequency),
+        time_in_frequency=tuple(p.time_in_frequency for p in profiled if p.facts.has_frequency),
+        claims=tuple(_claim(p, environment, relative_threshold) for p in profiled if p.facts.has_frequency))
+    # pass 2: everything conditioned on the transitions and the threshold
+    passes = {p.facts.thread: _ThreadPass(p, thresholds, window, c0_edges, max_lag, n_surrogates, seed,
+                                          timeline, near.get(p.facts.thread)) for p in profiled}
+    for chunk in chunks():
+        if chunk.seq.size:
+            passes[chunk.thread].update(chunk)
+    ordered = [passes[p.facts.thread] for p in profiled]
+    tests = _adjust(_tests(ordered, alpha))
+    triggers = tuple(t for tp in ordered for t in tp.triggers(window))
+    links = tuple(link for tp in ordered for link in tp.links())
+    shares = _smi_shares(ordered, thresholds[0])
     attributed = _attributed(tests, alpha)
-    verdicts = _verdicts(tests, attributed, series, frequency, shares, thresholds[0], alpha, window,
+    verdicts = _verdicts(tests, attributed, facts, frequency, shares, thresholds[0], alpha, window,
                          None if timeline is None else timeline.smi_total)
     if timeline is not None:
         verdicts = (timeline.resolution_note, *verdicts)
-    notes = tuple(c.message for c in frequency.claims) + tuple(_quality_note(s) for s in series)
-    return Correlation(available=True, reason="", attributed=attributed, verdicts=verdicts, notes=notes, tests=tests,
-                       event_averages=triggers, cross_correlations=links, smi_shares=shares, frequency=frequency,
-                       **base)
+    notes = tuple(c.message for c in frequency.claims) + tuple(_quality_note(f) for f in facts)
+    result = Correlation(available=True, reason="", attributed=attributed, verdicts=verdicts, notes=notes,
+                         tests=tests, event_averages=triggers, cross_correlations=links, smi_shares=shares,
+                         frequency=frequency, **base)
+    return result, [d for d in (tp.display.result() for tp in ordered) if d is not None]
 
 
 def default_threshold(latency_ns: np.ndarray) -> float:
@@ -311,56 +454,108 @@ def _near(series: CounterSeries, transitions: Transitions | None, window: int) -
     return distance <= window
 
 
-def _groups(series: CounterSeries, transitions: Transitions | None, window: int,
-            edges: Sequence[float], near: np.ndarray | None = None) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
-    """Condition -> (label, inside mask, outside mask), each away from the other events.
-
-    ``near`` (turbostat timeline): the wake-ups near a transition, instead of ±window around detected ones.
-    """
-    label = "in a turbostat interval on either side of a frequency change"
-    if near is None:
-        near = _near(series, transitions, window)
-        periods = "period" if window == 1 else "periods"
-        label = f"within {window} {periods} of a frequency transition"
-        transitions_found = transitions is not None and transitions.count > 0
-        known = np.ones(series.seq.size, dtype=bool)
-    else:
-        transitions_found = bool(near.any())
-        known = np.isfinite(series.f_eff_hz)  # wake-ups outside the turbostat timeline are neither
-    smi_known = np.isfinite(series.smi_delta)
-    smi = smi_known & (np.nan_to_num(series.smi_delta) > 0)
-    out: dict[str, tuple[str, np.ndarray, np.ndarray]] = {}
-    if transitions_found:
-        out[TRANSITION] = (label, near & ~smi, known & ~near & ~smi)
-    if smi.any():
-        out[SMI] = ("in an interval with an SMI", smi & ~near, smi_known & ~smi & ~near)
-    if series.has_c0:
-        eligible = np.isfinite(series.c0) & ~smi & ~near
-        for low, high in itertools.pairwise(edges):
-            last = high == edges[-1]
-            inside = eligible & (series.c0 >= low) & ((series.c0 <= high) if last else (series.c0 < high))
-            label = f"after an interval with C0 residency {low:.0%}–{high:.0%}"
-            out[f"{C0_PREFIX}{low:g}-{high:g}"] = (label, inside, eligible & ~inside)
-    return out
+def _histogram_threshold(histogram: HistogramResult) -> float:
+    """:func:`default_threshold`'s rule on a histogram (median, MAD and p99 within its bucket width)."""
+    median, p99 = histogram.percentile(50), histogram.percentile(99)
+    mad = histogram.mad_ns()
+    return min(p99, median + 10 * 1.4826 * mad) if mad > 0 else p99
 
 
-def _tests(series: Sequence[CounterSeries], groups: Sequence[Mapping[str, tuple[str, np.ndarray, np.ndarray]]],
-           thresholds: Sequence[float], window: int, edges: Sequence[float], alpha: float) -> list[ConditionTest]:
+def _claim(profile: ProfileResult, environment: Mapping[str, Any] | None, tolerance: float) -> ClaimCheck:
+    f = profile.frequency
+    measured = tuple(v / 1e6 for v in f.percentiles([5, 50, 95]).values()) if f is not None else (None,) * 3
+    return claim_check(profile.facts.thread, profile.facts.cpu, environment, measured_mhz=measured,
+                       within=profile.frequency_within, count=profile.frequency_count,
+                       transitions=profile.transitions.count, tolerance=tolerance)
+
+
+class _ThreadPass:
+    """Pass 2 of one thread: condition counts, SMI counts, event sums, lagged ranks, figure rows."""
+
+    def __init__(self, profile: ProfileResult, thresholds: Sequence[float], window: int, edges: Sequence[float],
+                 max_lag: int, n_surrogates: int, seed: int, timeline: TimelineCounters | None,
+                 near: np.ndarray | None) -> None:
+        facts, transitions = profile.facts, profile.transitions
+        self.facts, self.transitions, self.window, self.edges = facts, transitions, window, edges
+        self.thresholds, self.timeline, self.near_rows = thresholds, timeline, near
+        self.rows = 0
+        self.labels: dict[str, str] = {}
+        if timeline is None and transitions.count:
+            periods = "period" if window == 1 else "periods"
+            self.labels[TRANSITION] = f"within {window} {periods} of a frequency transition"
+        elif timeline is not None and near is not None and near.any():
+            self.labels[TRANSITION] = "in a turbostat interval on either side of a frequency change"
+        if facts.smi_events:
+            self.labels[SMI] = "in an interval with an SMI"
+        if facts.has_c0:
+            for low, high in itertools.pairwise(edges):
+                label = f"after an interval with C0 residency {low:.0%}–{high:.0%}"
+                self.labels[f"{C0_PREFIX}{low:g}-{high:g}"] = label
+        self.counts = {c: ConditionCounts(tuple(thresholds)) for c in self.labels}
+        self.smi = SmiCounts() if facts.has_smi else None
+        self.events: EventBlocks | None = None
+        self.ranks: list[tuple[str, LaggedRanks]] = []
+        if timeline is None:
+            kinds = ([(TRANSITION, np.asarray(transitions.index, dtype=np.int64))] if transitions.count else [])
+            kinds += [(SMI, None)] if facts.smi_events else []
+            if kinds and facts.rows > 2 * (2 * max_lag + 1):
+                seeds = [np.random.SeedSequence([seed, facts.thread, 0 if name == TRANSITION else 1])
+                         for name, _ in kinds]
+                self.events = EventBlocks(kinds, max_lag=max_lag, n_surrogates=n_surrogates, seeds=seeds)
+            if facts.has_frequency and profile.change is not None:
+                self.ranks.append(("|Δf_eff|", LaggedRanks(profile.latency_histogram, profile.change,
+                                                          max_lag=max_lag)))
+            if facts.has_c0 and profile.c0 is not None:
+                self.ranks.append(("C0 residency", LaggedRanks(profile.latency_histogram, profile.c0,
+                                                              max_lag=max_lag)))
+        self.display = DisplayRows(facts.rows)
+        self._previous_f = np.nan
+
+    def update(self, chunk: CounterSeries) -> None:
+        n = chunk.seq.size
+        near = (self.near_rows[self.rows:self.rows + n] if self.near_rows is not None
+                else _near(chunk, self.transitions, self.window))
+        masks = condition_masks(chunk, near, self.edges, self.labels, turbostat=self.near_rows is not None,
+                                c0_prefix=C0_PREFIX, transition=TRANSITION, smi_name=SMI)
+        latency = chunk.latency_ns
+        for condition, (inside, outside) in masks.items():
+            self.counts[condition].update(latency[inside], latency[outside])
+        if self.smi is not None:
+            self.smi.update(latency, chunk.smi_delta, self.thresholds[0])
+        if self.events is not None:
+            self.events.update(latency, self.rows + np.flatnonzero(np.nan_to_num(chunk.smi_delta) > 0))
+        for other, ranks in self.ranks:
+            if other == "C0 residency":
+                ranks.update(latency, chunk.c0 * C0_SCALE)
+            else:
+                ranks.update(latency, np.abs(np.diff(np.concatenate(([self._previous_f], chunk.f_eff_hz)))))
+        self._previous_f = float(chunk.f_eff_hz[-1])
+        self.display.update(chunk)
+        self.rows += n
+
+    def triggers(self, window: int) -> list[EventTrigger]:
+        if self.events is None:
+            return []
+        return [EventTrigger(cpu=self.facts.cpu, event=name, average=average)
+                for name, average in self.events.result(peak_halfwidth=window)]
+
+    def links(self) -> list[LaggedLink]:
+        return [LaggedLink(self.facts.cpu, other, ranks.result()) for other, ranks in self.ranks]
+
+
+def _tests(passes: Sequence[_ThreadPass], alpha: float) -> list[ConditionTest]:
     raw: list[ConditionTest] = []
-    conditions = sorted({c for g in groups for c in g}, key=_condition_order)
+    conditions = sorted({c for tp in passes for c in tp.labels}, key=_condition_order)
     for condition in conditions:
-        pooled_in, pooled_out, label = [], [], ""
-        for s, g in zip(series, groups, strict=True):
-            if condition not in g:
-                continue
-            label, inside, outside = g[condition]
-            latency = s.latency_ns.astype(np.float64)
-            pooled_in.append(latency[inside])
-            pooled_out.append(latency[outside])
-            raw.extend(_test(f"cpu {s.cpu}", s.cpu, condition, label, latency[inside], latency[outside], thresholds))
-        if len(pooled_in) > 1:
-            raw.extend(_test("all", None, condition, label, np.concatenate(pooled_in), np.concatenate(pooled_out),
-                             thresholds))
+        members = [tp for tp in passes if condition in tp.labels]
+        for tp in members:
+            raw.extend(_test(f"cpu {tp.facts.cpu}", tp.facts.cpu, condition, tp.labels[condition],
+                             tp.counts[condition]))
+        if len(members) > 1:
+            pooled = members[0].counts[condition].copy()
+            for tp in members[1:]:
+                pooled.merge(tp.counts[condition])
+            raw.extend(_test("all", None, condition, members[-1].labels[condition], pooled))
     # the detectable ratio is at Bonferroni's level alpha/m, the first step of Holm's procedure
     m = sum(len(t.exceedance) for t in raw)
     return [replace(t, exceedance=tuple(replace(e, detectable_ratio=detectable_ratio(
@@ -368,27 +563,29 @@ def _tests(series: Sequence[CounterSeries], groups: Sequence[Mapping[str, tuple[
         power=POWER)) for e in t.exceedance)) for t in raw]
 
 
-def _test(scope: str, cpu: int | None, condition: str, label: str, inside: np.ndarray, outside: np.ndarray,
-          thresholds: Sequence[float]) -> list[ConditionTest]:
-    if inside.size == 0 or outside.size == 0:
+def _test(scope: str, cpu: int | None, condition: str, label: str, counts: ConditionCounts) -> list[ConditionTest]:
+    n_in, n_out = counts.inside.count, counts.outside.count
+    if n_in == 0 or n_out == 0:
         return []
+    inside, outside = counts.inside.result(), counts.outside.result()
     rows = []
-    for threshold in thresholds:
-        a, c = int(np.sum(inside > threshold)), int(np.sum(outside > threshold))
-        risk = risk_ratio(a, inside.size, c, outside.size)
+    for k, threshold in enumerate(counts.thresholds):
+        a, c = int(counts.exceed_in[k]), int(counts.exceed_out[k])
+        risk = risk_ratio(a, n_in, c, n_out)
         rows.append(Exceedance(threshold_ns=threshold, risk=risk, p_holm=float("nan"),
                                share_of_spikes=a / (a + c) if a + c else float("nan"),
-                               share_of_all=inside.size / (inside.size + outside.size),
-                               detectable_ratio=float("nan")))
-    return [ConditionTest(scope=scope, cpu=cpu, condition=condition, label=label, n_in=int(inside.size),
-                          n_out=int(outside.size), quantiles_in_ns=_quantiles(inside),
-                          quantiles_out_ns=_quantiles(outside), rank=rank_test(inside, outside),
+                               share_of_all=n_in / (n_in + n_out), detectable_ratio=float("nan")))
+    rank = rank_test_binned(np.asarray(inside.bucket_lower_ns, dtype=np.float64), np.asarray(inside.bucket_counts),
+                            np.asarray(outside.bucket_lower_ns, dtype=np.float64),
+                            np.asarray(outside.bucket_counts))
+    return [ConditionTest(scope=scope, cpu=cpu, condition=condition, label=label, n_in=int(n_in), n_out=int(n_out),
+                          quantiles_in_ns=_quantiles(inside), quantiles_out_ns=_quantiles(outside), rank=rank,
                           rank_p_holm=float("nan"), exceedance=tuple(rows))]
 
 
-def _quantiles(values: np.ndarray) -> dict[str, float]:
-    return {name: float(v) for (name, _), v in zip(QUANTILES, np.percentile(values, [q for _, q in QUANTILES]),
-                                                   strict=True)}
+def _quantiles(histogram: HistogramResult) -> dict[str, float]:
+    values = histogram.percentiles([q for _, q in QUANTILES])
+    return {name: float(values[float(q)]) for name, q in QUANTILES}
 
 
 def _adjust(tests: list[ConditionTest]) -> tuple[ConditionTest, ...]:
@@ -413,60 +610,29 @@ def _attributed(tests: Sequence[ConditionTest], alpha: float) -> dict[str, bool]
     return found
 
 
-def _event_triggers(series: CounterSeries, transitions: Transitions | None, max_lag: int, window: int,
-                    n_surrogates: int, rng: np.random.Generator) -> list[EventTrigger]:
-    latency = series.latency_ns.astype(np.float64)
-    events = []
-    if transitions is not None and transitions.count:
-        events.append((TRANSITION, np.asarray(transitions.index, dtype=np.int64)))
-    smi = np.flatnonzero(np.nan_to_num(series.smi_delta) > 0)
-    if smi.size:
-        events.append((SMI, smi))
-    out = []
-    for name, positions in events:
-        if latency.size <= 2 * (2 * max_lag + 1):
-            continue
-        average = event_average(latency, positions, max_lag=max_lag, peak_halfwidth=window,
-                                n_surrogates=n_surrogates, rng=rng)
-        out.append(EventTrigger(cpu=series.cpu, event=name, average=average))
-    return out
-
-
-def _links(series: CounterSeries, max_lag: int) -> list[LaggedLink]:
-    latency = series.latency_ns.astype(np.float64)
-    out = []
-    if series.has_frequency:
-        change = np.full(latency.size, np.nan)
-        change[1:] = np.abs(np.diff(series.f_eff_hz))
-        out.append(LaggedLink(series.cpu, "|Δf_eff|", lagged_correlation(latency, change, max_lag=max_lag)))
-    if series.has_c0:
-        out.append(LaggedLink(series.cpu, "C0 residency", lagged_correlation(latency, series.c0, max_lag=max_lag)))
-    return out
-
-
-def _smi_shares(series: Sequence[CounterSeries], threshold: float) -> tuple[SmiShare, ...]:
-    rows = []
-    scopes = [(f"cpu {s.cpu}", [s]) for s in series if s.has_smi]
+def _smi_shares(passes: Sequence[_ThreadPass], threshold: float) -> tuple[SmiShare, ...]:
+    scopes = [(f"cpu {tp.facts.cpu}", [tp.smi]) for tp in passes if tp.smi is not None]
     if len(scopes) > 1:
-        scopes.append(("all", [s for s in series if s.has_smi]))
+        scopes.append(("all", [tp.smi for tp in passes if tp.smi is not None]))
+    rows = []
     for scope, members in scopes:
-        known = [np.isfinite(s.smi_delta) for s in members]
-        latency = np.concatenate([s.latency_ns[k] for s, k in zip(members, known, strict=True)])
-        smi = np.concatenate([s.smi_delta[k] > 0 for s, k in zip(members, known, strict=True)])
-        spike = latency > threshold
-        n_spikes, with_smi = int(spike.sum()), int((spike & smi).sum())
+        counts = SmiCounts()
+        for m in members:
+            counts.merge(m)
         among = 0.0
-        if with_smi and (~smi).any():
-            ratio = (with_smi / smi.sum()) / max((n_spikes - with_smi) / (~smi).sum(), 1e-300)
+        if counts.spikes_with_smi and counts.known > counts.with_smi:
+            ratio = ((counts.spikes_with_smi / counts.with_smi)
+                     / max((counts.spikes - counts.spikes_with_smi) / (counts.known - counts.with_smi), 1e-300))
             among = (ratio - 1) / ratio if ratio > 1 else 0.0
-        fraction = with_smi / n_spikes * among if n_spikes else 0.0
-        rows.append(SmiShare(scope=scope, threshold_ns=threshold, spikes=n_spikes, spikes_with_smi=with_smi,
-                             share_of_wakeups_with_smi=float(smi.mean()), attributable_fraction=float(fraction),
-                             attributable_among_coinciding=float(among)))
+        fraction = counts.spikes_with_smi / counts.spikes * among if counts.spikes else 0.0
+        rows.append(SmiShare(scope=scope, threshold_ns=threshold, spikes=counts.spikes,
+                             spikes_with_smi=counts.spikes_with_smi,
+                             share_of_wakeups_with_smi=counts.with_smi / counts.known if counts.known else 0.0,
+                             attributable_fraction=float(fraction), attributable_among_coinciding=float(among)))
     return tuple(rows)
 
 
-def _verdicts(tests: Sequence[ConditionTest], attributed: Mapping[str, bool], series: Sequence[CounterSeries],
+def _verdicts(tests: Sequence[ConditionTest], attributed: Mapping[str, bool], series: Sequence[ThreadFacts],
               frequency: FrequencyAnalysis, shares: Sequence[SmiShare], threshold: float, alpha: float,
               window: int, smi_total: int | None = None) -> tuple[str, ...]:
     """Transitions first, then SMIs (and the share of spikes they explain), then idle depth."""
@@ -487,8 +653,7 @@ def _verdicts(tests: Sequence[ConditionTest], attributed: Mapping[str, bool], se
                      f"{frequency.transitions[0].min_dwell} wake-ups), so no latency is attributed to them.")
     lines += [f"Claimed vs measured: {c.message.split(': ', 1)[1]}" + ("." if len(series) == 1 else f" (cpu {c.cpu}).")
               for c in frequency.claims if c.disagree]
-    smi_count = smi_total if smi_total is not None else int(
-        sum(np.nansum(np.where(s.smi_delta > 0, s.smi_delta, 0)) for s in series if s.has_smi))
+    smi_count = smi_total if smi_total is not None else int(sum(s.smi_total for s in series if s.has_smi))
     if not any(s.has_smi for s in series):
         lines.append("SMIs: SMI counter not recorded, so no latency can be attributed to SMIs.")
     elif SMI in attributed:
@@ -521,7 +686,7 @@ def _share_sentence(share: SmiShare, threshold: float) -> str:
             f"{format_us(threshold)}.")
 
 
-def _why_no_frequency(series: Sequence[CounterSeries]) -> str:
+def _why_no_frequency(series: Sequence[ThreadFacts]) -> str:
     missing = {name: why for s in series for name, why in s.quality.missing.items() if name in ("aperf", "mperf")}
     if missing:
         return "; ".join(f"{name}: {why}" for name, why in sorted(missing.items()))
@@ -569,7 +734,7 @@ def _sentence(test: ConditionTest, attributed: bool, threshold: float) -> str:
             f"({numbers}); {power}.")
 
 
-def _quality_note(series: CounterSeries) -> str:
+def _quality_note(series: ThreadFacts) -> str:
     q = series.quality
     dropped = "; ".join(f"{count} {why}" for why, count in q.discarded.items())
     wraps = ", ".join(f"{count} {name} wrap{'s' if count != 1 else ''}" for name, count in q.wraps_corrected.items())

@@ -14,6 +14,7 @@ frequency moving is flagged.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -147,46 +148,147 @@ def detect_transitions(series: CounterSeries, *, relative_threshold: float = DEF
         raise AnalysisError(f"relative threshold {relative_threshold} is not in (0, 1); use e.g. 0.05 for 5 %")
     if min_dwell < 1:
         raise AnalysisError(f"minimum dwell {min_dwell} is below 1 wake-up")
-    pos = np.flatnonzero(np.isfinite(series.f_eff_hz))
-    values = series.f_eff_hz[pos]
-    levels = _levels(values, relative_threshold, min_dwell)
-    index, frm, to, timeline = [], [], [], []
-    for k, (_, end, level) in enumerate(levels):
-        if k:
-            index.append(int(pos[levels[k - 1][1]]))
-            frm.append(levels[k - 1][2])
-            to.append(level)
-        row_start = 0 if k == 0 else index[-1]
-        row_end = series.seq.size if k == len(levels) - 1 else int(pos[end])
-        timeline.append(FrequencyLevel(
-            start_index=row_start, end_index=row_end,
-            start_ns=int(series.expected_ns[row_start]), end_ns=int(series.expected_ns[row_end - 1]),
-            level_hz=float(level)))
-    idx = np.asarray(index, dtype=np.int64)
-    return Transitions(
-        thread=series.thread, cpu=series.cpu, relative_threshold=relative_threshold, min_dwell=min_dwell,
-        index=tuple(int(i) for i in idx), seq=tuple(int(s) for s in series.seq[idx]),
-        time_ns=tuple(int(t) for t in series.expected_ns[idx]),
-        from_hz=tuple(float(f) for f in frm), to_hz=tuple(float(f) for f in to), levels=tuple(timeline),
-    )
+    detector = TransitionDetector(series.thread, series.cpu, relative_threshold=relative_threshold,
+                                  min_dwell=min_dwell)
+    detector.update(series)
+    return detector.result()
 
 
-def _levels(values: np.ndarray, threshold: float, dwell: int) -> list[tuple[int, int, float]]:
-    """Merged levels as (first sample, one past last long sample, level) over compressed samples."""
-    if values.size == 0:
-        return []
-    jumps = np.abs(np.diff(values)) > threshold * values[:-1]
-    starts = np.concatenate(([0], np.flatnonzero(jumps) + 1))
-    ends = np.concatenate((starts[1:], [values.size]))
-    out: list[tuple[int, int, float]] = []
-    for start, end in zip(starts[ends - starts >= dwell], ends[ends - starts >= dwell], strict=True):
-        level = float(np.median(values[start:end]))
-        if out and abs(level - out[-1][2]) <= threshold * out[-1][2]:
-            first, _, previous = out[-1]
-            out[-1] = (first, int(end), previous)  # same level after a blip: keep the earlier level
-            continue
-        out.append((int(start), int(end), level))
-    return out
+SEGMENT_EXACT = 1 << 20
+"""A segment of more valid samples than this gets its median from a histogram (see :class:`TransitionDetector`)."""
+SEGMENT_BIN = 1e-6
+"""Relative width of that histogram's bins: the level of such a segment is within 1e-6 of the exact median."""
+
+
+class _SegmentMedian:
+    """Median of one segment's samples: exact up to :data:`SEGMENT_EXACT` samples, then from log bins."""
+
+    def __init__(self) -> None:
+        self.parts: list[np.ndarray] = []
+        self.size = 0
+        self.keys: np.ndarray | None = None  # log-bin keys and counts once the segment outgrew the buffer
+        self.counts: np.ndarray | None = None
+
+    def add(self, values: np.ndarray) -> None:
+        if values.size == 0:
+            return
+        self.size += values.size
+        if self.keys is None:
+            self.parts.append(values)
+            if self.size <= SEGMENT_EXACT:
+                return
+            values, self.parts = np.concatenate(self.parts), []
+            self.keys, self.counts = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        keys, counts = np.unique(np.rint(np.log(values) / math.log1p(SEGMENT_BIN)).astype(np.int64),
+                                 return_counts=True)
+        merged, inverse = np.unique(np.concatenate([self.keys, keys]), return_inverse=True)
+        self.counts = np.bincount(inverse, weights=np.concatenate([self.counts, counts]),
+                                  minlength=merged.size).astype(np.int64)
+        self.keys = merged
+
+    def median(self) -> float:
+        if self.keys is None:
+            return float(np.median(np.concatenate(self.parts)))
+        ends = np.cumsum(self.counts)
+        low = self.keys[np.searchsorted(ends, (self.size - 1) // 2, side="right")]
+        high = self.keys[np.searchsorted(ends, self.size // 2, side="right")]
+        return float(np.exp(0.5 * (low + high) * math.log1p(SEGMENT_BIN)))
+
+
+class TransitionDetector:
+    """Accumulator: :func:`detect_transitions` over a thread's series fed in ``seq`` order, chunk by chunk.
+
+    Memory: the open segment (exact up to :data:`SEGMENT_EXACT` samples, then a histogram
+    of log bins :data:`SEGMENT_BIN` wide) and the levels found; the result equals
+    :func:`detect_transitions` on the whole series (exactly while no segment is longer than
+    :data:`SEGMENT_EXACT`, else with levels within :data:`SEGMENT_BIN` relative).  Sequential:
+    chunks must come in order (there is no ``merge``; threads are independent).
+    """
+
+    def __init__(self, thread: int, cpu: int, *, relative_threshold: float = DEFAULT_THRESHOLD,
+                 min_dwell: int = DEFAULT_MIN_DWELL) -> None:
+        if not 0 < relative_threshold < 1:
+            raise AnalysisError(f"relative threshold {relative_threshold} is not in (0, 1); use e.g. 0.05 for 5 %")
+        if min_dwell < 1:
+            raise AnalysisError(f"minimum dwell {min_dwell} is below 1 wake-up")
+        self.thread, self.cpu = thread, cpu
+        self.threshold, self.dwell = relative_threshold, min_dwell
+        self.rows = 0
+        self.first_ns: int | None = None
+        self.last_ns: int | None = None
+        self._previous_row_ns: int | None = None
+        self._previous_f: float | None = None
+        self._segment = _SegmentMedian()
+        # merged levels: [level_hz, end] with end = (row, seq, expected_ns, expected_ns of the row before) of
+        # the first valid sample after the level's last long segment, None while the level is the last one
+        self._levels: list[list[Any]] = []
+
+    def update(self, series: CounterSeries) -> TransitionDetector:
+        """Add the next rows of the thread (a :class:`CounterSeries` chunk)."""
+        n = series.seq.size
+        if n == 0:
+            return self
+        if self.first_ns is None:
+            self.first_ns = int(series.expected_ns[0])
+        before = np.empty(n, dtype=np.int64)
+        before[1:] = series.expected_ns[:-1]
+        before[0] = self._previous_row_ns if self._previous_row_ns is not None else series.expected_ns[0]
+        pos = np.flatnonzero(np.isfinite(series.f_eff_hz))
+        values = series.f_eff_hz[pos]
+        if values.size:
+            previous = np.concatenate(([self._previous_f], values[:-1])) if self._previous_f is not None else None
+            if previous is None:
+                jumps = np.concatenate(([False], np.abs(np.diff(values)) > self.threshold * values[:-1]))
+            else:
+                jumps = np.abs(values - previous) > self.threshold * previous
+            starts = np.flatnonzero(jumps)
+            cuts = np.concatenate(([0], starts, [values.size]))
+            for k in range(cuts.size - 1):
+                if k:  # a jump at cuts[k]: the open segment ends there
+                    row = int(pos[cuts[k]])
+                    self._close((self.rows + row, int(series.seq[row]), int(series.expected_ns[row]),
+                                 int(before[row])))
+                self._segment.add(values[cuts[k]:cuts[k + 1]])
+            self._previous_f = float(values[-1])
+        self.rows += n
+        self._previous_row_ns = self.last_ns = int(series.expected_ns[-1])
+        return self
+
+    def _close(self, end: tuple[int, int, int, int] | None) -> None:
+        segment, self._segment = self._segment, _SegmentMedian()
+        if segment.size < self.dwell:
+            return
+        level = segment.median()
+        if self._levels and abs(level - self._levels[-1][0]) <= self.threshold * self._levels[-1][0]:
+            self._levels[-1][1] = end  # same level after a blip: keep the earlier level
+            return
+        self._levels.append([level, end])
+
+    def result(self) -> Transitions:
+        """The transitions and the level timeline (the open segment is closed at the end of the data)."""
+        self._close(None)
+        levels = [list(level) for level in self._levels]
+        index, seq, time_ns, frm, to, timeline = [], [], [], [], [], []
+        for k, (level, end) in enumerate(levels):
+            if k:
+                row, s_, t_, _ = levels[k - 1][1]
+                index.append(row)
+                seq.append(s_)
+                time_ns.append(t_)
+                frm.append(levels[k - 1][0])
+                to.append(level)
+            row_start = 0 if k == 0 else index[-1]
+            start_ns = self.first_ns if k == 0 else time_ns[-1]
+            last = k == len(levels) - 1
+            row_end = self.rows if last else end[0]
+            end_ns = self.last_ns if last else end[3]
+            timeline.append(FrequencyLevel(start_index=int(row_start), end_index=int(row_end),
+                                           start_ns=int(start_ns), end_ns=int(end_ns), level_hz=float(level)))
+        return Transitions(
+            thread=self.thread, cpu=self.cpu, relative_threshold=self.threshold, min_dwell=self.dwell,
+            index=tuple(int(i) for i in index), seq=tuple(int(v) for v in seq), time_ns=tuple(int(v) for v in time_ns),
+            from_hz=tuple(float(f) for f in frm), to_hz=tuple(float(f) for f in to), levels=tuple(timeline),
+        )
 
 
 def time_in_frequency(series: CounterSeries, *, bin_mhz: float = 100.0) -> TimeInFrequency:
@@ -242,32 +344,54 @@ def check_claimed(series: CounterSeries, transitions: Transitions, environment: 
     ClaimCheck
         ``disagree`` True when cpufreq's claim and the measurement differ.
     """
-    info = dict(((environment or {}).get("cpufreq") or {}).get(str(series.cpu)) or {})
     f = series.f_eff_hz[np.isfinite(series.f_eff_hz)] / 1e6
-    base = dict(thread=series.thread, cpu=series.cpu, governor=info.get("governor"), driver=info.get("driver"),
-                tolerance=tolerance, transitions=transitions.count)
-    if f.size == 0:
+    p5, median, p95 = (float(v) for v in np.percentile(f, [5, 50, 95])) if f.size else (None, None, None)
+    claimed = claimed_hz(environment, series.cpu)
+    within = int(np.count_nonzero(np.abs(f * 1e6 - claimed) <= tolerance * claimed)) if claimed and f.size else 0
+    return claim_check(series.thread, series.cpu, environment, measured_mhz=(p5, median, p95), within=within,
+                       count=int(f.size), transitions=transitions.count, tolerance=tolerance,
+                       agree_fraction=agree_fraction)
+
+
+def claimed_hz(environment: Mapping[str, Any] | None, cpu: int) -> float | None:
+    """cpufreq's recorded frequency (Hz) of ``cpu`` in the environment metadata, or None."""
+    info = dict(((environment or {}).get("cpufreq") or {}).get(str(cpu)) or {})
+    return float(info["cur_khz"]) * 1e3 if info.get("cur_khz") else None
+
+
+def claim_check(thread: int, cpu: int, environment: Mapping[str, Any] | None, *,
+                measured_mhz: tuple[float | None, float | None, float | None], within: int, count: int,
+                transitions: int, tolerance: float = DEFAULT_THRESHOLD, agree_fraction: float = 0.9) -> ClaimCheck:
+    """The :class:`ClaimCheck` from the measured f_eff p5/median/p95 (MHz) and the count within tolerance.
+
+    ``within`` of ``count`` wake-ups with an f_eff lie within ``tolerance`` of the claimed frequency;
+    :func:`check_claimed` computes them from a series, the streamed correlation from histograms.
+    """
+    info = dict(((environment or {}).get("cpufreq") or {}).get(str(cpu)) or {})
+    base = dict(thread=thread, cpu=cpu, governor=info.get("governor"), driver=info.get("driver"),
+                tolerance=tolerance, transitions=transitions)
+    if count == 0:
         return ClaimCheck(**base, claimed_mhz=None, measured_median_mhz=None, measured_p5_mhz=None,
                           measured_p95_mhz=None, fraction_within=None, disagree=False,
-                          message=f"cpu {series.cpu}: no effective frequency measured; nothing to check")
-    p5, median, p95 = (float(v) for v in np.percentile(f, [5, 50, 95]))
+                          message=f"cpu {cpu}: no effective frequency measured; nothing to check")
+    p5, median, p95 = measured_mhz
     measured = dict(measured_median_mhz=median, measured_p5_mhz=p5, measured_p95_mhz=p95)
     spread = (f"median {median:.0f} MHz, 5–95 % {p5:.0f}–{p95:.0f} MHz, "
-              f"{transitions.count} transition{'s' if transitions.count != 1 else ''}")
+              f"{transitions} transition{'s' if transitions != 1 else ''}")
     if not info.get("cur_khz"):
         return ClaimCheck(**base, **measured, claimed_mhz=None, fraction_within=None, disagree=False,
-                          message=f"cpu {series.cpu}: cpufreq not recorded; measured f_eff {spread}")
+                          message=f"cpu {cpu}: cpufreq not recorded; measured f_eff {spread}")
     claimed = float(info["cur_khz"]) / 1e3
-    within = float(np.mean(np.abs(f - claimed) <= tolerance * claimed))
+    fraction = within / count
     who = f"cpufreq claims {claimed:.0f} MHz (governor {info.get('governor') or 'unknown'})"
-    disagree = within < agree_fraction
+    disagree = fraction < agree_fraction
     if disagree:
-        message = (f"cpu {series.cpu}: {who} but f_eff is within ±{tolerance:.0%} of it for only "
-                   f"{within:.0%} of wake-ups ({spread})")
+        message = (f"cpu {cpu}: {who} but f_eff is within ±{tolerance:.0%} of it for only "
+                   f"{fraction:.0%} of wake-ups ({spread})")
     else:
-        message = (f"cpu {series.cpu}: {who}, and f_eff agrees ({within:.0%} of wake-ups within "
+        message = (f"cpu {cpu}: {who}, and f_eff agrees ({fraction:.0%} of wake-ups within "
                    f"±{tolerance:.0%}; {spread})")
-    return ClaimCheck(**base, **measured, claimed_mhz=claimed, fraction_within=within, disagree=disagree,
+    return ClaimCheck(**base, **measured, claimed_mhz=claimed, fraction_within=fraction, disagree=disagree,
                       message=message)
 
 

@@ -33,25 +33,39 @@ def _source_label(series: CounterSeries) -> str:
     return "Bzy_MHz (turbostat, per interval)" if _from_turbostat(series) else "f_eff (APERF/MPERF)"
 
 
+MAX_TRANSITION_LINES = 300
+"""More transitions than this are marked as a rug along the top edge, not as lines over the data."""
+
+
 def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | None, ax_frequency: Axes,
-                            ax_latency: Axes, *, threshold_ns: float | None = None, index: int = 0) -> Axes:
-    """f_eff over time with transitions marked (top), latency over time on the same time axis (bottom)."""
+                            ax_latency: Axes, *, threshold_ns: float | None = None, index: int = 0,
+                            latency_label: str = "latency") -> Axes:
+    """f_eff over time with transitions marked (top), latency over time on the same time axis (bottom).
+
+    ``latency_label`` names what the latency points are (e.g. the largest of each run of k wake-ups
+    when ``series`` holds the figure rows of a long capture).
+    """
     seconds = (series.expected_ns - series.expected_ns[0]) / NS_PER_S
     ax_frequency.plot(seconds, series.f_eff_hz / 1e6, color=colour(index), linewidth=0.6, marker=".",
                       markersize=1.5, rasterized=True, label=_source_label(series))
     if transitions is not None and transitions.count:
-        at = seconds[np.asarray(transitions.index)]
+        # from the transitions' own times: the series drawn may be the figure rows of a long capture
+        at = (np.asarray(transitions.time_ns, dtype=np.float64) - series.expected_ns[0]) / NS_PER_S
         label = (f"{transitions.count} transitions (±{transitions.relative_threshold:.0%}, "
                  f"dwell ≥ {transitions.min_dwell})")
-        # one collection, not an artist per transition: thousands of transitions draw in milliseconds
-        ax_frequency.vlines(at, 0, 1, transform=ax_frequency.get_xaxis_transform(), color="#c00000",
-                            linewidth=0.4, alpha=0.5, rasterized=True, label=label)
+        if transitions.count <= MAX_TRANSITION_LINES:
+            # one collection, not an artist per transition: thousands of transitions draw in milliseconds
+            ax_frequency.vlines(at, 0, 1, transform=ax_frequency.get_xaxis_transform(), color="#c00000",
+                                linewidth=0.4, alpha=0.5, rasterized=True, label=label)
+        else:  # lines would hide the frequency trace: a rug along the top edge
+            ax_frequency.vlines(at, 0.93, 1, transform=ax_frequency.get_xaxis_transform(), color="#c00000",
+                                linewidth=0.3, alpha=0.4, rasterized=True, label=label + ", marked along the top")
     ax_frequency.set_ylabel("effective frequency [MHz]")
     ax_frequency.set_title(f"cpu {series.cpu}: effective frequency and latency over time", fontsize=10)
     ax_frequency.grid(True, alpha=0.3)
     ax_frequency.legend(loc="upper right", fontsize=8, ncols=2)
     ax_latency.plot(seconds, series.latency_ns / NS_PER_US, color="0.25", linestyle="none", marker=".",
-                    markersize=1.5, rasterized=True, label="latency")
+                    markersize=1.5, rasterized=True, label=latency_label)
     if threshold_ns is not None:
         ax_latency.axhline(threshold_ns / NS_PER_US, color="#c00000", linestyle="--", linewidth=0.8,
                            label=f"spike threshold {threshold_ns / NS_PER_US:.1f} µs")
@@ -75,7 +89,8 @@ def plot_frequency_zoom(series: CounterSeries, transitions: Transitions | None, 
             label=("Bzy_MHz of the turbostat interval of each wake-up" if _from_turbostat(series)
                    else "f_eff of the interval ending at each wake-up"))
     if transitions is not None and transitions.count:
-        at = seconds[np.asarray(transitions.index)]
+        # from the transitions' own times: the series drawn may be the figure rows of a long capture
+        at = (np.asarray(transitions.time_ns, dtype=np.float64) - series.expected_ns[0]) / NS_PER_S
         shown = at[(at >= start_s) & (at <= stop_s)]
         ax.vlines(shown, 0, 1, transform=ax.get_xaxis_transform(), color="#c00000", linewidth=0.6, alpha=0.6)
     ax.set_xlim(start_s, stop_s)

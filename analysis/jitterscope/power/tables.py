@@ -100,7 +100,9 @@ def correlation_text(result: Correlation, *, width: int = TEXT_WIDTH) -> str:
     if not result.available:
         return result.reason + "\n"
     lines = ["Verdict:", *(f"  - {v}" for v in result.verdicts), ""]
-    lines += ["Notes:", *(f"  - {n}" for n in result.notes), f"  - {_method(result)}", ""]
+    methods = dict(result.params.get("methods") or {})  # which statistics are exact, which bounded
+    lines += ["Notes:", *(f"  - {n}" for n in result.notes), f"  - {_method(result)}",
+              *(f"  - {name.replace('_', ' ')}: {how}" for name, how in methods.items()), ""]
     for table in correlation_tables(result)[1:]:
         lines += [table.title, *to_text(table, max_width=width), ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -47,6 +47,8 @@ class SpectralOptions:
     columns: int = 64
     floor_bins: int = 63
     ls_max_points: int = 1 << 18
+    """Lomb-Scargle runs on every wake-up up to this many, else on the means of k consecutive wake-ups
+    (k a power of two, the fewest giving at most this many points), over the whole series."""
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -134,6 +136,10 @@ class _ThreadState:
         self.ls_times: list[np.ndarray] = []
         self.ls_values: list[np.ndarray] = []
         self.ls_n = 0
+        # the whole series for Lomb-Scargle, in bounded memory: sums over bins of ls_k consecutive wake-ups,
+        # bins merged pairwise (ls_k doubles) whenever there are more than ls_max_points of them
+        self.ls_k = 1
+        self.ls_sums = np.zeros((0, 3))  # per bin: sum of actual_ns - first, sum of latency, count
         self.first_expected: int | None = None
         self.last_index: int | None = None
         self.gaps = 0
@@ -159,6 +165,29 @@ class _ThreadState:
             self.ls_times.append(actual_ns[:take])
             self.ls_values.append(latency[:take])
             self.ls_n += min(take, latency.size)
+        self._bin_means(actual_ns, latency)  # cheap, and gaps found later may still call for Lomb-Scargle
+
+    def _bin_means(self, actual_ns: np.ndarray, latency: np.ndarray) -> None:
+        """Add wake-ups to the bins of ls_k consecutive ones (rows counted from the thread's first)."""
+        start = self.samples - latency.size
+        rows = start + np.arange(latency.size)
+        first_bin = start // self.ls_k
+        local = rows // self.ls_k - first_bin
+        size = int(local[-1]) + 1
+        t = (actual_ns - self.first_expected).astype(np.float64)
+        sums = np.stack([np.bincount(local, weights=t, minlength=size), np.bincount(local, weights=latency,
+                                                                                     minlength=size),
+                         np.bincount(local, minlength=size).astype(np.float64)], axis=1)
+        have = self.ls_sums.shape[0]
+        if have > first_bin:  # the chunk's first bin continues the last one
+            self.ls_sums[first_bin:] += sums[:have - first_bin]
+            sums = sums[have - first_bin:]
+        self.ls_sums = np.concatenate([self.ls_sums, sums])
+        while self.ls_sums.shape[0] > self.options.ls_max_points:
+            if self.ls_sums.shape[0] % 2:
+                self.ls_sums = np.concatenate([self.ls_sums, np.zeros((1, 3))])
+            self.ls_sums = self.ls_sums[0::2] + self.ls_sums[1::2]
+            self.ls_k *= 2
 
     def _spikes(self, index: np.ndarray, actual_ns: np.ndarray, latency: np.ndarray) -> None:
         if self.isi is None:
@@ -200,10 +229,23 @@ class _ThreadState:
         method = f"welch-{options.average}"
         ls = None
         if use_ls:
-            times = np.concatenate(self.ls_times) / 1e9
-            ls = lomb_scargle(times, np.concatenate(self.ls_values), alpha=options.alpha)
+            if self.samples <= options.ls_max_points or self.ls_k == 1 or not self.ls_sums.size:
+                times, values = np.concatenate(self.ls_times) / 1e9, np.concatenate(self.ls_values)
+                reduction = None
+            else:
+                # the whole series, as means of ls_k consecutive wake-ups (a stated reduction, not a cut)
+                full = self.ls_sums[self.ls_sums[:, 2] > 0]
+                times, values = full[:, 0] / full[:, 2] / 1e9, full[:, 1] / full[:, 2]
+                reduction = (f"Lomb-Scargle ran over all {self.samples:,} wake-ups as {values.size:,} means of "
+                             f"{self.ls_k} consecutive wake-ups: lines above the means' Nyquist frequency "
+                             f"(≈ {self.fs_hz / (2 * self.ls_k):.4g} Hz) are not searched and lines near it are "
+                             "attenuated (averaging is a sinc filter); Welch covers the full band")
+            ls = lomb_scargle(times, values, alpha=options.alpha)
             peaks, method = ls.peaks, "lomb-scargle"
-            if ls.n_used < self.samples:
+            if reduction is not None:
+                notes.append(reduction)
+                method = f"lomb-scargle (means of {self.ls_k} wake-ups)"
+            elif ls.n_used < self.samples:
                 notes.append(f"Lomb-Scargle used the first {ls.n_used} of {self.samples} wake-ups")
         if self.irregular:
             notes.append("intervals are not whole multiples of interval_ns: Welch ran on row order, "

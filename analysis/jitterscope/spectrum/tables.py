@@ -37,5 +37,7 @@ def peak_table(analysis: SpectralAnalysis) -> Table:
         rows=tuple(rows), formats=("", "{:.4f}", "{:.4g}", "{:.1f}", "{:.1e}", "", "", ""),
         notes=(f"Peaks with false-alarm probability below {analysis.options.alpha:g} (Welch: local noise-floor test "
                "with Šidák correction; Lomb-Scargle: Baluev).  A disturbance above fs/2 appears folded; "
-               "the alias candidates are the true frequencies it may have.",),
+               "the alias candidates are the true frequencies it may have.",
+               # how each thread was analysed (a Lomb-Scargle reduction, gaps): the report says it under the table
+               *(f"cpu {thread.cpu}: {note}" for thread in analysis.threads for note in thread.notes)),
     )

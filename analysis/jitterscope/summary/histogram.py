@@ -301,6 +301,31 @@ class LatencyHistogram:
             setattr(self, name, theirs if mine is None else mine if theirs is None else pick(mine, theirs))
         return self
 
+    def mid_ranks(self, values_ns: np.ndarray) -> np.ndarray:
+        """1-based mid-rank of each value's bucket among the values counted so far.
+
+        Values sharing a bucket share a rank (their average rank, as tied values get in
+        ``scipy.stats.rankdata``), so a rank is exact where buckets are one value wide
+        (magnitudes below ``2**sub_bits``) and otherwise exact up to the bucket width.
+        Values should have been counted; others get the rank of the bucket they would fall in.
+        """
+        values = np.asarray(values_ns).astype(np.int64, copy=False)
+        out = np.empty(values.size, dtype=np.float64)
+        negative_total = int(self._negative.sum())
+        positive = values >= 0
+        if positive.any():
+            index = np.minimum(self._index(values[positive]), max(self._positive.size - 1, 0))
+            counts = self._positive if self._positive.size else np.zeros(1, dtype=np.int64)
+            before = np.cumsum(counts) - counts
+            out[positive] = negative_total + before[index] + (counts[index] + 1) / 2.0
+        if (~positive).any():
+            magnitude = -(values[~positive] + 1) + 1  # values here are > int64 min in practice
+            counts = self._negative if self._negative.size else np.zeros(1, dtype=np.int64)
+            index = np.minimum(self._index(magnitude), counts.size - 1)
+            through = np.cumsum(counts)
+            out[~positive] = (negative_total - through[index]) + (counts[index] + 1) / 2.0
+        return out
+
     def result(self) -> HistogramResult:
         pos = np.flatnonzero(self._positive)
         neg = np.flatnonzero(self._negative)[::-1]

@@ -1,5 +1,9 @@
 """Report section: frequency transitions, SMIs and idle depth against latency (issue 5).
 
+Runs on every size: :func:`jitterscope.power.correlate_dataset` streams with bounded memory
+(issue 11), and the figures draw its figure rows (every wake-up up to 200,000 per thread, else
+the largest latency of each run of k, said on the page).
+
 Pages: the verdict and cpufreq's claim; per CPU the frequency timeline over
 latency; latency against f_eff and C0 (hexbin); event-triggered averages with
 surrogate bands and lagged correlations; the detailed tables.  A dataset
@@ -32,9 +36,6 @@ from ...power import (
 from ...render import PAGE_SIZE_IN, Page, Table
 from ..build import ReportContext, register_section
 
-MAX_ROWS = 5_000_000
-"""Above this many wake-ups the report leaves the correlation to ``jitterscope correlate``: it holds
-every thread's series in memory (peak about 250 bytes per wake-up), unlike the report's streaming passes."""
 ZOOM_S = 10.0  # seconds shown close up under each frequency timeline
 TIMELINE_PAGES = 4  # CPUs that get a frequency-timeline page
 PANELS = 4  # event-average / correlation panels per page
@@ -50,10 +51,6 @@ def power_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
     """Verdict, timelines, hexbins, event-triggered averages, lagged correlations and tables."""
     if ctx.dataset.is_histogram:
         return [_line("counters not recorded (histogram-only data keeps no per-wake-up counters)")]
-    if ctx.dataset.num_rows > MAX_ROWS:
-        return [_line(f"frequency and SMI correlation left out of the report: {ctx.dataset.num_rows:,} wake-ups are "
-                      f"more than the {MAX_ROWS:,} it analyses in memory; run 'jitterscope correlate' on the "
-                      "dataset (about 250 bytes of memory per wake-up)")]
     try:
         result, counters = ctx.shared("correlation", lambda: correlate_dataset(ctx.dataset))
     except AnalysisError as exc:
@@ -63,7 +60,8 @@ def power_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
     items: list[Page | Table] = [verdict_table(result), *_nonempty(claims_table(result))]
     items += _timeline_pages(result, counters)
     if any(s.has_frequency or s.has_c0 for s in counters.series):
-        items.append(_hexbin_page(counters))
+        items.append(_hexbin_page(counters, result.params.get("wakeups")))
+    items.append(_methods_table(result))
     items += _panel_pages("event-averages", "Event-triggered averages", result.event_averages, plot_event_average)
     items += _panel_pages("lagged-correlation", "Lagged correlation", result.cross_correlations,
                           plot_lagged_correlation)
@@ -85,7 +83,12 @@ def _timeline_pages(result: Correlation, counters: CounterSet) -> list[Page]:
         top, middle, bottom = fig.subplots(3, 1, height_ratios=(1.0, 1.0, 1.2))
         middle.sharex(top)
         transitions = by_thread.get(series.thread)
-        plot_frequency_timeline(series, transitions, top, middle, threshold_ns=result.thresholds_ns[0], index=index)
+        facts = next((q for q in result.counter_quality if q.get("thread") == series.thread), {})
+        rows = int(facts.get("rows") or series.seq.size)
+        label = ("latency" if rows <= series.seq.size else
+                 f"latency: largest of each {-(-rows // series.seq.size):,} wake-ups ({series.seq.size:,} of {rows:,})")
+        plot_frequency_timeline(series, transitions, top, middle, threshold_ns=result.thresholds_ns[0], index=index,
+                                latency_label=label)
         span_s = (series.expected_ns[-1] - series.expected_ns[0]) / 1e9
         plot_frequency_zoom(series, transitions, bottom, start_s=0.0, stop_s=min(ZOOM_S, span_s), index=index)
         # by CPU when every thread has its own known CPU, else by thread: page names must be unique
@@ -94,13 +97,25 @@ def _timeline_pages(result: Correlation, counters: CounterSet) -> list[Page]:
     return pages
 
 
-def _hexbin_page(counters: CounterSet) -> Page:
+def _hexbin_page(counters: CounterSet, wakeups: int | None) -> Page:
     fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
     left, right = fig.subplots(1, 2)
     latency = np.concatenate([s.latency_ns for s in counters.series])
     plot_counter_hexbin(np.concatenate([s.f_eff_hz for s in counters.series]), latency, left, what="f_eff")
     plot_counter_hexbin(np.concatenate([s.c0 for s in counters.series]), latency, right, what="c0")
+    if wakeups and latency.size < wakeups:
+        # a long capture: the figure rows are one wake-up in k per thread, the latest-latency one; say so
+        fig.suptitle(f"{latency.size:,} of {wakeups:,} wake-ups drawn: per thread the largest latency of each run "
+                     "of consecutive wake-ups (biased to spikes; the tests use every wake-up)", fontsize=9)
     return Page("latency-vs-feff-c0", fig)
+
+
+def _methods_table(result: Correlation) -> Table:
+    """Which statistics are exact and which are bounded approximations (the streamed analysis)."""
+    methods = dict(result.params.get("methods") or {})
+    return Table(name="power-methods", title="How the power-management statistics were computed",
+                 columns=("statistic", "method"), rows=tuple((k.replace("_", " "), str(v)) for k, v in methods.items()),
+                 formats=("", ""), align=("l", "l"))
 
 
 def _panel_pages(name: str, title: str, results: Sequence, plot) -> list[Page]:

@@ -1,0 +1,499 @@
+"""Streaming accumulators of the power-management correlation: bounded memory at any dataset size.
+
+:func:`jitterscope.power.correlate` and :func:`~jitterscope.power.correlate_dataset` pass each
+thread's derived counter rows through two passes, chunk by chunk in ``seq`` order:
+
+1. :class:`CounterProfile` (per thread): the transitions (:class:`~.cpufreq.TransitionDetector`),
+   histograms of latency, f_eff, |Δf_eff| and C0 (for the spike threshold, cpufreq's claim check
+   and ranks), time in frequency, counter quality, SMI totals.
+2. :class:`ConditionPass` (per thread, knowing the transitions and the threshold): per condition
+   the latency histograms inside and outside and the exceedance counts (:class:`ConditionCounts`),
+   SMI coincidence counts (:class:`SmiCounts`), event-triggered sums over blocks
+   (:class:`EventBlocks`), lagged rank correlation sums (:class:`LaggedRanks`) and the rows kept
+   for figures (:class:`DisplayRows`).
+
+Memory is a chunk, the histograms (a few thousand buckets each), the event blocks
+(2 × :data:`EVENT_BLOCK_ROWS` latencies per thread) and the results; not the series.
+
+What is exact and what is bounded (stated in the result's ``params["methods"]``):
+
+- exceedance counts, risk ratios, Fisher p-values, SMI shares, time in frequency: exact;
+- conditional quantiles: from HDR histograms (:data:`RELATIVE_ERROR`), max exact;
+- Mann-Whitney U and Cliff's delta: from the histograms, pairs in one bucket counted as ties,
+  so U is within ±``rank.u_bound`` of the exact U (in the result);
+- Spearman ranks of the lagged correlations: mid-ranks of histogram buckets (values in one
+  bucket share a rank: latency in ns and |Δf_eff| in Hz in 0.1 % buckets, C0 in 1 ppm buckets);
+- event-triggered surrogates: the events are shifted circularly *within* blocks of at least
+  :data:`EVENT_BLOCK_ROWS` wake-ups (one block, the whole series, when it has fewer than twice that);
+- the default spike threshold, when the series is read from a dataset: the p99 / median / MAD rule
+  of :func:`~.correlate.default_threshold` on the HDR histogram (within :data:`RELATIVE_ERROR`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..derive import CounterQuality, CounterSeries
+from ..summary import HistogramResult, LatencyHistogram
+from .association import CrossCorrelation, EventAverage, event_average_from_sums, event_sums
+from .cpufreq import TimeInFrequency, TransitionDetector, Transitions
+
+RELATIVE_ERROR = 1e-3
+"""Relative bucket width of every histogram here (HDR, 1024 buckets per octave)."""
+EVENT_BLOCK_ROWS = 1 << 20
+"""Event-triggered surrogates shift events circularly within blocks of this many wake-ups (or more)."""
+DISPLAY_ROWS = 200_000
+"""Rows per thread kept for figures: all of them up to this many, else the latest-latency wake-up of each run of k."""
+C0_SCALE = 1e6
+"""C0 residency is ranked in ppm, on a histogram with one bucket per ppm (:data:`C0_RELATIVE_ERROR`)."""
+C0_RELATIVE_ERROR = 2.0 ** -20  # every integer below 2**20 > 10**6 ppm gets its own bucket
+TIF_BIN_MHZ = 100.0
+
+
+def _dot(x: np.ndarray, y: np.ndarray) -> float:
+    # einsum's own loop: BLAS's threaded ddot is ~100x slower on a loaded machine (measured on 2 shared cores)
+    return float(np.einsum("i,i->", x, y))
+
+
+def _hist() -> LatencyHistogram:
+    return LatencyHistogram(RELATIVE_ERROR)
+
+
+def merge_quality(a: CounterQuality | None, b: CounterQuality) -> CounterQuality:
+    """Quality of two chunks of one thread (counts add; the thread-wide facts are b's)."""
+    if a is None:
+        return b
+    discarded = dict(a.discarded)
+    for why, count in b.discarded.items():
+        discarded[why] = discarded.get(why, 0) + count
+    wraps = dict(a.wraps_corrected)
+    for name, count in b.wraps_corrected.items():
+        wraps[name] = wraps.get(name, 0) + count
+    return CounterQuality(rows=a.rows + b.rows, valid=a.valid + b.valid, discarded=discarded,
+                          wraps_corrected=wraps, counter_bits=b.counter_bits or a.counter_bits,
+                          read_cycles_limit=b.read_cycles_limit, all_zero=b.all_zero, missing=b.missing)
+
+
+@dataclass(frozen=True)
+class ThreadFacts:
+    """What the verdicts need to know of one thread's counters (in place of its whole series)."""
+
+    thread: int
+    cpu: int
+    tsc_hz: float | None
+    tsc_hz_source: str
+    rows: int
+    has_frequency: bool
+    has_c0: bool
+    has_smi: bool
+    smi_events: int
+    smi_total: float
+    quality: CounterQuality
+
+    def to_json(self) -> dict[str, Any]:
+        """As :meth:`jitterscope.derive.CounterSeries.to_json`."""
+        return {"thread": self.thread, "cpu": self.cpu, "tsc_hz": self.tsc_hz, "tsc_hz_source": self.tsc_hz_source,
+                "rows": self.rows, "quality": self.quality.to_json()}
+
+
+@dataclass
+class ProfileResult:
+    """Everything pass 1 learnt about one thread."""
+
+    facts: ThreadFacts
+    transitions: Transitions
+    latency: HistogramResult
+    latency_histogram: LatencyHistogram
+    frequency: HistogramResult | None
+    change: LatencyHistogram | None
+    c0: LatencyHistogram | None
+    frequency_within: int
+    frequency_count: int
+    time_in_frequency: TimeInFrequency
+
+
+class CounterProfile:
+    """Pass 1 over one thread's chunks (in ``seq`` order): transitions, histograms, totals.
+
+    ``claimed_hz`` (cpufreq's recorded frequency, or None) and ``tolerance`` give the count of
+    wake-ups whose f_eff agrees with the claim.  Sequential per thread (no ``merge``); the
+    histograms it returns merge across threads.
+    """
+
+    def __init__(self, thread: int, cpu: int, *, relative_threshold: float, min_dwell: int,
+                 claimed_hz: float | None, tolerance: float) -> None:
+        self.thread, self.cpu = thread, cpu
+        self.detector = TransitionDetector(thread, cpu, relative_threshold=relative_threshold, min_dwell=min_dwell)
+        self.claimed_hz, self.tolerance = claimed_hz, tolerance
+        self.latency, self.frequency, self.change = _hist(), _hist(), _hist()
+        self.c0 = LatencyHistogram(C0_RELATIVE_ERROR)
+        self.rows = 0
+        self.quality: CounterQuality | None = None
+        self.tsc_hz: float | None = None
+        self.tsc_hz_source = "none"
+        self.within = 0
+        self.smi_events = 0
+        self.smi_total = 0.0
+        self.smi_known = 0
+        self.tif: dict[int, float] = {}
+        self._previous_f = np.nan
+        self._previous_ns: int | None = None
+
+    def update(self, chunk: CounterSeries) -> CounterProfile:
+        n = chunk.seq.size
+        if n == 0:
+            return self
+        self.detector.update(chunk)
+        self.tsc_hz, self.tsc_hz_source = chunk.tsc_hz, chunk.tsc_hz_source
+        self.quality = merge_quality(self.quality, chunk.quality)
+        self.latency.update(chunk.latency_ns)
+        f = chunk.f_eff_hz
+        finite = np.isfinite(f)
+        if finite.any():
+            self.frequency.update(np.rint(f[finite]).astype(np.int64))
+            if self.claimed_hz:
+                self.within += int(np.count_nonzero(np.abs(f[finite] - self.claimed_hz)
+                                                    <= self.tolerance * self.claimed_hz))
+        change = np.abs(np.diff(np.concatenate(([self._previous_f], f))))
+        self.change.update(np.rint(change[np.isfinite(change)]).astype(np.int64))
+        c0 = chunk.c0[np.isfinite(chunk.c0)]
+        self.c0.update(np.rint(c0 * C0_SCALE).astype(np.int64))
+        smi = chunk.smi_delta
+        known = np.isfinite(smi)
+        self.smi_known += int(known.sum())
+        positive = known & (np.nan_to_num(smi) > 0)
+        self.smi_events += int(positive.sum())
+        self.smi_total += float(smi[positive].sum())
+        # time in frequency: each valid interval (not the thread's first row) weighted by its length
+        before = np.concatenate(([self._previous_ns if self._previous_ns is not None else 0],
+                                 chunk.expected_ns[:-1]))
+        valid = finite.copy()
+        if self._previous_ns is None:
+            valid[0] = False
+        if valid.any():
+            seconds = (chunk.expected_ns[valid] - before[valid]) / 1e9
+            bins = np.floor(f[valid] / 1e6 / TIF_BIN_MHZ + 0.5).astype(np.int64)
+            uniq, inverse = np.unique(bins, return_inverse=True)
+            for b, total in zip(uniq.tolist(), np.bincount(inverse, weights=seconds).tolist(), strict=True):
+                self.tif[b] = self.tif.get(b, 0.0) + total
+        self._previous_f = float(f[-1])
+        self._previous_ns = int(chunk.expected_ns[-1])
+        self.rows += n
+        return self
+
+    def result(self) -> ProfileResult:
+        assert self.quality is not None, "no rows"
+        facts = ThreadFacts(thread=self.thread, cpu=self.cpu, tsc_hz=self.tsc_hz, tsc_hz_source=self.tsc_hz_source,
+                            rows=self.rows, has_frequency=self.frequency.count > 0, has_c0=self.c0.count > 0,
+                            has_smi=self.smi_known > 0, smi_events=self.smi_events, smi_total=self.smi_total,
+                            quality=self.quality)
+        bins = sorted(self.tif)
+        totals = np.array([self.tif[b] for b in bins])
+        tif = TimeInFrequency(
+            thread=self.thread, cpu=self.cpu, bin_mhz=TIF_BIN_MHZ,
+            lower_mhz=tuple(float((b - 0.5) * TIF_BIN_MHZ) for b in bins), seconds=tuple(float(t) for t in totals),
+            fraction=tuple(float(t / totals.sum()) for t in totals))
+        return ProfileResult(
+            facts=facts, transitions=self.detector.result(), latency=self.latency.result(),
+            latency_histogram=self.latency, frequency=self.frequency.result() if self.frequency.count else None,
+            change=self.change if self.change.count else None, c0=self.c0 if self.c0.count else None,
+            frequency_within=self.within, frequency_count=self.frequency.count, time_in_frequency=tif)
+
+
+@dataclass
+class ConditionCounts:
+    """Accumulator: latency inside and outside one condition (histograms, exceedance counts).
+
+    ``update(inside, outside)`` / ``merge(other)`` (threads pool into the "all" scope by merging).
+    """
+
+    thresholds: tuple[float, ...]
+    inside: LatencyHistogram = field(default_factory=_hist)
+    outside: LatencyHistogram = field(default_factory=_hist)
+    exceed_in: np.ndarray = field(default=None)  # type: ignore[assignment]
+    exceed_out: np.ndarray = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.exceed_in is None:
+            self.exceed_in = np.zeros(len(self.thresholds), dtype=np.int64)
+            self.exceed_out = np.zeros(len(self.thresholds), dtype=np.int64)
+
+    def update(self, inside: np.ndarray, outside: np.ndarray) -> ConditionCounts:
+        self.inside.update(inside)
+        self.outside.update(outside)
+        for k, threshold in enumerate(self.thresholds):
+            self.exceed_in[k] += int(np.count_nonzero(inside > threshold))
+            self.exceed_out[k] += int(np.count_nonzero(outside > threshold))
+        return self
+
+    def merge(self, other: ConditionCounts) -> ConditionCounts:
+        self.inside.merge(other.inside)
+        self.outside.merge(other.outside)
+        self.exceed_in += other.exceed_in
+        self.exceed_out += other.exceed_out
+        return self
+
+    def copy(self) -> ConditionCounts:
+        return ConditionCounts(self.thresholds).merge(self)
+
+
+@dataclass
+class SmiCounts:
+    """Accumulator: wake-ups with a known SMI count, with an SMI, spikes, and spikes with an SMI (exact)."""
+
+    known: int = 0
+    with_smi: int = 0
+    spikes: int = 0
+    spikes_with_smi: int = 0
+
+    def update(self, latency: np.ndarray, smi_delta: np.ndarray, threshold: float) -> SmiCounts:
+        known = np.isfinite(smi_delta)
+        smi = smi_delta[known] > 0
+        spike = latency[known] > threshold
+        self.known += int(known.sum())
+        self.with_smi += int(smi.sum())
+        self.spikes += int(spike.sum())
+        self.spikes_with_smi += int((spike & smi).sum())
+        return self
+
+    def merge(self, other: SmiCounts) -> SmiCounts:
+        self.known += other.known
+        self.with_smi += other.with_smi
+        self.spikes += other.spikes
+        self.spikes_with_smi += other.spikes_with_smi
+        return self
+
+
+class EventBlocks:
+    """Accumulator: event-triggered sums of one thread's latency, block by block (see :func:`event_sums`).
+
+    Events are transition rows (given) and SMI rows (found on the way).  Rows are buffered until
+    2 × ``block_rows`` are held, then the first ``block_rows`` are summed with their neighbours;
+    the rest at :meth:`result`.  A series shorter than 2 × ``block_rows`` is one block, which is
+    :func:`jitterscope.power.event_average` on the whole series.
+    """
+
+    def __init__(self, kinds: Sequence[tuple[str, np.ndarray | None]], *, max_lag: int, n_surrogates: int,
+                 seeds: Sequence[np.random.SeedSequence], block_rows: int = EVENT_BLOCK_ROWS) -> None:
+        self.kinds = list(kinds)  # (name, fixed positions or None for SMI rows found in the data)
+        self.max_lag, self.n_surrogates, self.block_rows = max_lag, n_surrogates, block_rows
+        self.rngs = [np.random.default_rng(s) for s in seeds]
+        self.lag_count = 2 * max_lag + 1
+        self.sums = [[np.zeros(self.lag_count), np.zeros(self.lag_count, dtype=np.int64),
+                      np.zeros((n_surrogates, self.lag_count)), np.zeros((n_surrogates, self.lag_count),
+                                                                         dtype=np.int64)] for _ in self.kinds]
+        self.events = [0] * len(self.kinds)
+        self._buffer: list[np.ndarray] = []
+        self._smi: list[np.ndarray] = []
+        self._buffered = 0
+        self._start = 0  # thread row of the buffer's first value
+        self._halo = np.zeros(0)
+
+    def update(self, latency: np.ndarray, smi_rows: np.ndarray) -> EventBlocks:
+        """Add the next latencies and the thread rows (absolute) of SMIs among them."""
+        self._buffer.append(np.asarray(latency, dtype=np.float64))
+        self._smi.append(np.asarray(smi_rows, dtype=np.int64))
+        self._buffered += latency.size
+        if self._buffered >= 2 * self.block_rows:
+            self._flush(final=False)
+        return self
+
+    def _flush(self, *, final: bool) -> None:
+        values = np.concatenate(self._buffer) if self._buffer else np.zeros(0)
+        smi = np.concatenate(self._smi) if self._smi else np.zeros(0, dtype=np.int64)
+        length = values.size if final else self.block_rows
+        if length == 0:
+            return
+        right = values[length:length + self.max_lag]
+        x = np.concatenate([self._halo, values[:length], right])
+        left = self._halo.size
+        stop = self._start + length
+        min_shift = self.lag_count
+        for k, (_, fixed) in enumerate(self.kinds):
+            rows = smi if fixed is None else fixed
+            mine = rows[(rows >= self._start) & (rows < stop)] - self._start
+            if mine.size == 0:
+                continue
+            shifts = (self.rngs[k].integers(min_shift, length - min_shift, size=self.n_surrogates)
+                      if length > 2 * min_shift else np.zeros(0, dtype=np.int64))
+            if shifts.size < self.n_surrogates:  # a block too short to shift gives no surrogates
+                continue
+            sums = event_sums(x, left, length, mine, max_lag=self.max_lag, shifts=shifts)
+            for total, part in zip(self.sums[k], sums, strict=True):
+                total += part
+            self.events[k] += int(mine.size)
+        self._halo = values[max(0, length - self.max_lag):length]
+        rest = values[length:]
+        self._buffer, self._buffered = ([rest], rest.size) if rest.size else ([], 0)
+        self._smi = [smi[smi >= stop]]
+        self._start = stop
+
+    def result(self, *, peak_halfwidth: int) -> list[tuple[str, EventAverage]]:
+        """One :class:`EventAverage` per kind of event that occurred."""
+        self._flush(final=True)
+        out = []
+        for k, (name, _) in enumerate(self.kinds):
+            if self.events[k]:
+                out.append((name, event_average_from_sums(tuple(self.sums[k]), n_events=self.events[k],
+                                                          max_lag=self.max_lag, peak_halfwidth=peak_halfwidth)))
+        return out
+
+
+class LaggedRanks:
+    """Accumulator: Spearman correlation of ``x[t]`` with ``y[t + lag]`` from histogram mid-ranks.
+
+    ``x_ranks``/``y_ranks`` are the thread's histograms of the two series (pass 1) that give each
+    value its rank.  Sums of centred ranks, their squares and products per lag; the last
+    ``max_lag`` ranks carry into the next chunk.  Sequential per thread.
+    """
+
+    def __init__(self, x_ranks: LatencyHistogram, y_ranks: LatencyHistogram, *, max_lag: int) -> None:
+        self.x_ranks, self.y_ranks, self.max_lag = x_ranks, y_ranks, max_lag
+        self.x_centre, self.y_centre = (x_ranks.count + 1) / 2.0, (y_ranks.count + 1) / 2.0
+        self.lags = np.arange(-max_lag, max_lag + 1)
+        self.sums = np.zeros((self.lags.size, 6))  # n, Σa, Σb, Σa², Σb², Σab
+        self._carry_a = np.zeros(0)
+        self._carry_b = np.zeros(0)
+
+    def _ranks(self, hist: LatencyHistogram, values: np.ndarray, centre: float) -> np.ndarray:
+        out = np.full(values.size, np.nan)
+        finite = np.isfinite(values)
+        if finite.any():
+            out[finite] = hist.mid_ranks(np.rint(values[finite]).astype(np.int64)) - centre
+        return out
+
+    def update(self, x: np.ndarray, y: np.ndarray) -> LaggedRanks:
+        a = np.concatenate([self._carry_a, self._ranks(self.x_ranks, x, self.x_centre)])
+        b = np.concatenate([self._carry_b, self._ranks(self.y_ranks, y, self.y_centre)])
+        old, size = self._carry_a.size, a.size
+        spans = []
+        for lag in self.lags:
+            # each pair once: in the chunk where its later member arrives; pairs (a[j - lag], b[j])
+            start = max(old, lag) if lag >= 0 else max(old, -lag)
+            i0, i1 = (start - lag, size - lag) if lag >= 0 else (start, size)
+            spans.append((i0, i1, i0 + lag, i1 + lag))
+        b0 = np.nan_to_num(b)
+        if np.isfinite(a).all():
+            # the usual case (latency is never missing): prefix sums, minus the few pairs whose b is missing,
+            # and one dot product per lag
+            missing = np.flatnonzero(~np.isfinite(b))
+            prefix = [np.concatenate(([0.0], np.cumsum(v))) for v in (a, a * a, b0, b0 * b0)]
+            for k, (i0, i1, j0, j1) in enumerate(spans):
+                bad = missing[(missing >= j0) & (missing < j1)]
+                gone = a[bad - self.lags[k]]
+                sa, saa, sb, sbb = (p[e] - p[s_] for p, (s_, e) in zip(
+                    prefix, ((i0, i1), (i0, i1), (j0, j1), (j0, j1)), strict=True))
+                self.sums[k] += ((j1 - j0) - bad.size, sa - gone.sum(), sb, saa - _dot(gone, gone), sbb,
+                                 _dot(a[i0:i1], b0[j0:j1]))
+        else:
+            # NaN as 0 with a 0/1 weight: every sum over the pairs where both exist is a dot product
+            wa, wb = np.isfinite(a).astype(np.float64), np.isfinite(b).astype(np.float64)
+            a0 = np.nan_to_num(a)
+            aa, bb = a0 * a0, b0 * b0
+            for k, (i0, i1, j0, j1) in enumerate(spans):
+                i, j = slice(i0, i1), slice(j0, j1)
+                self.sums[k] += (_dot(wa[i], wb[j]), _dot(a0[i], wb[j]), _dot(wa[i], b0[j]), _dot(aa[i], wb[j]),
+                                 _dot(wa[i], bb[j]), _dot(a0[i], b0[j]))
+        self._carry_a, self._carry_b = a[-self.max_lag:], b[-self.max_lag:]
+        return self
+
+    def result(self) -> CrossCorrelation:
+        r, n = [], []
+        for count, sa, sb, saa, sbb, sab in self.sums:
+            n.append(int(count))
+            if count < 3:
+                r.append(float("nan"))
+                continue
+            var_a, var_b = saa - sa * sa / count, sbb - sb * sb / count
+            denom = math.sqrt(max(var_a, 0.0) * max(var_b, 0.0))
+            r.append(float((sab - sa * sb / count) / denom) if denom > 0 else float("nan"))
+        band = [1.96 / np.sqrt(k) if k > 3 else float("nan") for k in n]
+        return CrossCorrelation(lags=tuple(int(v) for v in self.lags), r=tuple(r), n=tuple(n),
+                                null_band=tuple(float(v) for v in band))
+
+
+class DisplayRows:
+    """Accumulator: the rows of one thread kept for figures (all up to ``limit``; else one in each k).
+
+    ``k`` = ceil(rows / limit); each run of k consecutive wake-ups keeps the one with the largest
+    latency, so spikes stay visible in the timeline.  :meth:`result` gives a :class:`CounterSeries` of those rows.
+    """
+
+    def __init__(self, rows: int, limit: int | None = None) -> None:
+        self.k = max(1, -(-rows // (limit or DISPLAY_ROWS)))
+        self.parts: list[tuple[np.ndarray, ...]] = []
+        self._pending: tuple[int, tuple[np.ndarray, ...]] | None = None  # (run, one-row arrays) across chunks
+        self._row = 0
+        self.template: CounterSeries | None = None
+
+    def update(self, chunk: CounterSeries) -> DisplayRows:
+        n = chunk.seq.size
+        if n == 0:
+            return self
+        self.template = chunk
+        arrays = (chunk.seq, chunk.expected_ns, chunk.latency_ns, chunk.f_eff_hz, chunk.c0, chunk.smi_delta)
+        if self.k == 1:
+            self.parts.append(tuple(a.copy() for a in arrays))
+            self._row += n
+            return self
+        run = (self._row + np.arange(n)) // self.k
+        starts = np.concatenate(([0], np.flatnonzero(np.diff(run)) + 1))
+        top = np.maximum.reduceat(chunk.latency_ns, starts)
+        lengths = np.diff(np.concatenate((starts, [n])))
+        hits = np.flatnonzero(chunk.latency_ns == np.repeat(top, lengths))
+        _, first = np.unique(run[hits], return_index=True)
+        best = hits[first]  # per run (ascending) its first row with the largest latency
+        rows = tuple(a[best] for a in arrays)
+        runs = run[best]
+        if self._pending is not None:
+            run0, row0 = self._pending
+            if runs[0] != run0:
+                self.parts.append(row0)
+            elif row0[2][0] >= rows[2][0]:  # the run began in the previous chunk with a later wake-up
+                rows = tuple(np.concatenate([r0, r[1:]]) for r0, r in zip(row0, rows, strict=True))
+        self.parts.append(tuple(r[:-1] for r in rows))
+        self._pending = (int(runs[-1]), tuple(r[-1:] for r in rows))
+        self._row += n
+        return self
+
+    def result(self) -> CounterSeries | None:
+        parts = self.parts + ([self._pending[1]] if self._pending is not None else [])
+        if self.template is None:
+            return None
+        seq, expected, latency, f, c0, smi = (np.concatenate([p[i] for p in parts]) for i in range(6))
+        t = self.template
+        return CounterSeries(thread=t.thread, cpu=t.cpu, tsc_hz=t.tsc_hz, tsc_hz_source=t.tsc_hz_source, seq=seq,
+                             expected_ns=expected, latency_ns=latency, f_eff_hz=f, c0=c0, smi_delta=smi,
+                             quality=t.quality)
+
+
+def condition_masks(chunk: CounterSeries, near: np.ndarray, edges: Sequence[float], conditions: Mapping[str, str],
+                    *, turbostat: bool, c0_prefix: str, transition: str,
+                    smi_name: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Condition -> (inside, outside) masks of a chunk, each away from the other events.
+
+    ``near``: the chunk's wake-ups near a transition (±window wake-ups of a detected one, or, with
+    ``turbostat``, in a turbostat interval next to a frequency change: then wake-ups outside the
+    timeline are neither in nor out).  ``conditions``: the thread's (decided on the whole thread).
+    """
+    known = np.isfinite(chunk.f_eff_hz) if turbostat else np.ones(chunk.seq.size, dtype=bool)
+    smi_known = np.isfinite(chunk.smi_delta)
+    smi = smi_known & (np.nan_to_num(chunk.smi_delta) > 0)
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    if transition in conditions:
+        out[transition] = (near & ~smi, known & ~near & ~smi)
+    if smi_name in conditions:
+        out[smi_name] = (smi & ~near, smi_known & ~smi & ~near)
+    if any(c.startswith(c0_prefix) for c in conditions):
+        eligible = np.isfinite(chunk.c0) & ~smi & ~near
+        for low, high in itertools.pairwise(edges):
+            last = high == edges[-1]
+            inside = eligible & (chunk.c0 >= low) & ((chunk.c0 <= high) if last else (chunk.c0 < high))
+            out[f"{c0_prefix}{low:g}-{high:g}"] = (inside, eligible & ~inside)
+    return out

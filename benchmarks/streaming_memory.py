@@ -1,0 +1,125 @@
+"""Issue 11: time and peak RSS of every analysis on simulated datasets *with counters*, at 1e7 and 1e8 wake-ups.
+
+Usage: python benchmarks/streaming_memory.py [--sizes 1e7 1e8] [--keep DIR] [--steps floor power ...]
+
+Each dataset (2 threads at 100 µs, P-states 1.6/2.4/3.0 GHz with 0.5 s dwell, transitions that delay the
+next wake-up, 1 SMI/s of 50 µs, idle exits: the counters the power section needs) is simulated once and
+cached in --keep.  Each step runs in a fresh interpreter, so its peak RSS is its own:
+
+  floor    pyarrow reading the columns correlate reads, row group by row group, + one numpy pass
+  power    jitterscope.power.correlate_dataset (scan + two streaming passes)
+  summary  jitterscope.summary.summarize
+  spectrum jitterscope.spectrum.analyze_spectra
+  tails    jitterscope.tails.analyze_tails
+  compare  jitterscope.compare.compare_runs of the dataset against itself
+  report   jitterscope.report.write_report, every section
+
+It prints seconds, the ratio to the floor of the same run, peak RSS, and for the second size the RSS
+growth against the first.  Targets (issue 11): peak RSS <= 1.5 GB at 1e8 and within 10 % of 1e7's;
+power <= 4x its read floor; report on 1e8 <= 180 s on 2 cores.  Say next to the numbers whether the
+machine was shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from _common import floor_step, run_step, work_dir
+
+POWER_COLUMNS = ["thread", "cpu", "seq", "expected_ns", "actual_ns", "tsc", "aperf", "mperf", "smi", "run_cpu",
+                 "read_cycles"]
+
+STEPS: dict[str, str] = {
+    "floor": floor_step(POWER_COLUMNS),
+    "power": """
+from jitterscope.dataset import open_dataset
+from jitterscope.power import correlate_dataset
+result, _ = correlate_dataset(open_dataset(PATH))
+print("# attributed:", dict(result.attributed), file=sys.stderr)
+""",
+    "summary": """
+from jitterscope.dataset import open_dataset
+from jitterscope.summary import summarize
+summarize(open_dataset(PATH))
+""",
+    "spectrum": """
+from jitterscope.dataset import open_dataset
+from jitterscope.spectrum import analyze_spectra
+analyze_spectra(open_dataset(PATH))
+""",
+    "tails": """
+from jitterscope.dataset import open_dataset
+from jitterscope.tails import analyze_tails
+analyze_tails(open_dataset(PATH))
+""",
+    "compare": """
+from jitterscope.dataset import open_dataset
+from jitterscope.compare import compare_runs
+compare_runs([open_dataset(PATH), open_dataset(PATH)])
+""",
+    "report": """
+from jitterscope.report import write_report
+info = write_report(PATH, OUT + "/report.pdf")
+print("# sections:", ", ".join(f"{name} {secs:.1f} s" for name, secs in info.seconds), file=sys.stderr)
+""",
+}
+SETUP = "import sys, numpy, pyarrow.parquet, jitterscope\n"
+RSS_LIMIT_MB = 1536
+TARGETS = {"power": 4.0}
+
+
+def simulate_with_counters(work: Path, rows: int) -> Path:
+    """``work/power-ROWS.parquet`` (2 threads, counters and planted power effects), written once."""
+    path = work / f"power-{rows}.parquet"
+    if not path.exists():
+        import subprocess
+
+        started = time.perf_counter()
+        cli = Path(sys.executable).with_name("jitterscope")  # the console script of this environment
+        subprocess.run([str(cli), "simulate", "-o", str(path), "--threads", "2",
+                        "--samples", str(rows // 2), "--interval-us", "100", "--pstates", "1600,2400,3000",
+                        "--dwell-ms", "500", "--coupling", "0.5:20:2", "--smi", "1:50", "--idle", "0.1:30",
+                        "--seed", "1"], check=True)
+        print(f"# simulated {rows:,} rows in {time.perf_counter() - started:.1f} s -> {path}", file=sys.stderr)
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", type=float, default=[1e7])
+    parser.add_argument("--keep", type=Path, help="directory to cache the simulated datasets in")
+    parser.add_argument("--steps", nargs="+", default=list(STEPS), choices=list(STEPS))
+    args = parser.parse_args()
+    work = work_dir(args.keep)
+    print(f"{'rows':>12} {'step':>9} {'seconds':>9} {'x floor':>8} {'peak RSS':>10} {'RSS vs first':>13}  target")
+    first: dict[str, float] = {}
+    for size in args.sizes:
+        rows = int(size)
+        path = simulate_with_counters(work, rows)
+        results = {}
+        for name in ["floor", *[s for s in args.steps if s != "floor"]]:
+            results[name] = run_step(name, STEPS[name], path, work, setup=SETUP)
+        floor = results["floor"]["seconds"]
+        for name, result in results.items():
+            ratio = result["seconds"] / floor
+            growth = f"{result['rss_mb'] / first[name]:12.2f}x" if name in first else f"{'':>13}"
+            checks = []
+            if name in TARGETS:
+                checks.append(f"<= {TARGETS[name]:g}x floor: {'met' if ratio <= TARGETS[name] else 'MISSED'}")
+            if name != "floor":
+                checks.append(f"RSS <= {RSS_LIMIT_MB} MB: {'met' if result['rss_mb'] <= RSS_LIMIT_MB else 'MISSED'}")
+                if name in first:
+                    flat = result["rss_mb"] <= 1.1 * first[name]
+                    checks.append(f"flat within 10 %: {'met' if flat else 'MISSED'}")
+            print(f"{rows:>12,} {name:>9} {result['seconds']:9.2f} {ratio:8.2f} {result['rss_mb']:7.0f} MB {growth}  "
+                  + "; ".join(checks), flush=True)
+        for name, result in results.items():
+            first.setdefault(name, result["rss_mb"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+"""stream.py: every streaming accumulator against the in-memory computation, merge == all at once, stated bounds."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from jitterscope.dataset import open_dataset, write_dataset
+from jitterscope.derive import CounterQuality, CounterSeries, iter_counter_chunks, read_counters, scan_counters
+from jitterscope.io import simulate_story
+from jitterscope.power import (
+    correlate,
+    correlate_dataset,
+    cpufreq,
+    detect_transitions,
+    event_average,
+    lagged_correlation,
+)
+from jitterscope.power.association import rank_test, rank_test_binned
+from jitterscope.power.correlate import _near
+from jitterscope.power.cpufreq import TransitionDetector
+from jitterscope.power.stream import ConditionCounts, DisplayRows, EventBlocks, LaggedRanks, SmiCounts
+from jitterscope.summary import LatencyHistogram
+from scipy import stats
+
+
+def _series(f: np.ndarray, latency: np.ndarray | None = None) -> CounterSeries:
+    n = f.size
+    latency = np.zeros(n, dtype=np.int64) if latency is None else latency
+    nan = np.full(n, np.nan)
+    return CounterSeries(0, 0, 2.4e9, "metadata", np.arange(n) + 7, np.arange(n) * 1000, latency, f, nan, nan,
+                         CounterQuality(n, n, {}))
+
+
+def _chunks(n: int, rng: np.random.Generator, pieces: int = 6) -> list[slice]:
+    cuts = np.sort(rng.integers(0, n, size=pieces))
+    edges = [0, *cuts.tolist(), n]
+    return [slice(a, b) for a, b in itertools.pairwise(edges)]
+
+
+def _cut(s: CounterSeries, part: slice) -> CounterSeries:
+    from dataclasses import replace
+
+    return replace(s, seq=s.seq[part], expected_ns=s.expected_ns[part], latency_ns=s.latency_ns[part],
+                   f_eff_hz=s.f_eff_hz[part], c0=s.c0[part], smi_delta=s.smi_delta[part])
+
+
+def _histogram(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r = LatencyHistogram(1e-3).update(values).result()
+    return np.asarray(r.bucket_lower_ns, dtype=np.float64), np.asarray(r.bucket_counts)
+
+
+def test_mid_ranks_equal_scipy_average_ranks_where_buckets_are_single_values():
+    rng = np.random.default_rng(1)
+    values = rng.integers(-900, 1000, 5000)  # |v| < 1024: one value per bucket
+    hist = LatencyHistogram(1e-3).update(values[:2000]).merge(LatencyHistogram(1e-3).update(values[2000:]))
+    assert np.array_equal(hist.mid_ranks(values), stats.rankdata(values))
+
+
+def test_binned_rank_test_is_exact_on_single_value_buckets_and_within_its_bound_otherwise():
+    rng = np.random.default_rng(2)
+    x, y = rng.integers(0, 1000, 700), rng.integers(20, 1000, 900)
+    exact, binned = rank_test(x, y), rank_test_binned(*_histogram(x), *_histogram(y))
+    assert binned.u == exact.u and binned.cliffs_delta == pytest.approx(exact.cliffs_delta, abs=1e-12)
+    assert binned.p_value == pytest.approx(exact.p_value, rel=1e-9) and binned.method == "histogram"
+    # wide values: buckets of 0.1 % hold several values; the exact U lies within ±u_bound
+    x, y = rng.lognormal(10, 1, 3000).astype(np.int64), rng.lognormal(10.05, 1, 4000).astype(np.int64)
+    exact, binned = rank_test(x, y), rank_test_binned(*_histogram(x), *_histogram(y))
+    assert abs(binned.u - exact.u) <= binned.u_bound and binned.u_bound < 1e-3 * x.size * y.size
+    assert binned.p_value == pytest.approx(exact.p_value, abs=0.02)
+
+
+def test_transition_detector_in_any_chunks_equals_detect_transitions():
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        levels = rng.choice([1.6e9, 2.4e9, 3.0e9, 2.45e9], size=rng.integers(1, 30))
+        f = np.repeat(levels, rng.integers(1, 150, size=levels.size)) * (1 + rng.normal(0, 0.01, 1))
+        f[rng.random(f.size) < 0.1] = np.nan
+        s = _series(f)
+        whole = detect_transitions(s, relative_threshold=0.05, min_dwell=3)
+        detector = TransitionDetector(0, 0, relative_threshold=0.05, min_dwell=3)
+        for part in _chunks(f.size, rng):
+            detector.update(_cut(s, part))
+        assert detector.result() == whole
+
+
+def test_long_segments_take_their_level_from_log_bins_within_the_stated_bound(monkeypatch):
+    rng = np.random.default_rng(4)
+    f = np.concatenate([rng.normal(2.0e9, 2e6, 5000), rng.normal(3.0e9, 3e6, 7000)])
+    exact = detect_transitions(_series(f))
+    monkeypatch.setattr(cpufreq, "SEGMENT_EXACT", 1000)
+    binned = detect_transitions(_series(f))
+    assert binned.index == exact.index == (5000,)
+    for a, b in zip(exact.levels, binned.levels, strict=True):
+        assert abs(a.level_hz - b.level_hz) <= 2 * cpufreq.SEGMENT_BIN * a.level_hz
+
+
+def test_event_blocks_observed_means_are_exact_and_one_block_is_event_average():
+    rng = np.random.default_rng(5)
+    x = rng.normal(0, 1, 6000)
+    events = np.sort(rng.choice(np.arange(6000), 80, replace=False))
+    x[events] += 3
+    seed = np.random.SeedSequence(9)
+    # blocks of 500: the observed mean still sees each event's true neighbours across block edges
+    blocks = EventBlocks([("e", events)], max_lag=4, n_surrogates=50, seeds=[seed], block_rows=500)
+    for part in _chunks(x.size, rng, 10):
+        blocks.update(x[part], np.zeros(0, dtype=np.int64))
+    (_name, average), = blocks.result(peak_halfwidth=1)
+    lags = np.arange(-4, 5)
+    expected = [np.mean([x[e + lag] for e in events if 0 <= e + lag < x.size]) for lag in lags]
+    assert np.allclose(average.mean, expected, rtol=1e-12) and average.n_events == 80
+    assert average.p_value < 0.05
+    # one block (series shorter than two blocks): the whole-series method with the same random shifts
+    one = EventBlocks([("e", events)], max_lag=4, n_surrogates=50, seeds=[seed])
+    one.update(x, np.zeros(0, dtype=np.int64))
+    (_, streamed), = one.result(peak_halfwidth=1)
+    assert streamed == event_average(x, events, max_lag=4, peak_halfwidth=1, n_surrogates=50,
+                                     rng=np.random.default_rng(seed))
+
+
+def test_lagged_ranks_in_chunks_equal_lagged_correlation_on_single_value_buckets():
+    rng = np.random.default_rng(6)
+    x = rng.integers(0, 1000, 4000)
+    y = np.roll(x, 3) // 2 + rng.integers(0, 50, 4000)
+    y_float = y.astype(np.float64)
+    y_float[rng.random(4000) < 0.05] = np.nan
+    exact = lagged_correlation(x.astype(np.float64), y_float, max_lag=5)
+    hx = LatencyHistogram(1e-3).update(x)
+    hy = LatencyHistogram(1e-3).update(y_float[np.isfinite(y_float)].astype(np.int64))
+    ranks = LaggedRanks(hx, hy, max_lag=5)
+    for part in _chunks(x.size, rng, 8):
+        ranks.update(x[part], y_float[part])
+    streamed = ranks.result()
+    assert streamed.n == exact.n and np.allclose(streamed.r, exact.r, atol=1e-10)
+    assert int(np.argmax(streamed.r)) == 5 + 3
+    # missing values in x too (the general path): the same
+    x_float = x.astype(np.float64)
+    x_float[rng.random(4000) < 0.05] = np.nan
+    exact = lagged_correlation(x_float, y_float, max_lag=5)
+    ranks = LaggedRanks(LatencyHistogram(1e-3).update(x[np.isfinite(x_float)]), hy, max_lag=5)
+    for part in _chunks(x.size, rng, 8):
+        ranks.update(x_float[part], y_float[part])
+    assert ranks.result().n == exact.n and np.allclose(ranks.result().r, exact.r, atol=1e-10)
+
+
+def test_condition_and_smi_counts_merge_equals_all_at_once():
+    rng = np.random.default_rng(7)
+    latency = rng.integers(1000, 50_000, 3000)
+    inside = rng.random(3000) < 0.2
+    smi = np.where(rng.random(3000) < 0.1, 1.0, 0.0)
+    smi[rng.random(3000) < 0.05] = np.nan
+    whole = ConditionCounts((5000.0, 20000.0)).update(latency[inside], latency[~inside])
+    a = ConditionCounts((5000.0, 20000.0)).update(latency[:1000][inside[:1000]], latency[:1000][~inside[:1000]])
+    b = ConditionCounts((5000.0, 20000.0)).update(latency[1000:][inside[1000:]], latency[1000:][~inside[1000:]])
+    a.merge(b)
+    assert np.array_equal(a.exceed_in, whole.exceed_in) and np.array_equal(a.exceed_out, whole.exceed_out)
+    assert a.inside.result() == whole.inside.result() and a.outside.result() == whole.outside.result()
+    assert whole.exceed_in[0] == np.sum(latency[inside] > 5000)
+    s_whole = SmiCounts().update(latency, smi, 20000.0)
+    s_parts = SmiCounts().update(latency[:1500], smi[:1500], 20000.0).merge(
+        SmiCounts().update(latency[1500:], smi[1500:], 20000.0))
+    assert s_whole == s_parts and s_whole.spikes_with_smi == np.sum((latency > 20000) & (smi > 0))
+
+
+def test_display_rows_keep_every_row_or_the_largest_latency_of_each_run():
+    rng = np.random.default_rng(8)
+    latency = rng.integers(0, 10_000, 1003)
+    s = _series(np.full(1003, 2e9), latency)
+    rows = DisplayRows(1003, limit=100)  # k = 11
+    for part in _chunks(1003, rng, 7):
+        rows.update(_cut(s, part))
+    kept = rows.result()
+    assert np.array_equal(kept.latency_ns, [latency[i:i + 11].max() for i in range(0, 1003, 11)])
+    assert np.all(np.diff(kept.seq) > 0)
+    everything = DisplayRows(1003, limit=2000).update(s).result()
+    assert np.array_equal(everything.latency_ns, latency)
+
+
+@pytest.fixture(scope="module")
+def story(tmp_path_factory):
+    """The SMI story in small row groups, so that every accumulator sees many chunks per thread."""
+    smis = {"rate_hz": 2.0, "duration_ns": 3_000_000, "at_transitions": 0.6}
+    table, metadata = simulate_story("performance", 3, seconds=120, threads=2, smis=smis)
+    return open_dataset(write_dataset(table, metadata, tmp_path_factory.mktemp("stream") / "smi.parquet",
+                                      row_group_size=2001))
+
+
+def test_chunked_counter_derivation_equals_read_counters(story):
+    whole = read_counters(story)
+    parts: dict[int, list[CounterSeries]] = {}
+    for chunk in iter_counter_chunks(story, scan_counters(story)):
+        parts.setdefault(chunk.thread, []).append(chunk)
+    for s in whole.series:
+        assert len(parts[s.thread]) > 3
+        for name in ("seq", "expected_ns", "latency_ns", "f_eff_hz", "c0", "smi_delta"):
+            joined = np.concatenate([getattr(c, name) for c in parts[s.thread]])
+            assert np.array_equal(getattr(s, name), joined, equal_nan=True), name
+        assert sum(c.quality.valid for c in parts[s.thread]) == s.quality.valid
+        assert sum(c.quality.rows for c in parts[s.thread]) == s.quality.rows
+
+
+def test_streamed_dataset_equals_in_memory_correlation(story):
+    counters = read_counters(story)
+    threshold = float(np.percentile(np.concatenate([s.latency_ns for s in counters.series]), 99))
+    streamed, _ = correlate_dataset(story, thresholds_ns=[threshold], n_surrogates=30)
+    in_memory = correlate(counters, story.metadata.environment, thresholds_ns=[threshold], n_surrogates=30)
+    assert streamed.verdicts == in_memory.verdicts and streamed.attributed == in_memory.attributed
+    a, b = streamed.to_json(), in_memory.to_json()  # JSON: NaN (an undefined detectable ratio) as null
+    for key in ("tests", "smi_shares", "event_averages", "counter_quality", "notes"):
+        assert a[key] == b[key], key
+    assert streamed.frequency.transitions == in_memory.frequency.transitions
+    assert streamed.frequency.claims == in_memory.frequency.claims
+    for x, y in zip(streamed.frequency.time_in_frequency, in_memory.frequency.time_in_frequency, strict=True):
+        assert x.lower_mhz == y.lower_mhz and np.allclose(x.seconds, y.seconds, rtol=1e-12)  # sums in another order
+    assert len(streamed.event_averages) == 4 and len(streamed.tests) > 6
+    for a, b in zip(streamed.cross_correlations, in_memory.cross_correlations, strict=True):
+        assert a.correlation.n == b.correlation.n and np.allclose(a.correlation.r, b.correlation.r, atol=1e-9,
+                                                                              equal_nan=True)
+    # the default threshold: the same rule on the HDR histogram, within its bucket width
+    default, _ = correlate_dataset(story, n_surrogates=0)
+    exact = correlate(counters, story.metadata.environment, n_surrogates=0)
+    assert default.thresholds_ns[0] == pytest.approx(exact.thresholds_ns[0], rel=2e-3)
+    assert default.params["methods"]["default_threshold"].startswith("HDR")
+    assert exact.params["methods"]["default_threshold"] == "exact"
+    assert default.attributed == exact.attributed
+
+
+def test_streamed_quantiles_and_ranks_are_within_their_stated_bounds(story):
+    counters = read_counters(story)
+    result = correlate(counters, story.metadata.environment, n_surrogates=0)
+    test = next(t for t in result.tests if t.scope == "cpu 0" and t.condition == "smi")
+    series = counters.series[0]
+    near = _near(series, result.frequency.transitions[0], result.window)
+    smi = np.nan_to_num(series.smi_delta) > 0
+    known = np.isfinite(series.smi_delta)
+    inside, outside = series.latency_ns[smi & ~near], series.latency_ns[known & ~smi & ~near]
+    assert (test.n_in, test.n_out) == (inside.size, outside.size)
+    for (name, q), value in zip((("p50", 50), ("p90", 90), ("p99", 99), ("max", 100)),
+                                (test.quantiles_in_ns[k] for k in ("p50", "p90", "p99", "max")), strict=True):
+        assert value == pytest.approx(np.percentile(inside, q), rel=1e-3), name
+    exact = rank_test(inside, outside)
+    assert abs(test.rank.u - exact.u) <= test.rank.u_bound
