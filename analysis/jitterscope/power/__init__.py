@@ -13,7 +13,9 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
         "defaults": ["DEFAULT_C0_EDGES", "DEFAULT_MIN_DWELL", "DEFAULT_THRESHOLD"],
-        "association": ["detectable_ratio", "event_average", "holm", "lagged_correlation", "rank_test", "risk_ratio"],
+        "association": [
+            "RiskRatio", "detectable_ratio", "event_average", "holm", "lagged_correlation", "rank_test", "risk_ratio",
+        ],
         "correlate": [
             "Correlation", "SMI", "TRANSITION", "correlate", "correlate_dataset",
             "default_threshold",
