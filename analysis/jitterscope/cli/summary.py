@@ -72,7 +72,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _attribution(dataset, args: argparse.Namespace):  # noqa: ANN001, ANN202 (types load lazily)
+def _attribution(dataset, args: argparse.Namespace):
     from ..derive import attribute_spikes, latency_ns
     from ..spectrum import default_threshold_ns
     if args.spike_us is not None:
