@@ -92,9 +92,11 @@ def _sched(b: _Builder, event: str, fields: str, row: dict[str, int]) -> None:
     plugin = _PLUGIN_TASK.findall(fields)
     if event == "sched_switch":
         row["event"] = TRACE_EVENTS["switch"]
-        if "==>" in fields and plugin and "next_pid=" not in fields:
-            (pc, pp, pr), (nc, np_, nr) = plugin[0], plugin[-1]
-            state = fields.split("]", 1)[1].split("==>")[0].strip()
+        left, _, right = fields.partition("==>")
+        prev, nxt = _PLUGIN_TASK.match(left.strip()), _PLUGIN_TASK.match(right.strip())
+        if prev and nxt and "next_pid=" not in fields:
+            (pc, pp, pr), (nc, np_, nr) = prev.groups(), nxt.groups()
+            state = left.split("]", 1)[1].strip()
             row.update(pid=int(pp), comm=b.sid(pc), prio=int(pr), other_pid=int(np_), other_comm=b.sid(nc),
                        other_prio=int(nr), value=int(state.startswith("R")))
             return
