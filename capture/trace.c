@@ -22,12 +22,9 @@
 
 #define PROG "jitterscope-capture"
 #define TRACEFS "/sys/kernel/tracing"
-#define TRACE_BUF 65536
 #define TRACE_DEFAULT_EVENTS                                                                                        \
 	"irq:irq_handler_entry,irq:irq_handler_exit,irq:softirq_entry,irq:softirq_exit,irq_vectors,nmi:nmi_handler,"    \
 	"sched:sched_switch,sched:sched_wakeup"
-
-static char trace_buf[TRACE_BUF]; /* the reader's; one capture has one reader */
 
 static int trace_write_file(const char *dir, const char *name, const char *value)
 {
@@ -251,7 +248,7 @@ static char *trace_meta_json(const struct trace *t, const char *state)
 	jsonw_int(&j, "version", 1);
 	jsonw_string(&j, "instance", strrchr(t->dir, '/') + 1);
 	jsonw_string(&j, "clock", "mono");
-	jsonw_int(&j, "resolution_ns", 1000);
+	jsonw_int(&j, "resolution_ns", 1); /* trace_pipe_raw: the ring buffer's own ns time stamps */
 	trace_events_list(&j, t);
 	jsonw_array_begin(&j, "cpus");
 	for (int i = 0; i < t->cfg->ncpus; i++)
@@ -349,7 +346,7 @@ static int trace_open_file(struct trace *t, int dir_fd, uid_t uid, gid_t gid, bo
 int trace_setup(struct trace *t, const struct config *cfg, int dir_fd, int reader_cpu, uid_t uid, gid_t gid,
 		bool chown_file)
 {
-	t->pipe_fd = t->marker_fd = t->out_fd = -1;
+	t->marker_fd = t->out_fd = -1;
 	t->cfg = cfg;
 	t->reader_cpu = reader_cpu;
 	atomic_init(&t->finish, false);
@@ -366,11 +363,13 @@ int trace_setup(struct trace *t, const struct config *cfg, int dir_fd, int reade
 	if ((err = trace_make_instance(t)) || (err = trace_configure(t, cfg)))
 		return err;
 	char path[320];
-	snprintf(path, sizeof(path), "%s/trace_pipe", t->dir);
-	t->pipe_fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if ((err = trace_raw_open(t))) {
+		fprintf(stderr, PROG ": cannot open the per-CPU trace_pipe_raw files of %s: %s\n", t->dir, strerror(-err));
+		return err;
+	}
 	snprintf(path, sizeof(path), "%s/trace_marker", t->dir);
-	t->marker_fd = t->pipe_fd < 0 ? -1 : open(path, O_WRONLY | O_CLOEXEC);
-	if (t->pipe_fd < 0 || t->marker_fd < 0) {
+	t->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (t->marker_fd < 0) {
 		fprintf(stderr, PROG ": cannot open %s: %s\n", path, strerror(errno));
 		return -errno;
 	}
@@ -381,34 +380,6 @@ int trace_setup(struct trace *t, const struct config *cfg, int dir_fd, int reade
 }
 
 /* ---- the reader thread ------------------------------------------------------------ */
-
-/* Reads what trace_pipe holds now (non-blocking) and stages every whole line. */
-static int trace_read_available(struct trace *t)
-{
-	for (;;) {
-		ssize_t n = read(t->pipe_fd, trace_buf + t->npending, TRACE_BUF - 1 - t->npending);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno == EAGAIN ? 0 : -errno;
-		if (n == 0)
-			return 0;
-		size_t have = t->npending + (size_t)n, start = 0;
-		trace_buf[have] = '\0';
-		for (char *nl; (nl = memchr(trace_buf + start, '\n', have - start)); start = (size_t)(nl - trace_buf) + 1) {
-			*nl = '\0';
-			int err = trace_parse_line(t, trace_buf + start);
-			if (err)
-				return err;
-		}
-		t->npending = have - start;
-		if (t->npending == TRACE_BUF - 1) { /* no newline in 64 KiB: not a trace line */
-			t->unparsed++;
-			t->npending = 0;
-		}
-		memmove(trace_buf, trace_buf + start, t->npending);
-	}
-}
 
 static int64_t trace_now_ns(void)
 {
@@ -424,7 +395,7 @@ static void *trace_reader_run(void *arg)
 	t->next_append_ns = trace_now_ns() + t->cfg->flush_interval_ns;
 	for (;;) {
 		bool last = atomic_load(&t->finish);
-		int err = trace_read_available(t);
+		int err = trace_raw_read(t);
 		if (!err && !last && trace_now_ns() >= t->next_append_ns) {
 			t->next_append_ns += t->cfg->flush_interval_ns;
 			err = trace_append(t, "running");
@@ -518,6 +489,7 @@ int trace_finish(struct trace *t, const char *reason)
 	t->reader_started = false;
 	t->stop_reason = reason;
 	trace_read_stats(t);
+	trace_raw_symbolize(t);
 	int err = t->error ? t->error : trace_append(t, "complete");
 	if (err)
 		fprintf(stderr, PROG ": the trace events could not all be stored: %s (%s/" TRACE_DIR_NAME "/" TRACE_FILE_NAME
@@ -536,8 +508,9 @@ void trace_close(struct trace *t)
 	if (t->pq)
 		pq_close(t->pq);
 	t->pq = NULL;
-	int *fds[] = {&t->pipe_fd, &t->marker_fd, &t->out_fd};
-	for (size_t i = 0; i < 3; i++) {
+	trace_raw_close(t);
+	int *fds[] = {&t->marker_fd, &t->out_fd};
+	for (size_t i = 0; i < 2; i++) {
 		if (*fds[i] >= 0)
 			close(*fds[i]);
 		*fds[i] = -1;

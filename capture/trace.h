@@ -1,7 +1,7 @@
 /* Kernel-trace capture (--trace): our own tracefs instance
  * (instances/jitterscope-PID), trace_clock mono, events enabled on the
- * measured CPUs only (the instance's tracing_cpumask), read off them by a
- * reader thread on the writer's CPU and stored inside the dataset as the
+ * measured CPUs only (the instance's tracing_cpumask), read off them (binary
+ * per-CPU trace_pipe_raw, trace_raw.c) by a reader thread on the writer's CPU and stored inside the dataset as the
  * events table _trace/events.parquet (docs/dataset-format.md, "Trace
  * events").  Never touches the global trace or another tool's instance; never
  * runs in the measuring loop.  Setup failures print one line; functions
@@ -82,11 +82,14 @@ struct trace_strings {
 	size_t nslots;
 };
 
+struct trace_raw;
+
 struct trace {
 	bool enabled;
 	char dir[200];              /* the instance directory */
 	bool made;
-	int pipe_fd, marker_fd, out_fd;
+	int marker_fd, out_fd;
+	struct trace_raw *raw;      /* the per-CPU binary readers */
 	struct pq_writer *pq;
 	const struct config *cfg;
 	int reader_cpu;             /* -1: unpinned */
@@ -94,8 +97,6 @@ struct trace {
 	bool reader_started;
 	atomic_bool finish;         /* main: tracing is off, drain what is left and stop */
 	/* reader state */
-	char pending[8192];         /* a partial line carried to the next read */
-	size_t npending;
 	void *columns[TC_COUNT];
 	size_t nstaged;
 	int64_t *last_ts;           /* per CPU, for LOST rows */
@@ -126,9 +127,14 @@ int trace_mark(struct trace *t, const char *text, int cpu);
 int trace_finish(struct trace *t, const char *reason);
 /* Closes the files and removes the instance. Idempotent; safe after a failed setup. */
 void trace_close(struct trace *t);
-/* trace_parse.c: one line of trace_pipe into t (staged; the reader appends). */
-int trace_parse_line(struct trace *t, char *line);
-/* The dictionary id of text[0..len) (added when new); -ENOMEM. */
+/* trace_raw.c: the per-CPU trace_pipe_raw readers (formats loaded from the instance's set_event). */
+int trace_raw_open(struct trace *t);
+/* Decodes every page the measured CPUs' buffers hold now (non-blocking) into staged rows. */
+int trace_raw_read(struct trace *t);
+/* Names the addresses (NMI handlers, hrtimer functions) in the dictionary from /proc/kallsyms. */
+void trace_raw_symbolize(struct trace *t);
+void trace_raw_close(struct trace *t);
+/* trace_strings.c: the dictionary id of text[0..len) (added when new); -ENOMEM. */
 int32_t trace_string_id(struct trace_strings *s, const char *text, size_t len);
 void trace_strings_free(struct trace_strings *s);
 /* trace.c: stages one row, appending a row group when the stage is full. */

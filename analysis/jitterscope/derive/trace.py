@@ -496,8 +496,12 @@ def attribute_spikes(dataset: Dataset, threshold_ns: float, *, events: TraceEven
     if any(lost.values()):
         notes.append(f"{sum(lost.values())} trace event(s) lost by the kernel; the wake-ups they touch say "
                      "'incomplete trace' and are left out of the causes")
-    notes.append(f"event times have {events.resolution_ns} ns resolution: each share is good to about "
-                 f"±{events.resolution_ns} ns per context")
+    if events.resolution_ns >= 1000:
+        notes.append(f"event times have {events.resolution_ns} ns resolution: each share is good to about "
+                     f"±{events.resolution_ns} ns per context")
+    else:
+        notes.append("event times are the trace ring buffer's ns time stamps (trace_clock mono); each context's "
+                     "time includes the cost of its own tracepoints")
     return TraceAttribution(
         threshold_ns=float(threshold_ns), resolution_ns=events.resolution_ns, n_wakeups=int(delay.size),
         n_windows=int(complete.sum()), n_spikes=int(spike.sum()),
