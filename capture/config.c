@@ -80,7 +80,7 @@ static const char config_usage_text[] =
 	"                          in an own tracefs instance (root); EVENTS: comma-separated system or\n"
 	"                          system:event (default: irq handlers, softirqs, irq_vectors, nmi,\n"
 	"                          sched_switch, sched_wakeup)\n"
-	"      --trace-buffer KB   per-CPU trace buffer of --trace in KiB (default 4096)\n"
+	"      --trace-buffer KB   per-CPU trace buffer of --trace in KiB (default 1024)\n"
 	"      --break US          stop after the first wake-up later than US microseconds, writing a\n"
 	"                          trace_marker that names the thread and seq (like cyclictest -b)\n"
 	"      --force             replace an existing output\n"
@@ -336,7 +336,7 @@ static void config_defaults(struct config *cfg)
 	cfg->group_ns = 20 * (int64_t)1000000000;
 	cfg->group_rows = 1 << 20;
 	cfg->part_ns = 3600 * (int64_t)1000000000;
-	cfg->trace_buffer_kb = 4096;
+	cfg->trace_buffer_kb = 1024;
 	cfg->trace_read_ns = 100000000;
 }
 

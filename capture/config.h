@@ -35,7 +35,7 @@ struct config {
 	bool quiet;                 /* -q: no live status */
 	bool trace;                 /* --trace[=EVENTS]: kernel events into the dataset (trace.h) */
 	const char *trace_events;   /* NULL = the default list */
-	uint64_t trace_buffer_kb;   /* --trace-buffer KB per CPU; default 4096 */
+	uint64_t trace_buffer_kb;   /* --trace-buffer KB per CPU; default 1024 */
 	int64_t break_ns;           /* --break US: stop after the first wake-up later than this; 0 = never */
 	/* hidden, for tests: --trace-read-interval S between reads of trace_pipe; default 0.1 s */
 	int64_t trace_read_ns;

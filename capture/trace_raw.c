@@ -323,7 +323,15 @@ static void raw_fill(struct trace *t, const struct trace_format *f, const uint8_
 		row->other_prio = (int32_t)raw_int(d, len, o[RF_C], z[RF_C]);
 		row->number = (int32_t)raw_int(d, len, o[RF_D], z[RF_D]);
 		break;
-	case TRACE_EV_MARKER: row->name = raw_string(t, d, len, o[RF_A], 0, false); break;
+	case TRACE_EV_MARKER:
+		if (o[RF_A] >= 0 && (size_t)o[RF_A] <= len) { /* the kernel ends a marker with a newline: not its text */
+			const char *text = (const char *)d + o[RF_A];
+			size_t n = strnlen(text, len - (size_t)o[RF_A]);
+			while (n && text[n - 1] == '\n')
+				n--;
+			row->name = trace_string_id(&t->strings, text, n);
+		}
+		break;
 	default: row->name = f->name; break;
 	}
 	if (f->code == TRACE_EV_VECTOR_ENTRY || f->code == TRACE_EV_VECTOR_EXIT)

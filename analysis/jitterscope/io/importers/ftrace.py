@@ -132,9 +132,10 @@ def _fill(b: _Builder, event: str, fields: str, row: dict[str, int]) -> None:
         entry = event.endswith("_entry")
         row.update(event=TRACE_EVENTS["vector_entry" if entry else "vector_exit"], number=_int(fields, "vector="),
                    name=b.sid(_VECTOR_SUFFIX.sub("", event)))
-    elif event == "nmi_handler":
-        row.update(event=TRACE_EVENTS["nmi"], name=b.sid(_field(fields, "handler=")),
-                   value=max(_int(fields, "delta_ns=", 0), 0))
+    elif event == "nmi_handler":  # the kernel prints "%ps() delta_ns: %lld handled: %d"
+        handler = _field(fields, "handler=") if "handler=" in fields else fields.split("(")[0].strip()
+        delta = re.search(r"delta_ns[:=]\s*(-?\d+)", fields)
+        row.update(event=TRACE_EVENTS["nmi"], name=b.sid(handler), value=max(int(delta.group(1)) if delta else 0, 0))
     elif event == "hrtimer_expire_entry":
         row.update(event=TRACE_EVENTS["hrtimer"], name=b.sid(_field(fields, "function=")))
     elif event in ("tracing_mark_write", "print"):
