@@ -312,7 +312,7 @@ static void raw_fill(struct trace *t, const struct trace_format *f, const uint8_
 		row->comm = raw_string(t, d, len, o[RF_A], z[RF_A], false);
 		row->pid = (int32_t)raw_int(d, len, o[RF_B], z[RF_B]);
 		row->prio = (int32_t)raw_int(d, len, o[RF_C], z[RF_C]);
-		row->value = (raw_int(d, len, o[RF_D], z[RF_D]) & 0x7f) == 0; /* TASK_REPORT bits clear: runnable */
+		row->value = (raw_int(d, len, o[RF_D], z[RF_D]) & 0xff) == 0; /* no state bit (0x100 = preempted): R */
 		row->other_comm = raw_string(t, d, len, o[RF_E], z[RF_E], false);
 		row->other_pid = (int32_t)raw_int(d, len, o[RF_F], z[RF_F]);
 		row->other_prio = (int32_t)raw_int(d, len, o[RF_G], z[RF_G]);

@@ -315,3 +315,42 @@ def test_plain_run_names_no_planted_cause(run_capture, cpu: int) -> None:
     for planted in (lambda c: c == "softirq NET_RX", lambda c: "js-spinner" in c or "js-flood" in c,
                     lambda c: "SCHED_FIFO/RR 90" in c):
         assert sum(_named(s, planted) for s in attributed) <= 0.05 * max(len(attributed), 1)
+
+
+def test_binary_table_equals_the_kernels_own_text_of_the_same_events(run_capture, cpu: int) -> None:
+    """A second instance records the same events as text; the importer's rows equal the capture's binary ones."""
+    from jitterscope.io import read_trace_text
+    other = TRACEFS / "instances" / f"js-crosscheck-{os.getpid()}"
+    other.mkdir()
+    try:
+        (other / "tracing_on").write_text("0")
+        (other / "trace_clock").write_text("mono")
+        (other / "tracing_cpumask").write_text(f"{1 << cpu:x}")
+        (other / "set_event").write_text("irq:irq_handler_entry irq:irq_handler_exit irq:softirq_entry "
+                                         "irq:softirq_exit sched:sched_switch sched:sched_wakeup")
+        (other / "tracing_on").write_text("1")
+        done = run_capture(*_args(cpu, "-l", "300", "--trace=irq:irq_handler_entry,irq:irq_handler_exit,"
+                                  "irq:softirq_entry,irq:softirq_exit,sched:sched_switch,sched:sched_wakeup"))
+        (other / "tracing_on").write_text("0")
+        text = done.output.parent / "other.trace"
+        text.write_text((other / "trace").read_text())
+    finally:
+        other.rmdir()
+    assert done.returncode == 0, done.stderr
+    binary, kernel_text = read_trace_events(done.output), read_trace_text(text)
+
+    def rows(events, lo: int, hi: int) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+        c = events.columns
+        keep = (c["ts_ns"] // 1000 >= lo) & (c["ts_ns"] // 1000 <= hi)
+        return c["ts_ns"][keep] // 1000, list(zip(
+            c["event"][keep].tolist(), c["number"][keep].tolist(), c["other_pid"][keep].tolist(),
+            c["other_prio"][keep].tolist(), c["value"][keep].tolist(), [events.string(int(n)) for n in c["name"][keep]],
+            [events.string(int(n)) for n in c["other_comm"][keep]], strict=True))
+
+    # the two instances stamp the same event a few hundred ns apart: compare inside a common span, 2 µs slack
+    lo = max(binary.columns["ts_ns"].min(), kernel_text.columns["ts_ns"].min()) // 1000 + 5
+    hi = min(binary.columns["ts_ns"].max(), kernel_text.columns["ts_ns"].max()) // 1000 - 5
+    (ts_ours, ours), (ts_theirs, theirs) = rows(binary, lo, hi), rows(kernel_text, lo, hi)
+    assert len(ours) > 500
+    assert ours == theirs
+    assert np.abs(ts_ours - ts_theirs).max() <= 2
