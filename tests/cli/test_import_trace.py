@@ -53,3 +53,18 @@ def test_clock_that_cannot_be_aligned_is_refused_in_one_line(dataset: Path, tmp_
 def test_trace_without_onto_is_refused(tmp_path: Path, capsys) -> None:
     assert main(["import", str(DATA / "ftrace" / "instance-trace.txt"), "-o", str(tmp_path / "x.parquet")]) == 1
     assert "kernel trace text is not latency data; attach it" in capsys.readouterr().err
+
+
+def test_summary_trace_json_and_usage(dataset: Path, tmp_path: Path, capsys) -> None:
+    import json
+    out = tmp_path / "with-trace"
+    assert main(["import", str(DATA / "trace-cmd" / "report.txt"), "--onto", str(dataset), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["summary", str(out), "--trace", "--spike-us", "100", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["trace"]["n_spikes"] == 1 and doc["trace"]["spikes"][0]["status"] == "incomplete trace"
+    assert doc["trace"]["lost_events"] == {"1": 12}
+    assert main(["summary", str(out), "--spike-us", "100"]) == 1
+    assert "--spike-us and --worst go with --trace" in capsys.readouterr().err
+    assert main(["summary", str(dataset), "--trace"]) == 1
+    assert "no kernel trace in this dataset" in capsys.readouterr().err
