@@ -68,3 +68,11 @@ def test_summary_trace_json_and_usage(dataset: Path, tmp_path: Path, capsys) -> 
     assert "--spike-us and --worst go with --trace" in capsys.readouterr().err
     assert main(["summary", str(dataset), "--trace"]) == 1
     assert "no kernel trace in this dataset" in capsys.readouterr().err
+
+
+def test_pack_says_the_trace_stays_behind(dataset: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "with-trace"
+    assert main(["import", str(DATA / "trace-cmd" / "report.txt"), "--onto", str(dataset), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["pack", str(out), "-o", str(tmp_path / "packed.parquet")]) == 0
+    assert "note: the kernel trace" in capsys.readouterr().out
