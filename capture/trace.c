@@ -388,7 +388,7 @@ static int64_t trace_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Every read interval: drain trace_pipe; every flush interval: append a row group. */
+/* Every read interval: drain the per-CPU trace_pipe_raw; every flush interval: append a row group. */
 static void *trace_reader_run(void *arg)
 {
 	struct trace *t = arg;

@@ -36,7 +36,8 @@ TRACE_VERSION = 1
 
 # One row per kernel event, in the order the capture writes them; -1 = not applicable.
 TRACE_COLUMNS: tuple[Column, ...] = (
-    Column("ts_ns", pa.int64(), True, "ns", "event time, CLOCK_MONOTONIC (trace_clock mono), 1 µs resolution"),
+    Column("ts_ns", pa.int64(), True, "ns",
+           "event time, CLOCK_MONOTONIC (trace_clock mono); its resolution is in jitterscope.trace"),
     Column("cpu", pa.int32(), True, "-", "CPU the event was recorded on"),
     Column("event", pa.int32(), True, "-", "event code (TRACE_EVENTS)"),
     Column("pid", pa.int32(), True, "-", "task running when the event fired (sched_switch: the previous task)"),
