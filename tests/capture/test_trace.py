@@ -300,11 +300,14 @@ def test_loopback_udp_flood_is_named_net_rx(run_capture, tmp_path: Path, cpu: in
     finally:
         flood.wait(timeout=30)
     assert done.returncode == 0, done.stderr
-    result = attribute_spikes(open_dataset(done.output), 50_000)
+    # NET_RX of one loopback datagram holds the CPU 10-25 µs: its spikes are 30-45 µs against a p50 of ~20 µs,
+    # so the threshold sits just above the bulk (a 50 µs one catches only their tail, and then the background
+    # of a loaded machine, estimated from outside the bursts, decides the count)
+    result = attribute_spikes(open_dataset(done.output), 25_000)
     _assert_named(result, np.loadtxt(tmp_path / "bursts.txt", dtype=np.int64).reshape(-1, 2), 2_000_000,
                   lambda cause: cause == "softirq NET_RX")
     net_rx = next(c for c in result.causes if c.cause.label == "softirq NET_RX")
-    assert net_rx.cause.number == 3 and net_rx.risk.ratio > 2
+    assert net_rx.cause.number == 3 and net_rx.risk.ci_low > 1  # a significant rise in spike risk
 
 
 def test_plain_run_names_no_planted_cause(run_capture, cpu: int) -> None:
