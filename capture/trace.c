@@ -388,16 +388,19 @@ static int64_t trace_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Every read interval: drain the per-CPU trace_pipe_raw; every flush interval: append a row group. */
+/* Every read interval: drain the per-CPU trace_pipe_raw; every row-group interval (--group-seconds, 20 s)
+ * or full stage: append a row group.  Not every flush: each append rewrites a footer listing every group so
+ * far, so the superseded footers grow with the square of the groups (see docs, "Trace events"). */
 static void *trace_reader_run(void *arg)
 {
 	struct trace *t = arg;
-	t->next_append_ns = trace_now_ns() + t->cfg->flush_interval_ns;
+	int64_t every = t->cfg->group_ns > t->cfg->flush_interval_ns ? t->cfg->group_ns : t->cfg->flush_interval_ns;
+	t->next_append_ns = trace_now_ns() + every;
 	for (;;) {
 		bool last = atomic_load(&t->finish);
 		int err = trace_raw_read(t);
 		if (!err && !last && trace_now_ns() >= t->next_append_ns) {
-			t->next_append_ns += t->cfg->flush_interval_ns;
+			t->next_append_ns += every;
 			err = trace_append(t, "running");
 		}
 		if (err || last) {

@@ -105,7 +105,8 @@ def test_instance_removed_after_a_signal_and_the_trace_kept(capture_bin, tmp_pat
 def test_stale_instance_of_a_killed_capture_is_removed_by_the_next(capture_bin, run_capture, tmp_path: Path,
                                                                    cpu: int) -> None:
     before, instances = _global(), _ours()
-    proc = subprocess.Popen([str(capture_bin), *_args(cpu, "-D", "60", "--trace", "-o", str(tmp_path / "killed"))],
+    proc = subprocess.Popen([str(capture_bin), *_args(cpu, "-D", "60", "--trace", "--group-seconds", "0.5",
+                                                      "-o", str(tmp_path / "killed"))],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.5)
     proc.kill()
