@@ -16,7 +16,7 @@
 enum long_only {
 	OPT_POLICY = 256, OPT_LATENCY, OPT_NO_LATENCY, OPT_TIMER, OPT_COUNTERS,
 	OPT_MSR_DIR, OPT_FLUSH, OPT_FORCE, OPT_VERSION, OPT_RING, OPT_SYNC, OPT_WRITER_CPU, OPT_GROUP_SECONDS,
-	OPT_GROUP_ROWS, OPT_PART_SECONDS,
+	OPT_GROUP_ROWS, OPT_PART_SECONDS, OPT_TRACE, OPT_TRACE_BUFFER, OPT_BREAK, OPT_TRACE_READ,
 };
 
 static const struct option config_options[] = {
@@ -44,6 +44,10 @@ static const struct option config_options[] = {
 	{"group-seconds", required_argument, NULL, OPT_GROUP_SECONDS},
 	{"group-rows", required_argument, NULL, OPT_GROUP_ROWS},
 	{"part-seconds", required_argument, NULL, OPT_PART_SECONDS},
+	{"trace", optional_argument, NULL, OPT_TRACE},
+	{"trace-buffer", required_argument, NULL, OPT_TRACE_BUFFER},
+	{"break", required_argument, NULL, OPT_BREAK},
+	{"trace-read-interval", required_argument, NULL, OPT_TRACE_READ},
 	{NULL, 0, NULL, 0},
 };
 
@@ -72,6 +76,13 @@ static const char config_usage_text[] =
 	"                          cache (survives a killed capture, not a power cut or a kernel hang)\n"
 	"      --writer-cpu N      pin the writer thread to CPU N (default: the first CPU not measured;\n"
 	"                          when every CPU is measured it shares them, and the metadata says so)\n"
+	"      --trace[=EVENTS]    record kernel events on the measured CPUs into DIR/_trace/events.parquet,\n"
+	"                          in an own tracefs instance (root); EVENTS: comma-separated system or\n"
+	"                          system:event (default: irq handlers, softirqs, irq_vectors, nmi,\n"
+	"                          sched_switch, sched_wakeup)\n"
+	"      --trace-buffer KB   per-CPU trace buffer of --trace in KiB (default 1024)\n"
+	"      --break US          stop after the first wake-up later than US microseconds, writing a\n"
+	"                          trace_marker that names the thread and seq (like cyclictest -b)\n"
 	"      --force             replace an existing output\n"
 	"  -q, --quiet             no live status; only the final line per thread\n"
 	"  -h, --help              this text\n"
@@ -325,6 +336,8 @@ static void config_defaults(struct config *cfg)
 	cfg->group_ns = 20 * (int64_t)1000000000;
 	cfg->group_rows = 1 << 20;
 	cfg->part_ns = 3600 * (int64_t)1000000000;
+	cfg->trace_buffer_kb = 1024;
+	cfg->trace_read_ns = 100000000;
 }
 
 /* Seconds from 0.001 to max_s into ns; what names the option in the refusal. */
@@ -338,6 +351,34 @@ static int config_seconds(const char *arg, double max_s, int64_t *out, const cha
 	}
 	*out = (int64_t)(seconds * 1e9 + 0.5); /* positive: rounds without libm */
 	return 0;
+}
+
+/* The options of --trace and --break. */
+static int config_trace_option(struct config *cfg, int opt, const char *arg)
+{
+	uint64_t u;
+	switch (opt) {
+	case OPT_TRACE:
+		if (arg && (!*arg || strspn(arg, "abcdefghijklmnopqrstuvwxyz0123456789_:,*") != strlen(arg)))
+			return config_fail("invalid --trace events '%s': use comma-separated system or system:event names "
+					   "(e.g. --trace=irq,sched:sched_switch)", arg);
+		cfg->trace = true;
+		cfg->trace_events = arg;
+		return 0;
+	case OPT_TRACE_BUFFER:
+		if (config_uint(arg, &u) || u < 1 || u > (1u << 22))
+			return config_fail("invalid --trace-buffer '%s': use KiB per CPU from 1 to 4194304", arg);
+		cfg->trace_buffer_kb = u;
+		return 0;
+	case OPT_BREAK:
+		if (config_uint(arg, &u) || u < 1 || u > 3600ULL * 1000000)
+			return config_fail("invalid --break '%s': use a whole number of microseconds from 1 to 3600000000",
+					   arg);
+		cfg->break_ns = (int64_t)u * 1000;
+		return 0;
+	case OPT_TRACE_READ: return config_seconds(arg, 10, &cfg->trace_read_ns, "--trace-read-interval");
+	default: return -EINVAL;
+	}
 }
 
 /* The options of the writer and the container (one switch per group keeps each screen-sized). */
@@ -363,7 +404,7 @@ static int config_writer_option(struct config *cfg, int opt, const char *arg)
 			return config_fail("invalid --group-rows '%s': use a number of rows from 1 to 1073741824", arg);
 		cfg->group_rows = u;
 		return 0;
-	default: return -EINVAL;
+	default: return config_trace_option(cfg, opt, arg);
 	}
 }
 
@@ -438,6 +479,8 @@ static int config_validate(struct config *cfg, bool priority_given)
 	} else if (cfg->priority < 1) {
 		return config_fail("%s", "priority 0 needs --policy other; use -p 1..99 with fifo or rr");
 	}
+	if (cfg->trace && !cfg->output)
+		return config_fail("%s", "--trace needs -o DIR: the events are stored inside the dataset");
 	if (cfg->msr_dir && cfg->counters != COUNTERS_AUTO && cfg->counters != COUNTERS_MSR)
 		return config_fail("%s", "--msr-dir needs --counters msr or auto");
 	return config_check_online(cfg);

@@ -247,6 +247,11 @@ static void envinfo_cpuidle(struct jsonw *w)
 
 char *envinfo_json(void)
 {
+	return envinfo_json_tracing(NULL);
+}
+
+char *envinfo_json_tracing(const char *tracing_json)
+{
 	struct jsonw w;
 	jsonw_init(&w);
 	jsonw_object_begin(&w, NULL);
@@ -254,6 +259,8 @@ char *envinfo_json(void)
 	envinfo_cpu(&w);
 	envinfo_cpufreq(&w);
 	envinfo_cpuidle(&w);
+	if (tracing_json)
+		jsonw_raw(&w, "tracing", tracing_json);
 	jsonw_object_end(&w);
 	return jsonw_take(&w);
 }

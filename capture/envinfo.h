@@ -6,5 +6,7 @@
 
 /* Returns the JSON object as a malloc'd string (NULL when out of memory). */
 char *envinfo_json(void);
+/* The same with a "tracing" member (the kernel tracing in force, trace.c). */
+char *envinfo_json_tracing(const char *tracing_json);
 
 #endif

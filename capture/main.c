@@ -23,6 +23,7 @@
 #include "output.h"
 #include "setupinfo.h"
 #include "timerloop.h"
+#include "trace.h"
 #include "writer.h"
 
 #define PROG "jitterscope-capture"
@@ -54,6 +55,9 @@ struct capture {
 	const char *degraded[MAX_DEGRADED];
 	int ndegraded;
 	char *environment_json, *settings_json, *counters_json, *clock_json;
+	struct trace trace;           /* --trace (trace.h) */
+	struct timerloop_break brk;   /* --break */
+	char stop_reason[256];
 };
 
 static int capture_policy(enum config_policy p)
@@ -194,6 +198,7 @@ static int capture_alloc(struct capture *c)
 		t->loops = c->cfg.loops;
 		t->timer = c->cfg.timer;
 		t->stop = &c->stop;
+		t->brk = &c->brk;
 		t->gate = &c->gate;
 		t->notify = pthread_self();
 		t->counters.msr_fd = -1;
@@ -293,6 +298,8 @@ static int capture_start(struct capture *c)
 	}
 	if (!err)
 		err = capture_start_writer(c);
+	if (!err)
+		err = trace_start(&c->trace); /* before the gate: the first wake-up is traced */
 	int64_t start_ns = timerloop_now_ns() + 10000000; /* 10 ms: every thread is asleep before the first target */
 	for (int i = 0; i < c->started; i++)
 		c->loops[i].end_ns = c->cfg.duration_ns ? start_ns + c->cfg.duration_ns : INT64_MAX;
@@ -305,6 +312,27 @@ static bool capture_threads_done(const struct capture *c)
 	for (int i = 0; i < c->started; i++)
 		if (!atomic_load(&c->loops[i].done))
 			return false;
+	return true;
+}
+
+/* After a --break: the reason the dataset gives, and the marker in the trace
+ * (written here, by main, never in the measuring loop).  False when no break. */
+static bool capture_break_reason(struct capture *c)
+{
+	const struct timerloop_break *b = &c->brk;
+	if (!atomic_load(&b->claimed))
+		return false;
+	char marker[200];
+	snprintf(marker, sizeof(marker), "jitterscope break: thread %d cpu %d seq %lld latency_ns %lld threshold_ns %lld",
+		 b->thread, b->cpu, (long long)b->seq, (long long)b->latency_ns, (long long)b->threshold_ns);
+	snprintf(c->stop_reason, sizeof(c->stop_reason),
+		 "break: thread %d (CPU %d) seq %lld woke %.1f us late, over --break %lld us", b->thread, b->cpu,
+		 (long long)b->seq, (double)b->latency_ns / 1e3, (long long)(b->threshold_ns / 1000));
+	int err = trace_mark(&c->trace, marker, b->cpu);
+	if (err)
+		fprintf(stderr, PROG ": warning: cannot write the break marker: %s\n", strerror(-err));
+	if (!c->cfg.quiet)
+		fprintf(stderr, PROG ": stopped: %s\n", c->stop_reason);
 	return true;
 }
 
@@ -325,16 +353,20 @@ static int capture_wait(struct capture *c, const sigset_t *signals)
 	int thread_err = 0;
 	for (int i = 0; i < c->cfg.ncpus && !thread_err; i++)
 		thread_err = c->loops[i].error;
-	writer_finish(&c->writer, signo ? "interrupted" : thread_err ? "error" : "complete",
-		      signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM"
-		      : thread_err ? "a timer failed in a measuring thread"
-		      : c->cfg.duration_ns ? "duration reached" : "loop count reached");
+	const char *reason = signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM"
+			     : thread_err ? "a timer failed in a measuring thread"
+			     : capture_break_reason(c) ? c->stop_reason
+			     : c->cfg.duration_ns ? "duration reached" : "loop count reached";
+	int trace_err = trace_finish(&c->trace, reason);
+	writer_finish(&c->writer, signo ? "interrupted" : thread_err ? "error" : "complete", reason);
 	pthread_join(c->writer_tid, NULL);
 	c->writer_started = false;
 	if (c->writer.error) {
 		fprintf(stderr, "%s\n", c->writer.error_line);
 		return EXIT_RUNTIME;
 	}
+	if (trace_err)
+		return EXIT_RUNTIME;
 	if (thread_err) {
 		fprintf(stderr, PROG ": the %s timer failed: %s\n", config_timer_name(c->cfg.timer), strerror(-thread_err));
 		return EXIT_RUNTIME;
@@ -350,6 +382,7 @@ static int capture_setup(struct capture *c)
 	output_owner(&owner);
 	if (fault_init())
 		return EXIT_USAGE;
+	trace_clean_stale(c->cfg.quiet); /* any capture cleans up after a killed --trace run */
 	if (capture_check_policy(&c->cfg))
 		return EXIT_RUNTIME;
 	if (c->cfg.policy == POLICY_OTHER)
@@ -365,6 +398,9 @@ static int capture_setup(struct capture *c)
 		return EXIT_RUNTIME;
 	}
 	capture_place_writer(c);
+	if (trace_setup(&c->trace, &c->cfg, c->dir_fd, c->writer_shares ? -1 : c->writer_cpu, owner.uid, owner.gid,
+			owner.set))
+		return EXIT_RUNTIME;
 	struct setup_granted granted = {
 		.mlocked = c->mlocked, .mlock_errno = c->mlock_errno,
 		.latency_held = c->dma_fd >= 0, .latency_errno = c->dma_errno,
@@ -373,7 +409,9 @@ static int capture_setup(struct capture *c)
 		.ring_capacity = ring_capacity(&c->loops[0].ring),
 		.counters = c->probe.source, .degraded = c->degraded, .ndegraded = c->ndegraded,
 	};
-	c->environment_json = envinfo_json();
+	char *tracing_json = trace_environment_json(&c->trace, &c->cfg);
+	c->environment_json = tracing_json ? envinfo_json_tracing(tracing_json) : NULL;
+	free(tracing_json);
 	c->clock_json = setupinfo_clock_json();
 	c->counters_json = setupinfo_counters_json(&c->probe);
 	c->settings_json = setupinfo_settings_json(&c->cfg, &granted);
@@ -420,6 +458,7 @@ static void capture_cleanup(struct capture *c)
 		writer_finish(&c->writer, "error", "setup failed");
 		pthread_join(c->writer_tid, NULL);
 	}
+	trace_close(&c->trace);
 	writer_free(&c->writer);
 	for (int i = 0; c->loops && i < c->cfg.ncpus; i++) {
 		counters_close(&c->loops[i].counters);
@@ -447,6 +486,9 @@ int main(int argc, char **argv)
 	c.dir_fd = -1;
 	c.dma_fd = -1;
 	atomic_init(&c.stop, false);
+	c.brk.threshold_ns = c.cfg.break_ns;
+	c.brk.halt = &c.stop;
+	atomic_init(&c.brk.claimed, false);
 	sigset_t signals;
 	capture_block_signals(&signals); /* a SIGINT during setup waits, then ends the run cleanly */
 	int status = capture_setup(&c);

@@ -99,6 +99,21 @@ static bool timerloop_more(const struct timerloop *t, uint64_t seq, int64_t targ
 	       target_ns <= t->end_ns;
 }
 
+/* The first wake-up over --break: recorded, every thread stopped, main woken (a signal, no I/O). */
+static void timerloop_break_now(struct timerloop *t, const struct sample *s, int64_t late)
+{
+	struct timerloop_break *b = t->brk;
+	if (atomic_exchange(&b->claimed, true))
+		return;
+	b->thread = t->thread;
+	b->cpu = t->cpu;
+	b->seq = s->seq;
+	b->latency_ns = late;
+	b->actual_ns = s->actual_ns;
+	atomic_store(b->halt, true);
+	pthread_kill(t->notify, SIGUSR1);
+}
+
 /* The measuring loop.  Timestamps first (CLOCK_MONOTONIC, then rdtscp), then
  * counters on this CPU; a thread that wakes after the next target skips the
  * whole periods it missed and records them in the next sample's overruns. */
@@ -123,6 +138,8 @@ static void timerloop_measure(struct timerloop *t, int64_t target_ns)
 		int32_t carried = ring_push(&t->ring, &s) ? s.overruns : 0;
 		atomic_store_explicit(&t->wakeups, seq + 1, memory_order_relaxed);
 		int64_t late = s.actual_ns - target_ns;
+		if (t->brk->threshold_ns && late > t->brk->threshold_ns)
+			timerloop_break_now(t, &s, late);
 		int32_t skipped = late >= t->interval_ns ? (int32_t)(late / t->interval_ns) : 0;
 		target_ns += t->interval_ns * (1 + (int64_t)skipped);
 		overruns = skipped + carried;

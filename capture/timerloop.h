@@ -25,6 +25,16 @@ struct timerloop_gate {
 	int64_t start_ns; /* first target = start_ns + interval */
 };
 
+/* --break: the first wake-up later than the threshold, recorded by the thread
+ * that saw it (no I/O there); main writes the trace marker after the join. */
+struct timerloop_break {
+	int64_t threshold_ns;    /* 0: no --break */
+	atomic_bool claimed;     /* the first thread over the threshold takes it */
+	atomic_bool *halt;       /* the capture's stop flag: every thread ends within one interval */
+	int thread, cpu;
+	int64_t seq, latency_ns, actual_ns;
+};
+
 struct timerloop {
 	/* set by main before start */
 	int thread, cpu;
@@ -35,6 +45,7 @@ struct timerloop {
 	struct ring ring;
 	struct counters_cpu counters;
 	const atomic_bool *stop;
+	struct timerloop_break *brk;
 	struct timerloop_gate *gate;
 	pthread_t notify;        /* main thread: gets SIGUSR1 when this thread ends */
 	/* set by the thread */

@@ -86,3 +86,33 @@ def test_schema_h_encodings_are_valid() -> None:
     text = (ROOT / "capture" / "schema.h").read_text()
     encodings = re.findall(r'\{"\w+",\s*PQ_INT\d+,\s*(PQ_\w+),', text)
     assert encodings and set(encodings) <= {"PQ_PLAIN", "PQ_DELTA_BINARY_PACKED"}
+
+
+# ---- the events table (docs "Trace events", capture/trace.h, jitterscope.dataset.trace) ----
+
+def _doc_block(name: str) -> list[list[str]]:
+    text = (ROOT / "docs" / "dataset-format.md").read_text()
+    block = text.split(f"<!-- contract:{name} -->")[1].split(f"<!-- /contract:{name} -->")[0]
+    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in block.strip().splitlines()[2:]]
+
+
+def test_trace_columns_agree_in_document_python_and_c() -> None:
+    from jitterscope.dataset import TRACE_COLUMNS
+    doc = [(cells[0].strip("`"), ARROW[cells[1]]) for cells in _doc_block("trace-columns")]
+    header = (ROOT / "capture" / "trace.h").read_text()
+    block = header.split("contract:trace-columns")[1].split("/contract:trace-columns")[0]
+    c_side = [(name, C_TYPES[ctype]) for name, ctype in re.findall(r'\{"(\w+)",\s*(PQ_INT\d+),', block)]
+    python = [(c.name, c.arrow_type) for c in TRACE_COLUMNS]
+    assert len(doc) == 12
+    assert python == doc
+    assert c_side == doc
+
+
+def test_trace_event_codes_agree_in_document_python_and_c() -> None:
+    from jitterscope.dataset import TRACE_EVENTS
+    doc = {cells[1].strip("`"): int(cells[0]) for cells in _doc_block("trace-events")}
+    header = (ROOT / "capture" / "trace.h").read_text()
+    block = header.split("contract:trace-events")[1].split("/contract:trace-events")[0]
+    c_side = {name.lower(): int(code) for name, code in re.findall(r"TRACE_EV_(\w+)\s*=\s*(\d+)", block)}
+    assert dict(TRACE_EVENTS) == doc
+    assert c_side == doc

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ImportFormatError
-from ..io import IMPORT_FORMATS  # light: formats/names.py
+from ..io import IMPORT_FORMATS, TRACE_FORMATS  # light: io/names.py
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,11 +17,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="input files (a jitterdebugger -o directory too)")
     parser.add_argument("-o", "--output", required=True, metavar="DATASET", help="dataset file to write (.parquet)")
-    parser.add_argument("--format", choices=IMPORT_FORMATS, help="format of the first FILE (default: detected)")
+    parser.add_argument("--format", choices=(*IMPORT_FORMATS, *TRACE_FORMATS),
+                        help="format of the first FILE (default: detected)")
     parser.add_argument("--force", action="store_true", help="overwrite the output")
     parser.add_argument("--onto", metavar="DATASET",
                         help="FILE is turbostat interval output: write a copy of DATASET with it attached as a "
-                             "timeline joined by wall-clock time")
+                             "timeline joined by wall-clock time; or FILE is kernel trace text (a raw ftrace "
+                             "'trace' file, 'trace-cmd report' output) recorded with the mono clock: write the "
+                             "directory -o OUT, a copy of DATASET with the trace as its events table")
     parser.add_argument("--turbostat-start", type=float, metavar="EPOCH_SECONDS",
                         help="with --onto: wall-clock time the first turbostat interval began (needed when "
                              "turbostat ran without --show Time_Of_Day_Seconds)")
@@ -34,7 +37,10 @@ def _run(args: argparse.Namespace) -> int:
     from ..dataset import write_dataset
     from ..io import import_files
     if args.onto is not None:
-        return _attach_timeline(args)
+        return _attach_trace(args) if _is_trace(args) else _attach_timeline(args)
+    if _is_trace(args):
+        raise ImportFormatError(f"{args.files[0]}: kernel trace text is not latency data; attach it to a capture "
+                                "of the same run with 'jitterscope import TRACE --onto DATASET -o OUT'")
     table, metadata = import_files(args.files, fmt=args.format)
     path = write_dataset(table, metadata, args.output, overwrite=args.force)
     source = metadata.source or {}
@@ -44,6 +50,48 @@ def _run(args: argparse.Namespace) -> int:
         print(f"  reconstructed {column}: {how}")
     for note in source.get("notes") or []:
         print(f"  note: {note}")
+    return 0
+
+
+def _is_trace(args: argparse.Namespace) -> bool:
+    from ..io import sniff_trace
+    if args.format in TRACE_FORMATS:
+        return True
+    if args.format is not None or len(args.files) != 1:
+        return False
+    try:
+        with open(args.files[0], "rb") as handle:
+            return sniff_trace(handle.read(64 * 1024)) is not None
+    except OSError:
+        return False  # the importer says what is wrong with the file
+
+
+def _attach_trace(args: argparse.Namespace) -> int:
+    from ..dataset import open_dataset, write_dataset, write_trace_events
+    from ..io import check_alignment, read_trace_text, with_source
+    if len(args.files) != 1:
+        raise ImportFormatError("--onto takes exactly one trace file")
+    dataset = open_dataset(args.onto)
+    if dataset.is_histogram:
+        raise ImportFormatError(f"{args.onto}: a histogram dataset has no wake-up times to attach a trace to")
+    events = read_trace_text(args.files[0], args.format)
+    table = dataset.read()
+    expected, actual = table.column("expected_ns").to_numpy(), table.column("actual_ns").to_numpy()
+    note = check_alignment(events, (int(expected.min()), int(actual.max())), where=args.files[0], onto=args.onto)
+    events = with_source(events, {"onto": str(args.onto), "alignment": note})
+    from pathlib import Path
+    out = Path(args.output)
+    if out.exists() and not args.force:
+        raise ImportFormatError(f"{out}: already exists; choose another name or pass --force")
+    out.mkdir(parents=True, exist_ok=True)
+    write_dataset(table, dataset.metadata, out / "part-00000.parquet", overwrite=args.force)
+    path = write_trace_events(events, out, overwrite=args.force)
+    print(f"{out}: {args.onto} with the {events.info['source']['format']} trace of {args.files[0]} attached as "
+          f"{path.relative_to(out)} ({events.num_rows} events, CPUs {list(events.cpus)}, "
+          f"{events.resolution_ns} ns resolution); {note}")
+    unparsed = events.info["source"].get("unparsed_lines")
+    if unparsed:
+        print(f"  note: {unparsed} line(s) were not trace events and were skipped")
     return 0
 
 

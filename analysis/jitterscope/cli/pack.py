@@ -26,4 +26,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.anonymize:
         changed = ", ".join(result.anonymized) or "nothing (no identifying values found)"
         print(f"  anonymized: {changed}")
+    from ..dataset import trace_events_path
+    if trace_events_path(args.dataset).is_file():  # the packed file holds samples only: say what stays behind
+        print(f"  note: the kernel trace {trace_events_path(args.dataset)} is not in the packed file; "
+              "keep it with the pack or share the dataset directory")
     return 0

@@ -21,6 +21,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--tolerance", type=float, default=1.0, metavar="US",
                         help="period error tolerance for --interval-stats in µs (default 1)")
     parser.add_argument("--top", type=int, default=20, metavar="K", help="spikes kept per thread (default 20)")
+    parser.add_argument("--trace", action="store_true",
+                        help="also explain every spike from the dataset's kernel trace (capture --trace, or "
+                             "import --onto): IRQs, softirqs, threads, NMIs, with risk ratios")
+    parser.add_argument("--spike-us", type=float, metavar="US",
+                        help="with --trace: a spike is a wake-up later than US µs (default: median + 10 IQR "
+                             "of the latencies, as spectrum uses)")
+    parser.add_argument("--worst", type=int, default=10, metavar="N",
+                        help="with --trace: spikes listed in the text (default 10; the JSON has them all)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     add_gate_arguments(parser, "summary")
     parser.set_defaults(func=_run)
@@ -33,13 +41,22 @@ def _run(args: argparse.Namespace) -> int:
         raise _usage("--interval-stats N needs N >= 1")
     if args.tolerance < 0:
         raise _usage("--tolerance must be >= 0 µs")
+    if args.spike_us is not None and not args.spike_us > 0:
+        raise _usage("--spike-us must be a positive number of µs")
+    if (args.spike_us is not None or args.worst != 10) and not args.trace:
+        raise _usage("--spike-us and --worst go with --trace")
     dataset = open_dataset(args.dataset)
+    attribution = _attribution(dataset, args) if args.trace else None
     summary = summarize(
         dataset, progress=not args.quiet and not args.json and sys.stderr.isatty(), top_k=args.top,
         interval_block=args.interval_stats, tolerance_ns=round(args.tolerance * 1000),
     )
     if args.json:
-        json.dump(summary.to_json(), sys.stdout, indent=2)
+        document = summary.to_json()
+        if attribution is not None:
+            from ..format import jsonable
+            document["trace"] = jsonable(attribution.to_json())
+        json.dump(document, sys.stdout, indent=2)
         print()
         return _gates(args, dataset, summary)
     for thread in summary.threads:
@@ -50,6 +67,10 @@ def _run(args: argparse.Namespace) -> int:
     if summary.intervals is not None:
         print()
         print(format_intervals(summary.intervals, {t.thread: t.cpu for t in summary.threads}))
+    if attribution is not None:
+        from ..derive import trace_attribution_text
+        print()
+        print(trace_attribution_text(attribution, worst=max(args.worst, 0)))
     return _gates(args, dataset, summary)
 
 
@@ -60,6 +81,17 @@ def _gates(args: argparse.Namespace, dataset: object, summary: object) -> int:
     from ..events import find_events
     events = find_events(dataset, summary=summary) if wants_events(args.fail_if) else None  # type: ignore[arg-type]
     return report(evaluate(args.fail_if, summary_facts(summary, events)), "summary", args.junit)
+
+
+def _attribution(dataset, args: argparse.Namespace):
+    from ..derive import attribute_spikes, latency_ns
+    from ..spectrum import default_threshold_ns
+    if args.spike_us is not None:
+        threshold = args.spike_us * 1000.0
+    else:
+        table = dataset.read(["expected_ns", "actual_ns"])
+        threshold = default_threshold_ns(latency_ns(table))
+    return attribute_spikes(dataset, threshold)
 
 
 def _usage(message: str) -> JitterscopeError:

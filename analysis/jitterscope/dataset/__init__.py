@@ -2,7 +2,8 @@
 
 Modules: :mod:`.schema` (columns and version), :mod:`.metadata` (the metadata document),
 :mod:`.files` (open, iterate, write), :mod:`.invariants` and :mod:`.validate` (the contract
-check), :mod:`.atomic` (write-to-temporary-then-rename).
+check), :mod:`.atomic` (write-to-temporary-then-rename), :mod:`.trace` (the kernel events table
+``_trace/events.parquet`` inside a dataset directory).
 """
 
 import lazy_loader as _lazy
@@ -16,6 +17,10 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "files": ["Dataset", "iter_thread_batches", "open_dataset", "write_dataset"],
         "metadata": ["Metadata", "ThreadInfo"],
         "schema": ["COUNTER_COLUMNS", "SAMPLE_COLUMNS", "sample_schema"],
+        "trace": [
+            "TRACE_COLUMNS", "TRACE_DIR", "TRACE_EVENTS", "TRACE_FILE", "TraceEvents", "events_from_rows",
+            "read_trace_events", "trace_events_path", "trace_schema", "write_trace_events",
+        ],
         "validate": ["validate_dataset"],
     },
 )

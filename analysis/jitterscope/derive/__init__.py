@@ -1,7 +1,8 @@
 """Derived quantities: latency, period and overruns from the samples; counter deltas
-(effective frequency, C0 residency, SMIs); per-thread series.
+(effective frequency, C0 residency, SMIs); per-thread series; per-CPU trace noise (what held
+each wake-up's CPU, from the dataset's kernel trace).
 
-Modules: :mod:`.latency`, :mod:`.counters`, :mod:`.series`.
+Modules: :mod:`.latency`, :mod:`.counters`, :mod:`.series`, :mod:`.trace`; :mod:`.text` (its text).
 """
 
 import lazy_loader as _lazy
@@ -22,5 +23,10 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "tsc_period_ns",
         ],
         "series": ["pooled_latency", "read_thread_series"],
+        "text": ["trace_attribution_text"],
+        "trace": [
+            "Cause", "CauseStat", "Contribution", "PRESENT_SHARE", "STATUS_ATTRIBUTED", "STATUS_INCOMPLETE",
+            "STATUS_UNTRACED", "SpikeAttribution", "TraceAttribution", "attribute_spikes",
+        ],
     },
 )

@@ -2,7 +2,8 @@
 
 Sources: :mod:`.capture` (finding and running the native ``jitterscope-capture``),
 :mod:`.importers` (cyclictest, jitterdebugger, oslat, rtla, periodic_timer; turbostat as
-a timeline), :mod:`.simulate` (synthetic datasets with planted, known effects).
+a timeline; ftrace and trace-cmd report text as an events table), :mod:`.simulate` (synthetic
+datasets with planted, known effects).
 Sinks: :mod:`.export` (CSV, rt-tests JSON, HdrHistogram), :mod:`.pack` (one sorted,
 zstd-compressed, checksummed file).  :mod:`.names` lists the format names, importing nothing.
 """
@@ -18,8 +19,9 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "importers": ["FORMATS", "detect", "import_files"],
         "importers.cyclictest_json": ["parse_cmdline"],
         "importers.cyclictest_verbose": ["reconstruct", "resolve_intervals"],
+        "importers.ftrace": ["check_alignment", "read_trace_text", "sniff_trace", "with_source"],
         "importers.turbostat": ["read_timeline", "read_turbostat"],
-        "names": ["EXPORT_FORMATS", "IMPORT_FORMATS"],
+        "names": ["EXPORT_FORMATS", "IMPORT_FORMATS", "TRACE_FORMATS"],
         "pack": ["anonymize_metadata", "content_sha256", "pack_dataset", "sort_keys", "verify_pack"],
         "simulate.effects": [
             "Drops", "Effect", "IdleStates", "PStates", "PeriodicDisturbance", "SMIs", "SharedStalls", "Stalls",

@@ -11,5 +11,8 @@ IMPORT_FORMATS: tuple[str, ...] = (
 )
 """Formats :func:`jitterscope.io.import_files` turns into a dataset (turbostat attaches to one instead)."""
 
+TRACE_FORMATS: tuple[str, ...] = ("ftrace", "trace-cmd-report")
+"""Kernel trace text that attaches to a dataset as its events table (``import TRACE --onto DATASET``)."""
+
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "rt-tests-json", "hgrm")
 """Formats :func:`jitterscope.io.export_dataset` writes."""

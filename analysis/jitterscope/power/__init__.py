@@ -15,8 +15,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     submod_attrs={
         "defaults": ["DEFAULT_C0_EDGES", "DEFAULT_MIN_DWELL", "DEFAULT_THRESHOLD"],
         "association": [
-            "detectable_ratio", "event_average", "event_average_from_sums", "event_sums", "holm", "lagged_correlation",
-            "rank_test", "rank_test_binned", "risk_ratio",
+            "RiskRatio", "detectable_ratio", "event_average", "event_average_from_sums", "event_sums", "holm",
+            "lagged_correlation", "rank_test", "rank_test_binned", "risk_ratio",
         ],
         "correlate": [
             "Correlation", "SMI", "TRANSITION", "correlate", "correlate_dataset",

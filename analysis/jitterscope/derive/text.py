@@ -1,0 +1,54 @@
+"""Text of the trace attribution (``jitterscope summary --trace``), through ``format`` and ``render.Table``."""
+
+from __future__ import annotations
+
+from ..format import format_count, format_p, format_percent, format_us
+from ..render import Table, to_text
+from .trace import STATUS_ATTRIBUTED, CauseStat, TraceAttribution
+
+
+def _ratio(stat: CauseStat) -> str:
+    if stat.risk is None:
+        return "n/a (present in every traced wake-up)"
+    r = stat.risk
+    return f"{r.ratio:.3g} [{r.ci_low:.3g}, {r.ci_high:.3g}]"
+
+
+def trace_attribution_text(result: TraceAttribution, *, worst: int = 10) -> str:
+    """Causes across spikes, then the worst spikes each with its contributors, as terminal text.
+
+    ``worst`` limits the spikes listed; the text says how many of how many it shows.
+    """
+    lines = [
+        f"Trace attribution: {format_count(result.n_spikes)} spike(s) over {format_us(result.threshold_ns)} among "
+        f"{format_count(result.n_wakeups)} wake-up(s); {format_count(result.n_windows)} completely traced",
+        f"  attributed {format_count(result.n_attributed)}, incomplete trace {format_count(result.n_incomplete)}, "
+        f"no trace {format_count(result.n_untraced)}; longest contributor unexplained in "
+        f"{format_count(result.unexplained_spikes)}",
+    ]
+    if result.causes:
+        table = Table(
+            name="trace_causes",
+            title=f"Causes across spikes (present: >= {format_percent(0.1)} of a spike's delay; risk ratio = "
+                  "P(spike | present) / P(spike | absent), 95% CI; Fisher p, Holm-corrected)",
+            columns=("cause", "kind", "spikes present", "share", "longest in", "time [µs]", "risk ratio [95% CI]",
+                     "p (Holm)"),
+            rows=tuple((s.cause.label, s.cause.kind, s.spikes_present, format_percent(s.share_of_spikes),
+                   s.spikes_longest, round(s.total_ns / 1000.0, 1), _ratio(s),
+                   format_p(s.p_holm) if s.p_holm is not None else "n/a") for s in result.causes),
+        )
+        lines += ["", *to_text(table, max_width=150)]
+    shown = result.spikes[:worst]
+    if shown:
+        lines += ["", f"Worst spikes (showing {len(shown)} of {format_count(len(result.spikes))}):"]
+    for s in shown:
+        head = (f"  CPU {s.cpu} thread {s.thread} seq {s.seq} at {s.expected_ns / 1e9:.6f} s (CLOCK_MONOTONIC): "
+                f"{format_us(s.delay_ns)} late")
+        if s.status != STATUS_ATTRIBUTED:
+            lines.append(f"{head}: {s.status}")
+            continue
+        parts = [f"{c.cause} {format_percent(c.share)} ({format_us(c.ns)})" for c in s.contributions[:4]]
+        parts.append(f"unexplained {format_percent((s.unexplained_ns or 0) / s.delay_ns if s.delay_ns else 0)}")
+        lines.append(f"{head}; longest: {s.longest}: " + ", ".join(parts))
+    lines += ["", result.unexplained_note, *result.notes]
+    return "\n".join(lines)

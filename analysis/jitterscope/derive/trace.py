@@ -1,0 +1,512 @@
+"""Per-CPU trace noise: what the CPU did between a programmed wake-up and the actual one.
+
+For each wake-up, the window ``[expected_ns, actual_ns]`` on its CPU is split
+by the kernel events of the dataset's events table into the contexts that held
+the CPU: NMIs, hard-IRQ handlers (by irq number and name), interrupt vectors
+(local timer, IPIs, ... by vector), softirqs (by vector: NET_RX, TIMER, RCU,
+...), and threads that ran instead of the measuring thread (comm, pid, policy
+and priority).  What no event covers (the CPU idle or the measuring thread
+itself in its wake-up path, or nothing visible at all) is the unexplained rest.
+
+Method (per CPU): the events are swept in time order keeping the context
+stack (a task from ``sched_switch``; IRQs, vectors and softirqs nest on it;
+an NMI, recorded at its end with its duration, is inserted as an interval), so
+every instant between the first and last event belongs to exactly one context
+(the innermost).  A window's share of a context is their overlap divided by
+the window's length.  A cause is *present* in a wake-up when it holds at least
+``max(2 × resolution, 10 % of the delay)`` of its window.
+
+Across spikes (latency above a threshold): per cause, the spikes it is present
+in and the spikes it is the longest contributor of, and the risk ratio
+P(spike | cause present) / P(spike | absent) over every completely traced
+wake-up, with Fisher's exact p and Holm's correction over the causes
+(:func:`jitterscope.power.risk_ratio`, :func:`jitterscope.power.holm`).
+
+A window overlapping a loss of events on its CPU (a ``LOST`` row up to the
+next event, or losses the kernel counted that the rows cannot place) is
+"incomplete trace": its causes are not computed, never guessed.  A window
+outside the traced span is "no trace".  Event times have the trace clock's
+resolution (1 µs for ``mono`` text), so shares carry about ±1 µs per context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..dataset import TRACE_EVENTS, Dataset, TraceEvents, read_trace_events
+from ..errors import AnalysisError
+from ..power import RiskRatio, holm, risk_ratio
+
+PRESENT_SHARE = 0.10
+"""A cause is present in a wake-up when it holds at least this share of its delay (and 2 resolutions)."""
+
+SOFTIRQ_NAMES = ("HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU")
+
+STATUS_ATTRIBUTED = "attributed"
+STATUS_INCOMPLETE = "incomplete trace"
+STATUS_UNTRACED = "no trace"
+
+KIND_UNEXPLAINED = "unexplained"
+_NEUTRAL = ("idle", "self", "unknown")  # contexts that are no cause: their time is the unexplained rest
+_LEVEL = {"task": 0, "softirq": 1, "vector": 2, "irq": 3, "nmi": 4}
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One context that can hold a CPU: its kind and what identifies it."""
+
+    label: str
+    kind: str  # irq, vector, softirq, thread, nmi
+    number: int | None = None
+    comm: str | None = None
+    pid: int | None = None
+    policy: str | None = None
+    priority: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """Time a cause held the CPU inside one window, and its share of the delay."""
+
+    cause: str
+    kind: str
+    ns: int
+    share: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cause": self.cause, "kind": self.kind, "ns": self.ns, "share": self.share}
+
+
+@dataclass(frozen=True)
+class SpikeAttribution:
+    """One spike: where and when, how late, and what held its CPU (largest first)."""
+
+    thread: int
+    cpu: int
+    seq: int
+    expected_ns: int
+    actual_ns: int
+    delay_ns: int
+    status: str
+    contributions: tuple[Contribution, ...]
+    unexplained_ns: int | None
+    longest: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"thread": self.thread, "cpu": self.cpu, "seq": self.seq, "expected_ns": self.expected_ns,
+                "actual_ns": self.actual_ns, "delay_ns": self.delay_ns, "status": self.status,
+                "longest": self.longest, "unexplained_ns": self.unexplained_ns,
+                "contributions": [c.to_json() for c in self.contributions]}
+
+
+@dataclass(frozen=True)
+class CauseStat:
+    """One cause across the spikes: how many it is present in, leads, and its risk ratio."""
+
+    cause: Cause
+    spikes_present: int
+    spikes_longest: int
+    share_of_spikes: float
+    windows_present: int
+    total_ns: int
+    risk: RiskRatio | None
+    p_holm: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cause": self.cause.to_json(), "spikes_present": self.spikes_present,
+                "spikes_longest": self.spikes_longest, "share_of_spikes": self.share_of_spikes,
+                "windows_present": self.windows_present, "total_ns": self.total_ns,
+                "risk": self.risk.to_json() if self.risk else None, "p_holm": self.p_holm}
+
+
+@dataclass(frozen=True)
+class TraceAttribution:
+    """Every spike of a dataset explained from its kernel trace, and the causes across spikes.
+
+    ``n_windows`` counts the completely traced wake-ups the risk ratios use; spikes with
+    an incomplete or no trace are counted and listed, never given a cause.
+    """
+
+    threshold_ns: float
+    resolution_ns: int
+    n_wakeups: int
+    n_windows: int
+    n_spikes: int
+    n_attributed: int
+    n_incomplete: int
+    n_untraced: int
+    lost_events: Mapping[int, int]
+    spikes: tuple[SpikeAttribution, ...]
+    causes: tuple[CauseStat, ...]
+    unexplained_spikes: int
+    unexplained_note: str
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def cause_of(self, spike: SpikeAttribution) -> Contribution | None:
+        """The longest contributor of a spike (``None`` when incomplete or unexplained)."""
+        return next((c for c in spike.contributions if c.cause == spike.longest), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"threshold_ns": self.threshold_ns, "resolution_ns": self.resolution_ns,
+                "n_wakeups": self.n_wakeups, "n_windows": self.n_windows, "n_spikes": self.n_spikes,
+                "n_attributed": self.n_attributed, "n_incomplete": self.n_incomplete,
+                "n_untraced": self.n_untraced, "lost_events": {str(k): v for k, v in self.lost_events.items()},
+                "unexplained_spikes": self.unexplained_spikes, "unexplained_note": self.unexplained_note,
+                "present_share": PRESENT_SHARE, "notes": list(self.notes),
+                "causes": [c.to_json() for c in self.causes], "spikes": [s.to_json() for s in self.spikes]}
+
+
+# ---- contexts on one CPU -------------------------------------------------------------------
+
+
+def _policy(prio: int) -> tuple[str, int | None]:
+    """Kernel priority (sched_switch's prio) to a policy and priority a user knows."""
+    if prio < 0:
+        return "SCHED_DEADLINE", None
+    if prio < 100:
+        return "SCHED_FIFO/RR", 99 - prio  # the event does not say which of the two
+    return "SCHED_OTHER", prio - 120  # nice
+
+
+class _Labels:
+    """Cause labels of one analysis, by id; ids 0-2 are the neutral contexts."""
+
+    def __init__(self) -> None:
+        self.causes: list[Cause] = [Cause(n, n) for n in _NEUTRAL]
+        self._ids: dict[tuple[Any, ...], int] = {}
+
+    def get(self, key: tuple[Any, ...], make: Any) -> int:
+        found = self._ids.get(key)
+        if found is None:
+            found = self._ids[key] = len(self.causes)
+            self.causes.append(make())
+        return found
+
+    def task(self, pid: int, comm: str, prio: int, own: set[int], cpu: int) -> int:
+        if pid == 0:
+            return 0
+        if pid in own or (not own and comm == f"js-cpu{cpu}"):
+            return 1
+        policy, priority = _policy(prio)
+        shown = f"nice {priority}" if policy == "SCHED_OTHER" else (
+            "SCHED_DEADLINE" if priority is None else f"{policy} {priority}")
+        return self.get(("thread", pid, comm), lambda: Cause(f"{comm} (pid {pid}, {shown})", "thread", comm=comm,
+                                                             pid=pid, policy=policy, priority=priority))
+
+    def context(self, kind: str, number: int, name: str) -> int:
+        if kind == "softirq":
+            name = name or (SOFTIRQ_NAMES[number] if 0 <= number < len(SOFTIRQ_NAMES) else f"vec {number}")
+            label = f"softirq {name}"
+        elif kind == "irq":
+            label = f"irq {number} {name}".rstrip()
+        elif kind == "vector":
+            label = f"vector {name} ({number})"
+        else:
+            label = f"NMI {name}".rstrip()
+        return self.get((kind, number, label), lambda: Cause(label, kind, number=number))
+
+
+@dataclass
+class _CpuTimeline:
+    starts: np.ndarray
+    ends: np.ndarray
+    labels: np.ndarray
+    first_ns: int
+    last_ns: int
+    gaps: list[tuple[int, int]]
+
+
+_ENTRY = {TRACE_EVENTS["irq_entry"]: "irq", TRACE_EVENTS["vector_entry"]: "vector",
+          TRACE_EVENTS["softirq_entry"]: "softirq"}
+_EXIT = {TRACE_EVENTS["irq_exit"]: "irq", TRACE_EVENTS["vector_exit"]: "vector",
+         TRACE_EVENTS["softirq_exit"]: "softirq"}
+_NMI_ENTRY, _NMI_EXIT = -1, -2  # synthetic, from the NMI event's duration
+
+
+def _cpu_rows(events: TraceEvents, cpu: int) -> dict[str, list[int]]:
+    c = events.columns
+    on = np.flatnonzero(c["cpu"] == cpu)
+    ev = c["event"][on]
+    nmi = on[ev == TRACE_EVENTS["nmi"]]
+    order_ts = np.concatenate([c["ts_ns"][on], c["ts_ns"][nmi] - c["value"][nmi], c["ts_ns"][nmi]])
+    rows = np.concatenate([on, nmi, nmi])
+    codes = np.concatenate([ev, np.full(nmi.size, _NMI_ENTRY), np.full(nmi.size, _NMI_EXIT)])
+    keep = codes != TRACE_EVENTS["nmi"]
+    order = np.lexsort((np.arange(rows.size)[keep], order_ts[keep]))
+    rows, codes, ts = rows[keep][order], codes[keep][order], order_ts[keep][order]
+    return {"ts": ts.tolist(), "code": codes.tolist(), "number": c["number"][rows].tolist(),
+            "name": c["name"][rows].tolist(), "other_pid": c["other_pid"][rows].tolist(),
+            "other_prio": c["other_prio"][rows].tolist(), "other_comm": c["other_comm"][rows].tolist()}
+
+
+def _sweep(events: TraceEvents, cpu: int, labels: _Labels, own: set[int]) -> _CpuTimeline | None:
+    """Disjoint segments (start, end, innermost context) over the traced span of one CPU."""
+    r = _cpu_rows(events, cpu)
+    if not r["ts"]:
+        return None
+    starts: list[int] = []
+    ends: list[int] = []
+    ids: list[int] = []
+    gaps: list[tuple[int, int]] = []
+    task, stack = 2, []  # unknown until the first sched_switch
+    prev = r["ts"][0]
+    lost_at: int | None = None
+    for i, t in enumerate(r["ts"]):
+        code = r["code"][i]
+        if lost_at is not None and code != TRACE_EVENTS["lost"]:
+            gaps.append((lost_at, t))
+            lost_at = None
+        if t > prev:
+            current = stack[-1][1] if stack else task
+            if ids and ids[-1] == current and ends[-1] == prev:
+                ends[-1] = t
+            else:
+                starts.append(prev)
+                ends.append(t)
+                ids.append(current)
+            prev = t
+        if code in _ENTRY:
+            kind = _ENTRY[code]
+            stack.append((kind, labels.context(kind, r["number"][i], events.string(r["name"][i]))))
+        elif code in _EXIT or code == _NMI_EXIT:
+            kind = "nmi" if code == _NMI_EXIT else _EXIT[code]
+            depth = next((k for k in range(len(stack) - 1, -1, -1) if stack[k][0] == kind), None)
+            if depth is not None:
+                del stack[depth:]
+        elif code == _NMI_ENTRY:
+            stack.append(("nmi", labels.context("nmi", -1, events.string(r["name"][i]))))
+        elif code == TRACE_EVENTS["switch"]:
+            stack = []  # no switch happens inside an interrupt: anything open was lost
+            task = labels.task(r["other_pid"][i], events.string(r["other_comm"][i]), r["other_prio"][i], own, cpu)
+        elif code == TRACE_EVENTS["lost"]:
+            lost_at = t if lost_at is None else lost_at
+            stack, task = [], 2
+    if lost_at is not None:
+        gaps.append((lost_at, np.iinfo(np.int64).max))
+    return _CpuTimeline(np.asarray(starts, np.int64), np.asarray(ends, np.int64), np.asarray(ids, np.int64),
+                        r["ts"][0], r["ts"][-1], gaps)
+
+
+# ---- windows ---------------------------------------------------------------------------------
+
+
+def _overlaps(tl: _CpuTimeline, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(window index, label id, overlap ns) of every window with every segment it meets."""
+    i0 = np.searchsorted(tl.ends, a, side="right")
+    i1 = np.searchsorted(tl.starts, b, side="left")
+    counts = np.maximum(i1 - i0, 0)
+    win = np.repeat(np.arange(a.size), counts)
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]) if a.size else np.zeros(0, np.int64)
+    seg = i0[win] + (np.arange(win.size) - offsets[win])
+    ov = np.minimum(b[win], tl.ends[seg]) - np.maximum(a[win], tl.starts[seg])
+    keep = ov > 0
+    return win[keep], tl.labels[seg][keep], ov[keep]
+
+
+def _window_status(tl: _CpuTimeline | None, a: np.ndarray, b: np.ndarray, unplaced_loss: bool) -> np.ndarray:
+    """Per window: 0 attributed, 1 incomplete trace, 2 no trace."""
+    status = np.zeros(a.size, np.int8)
+    if tl is None:
+        status[:] = 2
+        return status
+    status[(a < tl.first_ns) | (b > tl.last_ns)] = 2
+    if unplaced_loss:
+        status[status == 0] = 1
+    for lo, hi in tl.gaps:
+        status[(status == 0) & (b >= lo) & (a <= hi)] = 1
+    return status
+
+
+@dataclass
+class _Windows:
+    """Every wake-up of the dataset with its status and its sparse (window, cause, ns) overlaps."""
+
+    thread: np.ndarray
+    cpu: np.ndarray
+    seq: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    status: np.ndarray
+    pair_win: np.ndarray
+    pair_label: np.ndarray
+    pair_ns: np.ndarray
+
+
+def _sum_pairs(pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_labels: int,
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One (window, cause, ns) per window and cause: the segments of a cause inside a window summed."""
+    if not pairs:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    win, lab, ns = (np.concatenate(p).astype(np.int64) for p in zip(*pairs, strict=True))
+    keys, inverse = np.unique(win * n_labels + lab, return_inverse=True)
+    total = np.bincount(inverse, weights=ns).astype(np.int64)
+    return keys // n_labels, keys % n_labels, total
+
+
+def _own_tids(dataset: Dataset) -> dict[int, set[int]]:
+    own: dict[int, set[int]] = {}
+    for info in dataset.metadata.threads:
+        if info.tid:
+            own.setdefault(int(info.cpu), set()).add(int(info.tid))
+    return own
+
+
+def _unplaced_loss(events: TraceEvents, cpu: int) -> bool:
+    """Losses the kernel counted on cpu that no LOST row places in time."""
+    counted = events.lost_by_cpu().get(cpu, 0)
+    rows = (events.columns["cpu"] == cpu) & (events.columns["event"] == TRACE_EVENTS["lost"])
+    return counted > 0 and not rows.any()
+
+
+def _windows(dataset: Dataset, events: TraceEvents, labels: _Labels) -> _Windows:
+    table = dataset.read(["thread", "cpu", "seq", "expected_ns", "actual_ns"])
+    col = {n: table.column(n).to_numpy() for n in table.column_names}
+    own = _own_tids(dataset)
+    status = np.zeros(table.num_rows, np.int8)
+    pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for cpu in np.unique(col["cpu"]).tolist():
+        rows = np.flatnonzero(col["cpu"] == cpu)
+        a, b = col["expected_ns"][rows], col["actual_ns"][rows]
+        tl = _sweep(events, cpu, labels, own.get(cpu, set()))
+        status[rows] = _window_status(tl, a, b, _unplaced_loss(events, cpu))
+        if tl is not None and tl.starts.size:
+            win, lab, ns = _overlaps(tl, a, b)
+            pairs.append((rows[win], lab, ns))
+    win, lab, ns = _sum_pairs(pairs, len(labels.causes))
+    return _Windows(col["thread"], col["cpu"], col["seq"], col["expected_ns"], col["actual_ns"], status,
+                    win, lab, ns)
+
+
+# ---- the attribution -------------------------------------------------------------------------
+
+
+def _unexplained_note(dataset: Dataset) -> str:
+    if dataset.has("smi"):
+        return ("unexplained: no kernel event covers that time; the smi column tells SMIs apart (an SMI count "
+                "step in the window), the rest is the hypervisor or hardware, which no event can tell apart")
+    return ("unexplained: no kernel event covers that time (the CPU idle, the wake-up path, or time taken from "
+            "the kernel); hypervisor, SMI and hardware cannot be told apart here (no smi counter column)")
+
+
+def _spike(w: _Windows, i: int, per_window: dict[int, list[tuple[int, int]]], labels: _Labels,
+           status: str) -> SpikeAttribution:
+    delay = int(w.b[i] - w.a[i])
+    contributions: tuple[Contribution, ...] = ()
+    unexplained = longest = None
+    if status == STATUS_ATTRIBUTED:
+        causes = sorted(((ns, lab) for lab, ns in per_window.get(i, []) if lab >= len(_NEUTRAL)), reverse=True)
+        explained = sum(ns for ns, _ in causes)
+        unexplained = max(delay - explained, 0)
+        contributions = tuple(Contribution(labels.causes[lab].label, labels.causes[lab].kind, int(ns),
+                                           ns / delay if delay > 0 else 0.0) for ns, lab in causes)
+        top = contributions[0] if contributions else None
+        longest = top.cause if top and top.ns >= unexplained else KIND_UNEXPLAINED
+    return SpikeAttribution(thread=int(w.thread[i]), cpu=int(w.cpu[i]), seq=int(w.seq[i]),
+                            expected_ns=int(w.a[i]), actual_ns=int(w.b[i]), delay_ns=delay, status=status,
+                            contributions=contributions, unexplained_ns=unexplained, longest=longest)
+
+
+def _cause_stats(w: _Windows, labels: _Labels, complete: np.ndarray, spike: np.ndarray,
+                 present: np.ndarray, spikes: Sequence[SpikeAttribution], min_ns: int) -> tuple[CauseStat, ...]:
+    n_complete, n_spikes = int(complete.sum()), int((spike & complete).sum())
+    rows = present & complete[w.pair_win]
+    longest: dict[str, int] = {}
+    for s in spikes:
+        if s.longest:
+            longest[s.longest] = longest.get(s.longest, 0) + 1
+    candidates = np.unique(w.pair_label[rows & spike[w.pair_win]])
+    stats: list[tuple[Cause, int, int, int, RiskRatio | None]] = []
+    for lab in candidates.tolist():
+        if lab < len(_NEUTRAL):
+            continue
+        mine = rows & (w.pair_label == lab)
+        in_windows = np.unique(w.pair_win[mine])
+        n_in = int(in_windows.size)
+        s_in = int(spike[in_windows].sum())
+        total = int(w.pair_ns[(w.pair_label == lab) & complete[w.pair_win]].sum())
+        risk = (risk_ratio(s_in, n_in, n_spikes - s_in, n_complete - n_in)
+                if 0 < n_in < n_complete else None)
+        stats.append((labels.causes[lab], s_in, n_in, total, risk))
+    p = [s[4].p_value for s in stats if s[4] is not None]
+    adjusted = iter(holm(p).tolist()) if p else iter(())
+    out = [CauseStat(cause=c, spikes_present=s_in, spikes_longest=longest.get(c.label, 0),
+                     share_of_spikes=s_in / n_spikes if n_spikes else 0.0, windows_present=n_in, total_ns=total,
+                     risk=risk, p_holm=next(adjusted) if risk is not None else None)
+           for c, s_in, n_in, total, risk in stats]
+    return tuple(sorted(out, key=lambda s: (-s.spikes_present, -s.total_ns, s.cause.label)))
+
+
+def attribute_spikes(dataset: Dataset, threshold_ns: float, *, events: TraceEvents | None = None) -> TraceAttribution:
+    """Explain every wake-up later than ``threshold_ns`` from the dataset's kernel trace.
+
+    Parameters
+    ----------
+    dataset
+        An opened sample dataset (a directory with an events table, or pass ``events``).
+    threshold_ns
+        A wake-up is a spike when ``actual_ns - expected_ns`` exceeds this (ns).
+    events
+        The events table to use instead of the dataset's own (tests, imports not yet attached).
+
+    Returns
+    -------
+    TraceAttribution
+
+    Raises
+    ------
+    AnalysisError
+        No events table, a histogram dataset, or a threshold that is not positive.
+    """
+    if dataset.is_histogram:
+        raise AnalysisError(f"{dataset.path}: a histogram dataset has no wake-up windows to attribute")
+    if not threshold_ns > 0:
+        raise AnalysisError(f"spike threshold must be positive, got {threshold_ns} ns")
+    events = events if events is not None else read_trace_events(dataset.path)
+    if events is None:
+        raise AnalysisError(f"{dataset.path}: no kernel trace in this dataset; capture with "
+                            "'jitterscope-capture --trace -o DIR' or attach one with "
+                            "'jitterscope import TRACE --onto DATASET -o OUT'")
+    labels = _Labels()
+    w = _windows(dataset, events, labels)
+    delay = w.b - w.a
+    spike = delay > threshold_ns
+    complete = w.status == 0
+    min_ns = 2 * events.resolution_ns
+    present = w.pair_ns >= np.maximum(min_ns, PRESENT_SHARE * delay[w.pair_win])
+    per_window: dict[int, list[tuple[int, int]]] = {}
+    in_spike = spike[w.pair_win]
+    for i, lab, ns in zip(w.pair_win[in_spike].tolist(), w.pair_label[in_spike].tolist(),
+                          w.pair_ns[in_spike].tolist(), strict=True):
+        per_window.setdefault(i, []).append((lab, ns))
+    names = {0: STATUS_ATTRIBUTED, 1: STATUS_INCOMPLETE, 2: STATUS_UNTRACED}
+    order = np.flatnonzero(spike)
+    order = order[np.argsort(-delay[order], kind="stable")]
+    spikes = tuple(_spike(w, i, per_window, labels, names[int(w.status[i])]) for i in order.tolist())
+    causes = _cause_stats(w, labels, complete, spike, present, spikes, min_ns)
+    notes = []
+    lost = events.lost_by_cpu()
+    if any(lost.values()):
+        notes.append(f"{sum(lost.values())} trace event(s) lost by the kernel; the wake-ups they touch say "
+                     "'incomplete trace' and are left out of the causes")
+    if events.resolution_ns >= 1000:
+        notes.append(f"event times have {events.resolution_ns} ns resolution: each share is good to about "
+                     f"±{events.resolution_ns} ns per context")
+    else:
+        notes.append("event times are the trace ring buffer's ns time stamps (trace_clock mono); each context's "
+                     "time includes the cost of its own tracepoints")
+    return TraceAttribution(
+        threshold_ns=float(threshold_ns), resolution_ns=events.resolution_ns, n_wakeups=int(delay.size),
+        n_windows=int(complete.sum()), n_spikes=int(spike.sum()),
+        n_attributed=sum(s.status == STATUS_ATTRIBUTED for s in spikes),
+        n_incomplete=sum(s.status == STATUS_INCOMPLETE for s in spikes),
+        n_untraced=sum(s.status == STATUS_UNTRACED for s in spikes), lost_events=lost, spikes=spikes,
+        causes=causes, unexplained_spikes=sum(s.longest == KIND_UNEXPLAINED for s in spikes),
+        unexplained_note=_unexplained_note(dataset), notes=tuple(notes))

@@ -1,0 +1,555 @@
+/* The tracefs instance of a --trace capture and its reader thread; see
+ * trace.h.  Setup and teardown run on the main thread, the reader on the
+ * writer's CPU; nothing here runs in, or waits for, a measuring thread.
+ * The global trace (current_tracer, tracing_on, set_event, trace_clock) is
+ * only ever read, for the environment note. */
+#include "trace.h"
+
+#include <dirent.h>
+#include <sched.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "jsonw.h"
+
+#define PROG "jitterscope-capture"
+#define TRACEFS "/sys/kernel/tracing"
+#define TRACE_DEFAULT_EVENTS                                                                                        \
+	"irq:irq_handler_entry,irq:irq_handler_exit,irq:softirq_entry,irq:softirq_exit,irq_vectors,nmi:nmi_handler,"    \
+	"sched:sched_switch,sched:sched_wakeup"
+
+static int trace_write_file(const char *dir, const char *name, const char *value)
+{
+	char path[320];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, value, strlen(value));
+	int err = n < 0 ? -errno : 0;
+	close(fd);
+	return err;
+}
+
+static bool trace_read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return false;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return true;
+}
+
+/* Mounts tracefs when it is not mounted yet (it stays mounted: others may use it). */
+static int trace_mount(void)
+{
+	if (access(TRACEFS "/instances", F_OK) == 0)
+		return 0;
+	if (mount("nodev", TRACEFS, "tracefs", 0, NULL) && errno != EBUSY)
+		return -errno;
+	return access(TRACEFS "/instances", F_OK) ? -errno : 0;
+}
+
+/* Whether pid is a live jitterscope-capture (a reused pid is another program). */
+static bool trace_owner_alive(long pid)
+{
+	char path[64], comm[64];
+	if (kill((pid_t)pid, 0) && errno == ESRCH)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	return trace_read_file(path, comm, sizeof(comm)) && strncmp(comm, "jitterscope-cap", 15) == 0;
+}
+
+int trace_clean_stale(bool quiet)
+{
+	DIR *d = opendir(TRACEFS "/instances");
+	if (!d)
+		return 0;
+	int removed = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		if (strncmp(e->d_name, TRACE_INSTANCE_PREFIX, strlen(TRACE_INSTANCE_PREFIX)) != 0)
+			continue;
+		long pid = strtol(e->d_name + strlen(TRACE_INSTANCE_PREFIX), &end, 10);
+		if (*end != '\0' || pid <= 0 || pid == (long)getpid() || trace_owner_alive(pid))
+			continue;
+		char path[320];
+		snprintf(path, sizeof(path), TRACEFS "/instances/%s", e->d_name);
+		if (rmdir(path) == 0) {
+			removed++;
+			fprintf(stderr, PROG ": removed the tracefs instance %s left by a capture that was killed (pid %ld)\n",
+				e->d_name, pid);
+		} else if (!quiet) {
+			fprintf(stderr, PROG ": warning: cannot remove the stale tracefs instance %s: %s\n", path,
+				strerror(errno));
+		}
+	}
+	closedir(d);
+	return removed;
+}
+
+/* tracing_cpumask in the kernel's format: 32-bit hex words, highest first, comma-separated. */
+static void trace_cpumask(const struct config *cfg, char *buf, size_t len)
+{
+	uint32_t words[CONFIG_MAX_CPUS / 32] = {0};
+	int top = 0;
+	for (int i = 0; i < cfg->ncpus; i++) {
+		words[cfg->cpus[i] / 32] |= 1u << (cfg->cpus[i] % 32);
+		top = cfg->cpus[i] / 32 > top ? cfg->cpus[i] / 32 : top;
+	}
+	size_t used = 0;
+	for (int w = top; w >= 0 && used < len; w--) {
+		int n = snprintf(buf + used, len - used, w == top ? "%x" : ",%08x", words[w]);
+		used += n > 0 ? (size_t)n : 0;
+	}
+}
+
+/* Each event of the comma-separated list into set_event: "system", "system:event" or "event". */
+static int trace_enable_events(struct trace *t, const char *list)
+{
+	char path[320], token[160], events_dir[512];
+	snprintf(path, sizeof(path), "%s/set_event", t->dir);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int err = 0;
+	for (const char *p = list; *p && !err; p += *p == ',') {
+		size_t n = strcspn(p, ",");
+		snprintf(token, sizeof(token), "%.*s", (int)(n < 140 ? n : 140), p);
+		p += n;
+		snprintf(events_dir, sizeof(events_dir), "%s/events/%s", t->dir, token);
+		bool system = !strchr(token, ':') && access(events_dir, F_OK) == 0;
+		char line[200];
+		int len = snprintf(line, sizeof(line), system ? "%s:*\n" : "%s\n", token);
+		if (write(fd, line, (size_t)len) < 0) {
+			err = -errno;
+			fprintf(stderr, PROG ": cannot enable the trace event '%s': %s (see %s/available_events)\n", token,
+				strerror(errno), TRACEFS);
+		}
+	}
+	close(fd);
+	return err;
+}
+
+/* The instance: made, tracing off, mono clock, buffer, CPU mask, events. */
+static int trace_configure(struct trace *t, const struct config *cfg)
+{
+	char mask[300], kb[32];
+	const char *what = "tracing_on";
+	int err = trace_write_file(t->dir, "tracing_on", "0");
+	if (!err && (err = trace_write_file(t->dir, what = "trace_clock", "mono")) == 0) {
+		snprintf(kb, sizeof(kb), "%llu", (unsigned long long)cfg->trace_buffer_kb);
+		err = trace_write_file(t->dir, what = "buffer_size_kb", kb);
+	}
+	if (!err) {
+		trace_cpumask(cfg, mask, sizeof(mask));
+		err = trace_write_file(t->dir, what = "tracing_cpumask", mask);
+	}
+	if (err) {
+		fprintf(stderr, PROG ": cannot set %s/%s: %s\n", t->dir, what, strerror(-err));
+		return err;
+	}
+	return trace_enable_events(t, cfg->trace_events ? cfg->trace_events : TRACE_DEFAULT_EVENTS);
+}
+
+static int trace_make_instance(struct trace *t)
+{
+	snprintf(t->dir, sizeof(t->dir), TRACEFS "/instances/" TRACE_INSTANCE_PREFIX "%ld", (long)getpid());
+	int made = mkdir(t->dir, 0700);
+	if (made && errno == EEXIST && rmdir(t->dir) == 0) /* a stale one of a process that had our pid */
+		made = mkdir(t->dir, 0700);
+	if (made) {
+		int err = errno;
+		fprintf(stderr, PROG ": cannot create the tracefs instance %s: %s (needs root)\n", t->dir, strerror(err));
+		return -err;
+	}
+	t->made = true;
+	return 0;
+}
+
+static void trace_global_note(struct trace *t)
+{
+	char tracer[64] = "?", on[16] = "?", clock[200] = "?", path[320];
+	trace_read_file(TRACEFS "/current_tracer", tracer, sizeof(tracer));
+	trace_read_file(TRACEFS "/tracing_on", on, sizeof(on));
+	trace_read_file(TRACEFS "/trace_clock", clock, sizeof(clock));
+	int events = 0;
+	FILE *f = fopen(TRACEFS "/set_event", "re");
+	while (f && fgets(path, sizeof(path), f))
+		events++;
+	if (f)
+		fclose(f);
+	char *sel = strchr(clock, '['), *close_br = sel ? strchr(sel, ']') : NULL;
+	if (close_br)
+		*close_br = '\0';
+	snprintf(t->global_before, sizeof(t->global_before),
+		 "{\"current_tracer\":\"%s\",\"tracing_on\":%s,\"trace_clock\":\"%s\",\"set_event_count\":%d}", tracer,
+		 strcmp(on, "1") == 0 ? "true" : "false", sel ? sel + 1 : clock, events);
+}
+
+/* ---- the events file -------------------------------------------------------------- */
+
+static void trace_events_list(struct jsonw *j, const struct trace *t)
+{
+	const char *list = t->cfg->trace_events ? t->cfg->trace_events : TRACE_DEFAULT_EVENTS;
+	jsonw_array_begin(j, "events");
+	for (const char *p = list; *p; p += *p == ',') {
+		size_t n = strcspn(p, ",");
+		char token[160];
+		snprintf(token, sizeof(token), "%.*s", (int)(n < 140 ? n : 140), p);
+		jsonw_string(j, NULL, token);
+		p += n;
+	}
+	jsonw_array_end(j);
+}
+
+static void trace_loss_json(struct jsonw *j, const struct trace *t)
+{
+	if (!t->overrun) {
+		jsonw_null(j, "lost");
+		return;
+	}
+	uint64_t total = 0;
+	jsonw_object_begin(j, "lost");
+	jsonw_array_begin(j, "per_cpu");
+	for (int i = 0; i < t->cfg->ncpus; i++) {
+		jsonw_object_begin(j, NULL);
+		jsonw_int(j, "cpu", t->cfg->cpus[i]);
+		jsonw_uint(j, "overrun", t->overrun[i]);
+		jsonw_uint(j, "dropped", t->dropped[i]);
+		jsonw_object_end(j);
+		total += t->overrun[i] + t->dropped[i];
+	}
+	jsonw_array_end(j);
+	jsonw_uint(j, "total", total);
+	jsonw_object_end(j);
+}
+
+/* jitterscope.trace: what was traced, how, and (at the end) what was lost. */
+static char *trace_meta_json(const struct trace *t, const char *state)
+{
+	struct jsonw j;
+	jsonw_init(&j);
+	jsonw_object_begin(&j, NULL);
+	jsonw_int(&j, "version", 1);
+	jsonw_string(&j, "instance", strrchr(t->dir, '/') + 1);
+	jsonw_string(&j, "clock", "mono");
+	jsonw_int(&j, "resolution_ns", 1); /* trace_pipe_raw: the ring buffer's own ns time stamps */
+	trace_events_list(&j, t);
+	jsonw_array_begin(&j, "cpus");
+	for (int i = 0; i < t->cfg->ncpus; i++)
+		jsonw_int(&j, NULL, t->cfg->cpus[i]);
+	jsonw_array_end(&j);
+	jsonw_uint(&j, "buffer_size_kb", t->cfg->trace_buffer_kb);
+	jsonw_int(&j, "reader_cpu", t->reader_cpu);
+	jsonw_int(&j, "read_interval_ns", t->cfg->trace_read_ns);
+	jsonw_string(&j, "state", state);
+	jsonw_string(&j, "stop_reason", t->stop_reason);
+	jsonw_uint(&j, "rows", t->rows + t->nstaged);
+	jsonw_uint(&j, "markers", t->marker_rows);
+	jsonw_uint(&j, "lost_reported", t->lost_reported);
+	jsonw_uint(&j, "unparsed_lines", t->unparsed);
+	trace_loss_json(&j, t);
+	jsonw_raw(&j, "global_before", t->global_before);
+	jsonw_object_end(&j);
+	return jsonw_take(&j);
+}
+
+static char *trace_strings_json(const struct trace *t)
+{
+	struct jsonw j;
+	jsonw_init(&j);
+	jsonw_array_begin(&j, NULL);
+	for (size_t i = 0; i < t->strings.n; i++)
+		jsonw_string(&j, NULL, t->strings.text[i]);
+	jsonw_array_end(&j);
+	return jsonw_take(&j);
+}
+
+/* Appends the staged rows as a row group, with the metadata as of now. */
+static int trace_append(struct trace *t, const char *state)
+{
+	char *meta = trace_meta_json(t, state), *strings = trace_strings_json(t);
+	int err = -ENOMEM;
+	if (meta && strings) {
+		struct pq_kv kv[] = {{"jitterscope.trace", meta}, {"jitterscope.trace_strings", strings}};
+		err = pq_append_row_group(t->pq, (const void *const *)t->columns, t->nstaged, kv, 2);
+	}
+	free(meta);
+	free(strings);
+	if (!err) {
+		t->rows += t->nstaged;
+		t->nstaged = 0;
+	}
+	return err;
+}
+
+int trace_stage(struct trace *t, const struct trace_row *r)
+{
+	size_t i = t->nstaged;
+	((int64_t *)t->columns[TC_TS])[i] = r->ts_ns;
+	((int32_t *)t->columns[TC_CPU])[i] = r->cpu;
+	((int32_t *)t->columns[TC_EVENT])[i] = r->event;
+	((int32_t *)t->columns[TC_PID])[i] = r->pid;
+	((int32_t *)t->columns[TC_COMM])[i] = r->comm;
+	((int32_t *)t->columns[TC_NUMBER])[i] = r->number;
+	((int32_t *)t->columns[TC_NAME])[i] = r->name;
+	((int32_t *)t->columns[TC_OTHER_PID])[i] = r->other_pid;
+	((int32_t *)t->columns[TC_OTHER_PRIO])[i] = r->other_prio;
+	((int32_t *)t->columns[TC_OTHER_COMM])[i] = r->other_comm;
+	((int32_t *)t->columns[TC_PRIO])[i] = r->prio;
+	((int64_t *)t->columns[TC_VALUE])[i] = r->value;
+	return ++t->nstaged == TRACE_STAGE_ROWS ? trace_append(t, "running") : 0;
+}
+
+static int trace_open_file(struct trace *t, int dir_fd, uid_t uid, gid_t gid, bool chown_file)
+{
+	if (mkdirat(dir_fd, TRACE_DIR_NAME, 0755) && errno != EEXIST)
+		return -errno;
+	int sub = openat(dir_fd, TRACE_DIR_NAME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sub < 0)
+		return -errno;
+	t->out_fd = openat(sub, TRACE_FILE_NAME, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	int err = t->out_fd < 0 ? -errno : 0;
+	if (!err && chown_file && (fchown(sub, uid, gid) || fchown(t->out_fd, uid, gid)))
+		err = -errno;
+	close(sub);
+	if (err)
+		return err;
+	for (int c = 0; c < TC_COUNT; c++)
+		if (!(t->columns[c] = calloc(TRACE_STAGE_ROWS, TRACE_COLUMNS[c].type == PQ_INT64 ? 8 : 4)))
+			return -ENOMEM;
+	t->last_ts = calloc(CONFIG_MAX_CPUS, sizeof(*t->last_ts));
+	if (!t->last_ts)
+		return -ENOMEM;
+	char *meta = trace_meta_json(t, "running");
+	struct pq_kv kv[] = {{"jitterscope.trace", meta ? meta : "null"}, {"jitterscope.trace_strings", "[]"}};
+	err = pq_open(&t->pq, t->out_fd, TRACE_COLUMNS, TC_COUNT, kv, 2);
+	free(meta);
+	return err;
+}
+
+int trace_setup(struct trace *t, const struct config *cfg, int dir_fd, int reader_cpu, uid_t uid, gid_t gid,
+		bool chown_file)
+{
+	t->marker_fd = t->out_fd = -1;
+	t->cfg = cfg;
+	t->reader_cpu = reader_cpu;
+	atomic_init(&t->finish, false);
+	if (!cfg->trace)
+		return 0;
+	t->enabled = true;
+	int err = trace_mount();
+	if (err) {
+		fprintf(stderr, PROG ": cannot mount tracefs on " TRACEFS ": %s (needs root; --trace needs tracefs)\n",
+			strerror(-err));
+		return err;
+	}
+	trace_global_note(t);
+	if ((err = trace_make_instance(t)) || (err = trace_configure(t, cfg)))
+		return err;
+	char path[320];
+	if ((err = trace_raw_open(t))) {
+		fprintf(stderr, PROG ": cannot open the per-CPU trace_pipe_raw files of %s: %s\n", t->dir, strerror(-err));
+		return err;
+	}
+	snprintf(path, sizeof(path), "%s/trace_marker", t->dir);
+	t->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (t->marker_fd < 0) {
+		fprintf(stderr, PROG ": cannot open %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	if ((err = trace_open_file(t, dir_fd, uid, gid, chown_file)))
+		fprintf(stderr, PROG ": cannot create %s/" TRACE_DIR_NAME "/" TRACE_FILE_NAME ": %s\n", cfg->output,
+			strerror(-err));
+	return err;
+}
+
+/* ---- the reader thread ------------------------------------------------------------ */
+
+static int64_t trace_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Every read interval: drain the per-CPU trace_pipe_raw; every row-group interval (--group-seconds, 20 s)
+ * or full stage: append a row group.  Not every flush: each append rewrites a footer listing every group so
+ * far, so the superseded footers grow with the square of the groups (see docs, "Trace events"). */
+static void *trace_reader_run(void *arg)
+{
+	struct trace *t = arg;
+	int64_t every = t->cfg->group_ns > t->cfg->flush_interval_ns ? t->cfg->group_ns : t->cfg->flush_interval_ns;
+	t->next_append_ns = trace_now_ns() + every;
+	for (;;) {
+		bool last = atomic_load(&t->finish);
+		int err = trace_raw_read(t);
+		if (!err && !last && trace_now_ns() >= t->next_append_ns) {
+			t->next_append_ns += every;
+			err = trace_append(t, "running");
+		}
+		if (err || last) {
+			t->error = err;
+			return NULL;
+		}
+		struct timespec pause = {.tv_sec = t->cfg->trace_read_ns / 1000000000,
+					 .tv_nsec = t->cfg->trace_read_ns % 1000000000};
+		nanosleep(&pause, NULL);
+	}
+}
+
+int trace_start(struct trace *t)
+{
+	if (!t->enabled)
+		return 0;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	if (t->reader_cpu >= 0) {
+		cpu_set_t cpus;
+		CPU_ZERO(&cpus);
+		CPU_SET(t->reader_cpu, &cpus);
+		pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
+	}
+	int err = pthread_create(&t->reader, &attr, trace_reader_run, t);
+	pthread_attr_destroy(&attr);
+	if (err) {
+		fprintf(stderr, PROG ": cannot start the trace reader thread: %s\n", strerror(err));
+		return -err;
+	}
+	pthread_setname_np(t->reader, "js-trace");
+	t->reader_started = true;
+	err = trace_write_file(t->dir, "tracing_on", "1");
+	if (err)
+		fprintf(stderr, PROG ": cannot turn tracing on in %s: %s\n", t->dir, strerror(-err));
+	return err;
+}
+
+int trace_mark(struct trace *t, const char *text, int cpu)
+{
+	if (!t->enabled || t->marker_fd < 0)
+		return 0;
+	/* only the measured CPUs record (tracing_cpumask): write from cpu, then move back */
+	cpu_set_t was, on;
+	bool moved = sched_getaffinity(0, sizeof(was), &was) == 0;
+	CPU_ZERO(&on);
+	CPU_SET(cpu, &on);
+	moved = moved && sched_setaffinity(0, sizeof(on), &on) == 0;
+	int err = write(t->marker_fd, text, strlen(text)) < 0 ? -errno : 0;
+	if (moved)
+		sched_setaffinity(0, sizeof(was), &was);
+	return err;
+}
+
+/* "overrun: N" and "dropped events: N" of per_cpu/cpuN/stats. */
+static void trace_read_stats(struct trace *t)
+{
+	t->overrun = calloc((size_t)t->cfg->ncpus, sizeof(*t->overrun));
+	t->dropped = calloc((size_t)t->cfg->ncpus, sizeof(*t->dropped));
+	for (int i = 0; t->overrun && t->dropped && i < t->cfg->ncpus; i++) {
+		char path[320], line[128];
+		snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/stats", t->dir, t->cfg->cpus[i]);
+		FILE *f = fopen(path, "re");
+		while (f && fgets(line, sizeof(line), f)) {
+			unsigned long long v;
+			if (sscanf(line, "overrun: %llu", &v) == 1)
+				t->overrun[i] = v;
+			else if (sscanf(line, "dropped events: %llu", &v) == 1)
+				t->dropped[i] = v;
+		}
+		if (f)
+			fclose(f);
+	}
+	if (!t->overrun || !t->dropped) {
+		free(t->overrun);
+		free(t->dropped);
+		t->overrun = t->dropped = NULL;
+	}
+}
+
+int trace_finish(struct trace *t, const char *reason)
+{
+	if (!t->enabled || !t->reader_started)
+		return 0;
+	trace_write_file(t->dir, "tracing_on", "0");
+	atomic_store(&t->finish, true);
+	pthread_join(t->reader, NULL);
+	t->reader_started = false;
+	t->stop_reason = reason;
+	trace_read_stats(t);
+	trace_raw_symbolize(t);
+	int err = t->error ? t->error : trace_append(t, "complete");
+	if (err)
+		fprintf(stderr, PROG ": the trace events could not all be stored: %s (%s/" TRACE_DIR_NAME "/" TRACE_FILE_NAME
+			" holds those of the last good flush)\n", strerror(-err), t->cfg->output);
+	if (!err && t->cfg->sync == SYNC_DATA && fdatasync(t->out_fd))
+		err = -errno;
+	return err;
+}
+
+void trace_close(struct trace *t)
+{
+	if (!t->cfg) /* setup never reached it: nothing was opened */
+		return;
+	if (t->reader_started)
+		trace_finish(t, "setup failed");
+	if (t->pq)
+		pq_close(t->pq);
+	t->pq = NULL;
+	trace_raw_close(t);
+	int *fds[] = {&t->marker_fd, &t->out_fd};
+	for (size_t i = 0; i < 2; i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+	if (t->made && rmdir(t->dir) && errno != ENOENT)
+		fprintf(stderr, PROG ": warning: cannot remove the tracefs instance %s: %s (rmdir it by hand)\n", t->dir,
+			strerror(errno));
+	t->made = false;
+	for (int c = 0; c < TC_COUNT; c++) {
+		free(t->columns[c]);
+		t->columns[c] = NULL;
+	}
+	free(t->last_ts);
+	free(t->overrun);
+	free(t->dropped);
+	t->last_ts = NULL;
+	t->overrun = t->dropped = NULL;
+	trace_strings_free(&t->strings);
+}
+
+char *trace_environment_json(const struct trace *t, const struct config *cfg)
+{
+	struct jsonw j;
+	jsonw_init(&j);
+	jsonw_object_begin(&j, NULL);
+	jsonw_bool(&j, "enabled", t->enabled);
+	if (t->enabled) {
+		jsonw_string(&j, "instance", strrchr(t->dir, '/') + 1);
+		jsonw_string(&j, "clock", "mono");
+		trace_events_list(&j, t);
+		jsonw_uint(&j, "buffer_size_kb", cfg->trace_buffer_kb);
+		jsonw_int(&j, "reader_cpu", t->reader_cpu);
+		jsonw_string(&j, "table", TRACE_DIR_NAME "/" TRACE_FILE_NAME);
+		jsonw_raw(&j, "global", t->global_before);
+	}
+	jsonw_int(&j, "break_ns", cfg->break_ns);
+	jsonw_object_end(&j);
+	return jsonw_take(&j);
+}

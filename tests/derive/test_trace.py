@@ -1,0 +1,152 @@
+"""attribute_spikes on a hand-made trace whose every share is computed by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from jitterscope.dataset import (
+    TRACE_EVENTS,
+    Metadata,
+    ThreadInfo,
+    events_from_rows,
+    open_dataset,
+    write_dataset,
+    write_trace_events,
+)
+from jitterscope.derive import (
+    STATUS_ATTRIBUTED,
+    STATUS_INCOMPLETE,
+    STATUS_UNTRACED,
+    attribute_spikes,
+    trace_attribution_text,
+)
+from jitterscope.errors import AnalysisError
+from jitterscope.power import risk_ratio
+
+E = TRACE_EVENTS
+STRINGS = ["js-cpu1", "swapper/1", "js-spinner", "eth0", "NET_RX", "local_timer", "perf_event_nmi_handler", "x"]
+US = 1000
+
+
+def _row(ts_us: float, event: int, *, pid: int = 0, comm: int = 1, number: int = -1, name: int = -1,
+         other_pid: int = -1, other_prio: int = -1, other_comm: int = -1, prio: int = -1, value: int = 0,
+         cpu: int = 1) -> list[int]:
+    return [int(ts_us * US), cpu, event, pid, comm, number, name, other_pid, other_prio, other_comm, prio, value]
+
+
+def _switch(ts_us: float, to_pid: int, to_comm: int, to_prio: int) -> list[int]:
+    return _row(ts_us, E["switch"], other_pid=to_pid, other_comm=to_comm, other_prio=to_prio, prio=120)
+
+
+JS = (500, 0, 19)       # the measuring thread: tid 500, FIFO 80
+IDLE = (0, 1, 120)
+SPIN = (77, 2, 9)       # FIFO 90
+
+ROWS = [
+    _switch(0, *IDLE),
+    # wake-up 0: 1000 -> 1010 µs; the timer vector 4 µs, then the switch to the measuring thread
+    _row(1000, E["vector_entry"], number=236, name=5), _row(1004, E["vector_exit"], number=236, name=5),
+    _switch(1008, *JS), _switch(1011, *IDLE),
+    # wake-up 1: 2000 -> 2500 µs; the spinner runs 1900..2450, inside it an irq, a softirq and an NMI
+    _switch(1900, *SPIN),
+    _row(2100, E["irq_entry"], number=24, name=3), _row(2120, E["irq_exit"], number=24),
+    _row(2120, E["softirq_entry"], number=3, name=4), _row(2170, E["softirq_exit"], number=3, name=4),
+    _row(2300, E["nmi"], name=6, value=10 * US),
+    _switch(2450, *JS), _switch(2501, *IDLE),
+    # wake-up 2: 3000 -> 3200 µs; events lost between 3050 and 3150
+    _row(3050, E["other"], name=7), [3050 * US, 1, E["lost"], -1, -1, -1, -1, -1, -1, -1, -1, 42],
+    _row(3150, E["other"], name=7),
+    # wake-up 3: 4000 -> 4008 µs, ordinary
+    _row(4000, E["vector_entry"], number=236, name=5), _row(4003, E["vector_exit"], number=236, name=5),
+    _switch(4006, *JS), _switch(4009, *IDLE),
+]
+WINDOWS_US = [(1000, 1010), (2000, 2500), (3000, 3200), (4000, 4008), (5000, 5400)]  # the last: after the trace
+
+
+@pytest.fixture
+def dataset(tmp_path: Path):
+    n = len(WINDOWS_US)
+    table = pa.table({"cpu": pa.array([1] * n, pa.int32()), "thread": pa.array([0] * n, pa.int32()),
+                      "seq": pa.array(range(n), pa.int64()),
+                      "expected_ns": pa.array([a * US for a, _ in WINDOWS_US], pa.int64()),
+                      "actual_ns": pa.array([b * US for _, b in WINDOWS_US], pa.int64())})
+    meta = Metadata(kind="capture", threads=(ThreadInfo(thread=0, cpu=1, interval_ns=1_000_000, samples=n, tid=500),))
+    root = tmp_path / "ds"
+    root.mkdir()
+    write_dataset(table, meta, root / "part-00000.parquet")
+    info = {"version": 1, "clock": "mono", "resolution_ns": 1000, "cpus": [1],
+            "lost": {"per_cpu": [{"cpu": 1, "overrun": 42, "dropped": 0}], "total": 42}}
+    write_trace_events(events_from_rows(ROWS, STRINGS, info), root)
+    return open_dataset(root)
+
+
+def test_shares_are_the_hand_computed_ones(dataset) -> None:
+    result = attribute_spikes(dataset, 100 * US)
+    assert (result.n_wakeups, result.n_spikes, result.n_windows) == (5, 3, 3)
+    assert (result.n_attributed, result.n_incomplete, result.n_untraced) == (1, 1, 1)
+    worst = result.spikes[0]
+    assert (worst.seq, worst.delay_ns, worst.status) == (1, 500 * US, STATUS_ATTRIBUTED)
+    got = {c.cause: c.ns for c in worst.contributions}
+    assert got == {"js-spinner (pid 77, SCHED_FIFO/RR 90)": 370 * US, "irq 24 eth0": 20 * US,
+                   "softirq NET_RX": 50 * US, "NMI perf_event_nmi_handler": 10 * US}
+    assert worst.unexplained_ns == 50 * US  # the measuring thread's own 50 µs before it read the clock
+    assert worst.longest == "js-spinner (pid 77, SCHED_FIFO/RR 90)"
+    assert [round(c.share, 3) for c in worst.contributions] == [0.74, 0.1, 0.04, 0.02]
+    by_seq = {s.seq: s for s in result.spikes}
+    assert by_seq[2].status == STATUS_INCOMPLETE and by_seq[2].contributions == () and by_seq[2].longest is None
+    assert by_seq[4].status == STATUS_UNTRACED
+    assert result.lost_events == {1: 42}
+
+
+def test_causes_use_the_power_risk_ratio(dataset) -> None:
+    result = attribute_spikes(dataset, 100 * US)
+    spinner = next(c for c in result.causes if c.cause.kind == "thread")
+    assert (spinner.cause.pid, spinner.cause.comm, spinner.cause.policy, spinner.cause.priority) == (
+        77, "js-spinner", "SCHED_FIFO/RR", 90)
+    assert spinner.spikes_present == 1 and spinner.spikes_longest == 1 and spinner.windows_present == 1
+    assert spinner.risk == risk_ratio(1, 1, 0, 2)
+    # a cause is listed when present (>= 10% of the delay) in a spike: NET_RX's 50 of 500 µs is, the irq's 4%
+    # and the NMI's 2% are not; the timer vector is only in the ordinary wake-ups
+    assert {c.cause.label for c in result.causes} == {"js-spinner (pid 77, SCHED_FIFO/RR 90)", "softirq NET_RX"}
+    net_rx = next(c for c in result.causes if c.cause.kind == "softirq")
+    assert net_rx.cause.number == 3 and net_rx.total_ns == 50 * US and net_rx.spikes_longest == 0
+
+
+def test_ordinary_wake_up_split(dataset) -> None:
+    result = attribute_spikes(dataset, 5 * US)  # now every wake-up over 5 µs is a spike
+    first = next(s for s in result.spikes if s.seq == 0)
+    assert {c.cause: c.ns for c in first.contributions} == {"vector local_timer (236)": 4 * US}
+    assert first.unexplained_ns == 6 * US and first.longest == "unexplained"
+
+
+def test_text_and_json(dataset) -> None:
+    result = attribute_spikes(dataset, 100 * US)
+    text = trace_attribution_text(result)
+    assert "3 spike(s) over 100 µs among 5 wake-up(s); 3 completely traced" in text
+    assert "incomplete trace 1" in text
+    assert "seq 2 at 0.003000 s (CLOCK_MONOTONIC): 200 µs late: incomplete trace" in text
+    assert "js-spinner (pid 77, SCHED_FIFO/RR 90) 74% (370 µs)" in text
+    doc = result.to_json()
+    assert doc["spikes"][0]["contributions"][0]["ns"] == 370 * US and doc["n_incomplete"] == 1
+
+
+def test_without_a_trace_or_with_a_bad_threshold(tmp_path: Path, dataset) -> None:
+    with pytest.raises(AnalysisError, match="threshold must be positive"):
+        attribute_spikes(dataset, 0)
+    other = tmp_path / "plain"
+    other.mkdir()
+    for part in dataset.files:
+        (other / part.name).write_bytes(part.read_bytes())
+    with pytest.raises(AnalysisError, match="no kernel trace in this dataset"):
+        attribute_spikes(open_dataset(other), 100 * US)
+
+
+def test_losses_the_rows_cannot_place_mark_the_whole_cpu(tmp_path: Path, dataset) -> None:
+    rows = [r for r in ROWS if r[2] != E["lost"]]
+    info = {"resolution_ns": 1000, "cpus": [1], "lost": {"per_cpu": [{"cpu": 1, "overrun": 5, "dropped": 0}]}}
+    result = attribute_spikes(dataset, 100 * US, events=events_from_rows(rows, STRINGS, info))
+    assert {s.status for s in result.spikes if s.seq != 4} == {STATUS_INCOMPLETE}
+    assert result.causes == () and np.isclose(result.n_windows, 0)
