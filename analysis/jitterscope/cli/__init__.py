@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import JitterscopeError
+from .options import OneLineParser
 
 # Modules under jitterscope.cli, one per subcommand, in the order --help lists them.
 COMMANDS: tuple[str, ...] = (
@@ -37,10 +38,12 @@ COMMANDS: tuple[str, ...] = (
     "compare",
     "tails",
 )
+"""Adding a numeric option to a command: ``type=number(min=0, unit="µs")`` from :mod:`.options`."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    # OneLineParser: a usage error is one line (exit 2); subparsers inherit the class.
+    parser = OneLineParser(
         prog="jitterscope",
         description="Capture and analyse timer wake-up latency and CPU frequency behaviour.",
     )
@@ -58,9 +61,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     parser = build_parser()
     # "capture" passes its options through to the binary untouched.
-    args, rest = parser.parse_known_args(args_list)
-    if rest and not getattr(args, "accepts_extra", False):
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    try:
+        args, rest = parser.parse_known_args(args_list)
+        if rest and not getattr(args, "accepts_extra", False):
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    except SystemExit as exc:  # --help (0) or a usage error (2, its one line already printed)
+        return exc.code if isinstance(exc.code, int) else 2
     if rest:
         args.extra = rest
     try:

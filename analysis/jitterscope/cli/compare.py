@@ -7,6 +7,7 @@ import json
 import sys
 
 from ..errors import AnalysisError
+from .options import number, seed
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,13 +24,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("-o", "--output", metavar="PDF", help="also write the comparison as a PDF")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     parser.add_argument("--labels", metavar="A,B,…", help="names of the runs (default: file names)")
-    parser.add_argument("--noise", type=float, default=5.0, metavar="PCT",
+    parser.add_argument("--noise", type=number(min=0, max=1000, unit="%"), default=5.0, metavar="PCT",
                         help="noise threshold in percent (default: 5)")
-    parser.add_argument("--confidence", type=float, default=95.0, metavar="PCT",
+    parser.add_argument("--confidence", type=number(min=0, max=100, inclusive=False, unit="%"), default=95.0, metavar="PCT",
                         help="confidence level of the intervals in percent (default: 95)")
-    parser.add_argument("--resamples", type=int, default=1000, metavar="B",
+    parser.add_argument("--resamples", type=number(integer=True, min=20, max=100_000), default=1000, metavar="B",
                         help="bootstrap resamples per run (default: 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0)")
+    parser.add_argument("--seed", type=seed(), default=0, help="seed of the resampling (default: 0)")
     parser.set_defaults(func=_run)
 
 

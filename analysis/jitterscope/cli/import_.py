@@ -6,6 +6,7 @@ import argparse
 
 from ..errors import ImportFormatError
 from ..io import IMPORT_FORMATS  # light: formats/names.py
+from .options import number
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,10 +23,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--onto", metavar="DATASET",
                         help="FILE is turbostat interval output: write a copy of DATASET with it attached as a "
                              "timeline joined by wall-clock time")
-    parser.add_argument("--turbostat-start", type=float, metavar="EPOCH_SECONDS",
+    parser.add_argument("--turbostat-start", type=number(min=0, max=1e11, unit="s"), metavar="EPOCH_SECONDS",
                         help="with --onto: wall-clock time the first turbostat interval began (needed when "
                              "turbostat ran without --show Time_Of_Day_Seconds)")
-    parser.add_argument("--turbostat-interval", type=float, metavar="SECONDS",
+    parser.add_argument("--turbostat-interval", type=number(min=0, max=86_400, inclusive=False, unit="s"), metavar="SECONDS",
                         help="with --onto: turbostat's --interval (default: from its time column, else 5)")
     parser.set_defaults(func=_run)
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..errors import JitterscopeError
+from .options import number
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("dataset", metavar="DATASET", help="dataset file or directory")
     parser.add_argument("-o", "--output", default="report.pdf", help="PDF to write (default: report.pdf)")
     parser.add_argument("--figures", metavar="DIR", help="also write each figure and table into DIR")
-    parser.add_argument("--top", type=int, default=20, metavar="K", help="spikes in the catalogue (default: 20)")
+    parser.add_argument("--top", type=number(integer=True, min=1, max=1000), default=20, metavar="K", help="spikes in the catalogue (default: 20)")
     parser.add_argument("--sections", metavar="NAME,...",
                         help="only these report sections, comma-separated (default: all; an unknown name lists them)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars, print only the path")

@@ -7,6 +7,7 @@ import json
 import sys
 
 from ..errors import JitterscopeError
+from .options import number
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -15,11 +16,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("dataset", help="dataset file or directory")
     parser.add_argument("--json", action="store_true", help="print the same numbers as JSON")
-    parser.add_argument("--interval-stats", type=int, metavar="N",
+    parser.add_argument("--interval-stats", type=number(integer=True, min=1), metavar="N",
                         help="also print periodic_timer's period statistics every N periods")
-    parser.add_argument("--tolerance", type=float, default=1.0, metavar="US",
+    parser.add_argument("--tolerance", type=number(min=0, max=1e9, unit="µs"), default=1.0, metavar="US",
                         help="period error tolerance for --interval-stats in µs (default 1)")
-    parser.add_argument("--top", type=int, default=20, metavar="K", help="spikes kept per thread (default 20)")
+    parser.add_argument("--top", type=number(integer=True, min=1, max=100_000), default=20, metavar="K", help="spikes kept per thread (default 20)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=_run)
 
