@@ -19,7 +19,8 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import JitterscopeError
-from .options import OneLineParser
+from ..format import visible
+from .options import OneLineParser, VisibleText
 
 # Modules under jitterscope.cli, one per subcommand, in the order --help lists them.
 COMMANDS: tuple[str, ...] = (
@@ -69,16 +70,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     if rest:
         args.extra = rest
+    stdout, sys.stdout = sys.stdout, VisibleText(sys.stdout)  # text from a dataset never drives the terminal
     try:
         return int(args.func(args) or 0)
     except JitterscopeError as exc:
-        print(f"jitterscope {args.command}: error: {exc}", file=sys.stderr)
+        print(visible(f"jitterscope {args.command}: error: {' '.join(str(exc).split())}"), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"jitterscope {args.command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import argparse
 import math
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
 SEED_MAX = 2**64 - 1
 """The largest seed numpy's generators take (they refuse negative ones)."""
@@ -109,3 +109,23 @@ class OneLineParser(argparse.ArgumentParser):
 def usage_error(prog: str, message: str) -> NoReturn:
     """Stop with the same one-line usage error (exit 2) for a combination of options argparse cannot check."""
     OneLineParser(prog=prog).error(message)
+
+
+class VisibleText:
+    """A text stream that writes every control character (but newline and tab) and lone surrogate as an escape.
+
+    The CLI prints through it, so text from a dataset (a hostname with ANSI escapes, a title-setting sequence,
+    CR or NUL, invalid Unicode) reaches the terminal as data, never as a command to it.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from ..format import visible  # import-free module
+
+        self._stream.write(visible(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> object:  # flush, isatty, fileno, encoding… of the real stream
+        return getattr(self._stream, name)

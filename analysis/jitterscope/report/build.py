@@ -61,7 +61,10 @@ from tqdm import tqdm
 from .. import __version__
 from ..dataset import Dataset, open_dataset, write_atomically
 from ..errors import JitterscopeError
-from ..render import REPORT_RC, Page, Table, source_date, text_pages, to_csv, to_json_text, to_latex
+from ..format import visible
+from ..render import (
+    REPORT_RC, Page, Table, literal_text, source_date, text_pages, to_csv, to_json_text, to_latex,
+)
 from ..summary import Summary, TimelineResult, compute_timeline, summarize
 
 SECTION_MODULES: tuple[str, ...] = (
@@ -295,7 +298,7 @@ def write_report(
         seconds = [("summary+timeline", time.perf_counter() - started)]
         when, _ = source_date()
         metadata = {
-            "Title": f"jitterscope report: {dataset.path.name}",
+            "Title": visible(f"jitterscope report: {dataset.path.name}"),
             "Creator": f"jitterscope {__version__}",
             "CreationDate": when,
             "ModDate": None,
@@ -317,7 +320,7 @@ def write_report(
                         _claim(page.name, used_names, section.name)
                         # the PDF page first, so it is the same bytes with or without --figures
                         undo = _decorate(page.figure, ctx, pages + 1)
-                        pdf.savefig(page.figure)
+                        pdf.savefig(literal_text(page.figure))
                         pages += 1
                         if fig_dir is not None:
                             undo()
