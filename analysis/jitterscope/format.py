@@ -28,8 +28,9 @@ MISSING = "n/a"
 
 # C0 controls but tab and newline, DEL, C1 controls, and lone surrogates (invalid Unicode: no encoder writes them)
 _INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-TEXT_CELL_LIMIT = 200
-"""Characters of a text cell shown in terminal, PDF and LaTeX tables; CSV and JSON keep the full value."""
+TEXT_CELL_LIMIT = 4096
+"""Characters of a text cell shown in terminal, PDF and LaTeX tables (a kernel command line fits: at most 4 KiB);
+CSV and JSON keep the full value."""
 
 
 def visible(text: str) -> str:

@@ -56,6 +56,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``jitterscope`` command line; return its exit status (0, 1 error, 2 usage, 130 interrupted)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C before a command runs (parsing, imports): one line, as during it
+        print("jitterscope: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list == ["--version"]:  # the one answer that needs no parser: scripts call it often
         print(f"jitterscope {__version__}")
