@@ -154,7 +154,10 @@ def test_anonymize_replaces_identifying_values_and_says_which():
 
 def test_pack_anonymize_records_changes(tmp_path):
     table, _ = simulate(SimulationSpec(threads=1, samples=1000, counters=()), seed=1)
-    write_dataset(table, _identifying_metadata().with_changes(kind="simulation"), tmp_path / "s.parquet")
+    identifying = _identifying_metadata()
+    threads = tuple(ThreadInfo(thread=t.thread, cpu=t.cpu, interval_ns=1_000_000, samples=1000, extra=t.extra)
+                    for t in identifying.threads)  # the gate: samples add up to the rows
+    write_dataset(table, identifying.with_changes(kind="simulation", threads=threads), tmp_path / "s.parquet")
     result = pack_dataset(tmp_path / "s.parquet", tmp_path / "p.parquet", anonymize=True)
     meta = open_dataset(tmp_path / "p.parquet").metadata
     assert meta.pack["anonymized"] == list(result.anonymized) and "environment.hostname" in result.anonymized

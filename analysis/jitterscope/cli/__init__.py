@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from .. import __version__
@@ -57,11 +59,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``jitterscope`` command line; return its exit status (0, 1 error, 2 usage, 130 interrupted)."""
+    # SIGTERM as an exception, so that writers remove their temporaries on the way out (as on Ctrl-C)
+    previous = signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() \
+        else None
     try:
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C before a command runs (parsing, imports): one line, as during it
         print("jitterscope: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("jitterscope: terminated (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: unwinds like KeyboardInterrupt (a BaseException: no ``except Exception`` swallows it)."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -13,7 +13,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("dataset", help="dataset file or directory")
     parser.add_argument("--format", required=True, choices=EXPORT_FORMATS, help="output format")
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="file to write")
-    parser.add_argument("--thread", type=number(integer=True, min=0, max=2**31 - 1), metavar="N", help="only thread N (hgrm merges all threads otherwise)")
+    parser.add_argument("--thread", type=number(integer=True, min=0, max=2**31 - 1), metavar="N",
+                        help="only thread N (hgrm merges all threads otherwise)")
     parser.add_argument("--force", action="store_true", help="overwrite the output")
     parser.set_defaults(func=_run)
 

@@ -26,7 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--turbostat-start", type=number(min=0, max=1e11, unit="s"), metavar="EPOCH_SECONDS",
                         help="with --onto: wall-clock time the first turbostat interval began (needed when "
                              "turbostat ran without --show Time_Of_Day_Seconds)")
-    parser.add_argument("--turbostat-interval", type=number(min=0, max=86_400, inclusive=False, unit="s"), metavar="SECONDS",
+    parser.add_argument("--turbostat-interval", type=number(min=0, max=86_400, inclusive=False, unit="s"),
+                        metavar="SECONDS",
                         help="with --onto: turbostat's --interval (default: from its time column, else 5)")
     parser.set_defaults(func=_run)
 
@@ -37,7 +38,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.onto is not None:
         return _attach_timeline(args)
     table, metadata = import_files(args.files, fmt=args.format)
-    path = write_dataset(table, metadata, args.output, overwrite=args.force)
+    path = write_dataset(table, metadata, args.output, overwrite=args.force, inputs=args.files)
     source = metadata.source or {}
     print(f"{path}: {metadata.kind} dataset from {source.get('format')}, {table.num_rows} rows, "
           f"{len(metadata.threads)} thread(s)")
@@ -65,7 +66,7 @@ def _attach_timeline(args: argparse.Namespace) -> int:
     assert decoded is not None
     join = join_timeline(table.column("actual_ns").to_numpy(), table.column("cpu").to_numpy(), metadata, decoded)
     note = overlap_note(join, decoded)
-    path = write_dataset(table, metadata, args.output, overwrite=args.force)
+    path = write_dataset(table, metadata, args.output, overwrite=args.force, inputs=[*args.files, args.onto])
     print(f"{path}: {args.onto} with the turbostat timeline of {timeline['file']} attached "
           f"({decoded.intervals} interval(s) of {decoded.interval_s:g} s, CPUs {timeline['cpus']}, "
           f"times from {timeline['time_from']}); {int(join.inside.sum())} of {table.num_rows} wake-ups inside")

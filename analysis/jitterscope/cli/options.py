@@ -24,8 +24,8 @@ SEED_MAX = 2**64 - 1
 
 def number(
     *,
-    min: float | None = None,  # noqa: A002 - the names read as the option's contract at each call site
-    max: float | None = None,  # noqa: A002
+    min: float | None = None,
+    max: float | None = None,
     integer: bool = False,
     inclusive: bool = True,
     unit: str = "",

@@ -20,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="also print periodic_timer's period statistics every N periods")
     parser.add_argument("--tolerance", type=number(min=0, max=1e9, unit="µs"), default=1.0, metavar="US",
                         help="period error tolerance for --interval-stats in µs (default 1)")
-    parser.add_argument("--top", type=number(integer=True, min=1, max=100_000), default=20, metavar="K", help="spikes kept per thread (default 20)")
+    parser.add_argument("--top", type=number(integer=True, min=1, max=100_000), default=20, metavar="K",
+                        help="spikes kept per thread (default 20)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=_run)
 

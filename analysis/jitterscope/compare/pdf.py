@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import matplotlib
 from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
 
 from .. import __version__
-from ..dataset import write_atomically
+from ..dataset import check_output, write_atomically
 from ..errors import JitterscopeError
 from ..format import visible
 from ..render import PAGE_SIZE_IN, REPORT_RC, Page, literal_text, source_date, text_pages
@@ -67,17 +66,20 @@ def compare_pages(comparison: Comparison) -> list[Page]:
     return pages
 
 
-def write_compare_report(comparison: Comparison, output: str | os.PathLike[str]) -> CompareReportInfo:
+def write_compare_report(
+    comparison: Comparison, output: str | os.PathLike[str], *, overwrite: bool = False,
+) -> CompareReportInfo:
     """Write the compare PDF (vector, Type 42 fonts, reproducible under ``SOURCE_DATE_EPOCH``).
+
+    The compared datasets are never overwritten; an existing ``output`` only with ``overwrite``.
 
     Raises
     ------
     JitterscopeError
         The output cannot be written.
     """
-    out = Path(output)
-    if out.is_dir() or not out.parent.exists():
-        raise JitterscopeError(f"{out}: cannot write there; give a file in an existing directory, e.g. -o compare.pdf")
+    out = check_output(output, inputs=[run.path for run in comparison.runs], overwrite=overwrite,
+                       error=JitterscopeError)
     when, _ = source_date()
     labels = " vs ".join(r.label for r in comparison.runs)
     metadata = {"Title": visible(f"jitterscope compare: {labels}"), "Creator": f"jitterscope {__version__}",

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import DatasetError, SchemaError
-from .atomic import write_atomically
+from .atomic import check_output, write_atomically
 from .contract import check_samples, rows_from_row_groups
 from .invariants import InvariantChecker
 from .metadata import Metadata, ThreadInfo
@@ -223,16 +223,16 @@ def write_dataset(
     path: str | os.PathLike[str],
     *,
     overwrite: bool = False,
+    inputs: Sequence[str | os.PathLike[str]] = (),
     compression: str = "zstd",
     row_group_size: int = 1 << 20,
 ) -> Path:
     """Write ``table`` with ``metadata`` as one Parquet file at ``path``.
 
-    The table's columns are cast to the contract types and put in contract order.
+    The table's columns are cast to the contract types and put in contract order.  ``inputs`` (the files
+    the table was made from) are never overwritten; an existing ``path`` only with ``overwrite``.
     """
-    out = Path(path)
-    if out.exists() and not overwrite:
-        raise DatasetError(f"{out}: already exists; choose another name or pass --force")
+    out = check_output(path, inputs=inputs, overwrite=overwrite)
     expected = histogram_schema() if metadata.kind == "histogram" else sample_schema(
         [c for c in table.column_names if c in {col.name for col in SAMPLE_COLUMNS}]
     )

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..dataset import Metadata, ThreadInfo, open_dataset, write_atomically
+from ..dataset import Metadata, ThreadInfo, check_output, open_dataset, write_atomically
 from ..errors import DatasetError
 
 ZSTD_LEVEL = 15
@@ -106,12 +106,8 @@ def pack_dataset(
     DatasetError
         The source cannot be read or the output cannot be written.
     """
+    out = check_output(output, inputs=[source], overwrite=overwrite)
     dataset = open_dataset(source)
-    out = Path(output)
-    if out.exists() and not overwrite:
-        raise DatasetError(f"{out}: already exists; choose another name or pass --force")
-    if out.resolve() in {f.resolve() for f in dataset.files}:
-        raise DatasetError(f"{out}: is the dataset being packed; choose another output name")
     table = dataset.read().sort_by(sort_keys(dataset.metadata.kind))
     metadata = dataset.metadata
     changed: list[str] = []
