@@ -60,6 +60,8 @@ def check_output(
         raise error(f"{out}: is a symbolic link{' (dangling)' if not out.exists() else ''}; jitterscope does not "
                     "write through links: choose another name, or pass --force to replace the link itself")
     if directory:
+        if out.is_symlink():
+            return out  # --force (checked above): the link itself is replaced by the folder
         if out.exists() and not out.is_dir():
             raise error(f"{out}: exists and is not a directory; choose another folder")
         if out.is_dir() and not out.is_symlink() and any(out.iterdir()) and not overwrite:
