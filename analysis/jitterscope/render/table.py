@@ -84,6 +84,10 @@ class Table:
     align: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
+        # titles, headers and notes can quote a dataset (a degraded reason): visible in every output format
+        object.__setattr__(self, "title", visible(self.title))
+        object.__setattr__(self, "columns", tuple(visible(str(c)) for c in self.columns))
+        object.__setattr__(self, "notes", tuple(visible(str(n)) for n in self.notes))
         width = len(self.columns)
         for row in self.rows:
             if len(row) != width:
