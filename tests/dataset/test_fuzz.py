@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -213,7 +214,8 @@ def _set(document, path, value):
     return document
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=int(os.environ.get("JITTERSCOPE_METADATA_FUZZ_EXAMPLES", "25")), deadline=None,
+          suppress_health_check=list(HealthCheck))  # benchmarks/fuzz_cli.py runs the long profile
 @given(leaf=st.sampled_from(LEAVES), value=HOSTILE_VALUE, command=st.sampled_from(COMMANDS))
 def test_hostile_metadata_against_every_command(leaf, value, command):
     """Any value at any metadata key: exit 0 with clean terminal text, or exit 1 with one line; never a traceback."""

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from .. import __version__
 from ..errors import JitterscopeError
 from ..format import visible
-from .options import OneLineParser, VisibleText
+from .options import OneLineParser, UsageError, VisibleText
 
 # Modules under jitterscope.cli, one per subcommand, in the order --help lists them.
 COMMANDS: tuple[str, ...] = (
@@ -103,7 +103,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(args.func(args) or 0)
     except JitterscopeError as exc:
         print(visible(f"jitterscope {args.command}: error: {' '.join(str(exc).split())}"), file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, UsageError) else 1
     except KeyboardInterrupt:
         print(f"jitterscope {args.command}: interrupted", file=sys.stderr)
         return 130

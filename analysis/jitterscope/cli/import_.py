@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from ..errors import ImportFormatError
+from ..format import jsonable
 from ..io import IMPORT_FORMATS  # light: formats/names.py
-from .options import number
+from .options import number, usage_error
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,6 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--turbostat-interval", type=number(min=0, max=86_400, inclusive=False, unit="s"),
                         metavar="SECONDS",
                         help="with --onto: turbostat's --interval (default: from its time column, else 5)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors (the exit status says)")
     parser.set_defaults(func=_run)
 
 
@@ -37,9 +41,18 @@ def _run(args: argparse.Namespace) -> int:
     from ..io import import_files
     if args.onto is not None:
         return _attach_timeline(args)
+    if args.turbostat_start is not None or args.turbostat_interval is not None:
+        usage_error("jitterscope import", "--turbostat-start and --turbostat-interval need --onto DATASET "
+                    "(they place a turbostat timeline on a dataset's wake-ups)")
     table, metadata = import_files(args.files, fmt=args.format)
     path = write_dataset(table, metadata, args.output, overwrite=args.force, inputs=args.files)
     source = metadata.source or {}
+    if args.json:
+        print(json.dumps(jsonable({"path": str(path), "kind": metadata.kind, "rows": table.num_rows,
+                                   "threads": len(metadata.threads), "source": source}), indent=1))
+        return 0
+    if args.quiet:
+        return 0
     print(f"{path}: {metadata.kind} dataset from {source.get('format')}, {table.num_rows} rows, "
           f"{len(metadata.threads)} thread(s)")
     for column, how in (source.get("reconstructed") or {}).items():

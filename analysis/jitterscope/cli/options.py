@@ -18,6 +18,8 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn, TextIO
 
+from ..errors import JitterscopeError
+
 SEED_MAX = 2**64 - 1
 """The largest seed numpy's generators take (they refuse negative ones)."""
 
@@ -106,9 +108,13 @@ class OneLineParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+class UsageError(JitterscopeError):
+    """A combination of options that cannot go together: one line and exit status 2, like argparse's own."""
+
+
 def usage_error(prog: str, message: str) -> NoReturn:
-    """Stop with the same one-line usage error (exit 2) for a combination of options argparse cannot check."""
-    OneLineParser(prog=prog).error(message)
+    """Stop with a one-line usage error (exit 2) for a combination of options argparse cannot check."""
+    raise UsageError(f"{message} (see '{prog} --help')")
 
 
 class VisibleText:

@@ -6,8 +6,9 @@ import argparse
 import json
 import sys
 
-from ..errors import JitterscopeError
-from .options import number
+from .options import number, usage_error
+
+TOLERANCE_US = 1.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print the same numbers as JSON")
     parser.add_argument("--interval-stats", type=number(integer=True, min=1), metavar="N",
                         help="also print periodic_timer's period statistics every N periods")
-    parser.add_argument("--tolerance", type=number(min=0, max=1e9, unit="µs"), default=1.0, metavar="US",
+    parser.add_argument("--tolerance", type=number(min=0, max=1e9, unit="µs"), default=TOLERANCE_US, metavar="US",
                         help="period error tolerance for --interval-stats in µs (default 1)")
     parser.add_argument("--top", type=number(integer=True, min=1, max=100_000), default=20, metavar="K",
                         help="spikes kept per thread (default 20)")
@@ -29,10 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from ..dataset import open_dataset
     from ..summary import format_cyclictest_line, format_intervals, format_summary_table, summarize
-    if args.interval_stats is not None and args.interval_stats < 1:
-        raise _usage("--interval-stats N needs N >= 1")
-    if args.tolerance < 0:
-        raise _usage("--tolerance must be >= 0 µs")
+    if args.interval_stats is None and args.tolerance != TOLERANCE_US:
+        usage_error("jitterscope summary", "--tolerance applies to --interval-stats N; give both or neither")
     dataset = open_dataset(args.dataset)
     summary = summarize(
         dataset, progress=not args.quiet and not args.json and sys.stderr.isatty(), top_k=args.top,
@@ -52,6 +51,3 @@ def _run(args: argparse.Namespace) -> int:
         print(format_intervals(summary.intervals, {t.thread: t.cpu for t in summary.threads}))
     return 0
 
-
-def _usage(message: str) -> JitterscopeError:
-    return JitterscopeError(f"{message} (see jitterscope summary --help)")
