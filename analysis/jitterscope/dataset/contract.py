@@ -15,6 +15,7 @@ Unknown keys and unknown fields stay allowed: readers ignore them (the contract'
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,8 +25,13 @@ from ..errors import SchemaError
 
 MAX_THREADS = 65_536
 """Threads one dataset may list: 8× Linux's largest NR_CPUS (8192) leaves room for several threads per CPU."""
-MAX_VALUE_BYTES = 64 << 20
-"""Largest JSON value of one metadata key, checked before it is parsed (a day's turbostat timeline is ~10 MB)."""
+MAX_VALUE_BYTES = 32 << 20
+"""Largest JSON value of one metadata key, checked before it is parsed (a day of turbostat at 5 s on 16 CPUs, the
+largest value a producer writes, is ~25 MB)."""
+MAX_FOOTER_BYTES = 96 << 20
+"""Largest Parquet footer opened: the metadata (up to :data:`MAX_VALUE_BYTES` and its base64 copy in
+``ARROW:schema``) plus a day of row groups. Checked from the file's last 8 bytes, before pyarrow decodes anything:
+decoding a footer costs several times its size in memory."""
 MAX_THREADS_BYTES = 16 << 20
 """Largest ``jitterscope.threads`` value: :data:`MAX_THREADS` entries of a capture are ~12 MB."""
 INT64_MAX = 2**63 - 1
@@ -151,6 +157,23 @@ METADATA_SCHEMA: dict[str, Any] = {
 }
 
 _VALIDATOR = jsonschema.Draft202012Validator(METADATA_SCHEMA)
+
+
+def check_footer_size(path: os.PathLike[str] | str) -> None:
+    """Refuse a Parquet file whose footer is larger than :data:`MAX_FOOTER_BYTES`, reading only its last 8 bytes."""
+    with open(path, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size < 12:
+            return  # pyarrow says what is wrong with it
+        handle.seek(size - 8)
+        tail = handle.read(8)
+    if tail[4:] != b"PAR1":
+        return
+    footer = int.from_bytes(tail[:4], "little")
+    if footer > MAX_FOOTER_BYTES:
+        raise SchemaError(f"{path}: its Parquet footer is {footer / (1 << 20):.0f} MiB, more than the "
+                          f"{MAX_FOOTER_BYTES >> 20} MiB a dataset's metadata can need; the file is damaged or was "
+                          "not written by jitterscope")
 
 
 def check_raw_sizes(kv: Mapping[bytes, bytes], prefix: bytes, where: str) -> None:

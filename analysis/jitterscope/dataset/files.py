@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from ..errors import DatasetError, SchemaError
 from .atomic import check_output, write_atomically
-from .contract import check_samples, rows_from_row_groups
+from .contract import check_footer_size, check_samples, rows_from_row_groups
 from .invariants import InvariantChecker
 from .metadata import Metadata, ThreadInfo
 from .schema import HISTOGRAM_COLUMNS, SAMPLE_COLUMNS, histogram_schema, sample_schema
@@ -262,6 +262,7 @@ def _open_parquet(file: Path) -> pq.ParquetFile:
     try:
         if file.stat().st_size == 0:
             raise DatasetError(f"{file}: file is empty (0 bytes); the capture wrote nothing")
+        check_footer_size(file)  # before pyarrow decodes (and allocates) what the footer claims
         return pq.ParquetFile(file)
     except DatasetError:
         raise
