@@ -8,7 +8,8 @@ Cases (inputs generated under a temporary directory, deleted afterwards):
 * ``threads``: ``info`` on a dataset whose metadata lists 10^6 threads (2 in the data);
 * ``compare``: ``compare`` against a 3-million-bin histogram (``--resamples 20``).
 
-Each case runs in a fresh subprocess; its peak RSS comes from ``/usr/bin/time -f %M``. The baseline, measured in the same run,
+Each case runs in a fresh subprocess; its peak RSS comes from
+``/usr/bin/time -f %M``. The baseline, measured in the same run,
 is the peak RSS of the same interpreter importing pyarrow and numpy and doing nothing (what any command costs),
 so the ratio shows what the input adds. Prints one line per case.
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
