@@ -460,9 +460,31 @@ static int config_option(struct config *cfg, int opt, const char *arg, bool *pri
 	}
 }
 
+/* cyclictest's letters that mean something else here or nothing at all: say what jitterscope does instead */
+static const struct {
+	char letter;
+	const char *instead;
+} config_cyclictest_letters[] = {
+	{ 'm', "memory is always locked (mlockall); drop -m" },
+	{ 't', "one thread per CPU of -a CPUSET (default: all online); use -a" },
+	{ 'S', "one pinned thread per CPU is the default (what -S asks for); drop -S" },
+	{ 'n', "clock_nanosleep(TIMER_ABSTIME) is the default timer (--timer abs); drop -n" },
+	{ 'd', "every thread uses the same interval -i (no per-thread distance); drop -d" },
+	{ 'v', "every wake-up is recorded in the dataset; use -o DIR, then jitterscope export --format csv" },
+	{ 'N', "the dataset is in ns; jitterscope summary prints µs" },
+	{ 'b', "no break trace: spikes are found afterwards (jitterscope summary, report)" },
+};
+
 static int config_unknown(int argc, char **argv)
 {
 	const char *bad = (optind - 1 < argc && optind >= 1) ? argv[optind - 1] : "?";
+	for (size_t i = 0; optopt && i < sizeof(config_cyclictest_letters) / sizeof(config_cyclictest_letters[0]); i++) {
+		if (config_cyclictest_letters[i].letter == optopt) {
+			fprintf(stderr, PROG ": cyclictest's -%c is not an option here: %s\n", optopt,
+				config_cyclictest_letters[i].instead);
+			return -EINVAL;
+		}
+	}
 	if (optopt && strchr("ifapDlo", optopt))
 		fprintf(stderr, PROG ": option -%c needs a value; see --help\n", optopt);
 	else

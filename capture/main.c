@@ -1,6 +1,6 @@
 /* jitterscope-capture: options -> setup -> run -> drain -> finish.
  * Every failure during setup prints one line and exits non-zero; after
- * setup every exit goes through capture_cleanup().  SIGINT and SIGTERM are
+ * setup every exit goes through capture_cleanup().  SIGINT, SIGTERM and SIGHUP are
  * blocked everywhere and taken synchronously by main with sigwaitinfo(), so
  * no handler runs at all; measuring threads and the writer wake main with
  * SIGUSR1 when they end or fail. */
@@ -275,6 +275,7 @@ static void capture_block_signals(sigset_t *set)
 	sigemptyset(set);
 	sigaddset(set, SIGINT);
 	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP); /* a closed terminal ends the run like SIGINT: final flush, status interrupted */
 	sigaddset(set, SIGUSR1);
 	sigaddset(set, timerloop_signal());
 	pthread_sigmask(SIG_BLOCK, set, NULL);
@@ -343,7 +344,7 @@ static int capture_wait(struct capture *c, const sigset_t *signals)
 	int signo = 0;
 	while (!signo && !capture_threads_done(c) && !atomic_load(&c->stop)) {
 		int got = sigwaitinfo(signals, NULL);
-		if (got == SIGINT || got == SIGTERM)
+		if (got == SIGINT || got == SIGTERM || got == SIGHUP)
 			signo = got;
 	}
 	atomic_store(&c->stop, true);
@@ -353,7 +354,7 @@ static int capture_wait(struct capture *c, const sigset_t *signals)
 	int thread_err = 0;
 	for (int i = 0; i < c->cfg.ncpus && !thread_err; i++)
 		thread_err = c->loops[i].error;
-	const char *reason = signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM"
+	const char *reason = signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM" : signo == SIGHUP ? "SIGHUP"
 			     : thread_err ? "a timer failed in a measuring thread"
 			     : capture_break_reason(c) ? c->stop_reason
 			     : c->cfg.duration_ns ? "duration reached" : "loop count reached";
@@ -489,6 +490,9 @@ int main(int argc, char **argv)
 	c.brk.threshold_ns = c.cfg.break_ns;
 	c.brk.halt = &c.stop;
 	atomic_init(&c.brk.claimed, false);
+	/* status lines to a pipe that closed (| head -1) fail with EPIPE instead of killing the capture:
+	 * the run goes on to its final flush and the dataset ends complete */
+	signal(SIGPIPE, SIG_IGN);
 	sigset_t signals;
 	capture_block_signals(&signals); /* a SIGINT during setup waits, then ends the run cleanly */
 	int status = capture_setup(&c);

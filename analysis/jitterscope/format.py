@@ -14,6 +14,7 @@ Imports nothing heavy: the CLI uses it before it has parsed its arguments.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +24,38 @@ P_FLOOR = 1e-12
 
 MISSING = "n/a"
 """What a missing or non-finite value shows as in text (never a bare NaN)."""
+
+
+# C0 controls but tab and newline, DEL, C1 controls, and lone surrogates (invalid Unicode: no encoder writes them)
+_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+TEXT_CELL_LIMIT = 4096
+"""Characters of a text cell shown in terminal, PDF and LaTeX tables (a kernel command line fits: at most 4 KiB);
+CSV and JSON keep the full value."""
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character (but newline and tab) and lone surrogate written as an escape.
+
+    Text from a dataset is data, never markup or terminal commands: ESC, CR, NUL, BEL become ``\\x1b``,
+    ``\\r``, ``\\x00``, ``\\x07`` (visible, and valid in XML, TeX, PDF and every terminal), and a lone
+    surrogate such as ``\\ud800`` its escape instead of an error when the text is encoded.
+    """
+    if _INVISIBLE.search(text) is None:
+        return text
+    return _INVISIBLE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return {0x0D: "\\r"}.get(code) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def shorten(text: str, limit: int = TEXT_CELL_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters with a note saying how long it was (the full value is in the JSON)."""
+    if len(text) <= limit:
+        return text
+    note = f"… [{len(text):,} characters; full value in the JSON]"
+    return text[: max(limit - len(note), 16)] + note
 
 
 def _finite(value: Any) -> float | None:
@@ -114,8 +147,10 @@ def jsonable(value: Any, *, inf_as_string: bool = False) -> Any:
     Any
         The same structure with lists for tuples, ``str`` keys, Python scalars, ``None`` for NaN.
     """
+    if isinstance(value, str):
+        return visible(value)
     if isinstance(value, Mapping):
-        return {str(k): jsonable(v, inf_as_string=inf_as_string) for k, v in value.items()}
+        return {visible(str(k)): jsonable(v, inf_as_string=inf_as_string) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [jsonable(v, inf_as_string=inf_as_string) for v in value]
     if type(value).__module__ == "numpy" and hasattr(value, "item"):  # a numpy scalar; numpy not imported here

@@ -36,6 +36,13 @@ MALFORMED = [
     (["--group-seconds", "0"], "--group-seconds"),
     (["--part-seconds", "1h"], "--part-seconds"),
     (["--group-rows", "0"], "--group-rows"),
+    # cyclictest's letters: one line saying what jitterscope does instead (issue 15)
+    (["-m"], "cyclictest's -m is not an option here: memory is always locked"),
+    (["-t", "4"], "cyclictest's -t is not an option here: one thread per CPU of -a CPUSET"),
+    (["-S"], "cyclictest's -S is not an option here: one pinned thread per CPU is the default"),
+    (["-n"], "cyclictest's -n is not an option here: clock_nanosleep(TIMER_ABSTIME) is the default"),
+    (["-d", "0"], "cyclictest's -d is not an option here: every thread uses the same interval"),
+    (["-v"], "cyclictest's -v is not an option here: every wake-up is recorded"),
 ]
 
 

@@ -14,8 +14,9 @@ def test_info_text_and_json(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"dataset: {path} (1 file(s), 642 rows)" in out
     assert "kind: simulation, schema version 1" in out
-    assert "governor': 'schedutil'" in out
-    assert "thread 1: cpu 1, tid 20001, interval 1000000 ns, samples 321, drops 0, overruns 0" in out
+    assert "cpufreq: 0 (cur_khz=2400000, driver=simulated, governor=schedutil" in out
+    assert "thread 1: cpu 1, tid 20001, interval 1,000,000 ns, samples 321, drops 0, overruns 0" in out
+    assert "{'" not in out and "None" not in out and "True" not in out  # words, not Python reprs
     assert "counters: " in out and "ground truth (simulation): seed" in out
     assert main(["info", str(path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

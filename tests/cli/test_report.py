@@ -36,7 +36,6 @@ def test_report_writes_pdf_and_figures_and_prints_the_path(dataset, tmp_path, ca
     (["{garbage}"], "not a readable Parquet file"),
     (["{dataset}", "-o", "{tmp}/no/such/dir/r.pdf"], "no such directory"),
     (["{dataset}", "-o", "{tmp}"], "is a directory"),
-    (["{dataset}", "--top", "0"], "at least 1"),
     (["{dataset}", "--sections", "spectrum,nonsense"], "unknown report section(s) nonsense; known: findings"),
 ])
 def test_bad_input_is_one_line_and_exit_1(dataset, tmp_path, capsys, args, message):
@@ -50,6 +49,13 @@ def test_bad_input_is_one_line_and_exit_1(dataset, tmp_path, capsys, args, messa
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("jitterscope report: error: ") and message in err
     assert "Traceback" not in err
+
+
+def test_bad_option_value_is_a_usage_error(dataset, tmp_path, capsys):
+    assert main(["report", str(dataset), "-o", str(tmp_path / "r.pdf"), "--top", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("jitterscope report: error: argument --top: '0' is out of range")
+    assert not (tmp_path / "r.pdf").exists()
 
 
 def test_full_report_with_every_registered_section(dataset, tmp_path, capsys):

@@ -42,5 +42,5 @@ def test_errors_are_one_line(dataset, tmp_path, capsys):
     assert err.count("\n") == 0 and "too short for spectral analysis (n=30, need ≥ 64" in err
     assert main(["spectrum", str(dataset), "--sources", "nic=fast"]) == 1
     assert "NAME=HZ" in capsys.readouterr().err
-    assert main(["spectrum", str(dataset), "--alpha", "2"]) == 1
-    assert "between 0 and 1" in capsys.readouterr().err
+    assert main(["spectrum", str(dataset), "--alpha", "2"]) == 2
+    assert "'2' is out of range: expected a number > 0 and < 1" in capsys.readouterr().err

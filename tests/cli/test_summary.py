@@ -118,7 +118,7 @@ def test_json_has_the_same_numbers(dataset, capsys):
     (["--tolerance", "-1"], "--tolerance"),
 ])
 def test_bad_options_one_line(dataset, capsys, args, words):
-    assert main(["summary", str(dataset), *args]) == 1
+    assert main(["summary", str(dataset), *args]) == 2  # a usage error, refused by the number parser
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and words in err
 

@@ -39,10 +39,15 @@ def test_json(dataset, capsys) -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (["{tmp}/missing.parquet"], "no such file or directory"),
     (["{short}"], "no thread can be tail-fitted"),
-    (["{dataset}", "--confidence", "0"], "--confidence"),
 ])
 def test_bad_input_is_one_line_and_exit_1(dataset, tmp_path, capsys, args, message) -> None:
     short = write_simulation(spec_from_options(threads=1, samples=200), tmp_path / "short.parquet", seed=1)
     assert main(["tails", *(a.format(dataset=dataset, short=short, tmp=tmp_path) for a in args)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and err.startswith("jitterscope tails: error:")
+
+
+def test_bad_confidence_is_a_usage_error(dataset, capsys) -> None:
+    assert main(["tails", str(dataset), "--confidence", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("jitterscope tails: error: argument --confidence: '0'")

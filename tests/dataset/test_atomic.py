@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from jitterscope.dataset import write_atomically
 from jitterscope.errors import DatasetError, JitterscopeError
@@ -11,7 +13,7 @@ def test_written_file_replaces_the_old_one_and_no_tmp_is_left(tmp_path):
     out = tmp_path / "a.parquet"
     out.write_text("old")
     with write_atomically(out) as tmp:
-        assert tmp == tmp_path / "a.parquet.tmp"
+        assert tmp == tmp_path / f".a.parquet.{os.getpid()}.tmp"  # hidden, per process: a killed run's is found
         assert out.read_text() == "old"  # untouched until the write is complete
         tmp.write_text("new")
     assert out.read_text() == "new"

@@ -166,8 +166,13 @@ def test_iter_thread_batches_splits_interleaved_rows_in_order(tmp_path, sim):
 def test_empty_dataset_rows(tmp_path, sim):
     table, meta = sim
     path = _raw_write(table.slice(0, 0), meta, tmp_path / "e.parquet")
-    dataset = open_dataset(path)
-    assert dataset.num_rows == 0
+    with pytest.raises(SchemaError) as info:  # the gate: samples claimed, none present, refused on opening
+        open_dataset(path)
+    assert f"counts {sum(t.samples for t in meta.threads)} samples, the files hold 0 rows" in _one_line(info.value)
+    empty = meta.with_changes(threads=tuple(t.__class__(thread=t.thread, cpu=t.cpu, interval_ns=t.interval_ns)
+                                            for t in meta.threads))
+    path = _raw_write(table.slice(0, 0), empty, tmp_path / "e0.parquet")
+    assert open_dataset(path).num_rows == 0
     with pytest.raises(SchemaError) as info:
         _consume(path)
     assert "no rows" in _one_line(info.value)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -168,3 +170,67 @@ def test_rewritten_settings(part, field, value):
     kv[b"jitterscope.settings"] = json.dumps(settings).encode()
     with tempfile.TemporaryDirectory() as tmp:
         _assert_clean(_write(TABLE, Path(tmp) / "s.parquet", kv=kv))
+
+
+# ---- hostile metadata against every command (issue 15) ------------------------------------------------------
+
+HOSTILE_TEXT = st.one_of(
+    st.sampled_from(["a $\\frac{1}{$", "$$", "$x$", "\\input{/etc/passwd}", "}{\\", "%&#_^~", "<script>x</script>",
+                     "]]></svg>", "&amp;&", "\x1b[2J\x1b]0;title\x07", "\rINJECTED LINE", "\x00\x07\x08\x7f\x9b",
+                     "host\ud800name", "\udfff", "\u202e\u2066rtl", "x" * 200_000]),
+    st.text(st.characters(codec=None, categories=None), max_size=30),  # every code point, surrogates included
+)
+HOSTILE_VALUE = st.one_of(HOSTILE_TEXT, JSON, st.sampled_from([10**30, -(10**30), 1e308, -1, 2**63, 0, [], {}]))
+COMMANDS = [["info"], ["validate"], ["summary", "-q"], ["spectrum"], ["tails"], ["power", "--surrogates", "0"],
+            ["compare", "{path}", "--resamples", "20"], ["export", "--format", "hgrm", "-o", "{tmp}/e.hgrm"],
+            ["pack", "--anonymize", "-o", "{tmp}/p.parquet"], ["info", "--json"],
+            ["report", "-o", "{tmp}/r.pdf", "-q", "--sections", "provenance,distributions"]]
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _leaf_paths(value, path=()):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaf_paths(item, (*path, key))
+    elif isinstance(value, list) and value:
+        for i, item in enumerate(value[:2]):
+            yield from _leaf_paths(item, (*path, i))
+    else:
+        yield path
+
+
+DECODED = {key.decode().removeprefix("jitterscope."): json.loads(value) for key, value in METADATA.to_kv().items()}
+LEAVES = [(key, path) for key, value in DECODED.items() for path in _leaf_paths(value)]
+
+
+def _set(document, path, value):
+    if not path:
+        return value
+    document = json.loads(json.dumps(document))
+    target = document
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    return document
+
+
+@settings(max_examples=int(os.environ.get("JITTERSCOPE_METADATA_FUZZ_EXAMPLES", "25")), deadline=None,
+          suppress_health_check=list(HealthCheck))  # benchmarks/fuzz_cli.py runs the long profile
+@given(leaf=st.sampled_from(LEAVES), value=HOSTILE_VALUE, command=st.sampled_from(COMMANDS))
+def test_hostile_metadata_against_every_command(leaf, value, command):
+    """Any value at any metadata key: exit 0 with clean terminal text, or exit 1 with one line; never a traceback."""
+    key, path = leaf
+    kv = dict(METADATA.to_kv())
+    kv[f"jitterscope.{key}".encode()] = json.dumps(_set(DECODED[key], path, value)).encode()
+    with tempfile.TemporaryDirectory() as tmp:
+        dataset = _write(TABLE, Path(tmp) / "hostile.parquet", kv=kv)
+        argv = [command[0], str(dataset), *(a.format(path=dataset, tmp=tmp) for a in command[1:])]
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+        assert "Traceback" not in err.getvalue()
+        assert code in (0, 1), (argv, code, err.getvalue())
+        assert not _CONTROL.search(out.getvalue()), argv  # nothing but newline and tab reaches the terminal
+        assert not _CONTROL.search(err.getvalue())
+        if code == 1 and command[0] != "validate":
+            assert err.getvalue().count("\n") == 1, err.getvalue()

@@ -154,8 +154,68 @@ def test_anonymize_replaces_identifying_values_and_says_which():
 
 def test_pack_anonymize_records_changes(tmp_path):
     table, _ = simulate(SimulationSpec(threads=1, samples=1000, counters=()), seed=1)
-    write_dataset(table, _identifying_metadata().with_changes(kind="simulation"), tmp_path / "s.parquet")
+    identifying = _identifying_metadata()
+    threads = tuple(ThreadInfo(thread=t.thread, cpu=t.cpu, interval_ns=1_000_000, samples=1000, extra=t.extra)
+                    for t in identifying.threads)  # the gate: samples add up to the rows
+    write_dataset(table, identifying.with_changes(kind="simulation", threads=threads), tmp_path / "s.parquet")
     result = pack_dataset(tmp_path / "s.parquet", tmp_path / "p.parquet", anonymize=True)
     meta = open_dataset(tmp_path / "p.parquet").metadata
     assert meta.pack["anonymized"] == list(result.anonymized) and "environment.hostname" in result.anonymized
     assert pq.read_table(tmp_path / "p.parquet").num_rows == 1000
+
+
+PLANTED = {"hostname": "alice-laptop.example.org", "short host": "alice-laptop", "user": "alice",
+           "MAC": "00:1a:2b:3c:4d:5e", "IP": "192.168.77.23", "home": "/home/alice"}
+
+
+def _plant(value, depth: int = 0):
+    """Every string of a metadata document replaced by one that carries every planted identifier."""
+    carrier = ("run by alice on alice-laptop.example.org (ip=192.168.77.23::192.168.77.1:255.255.255.0:"
+               "alice-laptop:eth0 ether 00:1a:2b:3c:4d:5e) from /home/alice/caps, user=alice")
+    if isinstance(value, dict):
+        return {k: _plant(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plant(v, depth + 1) for v in value]
+    return carrier if isinstance(value, str) else value
+
+
+def test_pack_anonymize_leaves_no_planted_identifier_anywhere_in_the_bytes(tmp_path):
+    table, meta = simulate(SimulationSpec(threads=2, samples=500), seed=2)
+    environment = {**_plant(dict(meta.environment)), "hostname": PLANTED["hostname"], "nodename": "alice-laptop",
+                   "cmdline": "ro ip=192.168.77.23::192.168.77.1:255.255.255.0:alice-laptop:eth0 user=alice"}
+    settings = _plant(dict(meta.settings))
+    settings["asked"] = {**settings["asked"], "output": "/home/alice/caps/run1"}
+    planted = meta.with_changes(
+        environment=environment, settings=settings, counters=_plant(dict(meta.counters)),
+        status={"state": "complete", "reason": "stopped by alice", "flushes": 3},
+        source={"format": "cyclictest", "files": ["/srv/alice/ct.txt", "/home/alice/ct.json"],
+                "notes": ["copied from alice-laptop"], "reconstructed": {}},
+        ground_truth=_plant(dict(meta.ground_truth)), tool={"name": "jitterscope", "version": "0.1 (alice)"},
+        threads=tuple(ThreadInfo(thread=t.thread, cpu=t.cpu, interval_ns=t.interval_ns, samples=t.samples,
+                                 drops=t.drops, overruns=t.overruns, tid=t.tid,
+                                 extra={**t.extra, "note": "alice-laptop 00-1A-2B-3C-4D-5E 192.168.77.23"})
+                      for t in meta.threads),
+    )
+    source = write_dataset(table, planted, tmp_path / "planted.parquet")
+    raw = source.read_bytes()
+    assert all(value.encode() in raw for value in PLANTED.values())  # the plant took
+    out = tmp_path / "shared.parquet"
+    result = pack_dataset(source, out, anonymize=True)
+    data = out.read_bytes()
+    for what, value in PLANTED.items():
+        for form in {value, value.upper(), value.replace(":", "-")}:
+            assert form.encode() not in data, (what, form)
+            assert form.encode("utf-16-le") not in data
+    assert b"alice" not in data.lower()
+    # the ARROW:schema copy of the metadata is base64: decode it and look there too
+    arrow_schema = pq.ParquetFile(out).metadata.metadata.get(b"ARROW:schema")
+    if arrow_schema is not None:
+        import base64
+        assert b"alice" not in base64.b64decode(arrow_schema).lower()
+    shared = open_dataset(out)  # still a valid dataset, and says what changed
+    assert "environment.hostname" in result.anonymized and "environment.cmdline" in result.anonymized
+    assert "source.files[0]" in result.anonymized and "status.reason" in result.anonymized
+    assert shared.metadata.environment["hostname"].startswith("anon-")
+    # the same value gets the same token wherever it was: the node name's token is in the command line
+    assert shared.metadata.environment["nodename"] in shared.metadata.environment["cmdline"]
+    assert pq.read_table(out).num_rows == table.num_rows

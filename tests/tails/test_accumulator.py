@@ -107,7 +107,8 @@ def test_streamed_fit_equals_the_in_memory_fit_and_finds_the_planted_tail(tmp_pa
     table = pa.concat_tables(rows)
     order = np.lexsort((table.column("seq").to_numpy(), table.column("seq").to_numpy() // 3000))
     table = table.take(pa.array(order))  # blocks of 3000 wake-ups of each thread alternate
-    meta = Metadata(kind="simulation", threads=tuple(ThreadInfo(thread=t, cpu=t, interval_ns=interval) for t in (0, 1)))
+    meta = Metadata(kind="simulation", threads=tuple(ThreadInfo(thread=t, cpu=t, interval_ns=interval, samples=n)
+                                                          for t in (0, 1)))  # samples: the gate checks them
     ds = open_dataset(write_dataset(table, meta, tmp_path / "two.parquet", row_group_size=4096))
     streamed = analyze_tails(ds, levels_ns=(6500.0, 40_000.0))
     for fit, series in zip(streamed.threads, read_thread_series(ds), strict=True):

@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import JitterscopeError
+from ..format import visible
+from .options import OneLineParser, UsageError, VisibleText
 
 # Modules under jitterscope.cli, one per subcommand, in the order --help lists them.
 COMMANDS: tuple[str, ...] = (
@@ -39,10 +43,12 @@ COMMANDS: tuple[str, ...] = (
     "tails",
     "fleet",
 )
+"""Adding a numeric option to a command: ``type=number(min=0, unit="µs")`` from :mod:`.options`."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    # OneLineParser: a usage error is one line (exit 2); subparsers inherit the class.
+    parser = OneLineParser(
         prog="jitterscope",
         description="Capture and analyse timer wake-up latency and CPU frequency behaviour.",
     )
@@ -54,27 +60,59 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``jitterscope`` command line; return its exit status (0, 1 error, 2 usage, 130 interrupted)."""
+    # SIGTERM as an exception, so that writers remove their temporaries on the way out (as on Ctrl-C)
+    previous = signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() \
+        else None
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C before a command runs (parsing, imports): one line, as during it
+        print("jitterscope: interrupted", file=sys.stderr)
+        return 130
+    except Terminated:
+        print("jitterscope: terminated (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: unwinds like KeyboardInterrupt (a BaseException: no ``except Exception`` swallows it)."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list == ["--version"]:  # the one answer that needs no parser: scripts call it often
         print(f"jitterscope {__version__}")
         return 0
     parser = build_parser()
     # "capture" passes its options through to the binary untouched.
-    args, rest = parser.parse_known_args(args_list)
-    if rest and not getattr(args, "accepts_extra", False):
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    try:
+        args, rest = parser.parse_known_args(args_list)
+        if rest and not getattr(args, "accepts_extra", False):
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    except SystemExit as exc:  # --help (0) or a usage error (2, its one line already printed)
+        return exc.code if isinstance(exc.code, int) else 2
     if rest:
         args.extra = rest
+    stdout, sys.stdout = sys.stdout, VisibleText(sys.stdout)  # text from a dataset never drives the terminal
     try:
         return int(args.func(args) or 0)
     except JitterscopeError as exc:
-        print(f"jitterscope {args.command}: error: {exc}", file=sys.stderr)
-        return 1
+        print(visible(f"jitterscope {args.command}: error: {' '.join(str(exc).split())}"), file=sys.stderr)
+        return 2 if isinstance(exc, UsageError) else 1
     except KeyboardInterrupt:
         print(f"jitterscope {args.command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":

@@ -10,11 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .options import number
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("demo", help="capture 10 s on all CPUs at 1 kHz, summarise and report")
-    parser.add_argument("--seconds", type=float, default=10.0, help="capture duration (default 10)")
-    parser.add_argument("--hz", type=float, default=1000.0, help="wake-ups per second per CPU (default 1000)")
+    parser.add_argument("--seconds", type=number(min=0, max=86_400, inclusive=False, unit="s"), default=10.0,
+                        help="capture duration (default 10)")
+    parser.add_argument("--hz", type=number(min=0, max=1e6, inclusive=False, unit="Hz"), default=1000.0,
+                        help="wake-ups per second per CPU (default 1000)")
     parser.add_argument("--out", default="out", metavar="DIR", help="parent of the demo-* directory (default ./out)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no live status while capturing")
     parser.set_defaults(func=_run)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from ..errors import ImportFormatError
+from ..format import jsonable
 from ..io import IMPORT_FORMATS, TRACE_FORMATS  # light: io/names.py
+from .options import number, usage_error
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,11 +28,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "timeline joined by wall-clock time; or FILE is kernel trace text (a raw ftrace "
                              "'trace' file, 'trace-cmd report' output) recorded with the mono clock: write the "
                              "directory -o OUT, a copy of DATASET with the trace as its events table")
-    parser.add_argument("--turbostat-start", type=float, metavar="EPOCH_SECONDS",
+    parser.add_argument("--turbostat-start", type=number(min=0, max=1e11, unit="s"), metavar="EPOCH_SECONDS",
                         help="with --onto: wall-clock time the first turbostat interval began (needed when "
                              "turbostat ran without --show Time_Of_Day_Seconds)")
-    parser.add_argument("--turbostat-interval", type=float, metavar="SECONDS",
+    parser.add_argument("--turbostat-interval", type=number(min=0, max=86_400, inclusive=False, unit="s"),
+                        metavar="SECONDS",
                         help="with --onto: turbostat's --interval (default: from its time column, else 5)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors (the exit status says)")
     parser.set_defaults(func=_run)
 
 
@@ -41,9 +47,18 @@ def _run(args: argparse.Namespace) -> int:
     if _is_trace(args):
         raise ImportFormatError(f"{args.files[0]}: kernel trace text is not latency data; attach it to a capture "
                                 "of the same run with 'jitterscope import TRACE --onto DATASET -o OUT'")
+    if args.turbostat_start is not None or args.turbostat_interval is not None:
+        usage_error("jitterscope import", "--turbostat-start and --turbostat-interval need --onto DATASET "
+                    "(they place a turbostat timeline on a dataset's wake-ups)")
     table, metadata = import_files(args.files, fmt=args.format)
-    path = write_dataset(table, metadata, args.output, overwrite=args.force)
+    path = write_dataset(table, metadata, args.output, overwrite=args.force, inputs=args.files)
     source = metadata.source or {}
+    if args.json:
+        print(json.dumps(jsonable({"path": str(path), "kind": metadata.kind, "rows": table.num_rows,
+                                   "threads": len(metadata.threads), "source": source}), indent=1))
+        return 0
+    if args.quiet:
+        return 0
     print(f"{path}: {metadata.kind} dataset from {source.get('format')}, {table.num_rows} rows, "
           f"{len(metadata.threads)} thread(s)")
     for column, how in (source.get("reconstructed") or {}).items():
@@ -112,7 +127,7 @@ def _attach_timeline(args: argparse.Namespace) -> int:
     assert decoded is not None
     join = join_timeline(table.column("actual_ns").to_numpy(), table.column("cpu").to_numpy(), metadata, decoded)
     note = overlap_note(join, decoded)
-    path = write_dataset(table, metadata, args.output, overwrite=args.force)
+    path = write_dataset(table, metadata, args.output, overwrite=args.force, inputs=[*args.files, args.onto])
     print(f"{path}: {args.onto} with the turbostat timeline of {timeline['file']} attached "
           f"({decoded.intervals} interval(s) of {decoded.interval_s:g} s, CPUs {timeline['cpus']}, "
           f"times from {timeline['time_from']}); {int(join.inside.sum())} of {table.num_rows} wake-ups inside")

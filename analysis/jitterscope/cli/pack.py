@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
+
+from ..format import jsonable
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -12,12 +15,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--anonymize", action="store_true",
                         help="hash hostnames, serial numbers, MAC/IP addresses and user names in the metadata")
     parser.add_argument("--force", action="store_true", help="overwrite the output")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors (the exit status says)")
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from ..io import pack_dataset
     result = pack_dataset(args.dataset, args.output, anonymize=args.anonymize, overwrite=args.force)
+    if args.json:
+        print(json.dumps(jsonable(result.to_json()), indent=1))
+        return 0
+    if args.quiet:
+        return 0
     print(f"{result.path}: {result.rows} rows, {result.bytes} bytes, {result.bytes_per_wakeup:.2f} bytes per "
           f"wake-up ({result.wakeups} wake-ups), sha256 {result.sha256}")
     print(f"  {'column':<12} {'bytes':>10} {'bytes/wake-up':>14}  encoding")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import JitterscopeError
+from .options import number
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,20 +17,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("dataset", metavar="DATASET", help="dataset file or directory")
     parser.add_argument("-o", "--output", default="report.pdf", help="PDF to write (default: report.pdf)")
     parser.add_argument("--figures", metavar="DIR", help="also write each figure and table into DIR")
-    parser.add_argument("--top", type=int, default=20, metavar="K", help="spikes in the catalogue (default: 20)")
+    parser.add_argument("--top", type=number(integer=True, min=1, max=1000), default=20, metavar="K",
+                        help="spikes in the catalogue (default: 20)")
     parser.add_argument("--sections", metavar="NAME,...",
                         help="only these report sections, comma-separated (default: all; an unknown name lists them)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an existing OUTPUT (and files of the same name in --figures DIR)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars, print only the path")
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from ..report import write_report
-    if args.top < 1:
-        raise JitterscopeError(f"--top {args.top}: the spike catalogue needs at least 1 entry")
     sections = [name.strip() for name in args.sections.split(",") if name.strip()] if args.sections else None
     info = write_report(args.dataset, args.output, figures_dir=args.figures, top_k=args.top,
-                        progress=not args.quiet and sys.stderr.isatty(), sections=sections)
+                        progress=not args.quiet and sys.stderr.isatty(), sections=sections,
+                        overwrite=args.force)
     print(info.path)
     if not args.quiet:
         extra = f", {len(info.figure_files)} files in {args.figures}" if args.figures else ""

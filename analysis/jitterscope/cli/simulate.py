@@ -7,6 +7,8 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from .options import number, seed
+
 if TYPE_CHECKING:  # for annotations only: the implementation is imported when the command runs
     from ..io import Effect, SimulationSpec
 
@@ -20,31 +22,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("-o", "--output", required=True, help="Parquet file to write")
     parser.add_argument("--spec", help="JSON spec file (see jitterscope.io.simulate); other shape options are ignored")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--seed", type=seed(), default=0, help="random seed (default 0)")
     parser.add_argument("--force", action="store_true", help="overwrite OUTPUT")
     parser.add_argument("--print-spec", action="store_true", help="print the spec as JSON and write nothing")
     shape = parser.add_argument_group("shape (without --spec)")
-    shape.add_argument("--threads", type=int, default=2, help="threads, one per CPU (default 2)")
-    shape.add_argument("--interval-us", type=float, default=1000.0, help="timer interval in µs (default 1000)")
+    shape.add_argument("--threads", type=number(integer=True, min=1, max=1024), default=2,
+                       help="threads, one per CPU (default 2)")
+    shape.add_argument("--interval-us", type=number(min=1, max=1e9, unit="µs"), default=1000.0,
+                       help="timer interval in µs (default 1000)")
     length = shape.add_mutually_exclusive_group()
-    length.add_argument("--samples", type=int, help="wake-ups per thread (default 10000)")
-    length.add_argument("--duration", type=float, help="seconds per thread")
+    length.add_argument("--samples", type=number(integer=True, min=1, max=10**10),
+                        help="wake-ups per thread (default 10000)")
+    length.add_argument("--duration", type=number(min=0, max=10**7, inclusive=False, unit="s"),
+                        help="seconds per thread")
     shape.add_argument("--distribution", default="lognormal", choices=("lognormal", "gamma", "exponential", "constant"))
-    shape.add_argument("--median-us", type=float, default=3.0, help="median base latency in µs (default 3)")
-    shape.add_argument("--spread", type=float, default=0.3, help="lognormal sigma or gamma CV (default 0.3)")
+    shape.add_argument("--median-us", type=number(min=0, max=1e9, unit="µs"), default=3.0,
+                       help="median base latency in µs (default 3)")
+    shape.add_argument("--spread", type=number(min=0, max=100), default=0.3,
+                       help="lognormal sigma or gamma CV (default 0.3)")
     shape.add_argument("--governor", default="performance", help="governor recorded in the environment")
     effects = parser.add_argument_group("effects (repeatable where it makes sense)")
     effects.add_argument("--periodic", action="append", default=[], metavar="HZ:AMP_US[:WIDTH_US]",
                          help="periodic spikes at HZ adding AMP_US to wake-ups within WIDTH_US (default one interval)")
     effects.add_argument("--pstates", metavar="MHZ,MHZ,...", help="frequency levels cycled through")
-    effects.add_argument("--dwell-ms", type=float, default=500.0, help="dwell per level in ms (default 500)")
+    effects.add_argument("--dwell-ms", type=number(min=0, max=1e9, inclusive=False, unit="ms"), default=500.0,
+                         help="dwell per level in ms (default 500)")
     effects.add_argument("--coupling", metavar="P:AMP_US:K",
                          help="with probability P a transition adds AMP_US to the wake-ups within ±K of it")
     effects.add_argument("--smi", metavar="RATE_HZ:DURATION_US", help="SMIs: Poisson rate and duration")
     effects.add_argument("--idle", metavar="P:EXIT_US",
                          help="deep idle before a wake-up with probability P, costing EXIT_US of latency")
-    effects.add_argument("--stalls", type=float, metavar="P", help="probability per wake-up of a 2.5-period stall")
-    effects.add_argument("--drops", type=float, metavar="P", help="probability per row of a burst of drops")
+    effects.add_argument("--stalls", type=number(min=0, max=1), metavar="P",
+                         help="probability per wake-up of a 2.5-period stall")
+    effects.add_argument("--drops", type=number(min=0, max=1), metavar="P",
+                         help="probability per row of a burst of drops")
     parser.set_defaults(func=_run)
 
 
@@ -55,7 +66,8 @@ def _run(args: argparse.Namespace) -> int:
         json.dump(spec.to_json(), sys.stdout, indent=2)
         print()
         return 0
-    path = write_simulation(spec, args.output, args.seed, overwrite=args.force)
+    path = write_simulation(spec, args.output, args.seed, overwrite=args.force,
+                            inputs=[args.spec] if args.spec else ())
     print(f"wrote {path}: {spec.threads} thread(s) x {spec.slots_per_thread} wake-ups, seed {args.seed}")
     return 0
 

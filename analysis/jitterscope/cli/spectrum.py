@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from .options import number
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -15,14 +17,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print the full results (spectra included) as JSON")
     parser.add_argument("--method", choices=("auto", "welch", "lombscargle"), default="auto",
                         help="auto: Welch on the wake-up index, Lomb-Scargle when there are gaps (default)")
-    parser.add_argument("--nperseg", type=int, metavar="N", help="Welch segment length (default: n/16, 64..4096)")
+    parser.add_argument("--nperseg", type=number(integer=True, min=8, max=2**31), metavar="N",
+                        help="Welch segment length (default: n/16, 64..4096)")
     parser.add_argument("--average", choices=("mean", "median"), default="mean", help="Welch averaging")
-    parser.add_argument("--alpha", type=float, default=0.01, help="false-alarm probability of a peak (0.01)")
+    parser.add_argument("--alpha", type=number(min=0, max=1, inclusive=False), default=0.01,
+                        help="false-alarm probability of a peak (0.01)")
     parser.add_argument("--sources", default="", metavar="NAME=HZ,...",
                         help="your candidate sources, e.g. 'smi=0.5,nic=77' (tried before the built-in ones)")
-    parser.add_argument("--spike-threshold-us", type=float, metavar="US",
+    parser.add_argument("--spike-threshold-us", type=number(min=0, max=1e12, inclusive=False, unit="µs"), metavar="US",
                         help="latency above which a wake-up is a spike (default: median + 10 IQR)")
-    parser.add_argument("--top", type=int, default=20, metavar="K", help="peaks shown per thread (default 20)")
+    parser.add_argument("--top", type=number(integer=True, min=1, max=100_000), default=20, metavar="K",
+                        help="peaks shown per thread (default 20)")
     parser.set_defaults(func=_run)
 
 

@@ -6,8 +6,10 @@ import argparse
 import json
 import sys
 
-from ..errors import JitterscopeError
 from .gates import add_gate_arguments, evaluate, report, summary_facts, wants_events
+from .options import number, usage_error
+
+TOLERANCE_US = 1.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -16,18 +18,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("dataset", help="dataset file or directory")
     parser.add_argument("--json", action="store_true", help="print the same numbers as JSON")
-    parser.add_argument("--interval-stats", type=int, metavar="N",
+    parser.add_argument("--interval-stats", type=number(integer=True, min=1), metavar="N",
                         help="also print periodic_timer's period statistics every N periods")
-    parser.add_argument("--tolerance", type=float, default=1.0, metavar="US",
+    parser.add_argument("--tolerance", type=number(min=0, max=1e9, unit="µs"), default=TOLERANCE_US, metavar="US",
                         help="period error tolerance for --interval-stats in µs (default 1)")
-    parser.add_argument("--top", type=int, default=20, metavar="K", help="spikes kept per thread (default 20)")
+    parser.add_argument("--top", type=number(integer=True, min=1, max=100_000), default=20, metavar="K",
+                        help="spikes kept per thread (default 20)")
     parser.add_argument("--trace", action="store_true",
                         help="also explain every spike from the dataset's kernel trace (capture --trace, or "
                              "import --onto): IRQs, softirqs, threads, NMIs, with risk ratios")
-    parser.add_argument("--spike-us", type=float, metavar="US",
+    parser.add_argument("--spike-us", type=number(min=0, inclusive=False, unit="µs"), metavar="US",
                         help="with --trace: a spike is a wake-up later than US µs (default: median + 10 IQR "
                              "of the latencies, as spectrum uses)")
-    parser.add_argument("--worst", type=int, default=10, metavar="N",
+    parser.add_argument("--worst", type=number(integer=True, min=0, max=1_000_000), default=10, metavar="N",
                         help="with --trace: spikes listed in the text (default 10; the JSON has them all)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     add_gate_arguments(parser, "summary")
@@ -37,14 +40,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from ..dataset import open_dataset
     from ..summary import format_cyclictest_line, format_intervals, format_summary_table, summarize
-    if args.interval_stats is not None and args.interval_stats < 1:
-        raise _usage("--interval-stats N needs N >= 1")
-    if args.tolerance < 0:
-        raise _usage("--tolerance must be >= 0 µs")
-    if args.spike_us is not None and not args.spike_us > 0:
-        raise _usage("--spike-us must be a positive number of µs")
+    if args.interval_stats is None and args.tolerance != TOLERANCE_US:
+        usage_error("jitterscope summary", "--tolerance applies to --interval-stats N; give both or neither")
     if (args.spike_us is not None or args.worst != 10) and not args.trace:
-        raise _usage("--spike-us and --worst go with --trace")
+        usage_error("jitterscope summary", "--spike-us and --worst go with --trace")
     dataset = open_dataset(args.dataset)
     attribution = _attribution(dataset, args) if args.trace else None
     summary = summarize(
@@ -93,6 +92,3 @@ def _attribution(dataset, args: argparse.Namespace):
         threshold = default_threshold_ns(latency_ns(table))
     return attribute_spikes(dataset, threshold)
 
-
-def _usage(message: str) -> JitterscopeError:
-    return JitterscopeError(f"{message} (see jitterscope summary --help)")

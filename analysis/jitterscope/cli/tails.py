@@ -7,6 +7,7 @@ import json
 
 from ..errors import AnalysisError
 from .gates import add_gate_arguments, evaluate, report, summary_facts, wants_events
+from .options import number
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,9 +18,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "intervals, cross-check with block maxima, and check independence and stationarity.",
     )
     parser.add_argument("dataset", metavar="DATASET", help="dataset file or directory")
-    parser.add_argument("--level-us", type=float, action="append", default=[], metavar="US",
+    parser.add_argument("--level-us", type=number(min=0, max=1e12, inclusive=False, unit="µs"), action="append",
+                        default=[], metavar="US",
                         help="also give P(latency > US µs); repeatable")
-    parser.add_argument("--confidence", type=float, default=90.0, metavar="PCT",
+    parser.add_argument("--confidence", type=number(min=0, max=100, inclusive=False, unit="%"), default=90.0,
+                        metavar="PCT",
                         help="confidence level of the intervals in percent (default: 90)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     add_gate_arguments(parser, "tails")

@@ -233,24 +233,38 @@ class _Draws:
     """Fraction of the run's wake-ups above each threshold (bins whose midpoint lies above it)."""
 
 
+DRAW_CELLS = 1 << 22
+"""Resampled counts held at once (replicates x bins): 32 MiB of int64 whatever the number of bins."""
+
+
 def _multinomial_draws(run: BinnedRun, qs: np.ndarray, thresholds: np.ndarray, n_boot: int, max_resample: int,
                        rng: np.random.Generator) -> _Draws:
     n = run.histogram.count
     m = min(n, max_resample)
-    counts = rng.multinomial(m, run.counts / n, size=n_boot)
-    cum, observed_cum = np.cumsum(counts, axis=1), np.cumsum(run.counts)[None, :]
     h = run.histogram
     lower = np.clip(np.asarray(h.bucket_lower_ns, dtype=float), h.min_ns, h.max_ns)
     upper = np.clip(np.asarray(h.bucket_upper_ns, dtype=float), h.min_ns, h.max_ns)
     scale = np.sqrt(m / n)
-    bounds = []
-    for edge in (lower, upper):
-        estimate = _bin_quantiles(observed_cum, edge, n, qs)[0]
-        bounds.append(estimate + scale * (_bin_quantiles(cum, edge, m, qs) - estimate))
-    above = run.middle[None, :] > thresholds[:, None]
-    exceed = counts @ above.T.astype(np.int64) / m
-    observed = above.astype(np.int64) @ run.counts / n
-    return _Draws(m, bounds[0], bounds[1], observed + scale * (exceed - observed), observed)
+    observed_cum = np.cumsum(run.counts)[None, :]
+    estimates = [_bin_quantiles(observed_cum, edge, n, qs)[0] for edge in (lower, upper)]
+    above = [np.flatnonzero(run.middle > t) for t in thresholds]
+    observed = np.array([run.counts[index].sum() / n for index in above])
+    p = run.counts / n
+    # the replicates in chunks: 1000 replicates of a 3-million-bin histogram at once would be 24 GB
+    per_chunk = max(1, DRAW_CELLS // max(p.size, 1))
+    bounds: list[list[np.ndarray]] = [[], []]
+    exceed: list[np.ndarray] = []
+    for start in range(0, n_boot, per_chunk):
+        counts = rng.multinomial(m, p, size=min(per_chunk, n_boot - start))
+        cum = np.cumsum(counts, axis=1)
+        for side, (edge, estimate) in enumerate(zip((lower, upper), estimates, strict=True)):
+            bounds[side].append(estimate + scale * (_bin_quantiles(cum, edge, m, qs) - estimate))
+        chunk = np.empty((counts.shape[0], len(above)))
+        for j, index in enumerate(above):
+            chunk[:, j] = counts[:, index].sum(axis=1) / m
+        exceed.append(observed + scale * (chunk - observed))
+        del counts, cum
+    return _Draws(m, np.concatenate(bounds[0]), np.concatenate(bounds[1]), np.concatenate(exceed), observed)
 
 
 def _bin_quantiles(cum: np.ndarray, middle: np.ndarray, m: int, qs: np.ndarray) -> np.ndarray:

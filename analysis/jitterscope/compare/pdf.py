@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import matplotlib
 from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
 
 from .. import __version__
-from ..dataset import write_atomically
+from ..dataset import check_output, write_atomically
 from ..errors import JitterscopeError
-from ..render import PAGE_SIZE_IN, REPORT_RC, Page, source_date, text_pages
+from ..format import visible
+from ..render import PAGE_SIZE_IN, REPORT_RC, Page, literal_text, source_date, text_pages
 from .plots import (
     plot_compare_ccdf,
     plot_compare_histograms,
@@ -66,20 +66,23 @@ def compare_pages(comparison: Comparison) -> list[Page]:
     return pages
 
 
-def write_compare_report(comparison: Comparison, output: str | os.PathLike[str]) -> CompareReportInfo:
+def write_compare_report(
+    comparison: Comparison, output: str | os.PathLike[str], *, overwrite: bool = False,
+) -> CompareReportInfo:
     """Write the compare PDF (vector, Type 42 fonts, reproducible under ``SOURCE_DATE_EPOCH``).
+
+    The compared datasets are never overwritten; an existing ``output`` only with ``overwrite``.
 
     Raises
     ------
     JitterscopeError
         The output cannot be written.
     """
-    out = Path(output)
-    if out.is_dir() or not out.parent.exists():
-        raise JitterscopeError(f"{out}: cannot write there; give a file in an existing directory, e.g. -o compare.pdf")
+    out = check_output(output, inputs=[run.path for run in comparison.runs], overwrite=overwrite,
+                       error=JitterscopeError)
     when, _ = source_date()
     labels = " vs ".join(r.label for r in comparison.runs)
-    metadata = {"Title": f"jitterscope compare: {labels}", "Creator": f"jitterscope {__version__}",
+    metadata = {"Title": visible(f"jitterscope compare: {labels}"), "Creator": f"jitterscope {__version__}",
                 "CreationDate": when, "ModDate": None}
     count = 0
     with matplotlib.rc_context(REPORT_RC):
@@ -94,6 +97,6 @@ def write_compare_report(comparison: Comparison, output: str | os.PathLike[str])
                     page.figure.text(0.01, 0.005, f"jitterscope {__version__} compare · {labels} · "
                                      f"{when.strftime('%Y-%m-%d %H:%M:%S UTC')}", fontsize=8, color="0.35")
                     page.figure.text(0.99, 0.005, f"page {count}", fontsize=8, color="0.35", ha="right")
-                    pdf.savefig(page.figure)
+                    pdf.savefig(literal_text(page.figure))
                     page.figure.clear()
     return CompareReportInfo(str(out), count)

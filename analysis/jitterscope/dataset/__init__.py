@@ -13,7 +13,7 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
-        "atomic": ["write_atomically"],
+        "atomic": ["check_output", "write_atomically", "write_directory_atomically"],
         "files": ["Dataset", "iter_thread_batches", "open_dataset", "write_dataset"],
         "metadata": ["Metadata", "ThreadInfo"],
         "schema": ["COUNTER_COLUMNS", "SAMPLE_COLUMNS", "sample_schema"],

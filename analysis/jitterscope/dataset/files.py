@@ -11,6 +11,7 @@ writes its own files in C.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,7 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import DatasetError, SchemaError
-from .atomic import write_atomically
+from .atomic import check_output, write_atomically
+from .contract import check_footer_size, check_samples, rows_from_row_groups
 from .invariants import InvariantChecker
 from .metadata import Metadata, ThreadInfo
 from .schema import HISTOGRAM_COLUMNS, SAMPLE_COLUMNS, histogram_schema, sample_schema
@@ -155,8 +157,20 @@ def _split_by_thread(threads: np.ndarray, batch: pa.RecordBatch) -> Iterator[tup
         yield int(sorted_threads[start]), batch.take(pa.array(order[start:stop]))
 
 
-def open_dataset(path: str | os.PathLike[str]) -> Dataset:
-    """Open a dataset file or directory and decode its metadata.
+def open_dataset(path: str | os.PathLike[str], *, check_counts: bool = True) -> Dataset:
+    """Open a dataset file or directory, decode its metadata and check it against the contract and the data.
+
+    This is the gate every command passes: the metadata's types, ranges and sizes
+    (:mod:`.contract`), the row count from the row groups (not the footer's total alone),
+    every part from the same run, and the per-thread samples adding up to the rows.
+
+    Parameters
+    ----------
+    path
+        A dataset file or directory of parts.
+    check_counts
+        Refuse a dataset whose ``threads[].samples`` do not add up to its rows.  ``validate``
+        turns it off to report, thread by thread, what its full pass finds.
 
     Raises
     ------
@@ -177,8 +191,30 @@ def open_dataset(path: str | os.PathLike[str]) -> Dataset:
     for file, parquet in zip(files[:-1], parquet_files[:-1], strict=True):
         if parquet.schema_arrow.remove_metadata() != schema:
             raise SchemaError(f"{file}: columns differ from {files[-1].name}; the parts belong to different datasets")
-    num_rows = sum(p.metadata.num_rows for p in parquet_files)
+    clock = _start_time(last)
+    for file, parquet in zip(files[:-1], parquet_files[:-1], strict=True):
+        other = _start_time(parquet)
+        if clock is not None and other is not None and other != clock:
+            raise SchemaError(f"{file}: started at another time than {files[-1].name} (metadata jitterscope.clock "
+                              "differs); the parts belong to different runs: keep each run's parts in its own "
+                              "directory")
+    file_rows = [(str(f), p.metadata.num_rows, sum(p.metadata.row_group(g).num_rows
+                                                   for g in range(p.num_row_groups)))
+                 for f, p in zip(files, parquet_files, strict=True)]
+    num_rows = rows_from_row_groups(file_rows)
+    if check_counts:
+        check_samples(kind=metadata.kind, threads=metadata.threads, rows=num_rows, where=str(root))
     return Dataset(path=root, files=tuple(files), metadata=metadata, schema=schema, num_rows=num_rows)
+
+
+def _start_time(parquet: pq.ParquetFile) -> tuple[object, object] | None:
+    """The (realtime, monotonic) start pair a part records, which every part of one run shares."""
+    raw = (parquet.schema_arrow.metadata or {}).get(b"jitterscope.clock")
+    try:
+        clock = json.loads(raw) if raw is not None and len(raw) < 1 << 16 else None
+    except ValueError:
+        return None
+    return (clock.get("realtime_ns"), clock.get("monotonic_ns")) if isinstance(clock, dict) else None
 
 
 def write_dataset(
@@ -187,16 +223,16 @@ def write_dataset(
     path: str | os.PathLike[str],
     *,
     overwrite: bool = False,
+    inputs: Sequence[str | os.PathLike[str]] = (),
     compression: str = "zstd",
     row_group_size: int = 1 << 20,
 ) -> Path:
     """Write ``table`` with ``metadata`` as one Parquet file at ``path``.
 
-    The table's columns are cast to the contract types and put in contract order.
+    The table's columns are cast to the contract types and put in contract order.  ``inputs`` (the files
+    the table was made from) are never overwritten; an existing ``path`` only with ``overwrite``.
     """
-    out = Path(path)
-    if out.exists() and not overwrite:
-        raise DatasetError(f"{out}: already exists; choose another name or pass --force")
+    out = check_output(path, inputs=inputs, overwrite=overwrite)
     expected = histogram_schema() if metadata.kind == "histogram" else sample_schema(
         [c for c in table.column_names if c in {col.name for col in SAMPLE_COLUMNS}]
     )
@@ -226,6 +262,7 @@ def _open_parquet(file: Path) -> pq.ParquetFile:
     try:
         if file.stat().st_size == 0:
             raise DatasetError(f"{file}: file is empty (0 bytes); the capture wrote nothing")
+        check_footer_size(file)  # before pyarrow decodes (and allocates) what the footer claims
         return pq.ParquetFile(file)
     except DatasetError:
         raise

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import SchemaError, UnsupportedVersionError
+from .contract import check_metadata, check_raw_sizes
 from .schema import DATASET_KINDS, METADATA_KEYS, METADATA_PREFIX, REQUIRED_METADATA_KEYS, SCHEMA_VERSION
 
 
@@ -147,7 +148,9 @@ class Metadata:
     @classmethod
     def from_kv(cls, kv: Mapping[bytes, bytes] | None, *, where: str) -> Metadata:
         """Decode Parquet key-value metadata; ``where`` names the file in error messages."""
-        decoded = _decode_kv(kv or {}, where)
+        kv = kv or {}
+        check_raw_sizes(kv, METADATA_PREFIX.encode(), where)  # before any JSON is parsed
+        decoded = _decode_kv(kv, where)
         missing = [k for k in REQUIRED_METADATA_KEYS if k not in decoded]
         if missing:
             keys = ", ".join(METADATA_PREFIX + k for k in missing)
@@ -163,6 +166,7 @@ class Metadata:
                 f"{where}: dataset schema version {version} is newer than this jitterscope "
                 f"supports ({SCHEMA_VERSION}); upgrade jitterscope to read it"
             )
+        check_metadata(decoded, where)  # types, ranges and sizes of every documented key, one line naming it
         kind = decoded["kind"]
         if kind not in DATASET_KINDS:
             raise SchemaError(f"{where}: unknown dataset kind {kind!r} (expected one of {DATASET_KINDS})")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -52,13 +53,38 @@ def capture_binary() -> Path:
     )
 
 
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Signals ``jitterscope capture`` passes on to the binary, which ends the run with a final flush on each."""
+
+
 def run_capture(options: Sequence[str]) -> int:
-    """Run the capture binary with ``options``; its stdout/stderr go to ours. Returns its exit code."""
+    """Run the capture binary with ``options``, its stdout/stderr ours; return its exit status.
+
+    SIGINT, SIGTERM and SIGHUP sent to this process are forwarded to the binary (which makes its final flush
+    and records the state ``interrupted``) instead of killing it or leaving it orphaned; the handlers are in
+    place before the binary starts, so there is no moment where Ctrl-C gives a Python traceback. The exit status
+    is the binary's (``128 + N`` when it died of signal N, as a shell reports it).
+    """
     binary = capture_binary()
+    child: subprocess.Popen[bytes] | None = None
+
+    def forward(signum: int, _frame: object) -> None:
+        # a Ctrl-C at a terminal reaches the binary too (same process group); one more SIGINT is harmless:
+        # the binary only notes that a signal came
+        if child is not None and child.poll() is None:
+            child.send_signal(signum)
+
+    previous = {signum: signal.signal(signum, forward) for signum in FORWARDED_SIGNALS}
     try:
-        return subprocess.run([str(binary), *options], check=False).returncode
-    except OSError as exc:
-        raise CaptureError(f"cannot run {binary}: {exc.strerror}") from None
+        try:
+            child = subprocess.Popen([str(binary), *options])
+        except OSError as exc:
+            raise CaptureError(f"cannot run {binary}: {exc.strerror}") from None
+        status = child.wait()  # PEP 475: the wait resumes after each forwarded signal
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return status if status >= 0 else 128 - status
 
 
 @dataclass(frozen=True)

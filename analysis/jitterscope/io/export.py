@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from .. import __version__
-from ..dataset import Dataset, open_dataset
+from ..dataset import Dataset, check_output, open_dataset, write_atomically
 from ..errors import AnalysisError, DatasetError
 from ..summary import HistogramResult, LatencyHistogram
 from .names import EXPORT_FORMATS
@@ -79,27 +79,24 @@ def export_dataset(
     """
     if fmt not in EXPORT_FORMATS:
         raise DatasetError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+    out = check_output(output, inputs=[source], overwrite=overwrite)
     dataset = open_dataset(source)
-    out = Path(output)
-    if out.exists() and not overwrite:
-        raise DatasetError(f"{out}: already exists; choose another name or pass --force")
     known = tuple(t.thread for t in dataset.metadata.threads)
     if thread is not None and thread not in known:
         raise DatasetError(f"{source}: has no thread {thread} (threads: {', '.join(map(str, known))})")
     threads = known if thread is None else (thread,)
-    try:
-        if fmt == "csv":
-            rows = _write_csv(dataset, out, thread)
-            return ExportResult(str(out), fmt, rows, threads)
-        histograms = _histograms(dataset, threads)
-        if fmt == "rt-tests-json":
-            text, notes = _rt_tests_json(dataset, histograms)
-        else:
-            merged = _merge(list(histograms.values()))
-            text, notes = _hgrm(merged), ("values in µs",)
-        out.write_text(text)
-    except OSError as exc:
-        raise DatasetError(f"{out}: cannot write ({exc.strerror or exc})") from None
+    if fmt == "csv":
+        with write_atomically(out) as tmp:
+            rows = _write_csv(dataset, tmp, thread)
+        return ExportResult(str(out), fmt, rows, threads)
+    histograms = _histograms(dataset, threads)
+    if fmt == "rt-tests-json":
+        text, notes = _rt_tests_json(dataset, histograms)
+    else:
+        merged = _merge(list(histograms.values()))
+        text, notes = _hgrm(merged), ("values in µs",)
+    with write_atomically(out) as tmp:
+        tmp.write_text(text, encoding="utf-8")
     return ExportResult(str(out), fmt, sum(h.count for h in histograms.values()), threads, tuple(notes))
 
 

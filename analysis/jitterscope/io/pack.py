@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..dataset import Metadata, ThreadInfo, open_dataset, write_atomically
+from ..dataset import Metadata, ThreadInfo, check_output, open_dataset, write_atomically
 from ..errors import DatasetError
 
 ZSTD_LEVEL = 15
@@ -106,12 +106,8 @@ def pack_dataset(
     DatasetError
         The source cannot be read or the output cannot be written.
     """
+    out = check_output(output, inputs=[source], overwrite=overwrite)
     dataset = open_dataset(source)
-    out = Path(output)
-    if out.exists() and not overwrite:
-        raise DatasetError(f"{out}: already exists; choose another name or pass --force")
-    if out.resolve() in {f.resolve() for f in dataset.files}:
-        raise DatasetError(f"{out}: is the dataset being packed; choose another output name")
     table = dataset.read().sort_by(sort_keys(dataset.metadata.kind))
     metadata = dataset.metadata
     changed: list[str] = []
@@ -199,7 +195,12 @@ _SERIAL_HINTS = ("serial", "uuid", "machine_id", "machine-id", "board_id", "prod
 _MAC = re.compile(r"\b[0-9A-Fa-f]{2}(?:[:-][0-9A-Fa-f]{2}){5}\b")
 _IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
 _IPV6 = re.compile(r"(?<![\w:.])[0-9A-Fa-f:]*:[0-9A-Fa-f]*:[0-9A-Fa-f:.]*(?![\w:])")  # checked by ipaddress
-_HOME = re.compile(r"(/home/|/Users/|/var/home/)([^/\s\"']+)")
+_HOME = re.compile(r"(/home/|/Users/|/var/home/|/export/home/)([^/\s\"':]+)")
+# user names that strings give away: user=alice, USER=alice, SUDO_USER=alice, login: alice
+_USER_ASSIGNMENT = re.compile(r"(?i)\b(?:user|username|sudo_user|logname|login|owner)\s*[=:]\s*([A-Za-z0-9._-]+)")
+SUBSTRING_MIN = 3
+"""A secret this long or longer is replaced wherever it occurs, inside words too (every occurrence, as promised);
+shorter ones only as a whole word, so a 2-letter user name does not eat every 'al' of the metadata."""
 
 
 def anonymize_metadata(metadata: Metadata) -> tuple[Metadata, list[str]]:
@@ -215,11 +216,15 @@ def anonymize_metadata(metadata: Metadata) -> tuple[Metadata, list[str]]:
     changed: list[str] = []
     fields = {name: getattr(metadata, name) for name in ("settings", "environment", "counters", "clock", "status",
                                                           "source", "ground_truth", "tool")}
-    secrets = set()
+    secrets: set[str] = set()
     for value in fields.values():
         _collect(value, secrets)
     for info in metadata.threads:
         _collect(dict(info.extra), secrets)
+    for host in [s for s in secrets if "." in s]:  # alice-laptop.lan also appears as alice-laptop
+        short = host.split(".", 1)[0]
+        if len(short) >= SUBSTRING_MIN and not short.isdigit():
+            secrets.add(short)
     replace = _replacer(secrets)
     new = {name: _walk(value, name, replace, changed) for name, value in fields.items()}
     threads = tuple(
@@ -232,7 +237,8 @@ def anonymize_metadata(metadata: Metadata) -> tuple[Metadata, list[str]]:
 
 
 def _token(value: str) -> str:
-    return "anon-" + hashlib.sha256(value.encode()).hexdigest()[:12]
+    # surrogatepass: a hostile hostname may hold a lone surrogate; it still gets its token
+    return "anon-" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def _collect(value: Any, secrets: set[str]) -> None:
@@ -243,19 +249,28 @@ def _collect(value: Any, secrets: set[str]) -> None:
             if isinstance(item, str) and item and (lowered in _HOST_KEYS or lowered in _USER_KEYS
                                                    or any(h in lowered for h in _SERIAL_HINTS)):
                 secrets.add(item)
+            _collect(str(key), secrets)
             _collect(item, secrets)
     elif isinstance(value, list):
         for item in value:
             _collect(item, secrets)
+    elif isinstance(value, str):  # user names inside any string: home paths, user=NAME
+        secrets.update(m.group(2) for m in _HOME.finditer(value) if not m.group(2).startswith("anon-"))
+        secrets.update(m.group(1) for m in _USER_ASSIGNMENT.finditer(value) if not m.group(1).startswith("anon-"))
 
 
 def _replacer(secrets: set[str]) -> Callable[[str], str]:
     ordered = sorted((s for s in secrets if len(s) >= 2 and not s.startswith("anon-")), key=len, reverse=True)
-    by_word = [re.compile(rf"(?<![\w.-]){re.escape(s)}(?![\w-])") for s in ordered]
+    # one pass over each string (a token is never searched again), longest first, case-insensitive (hostnames
+    # are); short secrets only as whole words
+    tokens = {secret.lower(): _token(secret) for secret in reversed(ordered)}
+    alternatives = [re.escape(s) if len(s) >= SUBSTRING_MIN else rf"(?<![\w.-]){re.escape(s)}(?![\w-])"
+                    for s in ordered]
+    combined = re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
 
     def replace(text: str) -> str:
-        for secret, pattern in zip(ordered, by_word, strict=True):
-            text = pattern.sub(_token(secret), text)
+        if combined is not None:
+            text = combined.sub(lambda m: tokens.get(m.group(0).lower(), _token(m.group(0))), text)
         text = _MAC.sub(lambda m: _token(m.group(0).lower()), text)
         text = _IPV4.sub(lambda m: _token(m.group(0)) if _is_ip(m.group(0)) else m.group(0), text)
         text = _IPV6.sub(lambda m: _token(m.group(0)) if _is_ip(m.group(0)) else m.group(0), text)
@@ -275,7 +290,13 @@ def _is_ip(text: str) -> bool:
 
 def _walk(value: Any, path: str, replace: Callable[[str], str], changed: list[str]) -> Any:
     if isinstance(value, dict):
-        return {key: _walk(item, f"{path}.{key}", replace, changed) for key, item in value.items()}
+        out = {}
+        for key, item in value.items():
+            new_key = replace(key) if isinstance(key, str) else key  # a key can hold a name too
+            if new_key != key:
+                changed.append(f"{path}.{new_key} (key)")
+            out[new_key] = _walk(item, f"{path}.{new_key}", replace, changed)
+        return out
     if isinstance(value, list | tuple):
         return [_walk(item, f"{path}[{i}]", replace, changed) for i, item in enumerate(value)]
     if isinstance(value, str):

@@ -8,7 +8,11 @@ from typing import Any
 
 import matplotlib
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.text import Text
 from matplotlib.ticker import LogFormatter
+
+from ..format import visible
 
 MONO = "DejaVu Sans Mono"
 
@@ -36,6 +40,23 @@ def colour(index: int, total: int = 10) -> Any:
     if total <= 20:
         return matplotlib.colormaps["tab20"](index % 20)
     return matplotlib.colormaps["turbo"](index / max(total - 1, 1))
+
+
+def literal_text(figure: Figure) -> Figure:
+    """Draw every text of ``figure`` literally: no mathtext, no control characters; call it before saving.
+
+    Text in a figure may come from a dataset (hostnames, command lines, degraded reasons), which is data, never
+    markup: two ``$`` in a hostname would otherwise start matplotlib's mathtext parser (a crash on
+    ``a $\\frac{1}{$``) and ESC or NUL would make the SVG invalid XML. jitterscope's own labels use no mathtext,
+    so this holds for every text alike.
+    """
+    for text in figure.findobj(Text):
+        text.set_parse_math(False)
+        content = text.get_text()
+        shown = visible(content)
+        if shown != content:
+            text.set_text(shown)
+    return figure
 
 
 def plot_note(title: str, message: str, ax: Axes) -> Axes:

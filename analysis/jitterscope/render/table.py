@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..format import shorten, visible
+
 Cell = str | int | float | None
 
 LATEX_WRAP = 40  # characters: a longer left-aligned cell puts its column in a p{} paragraph column
@@ -82,6 +84,10 @@ class Table:
     align: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
+        # titles, headers and notes can quote a dataset (a degraded reason): visible in every output format
+        object.__setattr__(self, "title", visible(self.title))
+        object.__setattr__(self, "columns", tuple(visible(str(c)) for c in self.columns))
+        object.__setattr__(self, "notes", tuple(visible(str(n)) for n in self.notes))
         width = len(self.columns)
         for row in self.rows:
             if len(row) != width:
@@ -125,7 +131,8 @@ def format_cell(value: Cell, spec: str = "") -> str:
         return MISSING
     if spec and isinstance(value, int | float) and not isinstance(value, bool):
         return spec.format(value)
-    return str(value)
+    # text from a dataset is data: controls and lone surrogates shown as escapes, long values cut (JSON keeps them)
+    return shorten(visible(str(value)))
 
 
 def to_text(table: Table, *, max_width: int | None = None) -> list[str]:
@@ -197,7 +204,7 @@ def to_csv(table: Table) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(table.columns)
     for row in table.rows:
-        writer.writerow(["" if _json_cell(v) is None else v for v in row])
+        writer.writerow(["" if _json_cell(v) is None else _json_cell(v) for v in row])
     return buffer.getvalue()
 
 
@@ -237,6 +244,7 @@ def latex_escape(text: str) -> str:
     accented letters and the other non-ASCII characters become LaTeX commands, so a default
     pdflatex compiles every table.  A character with no LaTeX spelling is written as ``[U+XXXX]``.
     """
+    text = visible(text)  # control characters would reach the .tex raw (and stop pdflatex)
     return "".join(ch if ch.isascii() and ch not in _LATEX_ESCAPES else _latex_char(ch) for ch in text)
 
 
@@ -287,6 +295,8 @@ def _display_value(value: Any) -> Cell:
 def _json_cell(value: Cell) -> Cell:
     if isinstance(value, float) and not math.isfinite(value):
         return None
+    if isinstance(value, str):
+        return visible(value)  # full length, but no control character or lone surrogate
     return value
 
 

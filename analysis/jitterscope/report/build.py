@@ -42,6 +42,7 @@ time, 35 period, 40 spectra, 50 power management (frequency, SMI, idle),
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import os
@@ -59,9 +60,20 @@ from matplotlib.figure import Figure
 from tqdm import tqdm
 
 from .. import __version__
-from ..dataset import Dataset, open_dataset, write_atomically
+from ..dataset import Dataset, check_output, open_dataset, write_atomically, write_directory_atomically
 from ..errors import JitterscopeError
-from ..render import REPORT_RC, Page, Table, source_date, text_pages, to_csv, to_json_text, to_latex
+from ..format import visible
+from ..render import (
+    REPORT_RC,
+    Page,
+    Table,
+    literal_text,
+    source_date,
+    text_pages,
+    to_csv,
+    to_json_text,
+    to_latex,
+)
 from ..summary import Summary, TimelineResult, compute_timeline, summarize
 
 SECTION_MODULES: tuple[str, ...] = (
@@ -249,6 +261,7 @@ def write_report(
     top_k: int = 20,
     progress: bool = False,
     sections: Sequence[str] | None = None,
+    overwrite: bool = False,
 ) -> ReportInfo:
     """Write the PDF report of ``dataset`` to ``output`` (and figures/tables to ``figures_dir``).
 
@@ -267,6 +280,9 @@ def write_report(
         Show progress bars on stderr.
     sections
         Names of the sections to include (default: all registered ones).
+    overwrite
+        ``--force``: replace an existing ``output`` (and files of the same name in ``figures_dir``). The
+        dataset itself is never overwritten; the figures folder appears whole or not at all.
 
     Returns
     -------
@@ -278,11 +294,12 @@ def write_report(
     JitterscopeError
         The dataset cannot be read or analysed, or the output cannot be written.
     """
+    source = dataset.path if isinstance(dataset, Dataset) else Path(dataset)
+    out = check_output(output, inputs=[source], overwrite=overwrite, error=JitterscopeError)
+    if figures_dir is not None:
+        check_output(figures_dir, inputs=[source, out], overwrite=overwrite, directory=True, error=JitterscopeError)
     if not isinstance(dataset, Dataset):
         dataset = open_dataset(dataset)
-    out = Path(output)
-    fig_dir = Path(figures_dir) if figures_dir is not None else None
-    _check_writable(out, fig_dir)
     chosen = registered_sections()
     if sections is not None:
         unknown = sorted(set(sections) - {s.name for s in chosen})
@@ -305,7 +322,7 @@ def write_report(
         seconds = [("summary+timeline", time.perf_counter() - started)]
         when, _ = source_date()
         metadata = {
-            "Title": f"jitterscope report: {dataset.path.name}",
+            "Title": visible(f"jitterscope report: {dataset.path.name}"),
             "Creator": f"jitterscope {__version__}",
             "CreationDate": when,
             "ModDate": None,
@@ -314,7 +331,10 @@ def write_report(
         used_names: set[str] = set()
         contributed: list[str] = []
         pages = 0
-        with write_atomically(out, what="the report", error=JitterscopeError) as tmp:
+        with contextlib.ExitStack() as stack:
+            fig_dir = None if figures_dir is None else stack.enter_context(
+                write_directory_atomically(Path(figures_dir), what="the figures", error=JitterscopeError))
+            tmp = stack.enter_context(write_atomically(out, what="the report", error=JitterscopeError))
             with PdfPages(tmp, metadata=metadata) as pdf:
                 bar = tqdm(chosen, desc="report", unit="section", file=sys.stderr, disable=not progress)
                 for section in bar:
@@ -327,7 +347,7 @@ def write_report(
                         _claim(page.name, used_names, section.name)
                         # the PDF page first, so it is the same bytes with or without --figures
                         undo = _decorate(page.figure, ctx, pages + 1)
-                        pdf.savefig(page.figure)
+                        pdf.savefig(literal_text(page.figure))
                         pages += 1
                         if fig_dir is not None:
                             undo()
@@ -337,6 +357,8 @@ def write_report(
                                 written += _export_table(table, fig_dir)
                         page.figure.clear()
                     seconds.append((section.name, time.perf_counter() - started))
+    if figures_dir is not None:  # the files now stand in the folder asked for, not in its temporary
+        written = [str(Path(figures_dir) / Path(path).name) for path in written]
     return ReportInfo(path=str(out), pages=pages, sections=tuple(contributed), figure_files=tuple(written),
                       seconds=tuple(seconds))
 
@@ -416,20 +438,6 @@ def _export_table(table: Table, directory: Path) -> list[str]:
         path.write_text(text, encoding="utf-8")
         paths.append(str(path))
     return paths
-
-
-def _check_writable(out: Path, fig_dir: Path | None) -> None:
-    if out.is_dir():
-        raise JitterscopeError(f"{out}: is a directory; give a file name for the report, e.g. -o report.pdf")
-    if not out.parent.exists():
-        raise JitterscopeError(f"{out.parent}: no such directory; create it or choose another -o path")
-    if fig_dir is not None:
-        if fig_dir.exists() and not fig_dir.is_dir():
-            raise JitterscopeError(f"{fig_dir}: exists and is not a directory; choose another --figures path")
-        try:
-            fig_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise JitterscopeError(f"{fig_dir}: cannot create ({exc.strerror or exc})") from None
 
 
 def _qualname(function: Callable[..., Any]) -> str:

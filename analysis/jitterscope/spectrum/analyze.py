@@ -295,21 +295,33 @@ def analyze_spectra(dataset: Dataset, options: SpectralOptions | None = None, *,
     if dataset.is_histogram:
         raise AnalysisError(f"{dataset.path}: a histogram-only dataset has no time series; spectra need wake-ups")
     states: dict[int, _ThreadState] = {}
+    skipped: list[str] = []
     for info in dataset.metadata.threads:
-        states[info.thread] = _ThreadState(info.thread, info.cpu, info.interval_ns, max(info.samples, 1),
+        # the metadata's samples add up to the rows (the gate checked it on opening): a thread too short for
+        # one segment is skipped before anything of nperseg's size is allocated for it
+        if info.samples == 0:
+            continue
+        nperseg = options.nperseg or default_nperseg(info.samples)
+        if nperseg > info.samples:
+            skipped.append(f"thread {info.thread}: too short for spectral analysis (n={info.samples}, "
+                           f"need ≥ {nperseg} for one segment of --nperseg)")
+            continue
+        states[info.thread] = _ThreadState(info.thread, info.cpu, info.interval_ns, info.samples,
                                            info.drops + info.overruns > 0, options)
+    known = {info.thread for info in dataset.metadata.threads}
     for batch in dataset.iter_batches(["thread", "expected_ns", "actual_ns"]):
         threads = batch.column(0).to_numpy()
         expected = batch.column(1).to_numpy()
         actual = batch.column(2).to_numpy()
         latency = latency_ns(batch)
         for thread, rows in _rows_by_thread(threads):
-            if thread not in states:
+            if thread not in known:
                 raise AnalysisError(f"{dataset.path}: rows of thread {thread} but no metadata for it; "
                                     "run 'jitterscope validate' on the dataset")
-            states[thread].update(expected[rows], actual[rows], latency[rows])
+            if thread in states:
+                states[thread].update(expected[rows], actual[rows], latency[rows])
     all_sources = tuple(sources) + default_sources(dataset.metadata.environment, None)
-    results, skipped = [], []
+    results = []
     for thread, state in sorted(states.items()):
         thread_sources = tuple(sources) + default_sources(dataset.metadata.environment, state.fs_hz)
         try:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..dataset import Dataset
+from ..format import shorten
 from .accumulators import IntervalBlock, IntervalResult
 from .stats import PERCENTILES, Summary, ThreadSummary
 
@@ -96,16 +97,21 @@ def format_summary_table(summary: Summary) -> str:
 
 
 def format_info(dataset: Dataset) -> str:
-    """What ``jitterscope info`` prints: provenance, settings, environment, counters, per-thread counts."""
+    """What ``jitterscope info`` prints: provenance, settings, environment, counters, per-thread counts.
+
+    In words, not Python reprs: a value that was not recorded says so, yes/no for flags, lists joined, and a
+    string longer than a table cell is cut with its length stated (``info --json`` keeps every value whole).
+    """
     meta = dataset.metadata
+    status = meta.status or {}
     lines = [
-        f"dataset: {dataset.path} ({len(dataset.files)} file(s), {dataset.num_rows} rows)",
+        f"dataset: {dataset.path} ({len(dataset.files)} file(s), {dataset.num_rows:,} rows)",
         f"kind: {meta.kind}, schema version {meta.schema_version}, written by "
-        f"{meta.tool.get('name', '?')} {meta.tool.get('version', '?')}",
+        f"{_human(meta.tool.get('name'))} {_human(meta.tool.get('version'))}",
         f"columns: {', '.join(dataset.columns)}",
     ]
     if meta.status:
-        lines.append(f"status: {meta.status.get('state')} ({meta.status.get('reason', '')})")
+        lines.append(f"status: {_human(status.get('state'))} ({_human(status.get('reason'))})")
     if meta.clock:
         lines.append("clock: " + _inline(meta.clock))
     if meta.counters:
@@ -117,18 +123,39 @@ def format_info(dataset: Dataset) -> str:
     if meta.environment:
         lines.append("environment:")
         for key, value in meta.environment.items():
-            lines.append(f"  {key}: {_inline(value) if isinstance(value, Mapping) else value}")
+            lines.append(f"  {key}: {_human(value)}")
     if meta.source:
         lines.append("source: " + _inline(meta.source))
     if meta.timeline:
-        lines.append(_timeline_line(meta.timeline))
+        lines.append(shorten(_timeline_line(meta.timeline)))
     if meta.ground_truth:
         lines.append("ground truth (simulation): " + ", ".join(k for k in meta.ground_truth if k != "spec"))
-    lines.append("threads:")
-    for info in meta.threads:
-        lines.append(f"  thread {info.thread}: cpu {info.cpu}, tid {info.tid}, interval {info.interval_ns} ns, "
-                     f"samples {info.samples}, drops {info.drops}, overruns {info.overruns}")
+    lines.append(f"threads: {len(meta.threads)}")
+    for info in meta.threads[:THREADS_SHOWN]:
+        tid = "not recorded" if info.tid is None else info.tid
+        lines.append(f"  thread {info.thread}: cpu {info.cpu}, tid {tid}, interval {info.interval_ns:,} ns, "
+                     f"samples {info.samples:,}, drops {info.drops:,}, overruns {info.overruns:,}")
+    if len(meta.threads) > THREADS_SHOWN:
+        lines.append(f"  ... {len(meta.threads) - THREADS_SHOWN:,} more threads (info --json lists every one)")
     return "\n".join(lines)
+
+
+THREADS_SHOWN = 256
+"""Threads listed one per line by ``info``; beyond that a count (the JSON lists all)."""
+
+
+def _human(value: Any) -> str:
+    """A metadata value in words, never as a Python repr."""
+    if value is None:
+        return "not recorded"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, Mapping):
+        return shorten(_inline(value)) if value else "none"
+    if isinstance(value, list | tuple):
+        return shorten(", ".join(f"({_inline(v)})" if isinstance(v, Mapping) else _human(v) for v in value)) \
+            if value else "none"
+    return shorten(str(value))
 
 
 def _timeline_line(doc: Mapping[str, Any]) -> str:
@@ -139,4 +166,6 @@ def _timeline_line(doc: Mapping[str, Any]) -> str:
 
 
 def _inline(values: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in values.items())
+    """``key=value, ...``; a nested mapping as ``key (inner=value, ...)``."""
+    return shorten(", ".join(f"{k} ({_inline(v)})" if isinstance(v, Mapping) and v else f"{k}={_human(v)}"
+                             for k, v in values.items()))

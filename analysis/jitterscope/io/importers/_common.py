@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,6 +119,60 @@ def read_text(path: Path, fmt: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise fail(fmt, path, f"byte {exc.start}", f"0x{data[exc.start]:02x} is not text",
+                   "the file is binary or damaged") from None
+
+
+CHUNK_BYTES = 8 << 20
+"""Text read at a time by :func:`iter_line_chunks`: memory for the text is bounded by this, not the file size."""
+
+
+def iter_line_chunks(path: Path, fmt: str, chunk_bytes: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(number of the first line, bytes of whole lines)`` of a text file, a few MiB at a time.
+
+    Each chunk ends at a newline (the last may not, at the end of the file) and is checked to be UTF-8 (a byte
+    that is not is reported with its offset in the file).
+
+    Raises
+    ------
+    ImportFormatError
+        The file cannot be read or is not text.
+    """
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise ImportFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    chunk_bytes = chunk_bytes or CHUNK_BYTES
+    line, offset, carry = 1, 0, b""
+    with handle:
+        while True:
+            try:
+                block = handle.read(chunk_bytes)
+            except OSError as exc:
+                raise ImportFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+            data = carry + block
+            if not block:
+                if data:
+                    _check_utf8(data, offset, fmt, path)
+                    yield line, data
+                return
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                carry = data
+                continue
+            chunk, carry = data[:cut], data[cut:]
+            _check_utf8(chunk, offset, fmt, path)
+            yield line, chunk
+            line += chunk.count(b"\n")
+            offset += len(chunk)
+
+
+def _check_utf8(chunk: bytes, offset: int, fmt: str, path: Path) -> None:
+    if chunk.isascii():
+        return
+    try:
+        chunk.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise fail(fmt, path, f"byte {offset + exc.start}", f"0x{chunk[exc.start]:02x} is not text",
                    "the file is binary or damaged") from None
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import Parsed, SourceSummary, ThreadSamples, fail, read_text, show
+from ._common import Parsed, SourceSummary, ThreadSamples, fail, iter_line_chunks, show
 from .cyclictest_quiet import summary_from_line
 
 FORMAT = "cyclictest-verbose"
@@ -52,65 +52,163 @@ def sniff(head: bytes) -> bool:
 
 
 def parse(path: Path) -> Parsed:
-    """Read a cyclictest ``-v`` log into per-thread latency series (unit not yet known)."""
-    text = read_text(path, FORMAT)
-    headers: dict[int, int] = {}
-    rows: dict[int, tuple[list[int], list[int], list[int]]] = {}
-    smi_mode: bool | None = None
-    summaries: list[SourceSummary] = []  # "-v -q" also prints the summary lines at exit
-    lines = text.split("\n")
-    for number, line in enumerate(lines, 1):
-        match = _SAMPLE.fullmatch(line)
-        if match:
-            thread, cycle = int(match[1]), int(match[2])
-            latency, smi = _split_tail(match[3], smi_mode, path, number, line)
-            if smi_mode is None:
-                smi_mode = smi is not None
-            elif smi_mode != (smi is not None):
-                raise fail(FORMAT, path, f"line {number}", f"{show(line)} has "
-                           f"{'no ' if smi_mode else 'an '}SMI field unlike the lines before")
-            if thread > 4095 or cycle >= 1 << 48:
-                raise fail(FORMAT, path, f"line {number}", f"{show(line)}: thread or cycle number is implausible")
-            if headers and thread not in headers:
-                raise fail(FORMAT, path, f"line {number}", f"thread {thread} has no 'Thread {thread} Interval:' header")
-            seqs, lats, smis = rows.setdefault(thread, ([], [], []))
-            if seqs and cycle <= seqs[-1]:
-                raise fail(FORMAT, path, f"line {number}",
-                           f"cycle {cycle} of thread {thread} does not follow cycle {seqs[-1]}",
-                           "lines are duplicated or out of order")
-            seqs.append(cycle)
-            lats.append(latency)
-            smis.append(0 if smi is None else smi)
+    """Read a cyclictest ``-v`` log into per-thread latency series (unit not yet known).
+
+    The file is read a few MiB at a time (:func:`iter_line_chunks`): a chunk of plain
+    ``thread:cycle:latency`` lines (all but the preamble and the closing summary) is parsed with numpy in
+    one go; any other chunk line by line, with the same checks and messages.  Samples are kept as int64
+    arrays, not Python lists.
+    """
+    state = _State(path)
+    for first_line, chunk in iter_line_chunks(path, FORMAT):
+        if state.headers and state.smi_mode is not True and _fast_chunk(chunk, first_line, state):
             continue
-        match = _HEADER.fullmatch(line)
-        if match:
-            thread, interval = int(match[1]), int(match[2])
-            if rows or thread in headers or thread != len(headers) or not 0 < interval <= 10_000_000:
-                raise fail(FORMAT, path, f"line {number}", f"unexpected header {show(line)}")
-            headers[thread] = interval
-            continue
-        summary = summary_from_line(line)
-        if summary is not None:
-            summaries.append(summary)
-            continue
-        if any(p.fullmatch(line) for p in _PREAMBLE):
-            continue
-        raise fail(FORMAT, path, f"line {number}", f"{show(line)} is not a 'thread:cycle:latency' line")
+        for number, line in enumerate(chunk.decode("utf-8").split("\n"), first_line):
+            state.line(number, line)
+    headers, summaries = state.headers, state.summaries
     if not headers:
         raise fail(FORMAT, path, "preamble", "no 'Thread N Interval:' header", "was cyclictest run with -v?")
-    if not rows:
+    if not state.blocks:
         raise fail(FORMAT, path, "body", "no sample lines", "the run printed nothing; is the file complete?")
     parsed = Parsed(format=FORMAT, path=path, role="samples", summaries=summaries)
     parsed.settings["interval_headers_us"] = [headers[t] for t in sorted(headers)]
+    empty = np.zeros(0, np.int64)
     for thread in sorted(headers):
-        seqs, lats, smis = rows.get(thread, ([], [], []))
+        state.flush(thread)
+        blocks = state.blocks.get(thread, [])
+        seq = np.concatenate([b[0] for b in blocks]) if blocks else empty
         parsed.samples.append(ThreadSamples(
             thread=thread,
-            seq=np.asarray(seqs, dtype=np.int64),
-            latency_ns=np.asarray(lats, dtype=np.int64),  # still in the source's unit
-            smi_delta=np.asarray(smis, dtype=np.int64) if smi_mode else None,
+            seq=seq,
+            latency_ns=np.concatenate([b[1] for b in blocks]) if blocks else empty,  # still in the source's unit
+            smi_delta=(np.concatenate([b[2] for b in blocks]) if blocks else empty) if state.smi_mode else None,
         ))
     return parsed
+
+
+class _State:
+    """What the parse has seen so far: headers, summaries, and per thread its samples in numpy blocks."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.headers: dict[int, int] = {}
+        self.summaries: list[SourceSummary] = []  # "-v -q" also prints the summary lines at exit
+        self.smi_mode: bool | None = None
+        self.blocks: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+        self.last_cycle: dict[int, int] = {}
+        self._pending: dict[int, tuple[list[int], list[int], list[int]]] = {}  # the slow path's current lists
+
+    def flush(self, thread: int) -> None:
+        pending = self._pending.pop(thread, None)
+        if pending and pending[0]:
+            self.blocks.setdefault(thread, []).append(tuple(np.asarray(v, dtype=np.int64) for v in pending))
+
+    def add_block(self, thread: int, seq: np.ndarray, latency: np.ndarray) -> None:
+        self.flush(thread)
+        self.blocks.setdefault(thread, []).append((seq, latency, np.zeros(seq.size, np.int64)))
+        self.last_cycle[thread] = int(seq[-1])
+
+    def line(self, number: int, line: str) -> None:
+        path = self.path
+        match = _SAMPLE.fullmatch(line)
+        if match:
+            thread, cycle = int(match[1]), int(match[2])
+            latency, smi = _split_tail(match[3], self.smi_mode, path, number, line)
+            if self.smi_mode is None:
+                self.smi_mode = smi is not None
+            elif self.smi_mode != (smi is not None):
+                raise fail(FORMAT, path, f"line {number}", f"{show(line)} has "
+                           f"{'no ' if self.smi_mode else 'an '}SMI field unlike the lines before")
+            if thread > 4095 or cycle >= 1 << 48:
+                raise fail(FORMAT, path, f"line {number}", f"{show(line)}: thread or cycle number is implausible")
+            if self.headers and thread not in self.headers:
+                raise fail(FORMAT, path, f"line {number}", f"thread {thread} has no 'Thread {thread} Interval:' header")
+            last = self.last_cycle.get(thread)
+            if last is not None and cycle <= last:
+                raise fail(FORMAT, path, f"line {number}",
+                           f"cycle {cycle} of thread {thread} does not follow cycle {last}",
+                           "lines are duplicated or out of order")
+            seqs, lats, smis = self._pending.setdefault(thread, ([], [], []))
+            seqs.append(cycle)
+            lats.append(latency)
+            smis.append(0 if smi is None else smi)
+            self.last_cycle[thread] = cycle
+            self.blocks.setdefault(thread, [])
+            if len(seqs) >= 1 << 16:  # bounded lists: into numpy every 65536 lines
+                self.flush(thread)
+            return
+        match = _HEADER.fullmatch(line)
+        if match:
+            thread, interval = int(match[1]), int(match[2])
+            if self.blocks or thread in self.headers or thread != len(self.headers) or not 0 < interval <= 10_000_000:
+                raise fail(FORMAT, path, f"line {number}", f"unexpected header {show(line)}")
+            self.headers[thread] = interval
+            return
+        summary = summary_from_line(line)
+        if summary is not None:
+            self.summaries.append(summary)
+            return
+        if any(p.fullmatch(line) for p in _PREAMBLE):
+            return
+        raise fail(FORMAT, path, f"line {number}", f"{show(line)} is not a 'thread:cycle:latency' line")
+
+
+def _fast_chunk(chunk: bytes, first_line: int, state: _State) -> bool:
+    """Parse a chunk made only of ``%8d:%8lu:%8ld`` lines with numpy; False (nothing taken) for any other chunk.
+
+    Checked exactly as the line parser checks: two colons each right after a digit, three numbers per line,
+    a minus sign only in front of the latency, known threads, cycles increasing per thread.
+    """
+    del first_line  # the slow path reports line numbers; the fast one only accepts what it would accept
+    if not chunk.endswith(b"\n"):
+        chunk += b"\n"
+    if chunk.translate(None, b"0123456789 :-\n"):
+        return False
+    text = np.frombuffer(chunk, np.uint8)
+    newlines = np.flatnonzero(text == 10)
+    colon = text == 58
+    colons = np.cumsum(colon)
+    per_line = np.diff(np.concatenate([[0], colons[newlines]]))
+    if per_line.size == 0 or np.any(per_line != 2):
+        return False
+    if np.any(~np.isin(text[np.flatnonzero(colon) - 1], np.frombuffer(b"0123456789", np.uint8))):
+        return False  # "1 :2" is no sample line
+    separator = (text == 32) | colon | (text == 10)
+    starts = ~separator & np.concatenate([[True], separator[:-1]])
+    tokens_per_line = np.diff(np.concatenate([[0], np.cumsum(starts)[newlines]]))
+    if np.any(tokens_per_line != 3):
+        return False
+    minus = np.flatnonzero(text == 45)
+    if minus.size:
+        line_of = np.searchsorted(newlines, minus)
+        line_start = np.concatenate([[0], newlines[:-1] + 1])[line_of]
+        colons_before = colons[minus] - colons[line_start] + colon[line_start]
+        if np.any(~starts[minus]) or np.any(colons_before != 2):
+            return False
+    try:
+        values = np.array(chunk.replace(b":", b" ").split()).astype(np.int64).reshape(-1, 3)
+    except (ValueError, OverflowError):
+        return False
+    thread, cycle, latency = values[:, 0], values[:, 1], values[:, 2]
+    if np.any(thread > 4095) or np.any(cycle >= 1 << 48) or np.any(np.abs(latency) >= 10**15):
+        return False
+    if not np.all(np.isin(np.unique(thread), list(state.headers))):
+        return False
+    order = np.argsort(thread, kind="stable")
+    threads, bounds = np.unique(thread[order], return_index=True)
+    bounds = np.append(bounds, thread.size)
+    pieces = []
+    for t, begin, end in zip(threads.tolist(), bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        rows = order[begin:end]
+        seq = cycle[rows]
+        last = state.last_cycle.get(t)
+        if np.any(np.diff(seq) <= 0) or (last is not None and seq[0] <= last):
+            return False  # the line parser says where
+        pieces.append((t, seq, latency[rows]))
+    state.smi_mode = False
+    for t, seq, lat in pieces:
+        state.add_block(t, seq, lat)
+    return True
 
 
 def _split_tail(tail: str, smi_mode: bool | None, path: Path, number: int, line: str) -> tuple[int, int | None]:

@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 from scipy import special
 
 from ... import __version__
-from ...dataset import Metadata, ThreadInfo, sample_schema, write_atomically, write_dataset
+from ...dataset import Metadata, ThreadInfo, check_output, sample_schema, write_atomically, write_dataset
 from ...errors import DatasetError, JitterscopeError
 from .effects import EFFECT_TYPES, Effect, FrequencyTimeline, SimulationRun, ThreadChunk, ThreadRows
 
@@ -270,13 +270,27 @@ def simulate(spec: SimulationSpec, seed: int) -> Simulation:
     return Simulation(table, generator.metadata())
 
 
+MAX_SIMULATED_WAKEUPS = 2 * 10**9
+"""Most wake-ups one simulated dataset may hold (about 70 GB): a larger request is a typo, not a study."""
+BYTES_PER_WAKEUP = 35
+"""Approximate size of one simulated wake-up on disk (zstd), for the refusal's estimate."""
+
+
 def write_simulation(
     spec: SimulationSpec, path: str | os.PathLike[str], seed: int, *, overwrite: bool = False,
+    inputs: Sequence[str | os.PathLike[str]] = (),
 ) -> Path:
-    """Simulate straight into a Parquet file at ``path`` in bounded memory (one chunk at a time)."""
-    out = Path(path)
-    if out.exists() and not overwrite:
-        raise DatasetError(f"{out}: already exists; choose another name or pass --force")
+    """Simulate straight into a Parquet file at ``path`` in bounded memory (one chunk at a time).
+
+    ``inputs`` (a spec file) are never overwritten; an existing ``path`` only with ``overwrite``.
+    """
+    out = check_output(path, inputs=inputs, overwrite=overwrite)
+    wakeups = spec.slots_per_thread * spec.threads
+    if wakeups > MAX_SIMULATED_WAKEUPS:  # before a byte is written: 10^12 wake-ups would be ~35 TB
+        raise DatasetError(f"{out}: {spec.threads} thread(s) x {spec.slots_per_thread:,} wake-ups is {wakeups:,} "
+                           f"wake-ups (about {wakeups * BYTES_PER_WAKEUP / 1e9:,.0f} GB), more than the "
+                           f"{MAX_SIMULATED_WAKEUPS:,} simulate writes; ask for fewer --samples or a shorter "
+                           "--duration")
     generator = _Generator(spec, seed)
     schema = sample_schema(generator.column_names)
     if spec.slots_per_thread * spec.threads <= CHUNK_SLOTS:

@@ -1,0 +1,137 @@
+"""One parser for the numbers in options, and the one-line usage error every subcommand shares.
+
+Every numeric option of every subcommand takes its ``type=`` from :func:`number`, so NaN, ±inf, values
+out of range and non-numbers are refused the same way everywhere, before the library sees them::
+
+    parser.add_argument("--tolerance", type=number(min=0, unit="µs"), default=1.0)
+    parser.add_argument("--seed", type=number(integer=True, min=0))
+    parser.add_argument("--alpha", type=number(min=0, max=1, inclusive=False))
+
+This module is import-free (argparse and math only): ``--help`` must not load numpy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable
+from typing import NoReturn, TextIO
+
+from ..errors import JitterscopeError
+
+SEED_MAX = 2**64 - 1
+"""The largest seed numpy's generators take (they refuse negative ones)."""
+
+
+def number(
+    *,
+    min: float | None = None,
+    max: float | None = None,
+    integer: bool = False,
+    inclusive: bool = True,
+    unit: str = "",
+) -> Callable[[str], int | float]:
+    """An argparse ``type`` that accepts a finite number in a range and refuses anything else in one line.
+
+    Parameters
+    ----------
+    min, max
+        Bounds (either may be None). With ``inclusive=False`` the bounds themselves are refused too.
+    integer
+        Whole numbers only; ``1e6`` is accepted as 1000000, ``2.5`` is refused.
+    inclusive
+        Whether ``min`` and ``max`` themselves are allowed.
+    unit
+        Shown in the message ("must be >= 0 µs").
+
+    Returns
+    -------
+    callable
+        ``str -> int | float``; raises :class:`argparse.ArgumentTypeError` with what was expected.
+    """
+    suffix = f" {unit}" if unit else ""
+
+    def describe() -> str:
+        kind = "a whole number" if integer else "a number"
+        low = "" if min is None else f"{'>=' if inclusive else '>'} {_show(min)}{suffix}"
+        high = "" if max is None else f"{'<=' if inclusive else '<'} {_show(max)}{suffix}"
+        bounds = " and ".join(b for b in (low, high) if b)
+        return f"{kind} {bounds}".strip() if bounds else kind
+
+    def parse(text: str) -> int | float:
+        value = _parse_number(text.strip(), integer)
+        if value is None:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {describe()}")
+        too_low = min is not None and (value < min if inclusive else value <= min)
+        too_high = max is not None and (value > max if inclusive else value >= max)
+        if too_low or too_high:
+            raise argparse.ArgumentTypeError(f"{text!r} is out of range: expected {describe()}")
+        return value
+
+    parse.__name__ = "whole number" if integer else "number"  # argparse names the type in its own messages
+    return parse
+
+
+def seed() -> Callable[[str], int | float]:
+    """The ``--seed`` type of every command that draws random numbers (0 … 2**64 - 1)."""
+    return number(integer=True, min=0, max=SEED_MAX)
+
+
+def _parse_number(text: str, integer: bool) -> int | float | None:
+    try:
+        return int(text, 10) if integer else _finite(float(text))
+    except ValueError:
+        pass
+    try:
+        value = _finite(float(text))
+    except ValueError:
+        return None
+    if value is None or not integer:
+        return value
+    return int(value) if value.is_integer() else None
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _show(bound: float) -> str:
+    return f"{bound:g}" if isinstance(bound, float) else str(bound)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line on stderr (exit 2) naming the ``--help`` to read."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {' '.join(message.split())} (see '{self.prog} --help')", file=sys.stderr)
+        sys.exit(2)
+
+
+class UsageError(JitterscopeError):
+    """A combination of options that cannot go together: one line and exit status 2, like argparse's own."""
+
+
+def usage_error(prog: str, message: str) -> NoReturn:
+    """Stop with a one-line usage error (exit 2) for a combination of options argparse cannot check."""
+    raise UsageError(f"{message} (see '{prog} --help')")
+
+
+class VisibleText:
+    """A text stream that writes every control character (but newline and tab) and lone surrogate as an escape.
+
+    The CLI prints through it, so text from a dataset (a hostname with ANSI escapes, a title-setting sequence,
+    CR or NUL, invalid Unicode) reaches the terminal as data, never as a command to it.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from ..format import visible  # import-free module
+
+        self._stream.write(visible(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> object:  # flush, isatty, fileno, encoding… of the real stream
+        return getattr(self._stream, name)

@@ -1,0 +1,295 @@
+"""The gate: a dataset's metadata checked against the contract once, when it is opened, for every command alike.
+
+A dataset is untrusted input (someone else's file, maybe damaged, maybe hostile), so nothing is decoded or
+allocated from what its metadata claims before the claim is checked:
+
+1. sizes, on the raw bytes, before any JSON is parsed (:data:`MAX_VALUE_BYTES`, :data:`MAX_THREADS_BYTES`);
+2. types and ranges, with the JSON Schema :data:`METADATA_SCHEMA` (docs/dataset-format.md, "Metadata", in
+   machine-readable form; validated with ``jsonschema``, the reference implementation);
+3. consistency with the data actually present (:func:`check_against_data`): row counts from the row
+   groups, not the footer's total alone; per-thread samples against those rows; every part of the same run.
+
+Each refusal is one line naming the key (``metadata jitterscope.threads[3].interval_ns: ...``) and what to do.
+Unknown keys and unknown fields stay allowed: readers ignore them (the contract's forward compatibility).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jsonschema
+
+from ..errors import SchemaError
+
+MAX_THREADS = 65_536
+"""Threads one dataset may list: 8× Linux's largest NR_CPUS (8192) leaves room for several threads per CPU."""
+MAX_VALUE_BYTES = 32 << 20
+"""Largest JSON value of one metadata key, checked before it is parsed (a day of turbostat at 5 s on 16 CPUs, the
+largest value a producer writes, is ~25 MB)."""
+MAX_FOOTER_BYTES = 96 << 20
+"""Largest Parquet footer opened: the metadata (up to :data:`MAX_VALUE_BYTES` and its base64 copy in
+``ARROW:schema``) plus a day of row groups. Checked from the file's last 8 bytes, before pyarrow decodes anything:
+decoding a footer costs several times its size in memory."""
+MAX_THREADS_BYTES = 16 << 20
+"""Largest ``jitterscope.threads`` value: :data:`MAX_THREADS` entries of a capture are ~12 MB."""
+INT64_MAX = 2**63 - 1
+MAX_INTERVAL_NS = 3_600 * 10**9
+"""One wake-up an hour: longer intervals are no timer-latency measurement (and keep period arithmetic exact)."""
+MAX_TEXT = 1 << 20
+"""Longest single string the contract accepts (1 MiB; a kernel command line is at most a few KiB)."""
+
+_INT = {"type": "integer", "minimum": -INT64_MAX - 1, "maximum": INT64_MAX}
+_COUNT = {"type": "integer", "minimum": 0, "maximum": INT64_MAX}
+_TEXT = {"type": "string", "maxLength": MAX_TEXT}
+_TEXT_OR_NULL = {"type": ["string", "null"], "maxLength": MAX_TEXT}
+_INT_OR_NULL = {"type": ["integer", "null"], "minimum": -INT64_MAX - 1, "maximum": INT64_MAX}
+_TEXTS = {"type": "array", "items": _TEXT}
+
+THREAD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["thread", "interval_ns"],
+    "properties": {
+        "thread": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
+        "cpu": {"type": "integer", "minimum": -1, "maximum": 2**31 - 1},
+        "tid": {"type": ["integer", "null"], "minimum": 0, "maximum": 2**31 - 1},
+        # 0 is allowed for histogram imports whose source does not say; sample datasets need > 0 (invariants)
+        "interval_ns": {"type": "integer", "minimum": 0, "maximum": MAX_INTERVAL_NS},
+        "samples": _COUNT, "drops": _COUNT, "overruns": _COUNT, "wakeups": _COUNT,
+        "drops_after_last": _COUNT, "counter_read_errors": _COUNT, "overflows": _COUNT,
+        "min_ns": {"type": ["number", "null"]}, "avg_ns": {"type": ["number", "null"]},
+        "max_ns": {"type": ["number", "null"]},
+    },
+}
+
+_ENVIRONMENT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        **{key: _TEXT_OR_NULL for key in (
+            "hostname", "kernel_release", "kernel_version", "cmdline", "preempt", "no_hz", "kernel_config_source",
+            "clocksource", "available_clocksources", "cpu_model", "cpu_vendor", "microcode", "cpus_online",
+            "isolated_cpus", "nohz_full_cpus", "intel_pstate_status", "machine", "sysname",
+        )},
+        "preempt_rt": {"type": ["boolean", "null"]},
+        "hz": _INT_OR_NULL, "rt_runtime_us": _INT_OR_NULL, "rt_period_us": _INT_OR_NULL,
+        "cpufreq": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "properties": {
+                    "driver": _TEXT_OR_NULL, "governor": _TEXT_OR_NULL,
+                    "cur_khz": _INT_OR_NULL, "min_khz": _INT_OR_NULL, "max_khz": _INT_OR_NULL,
+                },
+            },
+        },
+        "cpuidle": {
+            "type": "object",
+            "properties": {
+                "driver": _TEXT_OR_NULL, "governor": _TEXT_OR_NULL,
+                "states": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "name": _TEXT_OR_NULL, "desc": _TEXT_OR_NULL,
+                            "exit_latency_us": {"type": ["number", "null"]},
+                            "disabled": {"type": ["boolean", "null"]},
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+METADATA_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "jitterscope dataset metadata (docs/dataset-format.md), one property per jitterscope.* key",
+    "type": "object",
+    "required": ["schema_version", "kind", "tool", "threads"],
+    "properties": {
+        "schema_version": {"type": "integer", "minimum": 1},
+        "kind": {"enum": ["capture", "import", "simulation", "histogram"]},
+        "tool": {"type": "object", "properties": {"name": _TEXT, "version": _TEXT}},
+        "threads": {"type": "array", "maxItems": MAX_THREADS, "items": THREAD_SCHEMA},
+        "settings": {
+            "type": ["object", "null"],
+            "properties": {
+                "asked": {"type": "object"},
+                "granted": {"type": "object", "properties": {"degraded": _TEXTS}},
+            },
+        },
+        "environment": {**_ENVIRONMENT, "type": ["object", "null"]},
+        "counters": {
+            "type": ["object", "null"],
+            "properties": {
+                "source": _TEXT_OR_NULL, "columns": _TEXTS,
+                "missing": {"type": "object", "additionalProperties": _TEXT_OR_NULL},
+            },
+        },
+        "clock": {
+            "type": ["object", "null"],
+            "properties": {
+                "realtime_ns": _INT, "monotonic_ns": _INT,
+                "tsc_hz": {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": 1e13},
+                "tsc_hz_source": _TEXT_OR_NULL,
+            },
+        },
+        "status": {
+            "type": ["object", "null"],
+            "properties": {"state": _TEXT, "reason": _TEXT_OR_NULL, "flushes": _COUNT},
+        },
+        "source": {
+            "type": ["object", "null"],
+            "properties": {
+                "format": _TEXT_OR_NULL, "files": _TEXTS, "notes": _TEXTS,
+                "reconstructed": {"type": "object", "additionalProperties": _TEXT},
+            },
+        },
+        "ground_truth": {"type": ["object", "null"]},
+        "pack": {
+            "type": ["object", "null"],
+            "properties": {"sha256": _TEXT, "anonymized": _TEXTS, "rows": _COUNT},
+        },
+        "timeline": {"type": ["object", "null"]},
+    },
+}
+
+_VALIDATOR = jsonschema.Draft202012Validator(METADATA_SCHEMA)
+
+
+def check_footer_size(path: os.PathLike[str] | str) -> None:
+    """Refuse a Parquet file whose footer is larger than :data:`MAX_FOOTER_BYTES`, reading only its last 8 bytes."""
+    with open(path, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size < 12:
+            return  # pyarrow says what is wrong with it
+        handle.seek(size - 8)
+        tail = handle.read(8)
+    if tail[4:] != b"PAR1":
+        return
+    footer = int.from_bytes(tail[:4], "little")
+    if footer > MAX_FOOTER_BYTES:
+        raise SchemaError(f"{path}: its Parquet footer is {footer / (1 << 20):.0f} MiB, more than the "
+                          f"{MAX_FOOTER_BYTES >> 20} MiB a dataset's metadata can need; the file is damaged or was "
+                          "not written by jitterscope")
+
+
+def check_raw_sizes(kv: Mapping[bytes, bytes], prefix: bytes, where: str) -> None:
+    """Refuse a metadata value too large to be what the contract describes, before parsing it."""
+    for key, value in kv.items():
+        if not key.startswith(prefix):
+            continue
+        limit = MAX_THREADS_BYTES if key == prefix + b"threads" else MAX_VALUE_BYTES
+        if len(value) > limit:
+            name = key.decode("utf-8", "replace")
+            raise SchemaError(
+                f"{where}: metadata {name} is {len(value) / (1 << 20):.1f} MiB, more than the "
+                f"{limit >> 20} MiB the format allows; the file is damaged or was not written by jitterscope"
+            )
+
+
+def check_metadata(decoded: Mapping[str, Any], where: str) -> None:
+    """Check decoded ``jitterscope.*`` values against :data:`METADATA_SCHEMA`; one line naming the first bad key.
+
+    Raises
+    ------
+    SchemaError
+        A value of the wrong type, out of range, or too long.
+    """
+    threads = decoded.get("threads")
+    if isinstance(threads, list) and len(threads) > MAX_THREADS:  # before the per-item checks: one line, fast
+        raise SchemaError(f"{where}: metadata jitterscope.threads lists {len(threads)} threads, more than the "
+                          f"{MAX_THREADS} the format allows; the file is damaged or was not written by jitterscope")
+    error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(dict(decoded)))
+    if error is None:
+        return
+    raise SchemaError(f"{where}: metadata {key_path(error.absolute_path)}: {_reason(error)}; "
+                      "the file is damaged or was not written by jitterscope ('jitterscope validate' says more)")
+
+
+def key_path(path: Sequence[Any]) -> str:
+    """``["threads", 3, "interval_ns"]`` as ``jitterscope.threads[3].interval_ns``."""
+    parts = list(path)
+    if not parts:
+        return "jitterscope.*"
+    out = f"jitterscope.{parts[0]}"
+    for part in parts[1:]:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _reason(error: jsonschema.ValidationError) -> str:
+    value = error.instance
+    shown = _shown(value)
+    validator = error.validator
+    if validator == "type":
+        expected = error.validator_value
+        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        return f"{shown} is a {_json_type(value)}, the contract says {expected}"
+    if validator in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        sign = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}[validator]
+        return f"{shown} is out of range (the contract says {sign} {error.validator_value:g})"
+    if validator == "maxLength":
+        return f"a string of {len(value)} characters, longer than the {error.validator_value} allowed"
+    if validator == "maxItems":
+        return f"{len(value)} entries, more than the {error.validator_value} allowed"
+    if validator == "required":
+        return " ".join(error.message.split()).replace("is a required property", "is missing")
+    if validator == "enum":
+        return f"{shown} is not one of {', '.join(map(str, error.validator_value))}"
+    return _shown(error.message, 160)
+
+
+def _json_type(value: Any) -> str:
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "object",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    text = ascii(value) if isinstance(value, str) else " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def rows_from_row_groups(file_rows: Sequence[tuple[str, int, int]]) -> int:
+    """The dataset's rows from its row groups, each file's footer total checked against them.
+
+    Parameters
+    ----------
+    file_rows
+        Per file: its name, the footer's total, and the sum of its row groups' rows.
+
+    Raises
+    ------
+    SchemaError
+        A footer whose total disagrees with its row groups (a patched or damaged footer).
+    """
+    for name, footer, groups in file_rows:
+        if footer != groups:
+            raise SchemaError(f"{name}: the footer says {footer} rows, its row groups hold {groups}; the file is "
+                              "damaged ('jitterscope validate' says what is still readable)")
+    return sum(groups for _, _, groups in file_rows)
+
+
+def check_samples(*, kind: str, threads: Sequence[Any], rows: int, where: str) -> None:
+    """Refuse per-thread ``samples`` that do not add up to the rows present (a sample dataset's invariant).
+
+    Cheap (no data read), so every command checks it when it opens a dataset: a missing part, a part from
+    another run or an empty ``threads[]`` shows here, not deep inside one analysis.
+
+    Raises
+    ------
+    SchemaError
+        ``threads[]`` empty while there are rows, or its samples summing to another count.
+    """
+    if kind == "histogram":
+        return  # rows are bins there; samples count wake-ups
+    if rows and not threads:
+        raise SchemaError(f"{where}: metadata jitterscope.threads is empty but the data has {rows} rows; the "
+                          "dataset breaks its contract ('jitterscope validate' lists every problem)")
+    claimed = sum(t.samples for t in threads)
+    if claimed != rows:
+        raise SchemaError(f"{where}: metadata jitterscope.threads counts {claimed} samples, the files hold {rows} "
+                          "rows (a part missing, from another run, or damaged); 'jitterscope validate' lists "
+                          "every problem")

@@ -1,0 +1,153 @@
+"""The one number parser (cli/options.py) and a property-based fuzz over every numeric option of every command.
+
+Every numeric option of every subcommand is found by walking the real parser (so an option added tomorrow with
+``type=number(...)`` is fuzzed too, and one added with ``type=float`` fails :func:`test_every_numeric_option_uses
+_the_parser`). Hypothesis feeds NaN, ±inf, negative, zero, huge and non-numbers; each command runs in-process on a
+small dataset: exit 0, or exit 1/2 with exactly one line on stderr, never a traceback.
+
+The test profile is small (this CI is shared); ``benchmarks/fuzz_cli.py`` runs the long profile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import math
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jitterscope.cli import build_parser, main
+from jitterscope.cli.options import SEED_MAX, number
+from jitterscope.io import SimulationSpec, write_simulation
+
+settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+settings.register_profile("long", max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
+PROFILE = os.environ.get("JITTERSCOPE_FUZZ_PROFILE", "ci")
+
+# commands that run the capture binary (its options are parsed by the C side, tests/capture/test_options.py)
+NOT_FUZZED = {"capture", "demo"}
+HOSTILE = ["nan", "NaN", "inf", "-inf", "+inf", "-1", "0", "-0", "1e400", "1e20", "1e-400", "x", "", " ", "1,5",
+           "0x10", "1_000", "2.5", "1e308", str(2**64), str(-(2**63))]
+
+
+def _numeric_options() -> list[tuple[str, str, argparse.Action]]:
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    found, seen = [], set()
+    for name, sub in subparsers.choices.items():
+        if name in NOT_FUZZED or id(sub) in seen:
+            continue
+        seen.add(id(sub))  # an alias (correlate) shares its parser
+        for action in sub._actions:
+            if action.option_strings and action.type is not None:
+                found.append((name, action.option_strings[-1], action))
+    return found
+
+
+OPTIONS = _numeric_options()
+
+
+def _run(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _assert_clean(argv: list[str], code: int, err: str) -> None:
+    assert "Traceback" not in err, (argv, err)
+    assert code in (0, 1, 2), (argv, code, err)
+    if code:
+        assert err.count("\n") == 1 and err.endswith("\n"), (argv, err)
+        assert ": error: " in err, (argv, err)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> Path:
+    return write_simulation(SimulationSpec(threads=1, samples=400), tmp_path_factory.mktemp("opt") / "s.parquet", 3)
+
+
+def test_every_numeric_option_uses_the_parser() -> None:
+    """No option of a dataset command takes a bare int/float: NaN and ranges would slip through."""
+    assert len(OPTIONS) >= 30
+    loose = [(c, o) for c, o, action in OPTIONS if action.type in (int, float)]
+    assert not loose, loose
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "-inf", "x", "", "1e400"])
+def test_number_refuses_non_finite_and_non_numbers(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        number()(text)
+
+
+def test_number_ranges_and_whole_numbers() -> None:
+    assert number(min=0)("0") == 0.0
+    with pytest.raises(argparse.ArgumentTypeError, match="out of range: expected a number > 0"):
+        number(min=0, inclusive=False)("0")
+    assert number(integer=True)("1e6") == 1_000_000 and isinstance(number(integer=True)("1e6"), int)
+    assert number(integer=True)(str(2**70)) == 2**70  # exact, not through a float
+    with pytest.raises(argparse.ArgumentTypeError, match="not a whole number"):
+        number(integer=True)("2.5")
+    with pytest.raises(argparse.ArgumentTypeError, match="<= 100 %"):
+        number(max=100, unit="%")("100.5")
+    assert number(integer=True, min=0, max=SEED_MAX)(str(SEED_MAX)) == SEED_MAX
+
+
+@pytest.mark.parametrize(("command", "option", "action"), OPTIONS, ids=[f"{c}{o}" for c, o, _ in OPTIONS])
+def test_hostile_values_refused_in_one_line_by_every_option(command, option, action, tmp_path) -> None:
+    """Only the parser runs here (fast): a value it accepts is finite and within the option's range."""
+    parser = build_parser()
+    for text in HOSTILE:
+        try:
+            value = action.type(text)
+        except argparse.ArgumentTypeError:
+            argv = [command, "DATASET", "-o", str(tmp_path / "x"), f"{option}={text}"]
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                code = main(argv)
+            assert code == 2 and err.getvalue().count("\n") == 1, (argv, err.getvalue())
+            assert f"argument {option}" in err.getvalue() or "error:" in err.getvalue()
+            continue
+        assert isinstance(value, int) or math.isfinite(value), (command, option, text)
+    del parser
+
+
+def _argv(command: str, option: str, text: str, small: Path, out: Path) -> list[str]:
+    dataset = str(small)
+    base = {
+        "simulate": ["simulate", "-o", str(out / "sim.parquet"), "--print-spec"],
+        "summary": ["summary", dataset, "-q"],
+        "spectrum": ["spectrum", dataset],
+        "power": ["power", dataset, "--surrogates", "0"],
+        "tails": ["tails", dataset],
+        "compare": ["compare", dataset, dataset, "--resamples", "20"],
+        "report": ["report", dataset, "-o", str(out / "r.pdf"), "--sections", "provenance", "-q", "--force"],
+        "export": ["export", dataset, "--format", "hgrm", "-o", str(out / "e.hgrm"), "--force"],
+        "import": ["import", dataset, "-o", str(out / "i.parquet"), "--force"],
+    }.get(command, [command, dataset])  # a new command is fuzzed as COMMAND DATASET; add a line for a better base
+    return [*base, f"{option}={text}"]
+
+
+_VALUES = st.one_of(
+    st.sampled_from(HOSTILE),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.integers(min_value=-(2**70), max_value=2**70).map(str),
+    st.text(max_size=6),
+)
+
+
+@settings(settings.get_profile(PROFILE))
+@given(data=st.data())
+def test_fuzz_every_numeric_option_of_every_command(data, small, tmp_path_factory) -> None:
+    command, option, _ = data.draw(st.sampled_from(OPTIONS), label="option")
+    text = data.draw(_VALUES, label="value")
+    if "\x00" in text:
+        text = text.replace("\x00", "")  # argv cannot hold NUL
+    out = tmp_path_factory.mktemp("fuzz")
+    argv = _argv(command, option, text, small, out)
+    code, _, err = _run(argv)
+    _assert_clean(argv, code, err)
