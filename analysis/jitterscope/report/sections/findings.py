@@ -188,10 +188,6 @@ def _power_verdicts(ctx: ReportContext) -> list[str]:
     if "power" not in ctx.sections or ctx.dataset.is_histogram:
         return []
     from ...power import correlate_dataset
-    from .power import MAX_ROWS
-    if ctx.dataset.num_rows > MAX_ROWS:
-        return [f"not computed: {ctx.dataset.num_rows:,} wake-ups are more than the report's {MAX_ROWS:,}; "
-                "run jitterscope power"]
     try:
         result, _ = ctx.shared("correlation", lambda: correlate_dataset(ctx.dataset))
     except AnalysisError as exc:
