@@ -15,7 +15,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
         "analyze": ["default_threshold_ns", "find_events", "poisson_interval"],
-        "causes": ["COUNTERS", "CauseFinder", "CauseSource", "counter_causes", "turbostat_source"],
+        "causes": ["COUNTERS", "CauseFinder", "CauseSource", "counter_causes", "trace_source", "turbostat_source"],
         "defaults": [
             "IDLE_C0_RATIO", "LEVELS", "MAX_DEFAULT_THRESHOLD_NS", "MIN_EXCESS_NS", "ROBUST_SD", "TRANSITION_WINDOW",
         ],
@@ -23,7 +23,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "plots": ["plot_events"],
         "results": [
             "CAUSE_KINDS", "Cause", "Episode", "Event", "Events", "HalvesTest", "IDLE_EXIT", "RateInterval", "SMI",
-            "TRANSITION", "TURBOSTAT", "UNEXPLAINED",
+            "TRACE_INCOMPLETE", "TRACE_UNEXPLAINED", "TRANSITION", "TURBOSTAT", "UNEXPLAINED",
         ],
         "tables": ["event_causes_text", "event_rates_table", "events_table"],
         "text": ["format_events"],

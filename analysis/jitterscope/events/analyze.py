@@ -9,16 +9,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from scipy import stats as scipy_stats
 
-from ..dataset import Dataset, iter_thread_batches
+from ..dataset import Dataset, iter_thread_batches, read_trace_events
+from ..derive import attribute_spikes
 from ..errors import AnalysisError
 from ..format import format_us
 from ..power import DEFAULT_THRESHOLD, decode_timeline
 from ..summary import Summary, summarize
-from .causes import COUNTERS, CauseSource, turbostat_source
+from .causes import COUNTERS, CauseSource, trace_source, turbostat_source
 from .defaults import LEVELS, MAX_DEFAULT_THRESHOLD_NS, MIN_EXCESS_NS, ROBUST_SD, TRANSITION_WINDOW
 from .detect import COUNTER_COLUMNS, ThreadEpisodes, merge_episodes
 from .results import Episode, Event, Events, HalvesTest, RateInterval
@@ -108,7 +110,7 @@ def find_events(
         accumulators[info.thread].update({name: batch.column(name).to_numpy() for name in columns})
     threads = [acc.finish() for acc in accumulators.values() if acc.wakeups]
     offset = _clock_offset(meta.clock)
-    sources, notes = _sources(dataset, offset, relative_threshold, cause_sources)
+    sources, notes = _sources(dataset, offset, relative_threshold, cause_sources, threshold_ns)
     notes += sorted({note for acc in threads for note in acc.notes})
     if offset is None:
         notes.append("no realtime/monotonic clock pair in the dataset: event times are relative only")
@@ -137,19 +139,34 @@ def _clock_offset(clock: Any) -> int | None:
 
 
 def _sources(dataset: Dataset, offset: int | None, relative_threshold: float,
-             extra: Sequence[CauseSource] | None) -> tuple[list[CauseSource], list[str]]:
+             extra: Sequence[CauseSource] | None, threshold_ns: float) -> tuple[list[CauseSource], list[str]]:
     sources = [COUNTERS]
     notes = []
     present = [c for c in ("smi", "aperf", "mperf") if dataset.has(c)]
     if not present:
         notes.append("no SMI or APERF/MPERF counters in the dataset: no event can be attributed to SMIs, "
                      "frequency transitions or idle exits from counters")
+    trace = _trace_source(dataset, threshold_ns, notes)
+    if trace is not None:
+        sources.append(trace)
     timeline = decode_timeline(dataset.metadata)
     if timeline is not None and offset is not None:
         sources.append(turbostat_source(timeline, offset, relative_threshold))
     elif timeline is not None:
         notes.append("a turbostat timeline is attached but the dataset has no clock pair to place events in it")
     return sources + list(extra or ()), notes
+
+
+def _trace_source(dataset: Dataset, threshold_ns: float, notes: list[str]) -> CauseSource | None:
+    """The kernel-trace source when the dataset carries an events table (same threshold as the events)."""
+    events = read_trace_events(dataset.path) if Path(dataset.path).is_dir() else None
+    if events is None:
+        return None
+    attribution = attribute_spikes(dataset, threshold_ns, events=events)
+    if attribution.n_incomplete:
+        notes.append(f"{attribution.n_incomplete} late wake-up(s) fall where the kernel lost trace events: "
+                     "their events say 'incomplete trace' instead of a cause")
+    return trace_source(attribution)
 
 
 def _utc(monotonic_ns: int, offset: int | None) -> str | None:

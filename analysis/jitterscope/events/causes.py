@@ -9,9 +9,11 @@ finds.  Two sources are built in:
 - :func:`turbostat_source`: the turbostat interval that holds the event, when a timeline is attached
   (an SMI counted in it, or a change of ``Bzy_MHz`` from the interval before).
 
-Kernel-trace attribution (issue 13: per-window IRQs, softirqs, threads, NMIs from ``derive``) plugs in as
-one more source: ``CauseSource("kernel trace", find)`` passed to :func:`jitterscope.events.find_events`,
-with no change here.  A source must only *read* what it is given.
+- :func:`trace_source`: the dataset's kernel trace (``capture --trace`` or ``import TRACE --onto``):
+  IRQs, softirqs, threads and NMIs that held the CPU, from :func:`jitterscope.derive.attribute_spikes`.
+
+More sources plug in through ``cause_sources`` of :func:`jitterscope.events.find_events`.  A source must
+only *read* what it is given.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from ..derive import STATUS_ATTRIBUTED, STATUS_INCOMPLETE
 from ..format import format_percent
 from .defaults import IDLE_C0_RATIO, TRANSITION_WINDOW
-from .results import IDLE_EXIT, SMI, TRANSITION, TURBOSTAT, Cause, Episode
+from .results import IDLE_EXIT, SMI, TRACE_INCOMPLETE, TRACE_UNEXPLAINED, TRANSITION, TURBOSTAT, Cause, Episode
 
 CauseFinder = Callable[[Sequence[Episode], int, int], Sequence[Cause]]
 """``(episodes, start_ns, end_ns) -> causes``; times CLOCK_MONOTONIC ns."""
@@ -119,3 +122,43 @@ def turbostat_source(timeline: Any, offset_ns: int, relative_threshold: float) -
                       values={"interval": k, "findings": found})]
 
     return CauseSource("turbostat", find)
+
+
+def trace_source(attribution: Any) -> CauseSource:
+    """The kernel-trace cause source: what held each event's CPUs, from :func:`jitterscope.derive.attribute_spikes`.
+
+    ``attribution`` is a :class:`~jitterscope.derive.TraceAttribution` computed with the events' threshold.
+    Per event, the worst traced spike inside its episodes (same thread, seq in the episode) speaks: its
+    contexts (IRQ handlers by name and vector, softirqs, threads that ran instead, NMIs) as shares of its
+    delay, the longest named first, and the unexplained rest.  A spike whose trace lost events gives the cause
+    "incomplete trace" and nothing else, never a guess; a spike outside the trace gives no cause.
+    """
+    by_key = {(s.thread, s.seq): s for s in attribution.spikes}
+
+    def find(episodes: Sequence[Episode], start_ns: int, end_ns: int) -> list[Cause]:
+        spikes = [by_key[(e.thread, seq)] for e in episodes for seq in range(e.first_seq, e.first_seq + e.wakeups)
+                  if (e.thread, seq) in by_key]
+        if not spikes:
+            return []
+        worst = max(spikes, key=lambda s: s.delay_ns)
+        lossy = sorted({(s.cpu, s.seq) for s in spikes if s.status == STATUS_INCOMPLETE})
+        incomplete = [Cause(kind=TRACE_INCOMPLETE, source="kernel trace",
+                            evidence=(f"the kernel lost trace events during {len(lossy)} of the event's late "
+                                      f"wake-up(s) (CPU/seq {', '.join(f'{c}/{q}' for c, q in lossy)}): "
+                                      "no cause is claimed for them"),
+                            values={"wakeups": [{"cpu": c, "seq": q} for c, q in lossy]})] if lossy else []
+        if worst.status != STATUS_ATTRIBUTED:
+            return incomplete
+        held = [c for c in worst.contributions if c.ns > 0][:3]
+        shares = ", ".join(f"{c.cause} {c.ns / 1e3:.1f} µs ({format_percent(c.share)})" for c in held)
+        rest = worst.unexplained_ns or 0
+        kind = TRACE_UNEXPLAINED if worst.longest in (None, "unexplained") else f"kernel: {worst.longest}"
+        return [Cause(
+            kind=kind, source="kernel trace",
+            evidence=(f"CPU {worst.cpu}, seq {worst.seq}, {worst.delay_ns / 1e3:.1f} µs late: held by "
+                      f"{shares or 'nothing traced'}; unexplained {rest / 1e3:.1f} µs"),
+            values={"cpu": worst.cpu, "seq": worst.seq, "delay_ns": worst.delay_ns, "longest": worst.longest,
+                    "contributions": [c.to_json() for c in worst.contributions], "unexplained_ns": rest},
+        ), *incomplete]
+
+    return CauseSource("kernel trace", find)

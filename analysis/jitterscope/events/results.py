@@ -20,6 +20,10 @@ TRANSITION = "frequency transition"
 IDLE_EXIT = "idle exit"
 TURBOSTAT = "turbostat interval"
 UNEXPLAINED = "unexplained"
+TRACE_INCOMPLETE = "incomplete trace"
+"""The kernel trace lost events during the event: no trace cause is claimed."""
+TRACE_UNEXPLAINED = "kernel: unexplained"
+"""Traced completely, but nothing in the trace held the CPU for the longest part of the delay."""
 CAUSE_KINDS = (SMI, TRANSITION, IDLE_EXIT, TURBOSTAT)
 """Cause kinds from the counters and the turbostat timeline; kernel-trace sources add their own kinds."""
 
