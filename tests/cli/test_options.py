@@ -128,6 +128,7 @@ def _argv(command: str, option: str, text: str, small: Path, out: Path) -> list[
         "report": ["report", dataset, "-o", str(out / "r.pdf"), "--sections", "provenance", "-q", "--force"],
         "export": ["export", dataset, "--format", "hgrm", "-o", str(out / "e.hgrm"), "--force"],
         "import": ["import", dataset, "-o", str(out / "i.parquet"), "--force"],
+        "fleet": ["fleet", dataset, "--scheduler", "serial", "--no-progress"],
     }.get(command, [command, dataset])  # a new command is fuzzed as COMMAND DATASET; add a line for a better base
     return [*base, f"{option}={text}"]
 

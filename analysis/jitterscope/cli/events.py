@@ -9,6 +9,7 @@ import math
 from ..errors import JitterscopeError
 from ..events import MAX_DEFAULT_THRESHOLD_NS, MIN_EXCESS_NS, ROBUST_SD  # light: events/defaults.py
 from .gates import add_gate_arguments, evaluate, events_facts, report
+from .options import number
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,11 +21,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "causes the counters (SMI, frequency transition, idle exit) or a turbostat timeline support.",
     )
     parser.add_argument("dataset", metavar="DATASET", help="dataset file or directory")
-    parser.add_argument("--threshold", type=float, metavar="US",
+    parser.add_argument("--threshold", type=number(min=0, inclusive=False, max=1e9, unit="µs"), metavar="US",
                         help=f"a wake-up later than US µs is late (default: median + {ROBUST_SD:g} robust SD, at "
                              f"least median + {MIN_EXCESS_NS / 1000:g} µs, at most "
                              f"{MAX_DEFAULT_THRESHOLD_NS / 1000:g} µs)")
-    parser.add_argument("--top", type=int, default=20, metavar="K", help="events listed in the text (default 20)")
+    parser.add_argument("--top", type=number(integer=True, min=0, max=1_000_000), default=20, metavar="K",
+                        help="events listed in the text (default 20)")
     parser.add_argument("--json", action="store_true", help="print every event as JSON instead of text")
     add_gate_arguments(parser, "events")
     parser.set_defaults(func=_run)

@@ -7,6 +7,8 @@ import glob
 import json
 import sys
 
+from .options import number
+
 BY_KINDS = ("host", "kernel", "governor", "env", "cmdline")
 
 
@@ -29,13 +31,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: start a "
                              "LocalCluster); 'serial' runs in this process without Dask")
-    parser.add_argument("--workers", type=int, metavar="N",
+    parser.add_argument("--workers", type=number(integer=True, min=1, max=1024), metavar="N",
                         help="worker processes of the LocalCluster (default: one per core)")
     parser.add_argument("-o", "--output", metavar="PDF", help="also write the fleet report as a PDF")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
-    parser.add_argument("--noise", type=float, default=5.0, metavar="PCT",
+    parser.add_argument("--noise", type=number(min=0, max=1000, unit="%"), default=5.0, metavar="PCT",
                         help="noise threshold of the regression verdicts in percent (default: 5)")
-    parser.add_argument("--confidence", type=float, default=95.0, metavar="PCT",
+    parser.add_argument("--confidence", type=number(min=0, max=100, inclusive=False, unit="%"), default=95.0,
+                        metavar="PCT",
                         help="confidence level of the intervals in percent (default: 95)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.set_defaults(func=_run, parser=parser)
