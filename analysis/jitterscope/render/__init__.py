@@ -13,7 +13,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "pages": ["PAGE_SIZE_IN", "Page", "REPORT_RC", "new_page", "note_page", "source_date", "text_pages"],
         "style": ["colour", "plain_log_axis", "plot_note", "plot_text_page"],
         "table": [
-            "tables_text",
+            "P_VALUE", "tables_text",
             "Table", "format_cell", "key_value_table", "latex_escape", "text_header_lines", "to_csv", "to_json_text",
             "to_latex", "to_text",
         ],
