@@ -61,7 +61,19 @@ from tqdm import tqdm
 from .. import __version__
 from ..dataset import Dataset, open_dataset, write_atomically
 from ..errors import JitterscopeError
-from ..render import REPORT_RC, Page, Table, source_date, text_pages, to_csv, to_json_text, to_latex
+from ..render import (
+    FIGURE_WIDTHS_IN,
+    PNG_DPI,
+    REPORT_RC,
+    Page,
+    Table,
+    fit_for_paper,
+    source_date,
+    text_pages,
+    to_csv,
+    to_json_text,
+    to_latex,
+)
 from ..summary import Summary, TimelineResult, compute_timeline, summarize
 
 SECTION_MODULES: tuple[str, ...] = (
@@ -148,6 +160,9 @@ class ReportContext:
     top_k: int = 20
     progress: bool = False
     sections: tuple[str, ...] = ()  # the sections this report includes, in order
+    output: str = "report.pdf"  # the -o path, as given (the reproducibility page repeats it)
+    figures_dir: str | None = None
+    figure_width: str | None = None
     _shared: dict[str, Any] = field(default_factory=dict)
 
     def shared(self, key: str, compute: Callable[[], Any]) -> Any:
@@ -239,6 +254,7 @@ def write_report(
     top_k: int = 20,
     progress: bool = False,
     sections: Sequence[str] | None = None,
+    figure_width: str | None = None,
 ) -> ReportInfo:
     """Write the PDF report of ``dataset`` to ``output`` (and figures/tables to ``figures_dir``).
 
@@ -257,6 +273,10 @@ def write_report(
         Show progress bars on stderr.
     sections
         Names of the sections to include (default: all registered ones).
+    figure_width
+        ``"column"`` (3.5 in) or ``"page"`` (7.2 in): figures under ``figures_dir`` are refitted to that
+        width with 8-9 pt text (:func:`~jitterscope.render.fit_for_paper`); None keeps the report's page.
+        PNGs are written at 300 dpi either way.
 
     Returns
     -------
@@ -272,6 +292,8 @@ def write_report(
         dataset = open_dataset(dataset)
     out = Path(output)
     fig_dir = Path(figures_dir) if figures_dir is not None else None
+    if figure_width is not None and figure_width not in FIGURE_WIDTHS_IN:
+        raise JitterscopeError(f"figure width {figure_width!r}: use one of {', '.join(FIGURE_WIDTHS_IN)}")
     _check_writable(out, fig_dir)
     chosen = registered_sections()
     if sections is not None:
@@ -292,6 +314,8 @@ def write_report(
                     f"{dataset.path}: a summary-only source (count/min/avg/max per thread) has no data for section(s) "
                     f"{', '.join(s.name for s in asked)}; ask for {' or '.join(SUMMARY_ONLY_SECTIONS)}")
         ctx.sections = tuple(section.name for section in chosen)
+        ctx.output, ctx.figure_width = str(output), figure_width
+        ctx.figures_dir = None if figures_dir is None else str(figures_dir)
         seconds = [("summary+timeline", time.perf_counter() - started)]
         when, _ = source_date()
         metadata = {
@@ -321,7 +345,7 @@ def write_report(
                         pages += 1
                         if fig_dir is not None:
                             undo()
-                            written += _export_figure(page, fig_dir)
+                            written += _export_figure(page, fig_dir, figure_width)
                             for table in page.tables:
                                 _claim(table.name, used_names, section.name)
                                 written += _export_table(table, fig_dir)
@@ -384,11 +408,13 @@ def _claim(name: str, used: set[str], section: str) -> None:
     used.add(name)
 
 
-def _export_figure(page: Page, directory: Path) -> list[str]:
+def _export_figure(page: Page, directory: Path, width: str | None = None) -> list[str]:
+    if width is not None and page.kind == "figure":  # text and note pages stay pages (tables go out as files)
+        fit_for_paper(page.figure, width)
     paths = []
     for ext in ("pdf", "svg", "png"):
         path = directory / f"{page.name}.{ext}"
-        kwargs: dict[str, Any] = {"metadata": {"Software": None}} if ext == "png" else {}
+        kwargs: dict[str, Any] = {"metadata": {"Software": None}, "dpi": PNG_DPI} if ext == "png" else {}
         if ext == "pdf":
             kwargs = {"metadata": {"CreationDate": source_date()[0], "ModDate": None}}
         if ext == "svg":
