@@ -20,3 +20,20 @@ def test_nan_is_none_and_inf_is_none_by_default():
 def test_inf_as_string_keeps_the_sign_but_nan_stays_none():
     out = jsonable([math.nan, math.inf, -math.inf, np.float32("-inf"), 1.0], inf_as_string=True)
     assert out == [None, "inf", "-inf", "-inf", 1.0]
+
+
+def test_format_change_is_a_percentage_below_a_doubling_and_a_ratio_from_it():
+    from jitterscope.format import format_change
+    assert format_change(0.044) == "+4.4%"
+    assert format_change(-0.38) == "-38.0%"
+    assert format_change(62.841) == "×63.8"
+    assert format_change(1.0) == "×2"
+    assert format_change(None) == "n/a" and format_change(float("nan")) == "n/a"
+
+
+def test_a_p_value_cell_is_never_zero_in_scientific_notation():
+    from jitterscope.render import P_VALUE, format_cell
+    assert format_cell(0.0, P_VALUE) == "< 1e-12"
+    assert format_cell(3.4e-5, P_VALUE) == "3.4e-05"
+    assert format_cell(0.034, P_VALUE) == "0.034"
+    assert format_cell(None, P_VALUE) == "n/a"

@@ -101,6 +101,19 @@ def format_percent(fraction: float | None, *, signed: bool = False) -> str:
     return f"{value:.1%}" if size >= 0.001 else f"{value * 100:.2g}%"
 
 
+def format_change(relative: float | None) -> str:
+    """A relative change as text: "+4.4%", "−38%" below a doubling, a ratio "×64.8" from a doubling on.
+
+    "+6284.1%" reads worse than "×64.8"; a change by a factor is said as one.
+    """
+    value = _finite(relative)
+    if value is None:
+        return MISSING
+    if value >= 1.0:
+        return f"×{1 + value:.3g}"
+    return format_percent(value, signed=True)
+
+
 def format_p(p: float | None, *, floor: float = P_FLOOR, cap: float = 1.0) -> str:
     """A p-value as text, with its name: "p = 0.034", "p = 3.4e-05", "p < 1e-12".
 

@@ -37,7 +37,8 @@ def test_json_output_round_trips(runs, capsys) -> None:
     assert [r["label"] for r in data["runs"]] == ["a", "b"]
     metrics = data["pairs"][0]["metrics"]
     assert [m["metric"] for m in metrics] == ["p50", "p99", "p99.9", "p99.99", "max"]
-    assert all(m["difference_ns"] == 0 and m["verdict"] == "within noise" for m in metrics)
+    assert all(m["difference_ns"] == 0 and m["verdict"] in ("within noise", "inconclusive") for m in metrics)
+    assert metrics[0]["verdict"] == "within noise"
     assert data["environment"] == []
 
 
@@ -59,9 +60,11 @@ def test_three_runs_pdf_one_page_per_pair_and_a_summary(runs, tmp_path, capsys, 
     assert len(pair_pages) == 2
     assert any("slow.parquet against" in t for t in pair_pages) and any("third.parquet against" in t
                                                                          for t in pair_pages)
-    summary = texts[0]
-    assert "Summary: every run against base.parquet" in summary
+    summary = texts[0]  # page 1: the headline per pair and what differs in the environment
+    assert "What changed against base.parquet" in summary and "What differs between the runs" in summary
     assert "slow.parquet" in summary and "third.parquet" in summary
+    assert "environment: cpufreq.governor performance → powersave" in summary.replace("\n", " ")
+    assert "Summary: every run against base.parquet" in texts[1]
     fonts = subprocess.run(["pdffonts", str(out)], capture_output=True, text=True, check=True).stdout
     assert "TrueType" in fonts and "Type 3" not in fonts
     # no blank page

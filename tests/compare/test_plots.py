@@ -47,7 +47,8 @@ def test_comparison_plots_draw_the_result_series_in_microseconds(comparison) -> 
     ax = Figure().subplots()
     plot_verdicts(comparison.pairs[0], ax)
     texts = [t.get_text() for t in ax.texts]
-    assert texts.count("regressed") + texts.count("within noise") + texts.count("improved") == 5
+    verdicts = ("regressed", "within noise", "improved", "inconclusive")
+    assert sum(texts.count(v) for v in verdicts) == 5
 
 
 def test_tables_carry_the_result_numbers(comparison) -> None:
@@ -56,7 +57,8 @@ def test_tables_carry_the_result_numbers(comparison) -> None:
     p99 = next(row for row in table.rows if row[0] == "p99")
     change = next(m for m in pair.metrics if m.metric == "p99")
     assert p99[1] == pytest.approx(change.baseline_ns / 1000)
-    assert p99[6] == pytest.approx(100 * change.relative)
+    assert p99[6] == pytest.approx(1 + change.relative)  # a ratio, candidate / baseline
     assert p99[-1] == change.verdict
-    assert [t.name for t in comparison_tables(comparison)][:3] == ["compare-summary", "compare-runs",
-                                                                     "compare-environment"]
+    # the answer first: the headline and the environment, then the verdicts and the runs
+    assert [t.name for t in comparison_tables(comparison)][:4] == ["compare-headline", "compare-environment",
+                                                                     "compare-summary", "compare-runs"]

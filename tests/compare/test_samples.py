@@ -72,19 +72,26 @@ def test_jittery_vs_steady_periodic_timer(tmp_path: Path) -> None:
     assert back.verdict("max") == "improved"
 
 
-def test_same_distribution_is_within_noise_and_a_20_percent_p99_shift_regresses() -> None:
-    """Must show 2 (reduced: 10 seeds here, 100 in benchmarks/compare_power.py)."""
+def test_same_distribution_is_never_called_a_change_and_a_20_percent_p99_shift_regresses() -> None:
+    """Must show 2 (reduced: 10 seeds here, 100 in benchmarks/compare_power.py).
+
+    Two runs of 10^4 wake-ups from one distribution: no metric may be called regressed or improved.  Their
+    tail intervals are wider than ±5 %, so those metrics are "inconclusive", not "within noise" (issue 12);
+    the median's interval is narrow enough to say "within noise".
+    """
     spec = SimulationSpec(threads=2, samples=5_000)
-    quiet, shifted = 0, 0
+    quiet, shifted, median_quiet = 0, 0, 0
     for seed in range(10):
         a, meta_a = _pooled(spec, 100 + seed)
         b, meta_b = _pooled(spec, 200 + seed)
         same = compare_samples([a, b], [meta_a, meta_b], ["a", "b"], n_boot=200, seed=seed).pairs[0]
-        quiet += all(same.verdict(m) == "within noise" for m in METRICS)
+        quiet += not any(same.verdict(m) in ("regressed", "improved") for m in METRICS)
+        median_quiet += same.verdict("p50") == "within noise"
         slower = (b * 1.2).astype(np.int64)
         moved = compare_samples([a, slower], [meta_a, meta_b], ["a", "b"], n_boot=200, seed=seed).pairs[0]
         shifted += moved.verdict("p99") == "regressed"
     assert quiet >= 9
+    assert median_quiet >= 9
     assert shifted >= 9
 
 
@@ -94,7 +101,10 @@ def test_a_run_against_itself_has_zero_differences(tmp_path: Path) -> None:
     pair = cmp.pairs[0]
     for change in pair.metrics:
         assert change.difference_ns == 0 and change.relative == 0
-        assert change.verdict == "within noise"
+        # identical data is never a change; a tail interval of two 10^4-wake-up samples may still be too wide
+        # to rule out a 5 % change, which is what "inconclusive" says
+        assert change.verdict in ("within noise", "inconclusive")
+    assert pair.verdict("p50") == "within noise" and pair.verdict("max") == "within noise"
     assert cmp.environment == ()
     assert all(r.ratio == pytest.approx(1.0) for r in pair.exceedance_ratios)
     assert [r.label for r in cmp.runs] == ["0:run.parquet", "1:run.parquet"]

@@ -8,7 +8,7 @@ from jitterscope.dataset import open_dataset
 from jitterscope.io import BaseLatency, PeriodicDisturbance, SimulationSpec, write_simulation
 from jitterscope.render import new_page
 from jitterscope.report import write_report
-from jitterscope.spectrum import analyze_spectra, plot_isi, plot_psd, plot_spectrogram
+from jitterscope.spectrum import analyze_spectra, peak_table, plot_isi, plot_psd, plot_spectrogram
 
 
 @pytest.fixture(scope="module")
@@ -25,12 +25,16 @@ def test_plots_draw_the_results_unchanged(dataset):
     line = axes[0].get_lines()[0]
     np.testing.assert_array_equal(line.get_xdata(), thread.psd.frequencies_hz[1:])
     np.testing.assert_array_equal(line.get_ydata(), thread.psd.psd[1:])
+    # exactly the table's peaks are marked, numbered as its "mark" column
     markers = [ln for ln in axes[0].get_lines() if ln.get_marker() == "v"]
-    assert [m.get_xdata()[0] for m in markers] == [p.frequency_hz for p in thread.peaks[:60]]
+    table = peak_table(analyze_spectra(open_dataset(dataset)))
+    assert [m.get_xdata()[0] for m in markers] == [row[4] for row in table.rows]
+    assert [t.get_text().split(":")[0] for t in axes[0].texts] == [str(row[1]) for row in table.rows]
     fundamental = next(p for p in thread.peaks if p.harmonic_group == thread.peaks[0].harmonic_group
                        and p.harmonic_number == 1)
     assert fundamental.frequency_hz == pytest.approx(20.0, abs=thread.psd.bin_width_hz)
-    assert any(t.get_text().startswith(f"{fundamental.frequency_hz:.4g} Hz (+") for t in axes[0].texts)
+    assert any(t.get_text() == f"1: {fundamental.frequency_hz:.4g} Hz" for t in axes[0].texts)
+    assert "Welch mean of" in axes[0].get_title() and "record 30 s" in axes[0].get_title()
     assert axes[0].get_xscale() == "log" and axes[0].get_yscale() == "log"
     plot_spectrogram(thread.spectrogram, axes[1])
     plot_isi(thread.isi, axes[2])

@@ -14,8 +14,10 @@ from jitterscope.summary import (
     bin_histograms,
     ccdf_curves,
     compute_timeline,
+    log_density,
     percentile_curves,
     plot_ccdf,
+    plot_latency_density,
     plot_latency_histogram,
     plot_percentiles,
     plot_period_error,
@@ -140,6 +142,42 @@ def test_histogram_plot_draws_the_binned_counts(simulated_summary):
     markers = [line for line in ax.lines if line.get_marker() == "v"]
     assert [m.get_xdata()[0] for m in markers] == pytest.approx([s.max_ns / 1000 for s in hists.series])
     assert len(ax.get_legend().get_texts()) == 3
+    _assert_legible(fig)
+
+
+def test_osadl_histogram_stays_linear_with_a_far_maximum_and_names_each_maximum(tmp_path):
+    """OSADL style: a linear µs axis even with a 5 ms outlier (the log view is the density), max per CPU."""
+    rng = np.random.default_rng(3)
+    body = (5000 + 500 * rng.standard_normal(2000)).astype(int).tolist()
+    dataset = _dataset(tmp_path, {0: [*body, 5_000_000], 1: body})
+    hists = bin_histograms(summarize(dataset).threads)
+    fig, ax = _page()
+    plot_latency_histogram(hists, ax)
+    assert ax.get_xscale() == "linear" and ax.get_yscale() == "log"
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("max 5,000.0 µs" in t for t in legend) and len(legend) == 2
+    fig.canvas.draw()
+    assert ax.xaxis.get_offset_text().get_text() == ""
+
+
+def test_log_density_sums_to_the_counts_in_log_spaced_bins(tmp_path):
+    rng = np.random.default_rng(4)
+    values = (5000 * np.exp(0.5 * rng.standard_normal(5000))).astype(int)
+    values[:3] = [2_000_000, 3_000_000, 9_000_000]  # a tail of single counts
+    summary = summarize(_dataset(tmp_path, {0: values.tolist()}))
+    density = log_density(summary.threads)
+    (series,) = density.series
+    ratios = series.edges_ns[1:] / series.edges_ns[:-1]
+    np.testing.assert_allclose(ratios, 10 ** (1 / density.bins_per_decade))
+    assert series.counts.sum() == values.size
+    # density x bin width (µs) x n gives back the counts
+    np.testing.assert_allclose(density.density_per_us[0] * np.diff(series.edges_ns) / 1000 * values.size,
+                               series.counts)
+    # the three tail values are in three bins, not a barcode of 1-µs bins
+    assert np.count_nonzero(series.counts[series.edges_ns[:-1] >= 1_000_000]) == 3
+    fig, ax = _page()
+    plot_latency_density(density, ax)
+    assert ax.get_xscale() == ax.get_yscale() == "log" and "per µs" in ax.get_ylabel()
     _assert_legible(fig)
 
 

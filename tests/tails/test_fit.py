@@ -24,21 +24,28 @@ def _gpd_series(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def test_exceedance_interval_beyond_the_maximum_covers_the_truth() -> None:
-    """Must show 3 (reduced: 20 trials here, 100 in benchmarks/compare_power.py)."""
+    """Must show 3 (reduced: 40 trials here, 100 in benchmarks/compare_power.py).
+
+    A trial whose fit withholds extrapolation (a model check firing by chance) counts as not covering:
+    the gate on mixtures must not cost the coverage on a tail the GPD does describe.
+    """
     rng = np.random.default_rng(2024)
     n = 5000
     truth = 1 / (10 * n)  # ten times rarer than anything a run of n wake-ups is expected to show
     level = OFFSET_NS + stats.genpareto.isf(truth, XI, scale=SCALE_NS)
-    covered, beyond_max = 0, 0
-    for _ in range(20):
+    covered, beyond_max, trials = 0, 0, 40
+    for _ in range(trials):
         x = _gpd_series(rng, n)
         fit = fit_tail(x, interval_ns=1_000_000, levels_ns=(level,))
-        interval = dict(fit.exceedance_probabilities)[level]
         beyond_max += level > fit.observed_max_ns
+        interval = dict(fit.exceedance_probabilities).get(level)
+        if interval is None:
+            assert not fit.extrapolated and fit.withheld
+            continue
         covered += interval.lower <= truth <= interval.upper
         assert interval.upper < 100 * truth  # informative where it matters: the upper end is bounded
-    assert beyond_max >= 15
-    assert covered >= 16
+    assert beyond_max >= 0.75 * trials
+    assert covered >= 0.85 * trials
 
 
 def test_fit_recovers_shape_and_states_its_parts() -> None:
@@ -146,3 +153,73 @@ def test_rounded_clock_values_are_spread_and_said_so() -> None:
     assert fit.observed_max_ns == rounded.max()
     assert "multiples of 1000 ns" in fit.checks[0].sentence
     assert abs(fit.xi - XI) < 3 * fit.xi_se
+
+
+def _mixture(rng: np.random.Generator, n: int, stalls: int) -> np.ndarray:
+    """A lognormal body around 5 µs plus ``stalls`` rare 1-5 ms stalls at random wake-ups: two mechanisms."""
+    x = 5000 * np.exp(0.3 * rng.standard_normal(n))
+    x[rng.choice(n, stalls, replace=False)] += rng.uniform(1e6, 5e6, stalls)
+    return x
+
+
+def test_a_two_mechanism_tail_gives_nothing_beyond_the_data_and_counts_the_stalls() -> None:
+    """Must show 3: a body plus rare millisecond stalls — no return level, no P(> x) beyond the maximum."""
+    rng = np.random.default_rng(11)
+    x = _mixture(rng, 30_000, 15)
+    beyond = float(x.max()) * 10
+    fit = fit_tail(x, interval_ns=1_000_000, levels_ns=(2e6, beyond))
+    assert not fit.extrapolated
+    assert "mixes mechanisms" in fit.withheld and "mixes mechanisms" in fit.verdict
+    assert fit.return_levels == () and fit.return_curve == ()
+    probabilities = dict(fit.exceedance_probabilities)
+    assert beyond not in probabilities  # beyond the data: not given at all
+    assert max(probabilities) == fit.observed_max_ns
+    # within the data: the recorded fraction with a Clopper-Pearson interval around it
+    at_2ms = probabilities[2e6]
+    recorded = np.count_nonzero(x > 2e6) / x.size
+    assert at_2ms.estimate == pytest.approx(recorded)
+    assert at_2ms.lower < recorded < at_2ms.upper
+    assert probabilities[fit.observed_max_ns].estimate == 0.0
+    # the rate of the large events instead: 15 stalls above 1 ms in 30 s, i.e. 1800 per hour
+    rates = {r.level_ns: r for r in fit.large_events}
+    one_ms = rates[1e6]
+    assert (one_ms.events, one_ms.wakeups) == (15, 15)
+    assert one_ms.hours == pytest.approx(30 / 3600)
+    assert one_ms.per_hour == pytest.approx(1800)
+    assert one_ms.per_hour_lower < 1800 < one_ms.per_hour_upper
+    assert rates[1e7].events == 0 and rates[1e7].per_hour_upper > 0  # the first level above the maximum
+    assert max(rates) == 1e7
+
+
+def test_a_large_shape_alone_withholds_extrapolation() -> None:
+    """A pure GPD with xi = 0.8 passes the model checks, but at xi >= XI_MAX nothing is extrapolated."""
+    from jitterscope.tails import XI_MAX
+    x = OFFSET_NS + stats.genpareto.rvs(0.8, scale=SCALE_NS, size=20_000, random_state=np.random.default_rng(12))
+    fit = fit_tail(x, interval_ns=1_000_000)
+    assert fit.xi >= XI_MAX
+    assert not fit.extrapolated and f"≥ {XI_MAX}" in fit.withheld
+    assert fit.return_levels == ()
+
+
+def test_an_undefined_standard_error_is_said_in_words() -> None:
+    from jitterscope.tails import shape_text
+    assert shape_text(0.2134, 0.0412) == "ξ = 0.213 ± 0.041"
+    text = shape_text(-0.846, float("nan"))
+    assert "nan" not in text and "undefined" in text and "−0.5" in text
+
+
+def test_event_rates_by_hand() -> None:
+    from jitterscope.tails import count_events, event_rates, poisson_interval
+    # wake-ups 5-7 are one stall with its catch-up, 30 is another, 100 and 105 are one (gap 5 <= 10)
+    positions = np.array([5, 6, 7, 30, 100, 105])
+    assert count_events(positions) == 3
+    assert count_events(positions, gap=0) == 6
+    assert count_events(np.array([], dtype=int)) == 0
+    low, high = poisson_interval(0, 0.90)
+    assert low == 0 and high == pytest.approx(-np.log(0.05))  # P(0 | mu) = 0.05 at the upper end
+    low, high = poisson_interval(3, 0.90)
+    assert stats.poisson.sf(2, low) == pytest.approx(0.05) and stats.poisson.cdf(3, high) == pytest.approx(0.05)
+    values = np.array([2e6, 1.5e6, 3e6, 5e5, 4e6, 2e5])
+    (rate,) = event_rates(values, positions, n=3_600_000, rate_hz=1000.0, levels_ns=(1e6,), confidence=0.9)
+    assert (rate.events, rate.wakeups, rate.hours) == (2, 4, 1.0)  # 5-7 (three wake-ups) and 100
+    assert rate.per_hour == 2.0

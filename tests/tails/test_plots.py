@@ -41,3 +41,30 @@ def test_tables_carry_the_fit_numbers(tail_fit) -> None:
     assert "thread 3: skipped — too short" in fit_table.notes
     assert to_text(fit_table)
     assert tails_text(report).rstrip().endswith("argument about the mechanisms.")
+
+
+def test_return_levels_of_a_mixture_show_observations_only_without_axis_offsets() -> None:
+    rng = np.random.default_rng(11)
+    x = 5000 * np.exp(0.3 * rng.standard_normal(30_000))
+    x[rng.choice(x.size, 15, replace=False)] += rng.uniform(1e6, 5e6, 15)
+    fit = fit_tail(x, interval_ns=1_000_000)
+    assert not fit.extrapolated
+    fig = Figure()
+    ax = fig.subplots()
+    plot_return_levels(fit, ax)
+    fig.canvas.draw()
+    (line,) = ax.get_lines()  # the observations, no model curve
+    np.testing.assert_allclose(line.get_ydata(), np.asarray(fit.empirical_return)[:, 1] / 1000)
+    assert ax.get_ylim()[1] < 2 * fit.observed_max_ns / 1000  # the axis ends near the largest observation
+    assert ax.yaxis.get_offset_text().get_text() == ""
+    assert any("no return levels" in t.get_text() for t in ax.texts)
+
+
+def test_return_level_axis_is_bounded_near_the_curve(tail_fit) -> None:
+    fig = Figure()
+    ax = fig.subplots()
+    plot_return_levels(tail_fit, ax)
+    fig.canvas.draw()
+    curve = np.asarray(tail_fit.return_curve)
+    assert ax.get_ylim()[1] <= 1.25 * max(curve[:, 1].max(), tail_fit.observed_max_ns) / 1000 + 1e-9
+    assert ax.yaxis.get_offset_text().get_text() == ""

@@ -15,7 +15,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compare", help="compare runs: quantile changes with intervals, verdicts, tests, environment diff",
         description="Compare two or more datasets against the first: p50 … max with block-bootstrap intervals, "
-                    "a verdict per metric (improved / regressed / within noise), rank and distribution tests, "
+                    "a headline per pair, a verdict per metric (improved / regressed / within noise / inconclusive), "
+                    "rank and distribution tests, "
                     "exceedance-rate ratios and every difference in environment and settings. When any dataset "
                     "is a histogram (kind histogram), every run is compared as bins: multinomial bootstrap of the "
                     "counts (assumes independent wake-ups), max not judged, rank tests not available.",

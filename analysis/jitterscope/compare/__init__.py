@@ -3,7 +3,8 @@ and the environment diff.
 
 Compute: :mod:`.bootstrap`, :mod:`.envdiff`, :mod:`.results` (shared results and helpers),
 :mod:`.samples` (runs with samples), :mod:`.binned` (histogram runs).
-Views: :mod:`.plots`, :mod:`.pdf` (matplotlib, loaded on first use), :mod:`.tables`.
+Views: :mod:`.plots`, :mod:`.pdf` (matplotlib, loaded on first use), :mod:`.tables`, :mod:`.headline` (the
+sentences a comparison leads with).
 """
 
 import lazy_loader as _lazy
@@ -16,12 +17,17 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "binned": ["BinnedRun", "compare_binned", "compare_histograms"],
         "bootstrap": ["BlockLength", "block_indices", "bootstrap_series", "optimal_block_length"],
         "envdiff": ["diff_environments", "flatten_metadata"],
+        "headline": ["environment_causes", "pair_headline", "tail_blind_tests", "unique_differences"],
         "pdf": ["write_compare_report"],
         "plots": [
             "plot_compare_ccdf", "plot_compare_histograms", "plot_compare_percentiles", "plot_compare_qq",
             "plot_verdicts",
         ],
         "samples": ["compare_runs", "compare_samples"],
-        "tables": ["comparison_tables", "comparison_text", "pair_table", "runs_table", "verdict_summary_table"],
+        "results": ["VERDICTS"],
+        "tables": [
+            "comparison_tables", "comparison_text", "headline_table", "pair_table", "runs_table",
+            "verdict_summary_table",
+        ],
     },
 )

@@ -35,7 +35,7 @@ import numpy as np
 from ..dataset import Dataset, Metadata
 from ..derive import pooled_latency, read_thread_series
 from ..errors import AnalysisError
-from ..format import format_percent, format_us
+from ..format import format_change, format_us
 from ..summary import HistogramResult
 from .envdiff import diff_environments
 from .results import (
@@ -312,7 +312,7 @@ def _pair(a: BinnedRun, b: BinnedRun, da: _Draws, db: _Draws, sa: RunSummary, sb
 
 def _not_judged(name: str, a: float, b: float, why: str) -> MetricChange:
     relative = b / a - 1 if a > 0 else float("nan")
-    sentence = (f"{name}: {NOT_JUDGED} — {format_us(a)} → {format_us(b)} ({format_percent(relative, signed=True)}); "
+    sentence = (f"{name}: {NOT_JUDGED} — {format_us(a)} → {format_us(b)} ({format_change(relative)}); "
                 f"{why}, and binned data has no individual values to fit a tail to")
     return MetricChange(name, float(a), float(b), float(b - a), None, None, float(relative), None, None, NOT_JUDGED,
                         sentence)
@@ -352,6 +352,7 @@ def _summaries(runs: Sequence[BinnedRun], draws: Sequence[_Draws]) -> tuple[RunS
         levels = 1 - np.logspace(np.log10(0.5), -np.log10(h.count), PLOT_LEVELS)
         metrics = h.percentiles([q * 100 for _, q in QUANTILE_METRICS])
         counts = np.histogram(run.middle, edges, weights=run.counts)[0]
+        interval = min((t.interval_ns for t in meta.threads), default=0)
         out.append(RunSummary(
             label=run.label, path=run.path, kind=meta.kind, n=h.count, threads=len(meta.threads),
             cpus=tuple(t.cpu for t in meta.threads),
@@ -362,5 +363,8 @@ def _summaries(runs: Sequence[BinnedRun], draws: Sequence[_Draws]) -> tuple[RunS
             block_length=1, block_reason="bins: time order lost, multinomial bootstrap (independence assumed)",
             resample_length=d.m, quantile_levels=tuple(levels.tolist()),
             quantiles_ns=tuple(h.percentiles(levels * 100).values()), hist_edges_ns=tuple(edges.tolist()),
-            hist_fraction=tuple((counts / h.count).tolist())))
+            hist_fraction=tuple((counts / h.count).tolist()),
+            # bins whose middle is beyond one interval (a bin straddling it is counted by its middle)
+            late_wakeups=int(run.counts[run.middle > interval].sum()) if interval > 0 else 0,
+            missed_periods=sum(t.overruns for t in meta.threads)))
     return tuple(out)

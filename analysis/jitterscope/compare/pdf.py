@@ -28,6 +28,7 @@ from .plots import (
 from .samples import Comparison
 from .tables import (
     environment_diff_table,
+    headline_table,
     pair_table,
     pair_tests_table,
     ratio_table,
@@ -46,9 +47,11 @@ class CompareReportInfo:
 
 def compare_pages(comparison: Comparison) -> list[Page]:
     """Every page of the compare PDF, in order."""
-    pages = list(text_pages("compare-summary", "Comparison: summary",
-                            [verdict_summary_table(comparison), runs_table(comparison)]))
-    pages += text_pages("compare-environment", "What differs between the runs", [environment_diff_table(comparison)])
+    # the answer first: what changed and the environment difference that may be its cause
+    pages = list(text_pages("compare-summary", "Comparison: what changed, and what differs",
+                            [headline_table(comparison), environment_diff_table(comparison)]))
+    pages += text_pages("compare-verdicts", "Verdicts and runs", [verdict_summary_table(comparison),
+                                                                  runs_table(comparison)])
     for i, pair in enumerate(comparison.pairs, start=1):
         runs = (comparison.runs[0], comparison.runs[i])
         fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
@@ -62,7 +65,8 @@ def compare_pages(comparison: Comparison) -> list[Page]:
         pages.append(Page(f"compare-pair-{i}", fig))
     for i, pair in enumerate(comparison.pairs, start=1):
         pages += text_pages(f"compare-details-{i}", f"Details: {pair.candidate} vs {pair.baseline}",
-                            [pair_table(pair, comparison, i), ratio_table(pair, i), pair_tests_table(pair, i)])
+                            [pair_table(pair, comparison, i), ratio_table(pair, i),
+                             pair_tests_table(pair, i, comparison)])
     return pages
 
 

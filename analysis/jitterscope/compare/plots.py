@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.axes import Axes
 
+from ..format import format_change
 from ..render import colour, plain_log_axis
 from .samples import PairComparison, RunSummary
 
@@ -101,12 +102,13 @@ def plot_verdicts(pair: PairComparison, ax: Axes) -> Axes:
     """The per-metric verdicts as a panel of text: change, interval, verdict."""
     ax.set_axis_off()
     ax.set_title(f"{pair.candidate} vs {pair.baseline}", loc="left")
-    marks = {"regressed": "#b00000", "improved": "#006000", "within noise": "0.25", "not judged": "0.45"}
+    marks = {"regressed": "#b00000", "improved": "#006000", "within noise": "0.25", "inconclusive": "#a06000",
+             "not judged": "0.45"}
     y = 0.92
     for m in pair.metrics:
-        rel = "n/a" if m.relative is None or not np.isfinite(m.relative) else f"{100 * m.relative:+.1f}%"
+        rel = format_change(m.relative)
         if m.relative_low is not None and np.isfinite(m.relative_low):
-            rel += f"  [{100 * m.relative_low:+.1f}% … {100 * m.relative_high:+.1f}%]"
+            rel += f"  [{format_change(m.relative_low)} … {format_change(m.relative_high)}]"
         text = (f"{m.metric:>7}  {m.baseline_ns / NS_PER_US:10.2f} → {m.candidate_ns / NS_PER_US:10.2f} µs  "
                 f"{rel}")
         ax.text(0.0, y, text, family="DejaVu Sans Mono", fontsize=9, va="top", transform=ax.transAxes)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import AnalysisError
-from ..format import format_percent, format_us, jsonable
+from ..format import format_change, format_us, jsonable
 from .envdiff import EnvironmentDifference
 
 QUANTILE_METRICS: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999), ("p99.99", 0.9999))
@@ -47,6 +47,10 @@ class RunSummary:
     quantiles_ns: tuple[float, ...]
     hist_edges_ns: tuple[float, ...]
     hist_fraction: tuple[float, ...]
+    late_wakeups: int = 0
+    """Wake-ups later than one interval (the shortest of the run's threads): stalls and their catch-up."""
+    missed_periods: int = 0
+    """Overruns the metadata records (periods the timer skipped), summed over threads."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +126,12 @@ class Comparison:
     method: str
 
     def to_json(self) -> dict[str, Any]:
-        return jsonable(dataclasses.asdict(self))
+        from .headline import pair_headline, tail_blind_tests  # text built from this result
+
+        out = jsonable(dataclasses.asdict(self))
+        out["headlines"] = [pair_headline(self, i) for i in range(1, len(self.runs))]
+        out["warnings"] = [w for i in range(1, len(self.runs)) if (w := tail_blind_tests(self, i))]
+        return out
 
 
 def check_parameters(noise: float, confidence: float, n_boot: int) -> None:
@@ -137,17 +146,26 @@ def check_run_size(label: str, wakeups: int) -> None:
         raise AnalysisError(f"run {label!r} has {wakeups} wake-ups; compare needs at least 100 per run")
 
 
+VERDICTS = ("regressed", "improved", "within noise", "inconclusive", "not judged")
+"""Every verdict a metric can get.  *within noise*: the whole interval of the relative change lies inside
+±noise; *inconclusive*: it reaches both inside and beyond (p99.9 at +4.4 % [−4.2 … +16.0] with a 5 %
+threshold is not "within noise", it is not known yet); *not judged*: binned data cannot judge the max."""
+
+
 def quantile_change(name: str, a: float, b: float, lo: float, hi: float, relative: float, r_lo: float,
                      r_hi: float, noise: float, confidence: float) -> MetricChange:
     if np.isfinite(r_lo) and r_lo > noise:
         verdict, why = "regressed", f"the whole {confidence:.0%} interval lies above the +{noise:.0%} noise threshold"
     elif np.isfinite(r_hi) and r_hi < -noise:
         verdict, why = "improved", f"the whole {confidence:.0%} interval lies below the -{noise:.0%} noise threshold"
+    elif np.isfinite(r_lo) and np.isfinite(r_hi) and -noise <= r_lo and r_hi <= noise:
+        verdict, why = "within noise", f"the whole {confidence:.0%} interval lies inside ±{noise:.0%}"
     else:
-        verdict, why = "within noise", f"the {confidence:.0%} interval reaches inside ±{noise:.0%}"
-    interval = f"[{format_percent(r_lo, signed=True)} … {format_percent(r_hi, signed=True)}]"
+        verdict, why = "inconclusive", (f"the {confidence:.0%} interval holds both changes inside ±{noise:.0%} and "
+                                        f"changes beyond it: more wake-ups would decide")
+    interval = f"[{format_change(r_lo)} … {format_change(r_hi)}]"
     sentence = (f"{name}: {verdict} — {format_us(a)} → {format_us(b)} "
-                f"({format_percent(relative, signed=True)} {interval}); {why}")
+                f"({format_change(relative)} {interval}); {why}")
     return MetricChange(name, float(a), float(b), float(b - a), float(lo), float(hi), float(relative),
                         float(r_lo), float(r_hi), verdict, sentence)
 

@@ -13,10 +13,13 @@
   it plausible that as many of this run's wake-ups reached it?
 * **Verdict** per metric, in the spirit of criterion: *regressed* when the whole
   interval of the relative change lies above ``+noise``, *improved* when it lies
-  below ``-noise``, otherwise *within noise*; for the max, *regressed* when it
-  is more than ``noise`` higher and the baseline's tail puts the chance of
-  reaching it at under ``ALPHA_MAX`` (Poisson count, from the upper 98 % profile
-  bound of the exceedance probability).
+  below ``-noise``, *within noise* when it lies inside ``±noise``, otherwise
+  *inconclusive* (it holds both no change and a change beyond the threshold);
+  for the max, *regressed* when it is more than ``noise`` higher and the
+  baseline's tail puts the chance of reaching it at under ``ALPHA_MAX`` (Poisson
+  count, from the upper 98 % profile bound of the exceedance probability),
+  *inconclusive* when it is more than ``noise`` higher but chance could explain
+  it, *within noise* when it moved by less than ``noise``.
 * A rank test (Mann-Whitney; effect size P(candidate > baseline)) and two
   distribution tests (Kolmogorov-Smirnov, Anderson-Darling k-sample), whose
   p-values assume independent wake-ups and are given as context, not verdicts.
@@ -39,7 +42,7 @@ from scipy import stats
 from ..dataset import Dataset, Metadata
 from ..derive import pooled_latency, read_thread_series
 from ..errors import AnalysisError
-from ..format import format_p, format_percent, format_us
+from ..format import format_change, format_p, format_us
 from ..tails import gpd
 from .binned import compare_histograms
 from .bootstrap import BootstrapDraws, bootstrap_series
@@ -228,7 +231,7 @@ def _tail_change(name: str, base: np.ndarray, cand: np.ndarray, a: float, b: flo
         chance = _chance_to_reach(cand, a, base.size, count)
         verdict, why = _tail_verdict("improved", chance, "candidate", a, base.size, count)
     sentence = (f"{name}: {verdict} — {format_us(a)} → {format_us(b)} "
-                f"({format_percent(relative, signed=True)}; {why_no_interval}); {why}")
+                f"({format_change(relative)}; {why_no_interval}); {why}")
     return MetricChange(name, float(a), float(b), float(b - a), None, None, float(relative), None, None, verdict,
                         sentence)
 
@@ -254,13 +257,14 @@ def _chance_to_reach(values: np.ndarray, level: float, wakeups: int, count: int)
 
 def _tail_verdict(direction: str, chance: float | None, tail_of: str, level: float, wakeups: int,
                   count: int) -> tuple[str, str]:
+    # a change beyond the noise threshold that chance could explain is not known to be noise: inconclusive
     if chance is None:
-        return "within noise", f"too few wake-ups to fit the {tail_of}'s tail, so this level cannot be judged"
+        return "inconclusive", f"too few wake-ups to fit the {tail_of}'s tail, so this level cannot be judged"
     reach = f"{count} of {wakeups} wake-ups reach" if count > 1 else f"any of {wakeups} wake-ups reaches"
     text = f"the {tail_of}'s fitted tail gives at most {chance:.2g} chance that {reach} {format_us(level)}"
     if chance < ALPHA_MAX:
         return direction, text
-    return "within noise", text + " — plausible by chance"
+    return "inconclusive", text + " — plausible by chance, but not shown to be noise"
 
 
 def _tests(base: np.ndarray, cand: np.ndarray, seed: int) -> tuple[TestResult, ...]:
@@ -322,6 +326,7 @@ def _run_summaries(values: list[np.ndarray], metadatas: Sequence[Metadata], labe
     for label, path, meta, v, rate, d in zip(labels, paths, metadatas, values, rates, draws, strict=True):
         levels = 1 - np.logspace(np.log10(0.5), -np.log10(v.size), PLOT_LEVELS)
         counts = np.histogram(v, edges)[0]
+        interval = min((t.interval_ns for t in meta.threads), default=0)
         out.append(RunSummary(
             label=label, path=path, kind=meta.kind, n=int(v.size), threads=len(meta.threads),
             cpus=tuple(t.cpu for t in meta.threads), intervals_ns=tuple(sorted({t.interval_ns for t in meta.threads})),
@@ -331,7 +336,9 @@ def _run_summaries(values: list[np.ndarray], metadatas: Sequence[Metadata], labe
             block_length=d.block.length,
             block_reason=d.block.reason, resample_length=d.resample_length,
             quantile_levels=tuple(levels.tolist()), quantiles_ns=tuple(np.quantile(v, levels).tolist()),
-            hist_edges_ns=tuple(edges.tolist()), hist_fraction=tuple((counts / v.size).tolist())))
+            hist_edges_ns=tuple(edges.tolist()), hist_fraction=tuple((counts / v.size).tolist()),
+            late_wakeups=int(np.count_nonzero(v > interval)) if interval > 0 else 0,
+            missed_periods=sum(t.overruns for t in meta.threads)))
     return tuple(out)
 
 

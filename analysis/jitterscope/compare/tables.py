@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ..format import percent_value, us_value
+from ..format import format_change, us_value
 from ..render import Table, tables_text
+from .headline import pair_headline, tail_blind_tests, unique_differences
 from .samples import Comparison, PairComparison
 
 US = "{:.3f}"
@@ -26,19 +27,36 @@ def runs_table(comparison: Comparison) -> Table:
         notes=comparison.notes)
 
 
+def headline_table(comparison: Comparison) -> Table:
+    """One sentence per pair: what changed, the stalls, the environment (and where the tests are tail-blind)."""
+    rows = tuple((pair.candidate, pair_headline(comparison, i)) for i, pair in enumerate(comparison.pairs, start=1))
+    warnings = tuple(f"{pair.candidate}: {w}" for i, pair in enumerate(comparison.pairs, start=1)
+                     if (w := tail_blind_tests(comparison, i)))
+    return Table(name="compare-headline", title=f"What changed against {comparison.runs[0].label}",
+                 columns=("run", "headline"), rows=rows, formats=("", ""), align=("l", "l"),
+                 notes=(*warnings, f"changes from a doubling on are ratios (×2.5); noise threshold "
+                                   f"±{comparison.noise:.0%}; 'inconclusive': the interval holds both no change "
+                                   "and a change beyond the threshold"))
+
+
+def _ratio(relative: float | None) -> float | None:
+    return None if relative is None else 1.0 + relative
+
+
 def pair_table(pair: PairComparison, comparison: Comparison, index: int) -> Table:
-    """Per metric: baseline, candidate, change with its interval, verdict."""
+    """Per metric: baseline, candidate, change in µs and as a ratio with their intervals, the change in words."""
     rows = tuple(
         (m.metric, us_value(m.baseline_ns), us_value(m.candidate_ns), us_value(m.difference_ns),
-         us_value(m.ci_low_ns), us_value(m.ci_high_ns), percent_value(m.relative), percent_value(m.relative_low),
-         percent_value(m.relative_high), m.verdict)
+         us_value(m.ci_low_ns), us_value(m.ci_high_ns), _ratio(m.relative), _ratio(m.relative_low),
+         _ratio(m.relative_high), format_change(m.relative), m.verdict)
         for m in pair.metrics)
     return Table(
         name=f"compare-pair-{index}", title=f"{pair.candidate} vs {pair.baseline}",
         columns=("metric", "baseline [µs]", "candidate [µs]", "change [µs]", "CI low [µs]", "CI high [µs]",
-                 "change [%]", "CI low [%]", "CI high [%]", "verdict"),
-        rows=rows, formats=("", US, US, US, US, US, "{:+.1f}", "{:+.1f}", "{:+.1f}", ""),
-        notes=(comparison.method, *[m.sentence for m in pair.metrics], *pair.notes))
+                 "ratio", "CI low", "CI high", "change", "verdict"),
+        rows=rows, formats=("", US, US, US, US, US, "{:.3g}", "{:.3g}", "{:.3g}", "", ""),
+        notes=(comparison.method, "ratio = candidate / baseline", *[m.sentence for m in pair.metrics],
+               *pair.notes))
 
 
 def ratio_table(pair: PairComparison, index: int) -> Table:
@@ -54,11 +72,14 @@ def ratio_table(pair: PairComparison, index: int) -> Table:
                "each run (block bootstrap; for histograms a multinomial bootstrap of the bin counts)",))
 
 
-def pair_tests_table(pair: PairComparison, index: int) -> Table:
+def pair_tests_table(pair: PairComparison, index: int, comparison: Comparison | None = None) -> Table:
+    """The rank and distribution tests of a pair, with a warning where they cannot see a tail change."""
     rows = tuple((t.name, t.statistic, t.p_value) for t in pair.tests)
+    warning = tail_blind_tests(comparison, index) if comparison is not None else ""
     return Table(name=f"compare-tests-{index}", title=f"Rank and distribution tests, {pair.candidate} vs "
                  f"{pair.baseline}", columns=("test", "statistic", "p-value"), rows=rows,
-                 formats=("", "{:.4g}", "{:.2g}"), notes=tuple(t.sentence for t in pair.tests))
+                 formats=("", "{:.4g}", "{:.2g}"),
+                 notes=(*((f"WARNING: {warning}",) if warning else ()), *(t.sentence for t in pair.tests)))
 
 
 def verdict_summary_table(comparison: Comparison) -> Table:
@@ -68,8 +89,7 @@ def verdict_summary_table(comparison: Comparison) -> Table:
     for pair in comparison.pairs:
         cells: list[str] = []
         for m in pair.metrics:
-            change = "n/a" if m.relative is None else f"{100 * m.relative:+.1f}%"
-            cells.append(f"{change} {m.verdict}")
+            cells.append(f"{format_change(m.relative)} {m.verdict}")
         rows.append((pair.candidate, *cells))
     return Table(name="compare-summary", title=f"Summary: every run against {comparison.runs[0].label}",
                  columns=("run", *metrics), rows=tuple(rows),
@@ -79,17 +99,22 @@ def verdict_summary_table(comparison: Comparison) -> Table:
 def environment_diff_table(comparison: Comparison) -> Table:
     """What differs between the runs' metadata; one column per run."""
     labels = [r.label for r in comparison.runs]
-    rows = tuple((d.key, *("(absent)" if v is None else v for v in d.values)) for d in comparison.environment)
+    differences = unique_differences(comparison.environment)
+    rows = tuple((d.key, *("(absent)" if v is None else v for v in d.values)) for d in differences)
     notes = () if rows else ("no difference in environment, settings or thread set-up",)
+    if len(differences) < len(comparison.environment):
+        notes += (f"{len(comparison.environment) - len(differences)} ground-truth rows that repeat an environment "
+                  "row are left out",)
     return Table(name="compare-environment", title="What differs between the runs", columns=("key", *labels),
                  rows=rows, notes=notes)
 
 
 def comparison_tables(comparison: Comparison) -> list[Table]:
     """All tables of a comparison, in report order."""
-    tables = [verdict_summary_table(comparison), runs_table(comparison), environment_diff_table(comparison)]
+    tables = [headline_table(comparison), environment_diff_table(comparison), verdict_summary_table(comparison),
+              runs_table(comparison)]
     for i, pair in enumerate(comparison.pairs, start=1):
-        tables += [pair_table(pair, comparison, i), ratio_table(pair, i), pair_tests_table(pair, i)]
+        tables += [pair_table(pair, comparison, i), ratio_table(pair, i), pair_tests_table(pair, i, comparison)]
     return tables
 
 

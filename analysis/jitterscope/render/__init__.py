@@ -1,6 +1,7 @@
 """Rendering shared by every report: :mod:`.table` (the Table and its text, CSV, JSON and
 LaTeX writers), :mod:`.style` (plot style, colours, note pages; matplotlib) and
-:mod:`.pages` (PDF pages and page helpers; matplotlib).
+:mod:`.pages` (PDF pages and page helpers; matplotlib) and :mod:`.paper` (figures refitted to a
+journal's column or page width).
 """
 
 import lazy_loader as _lazy
@@ -10,10 +11,11 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
+        "paper": ["FIGURE_WIDTHS_IN", "PNG_DPI", "fit_for_paper"],
         "pages": ["PAGE_SIZE_IN", "Page", "REPORT_RC", "new_page", "note_page", "source_date", "text_pages"],
         "style": ["colour", "literal_text", "plain_log_axis", "plot_note", "plot_text_page"],
         "table": [
-            "tables_text",
+            "P_VALUE", "tables_text",
             "Table", "format_cell", "key_value_table", "latex_escape", "text_header_lines", "to_csv", "to_json_text",
             "to_latex", "to_text",
         ],

@@ -50,6 +50,8 @@ class Page:
     name: str
     figure: Figure
     tables: tuple[Table, ...] = ()
+    kind: str = "figure"
+    """"figure", or "text" (typeset tables) and "note" (a message): only figures are refitted for papers."""
 
 
 def new_page(nrows: int = 1, ncols: int = 1, **subplot_kw: Any) -> tuple[Figure, Any]:
@@ -63,7 +65,7 @@ def note_page(name: str, title: str, message: str) -> Page:
     """A page that says why a figure is absent (e.g. histogram-only data), instead of an empty page."""
     fig, ax = new_page()
     plot_note(title, message, ax)
-    return Page(name, fig)
+    return Page(name, fig, kind="note")
 
 
 def text_pages(name: str, heading: str, tables: Sequence[Table], *, banner: str | None = None) -> Iterator[Page]:
@@ -88,7 +90,7 @@ def text_pages(name: str, heading: str, tables: Sequence[Table], *, banner: str 
                 title = f"{table.title} (continued)"
     for number, blocks in enumerate(pages):
         page = _text_page(name, number, heading, blocks, banner if number == 0 else None, plot_text_page)
-        yield Page(page.name, page.figure, tuple(tables) if number == 0 else ())
+        yield Page(page.name, page.figure, tuple(tables) if number == 0 else (), kind="text")
 
 
 def _text_page(name: str, page_no: int, heading: str, blocks: list[tuple[str, list[str]]],

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..format import shorten, visible
+from ..format import format_p, shorten, visible
 
 Cell = str | int | float | None
 
@@ -26,6 +26,10 @@ LATEX_WRAP = 40  # characters: a longer left-aligned cell puts its column in a p
 
 MISSING = "n/a"
 """What a missing or non-finite cell shows in text and LaTeX (never a bare NaN)."""
+
+P_VALUE = "p-value"
+"""A column format that prints probabilities as :func:`~jitterscope.format.format_p` does, without the
+"p": "0.034", "3.4e-05", "< 1e-12" (a tiny probability is never "0.0e+00"); CSV/JSON keep the number."""
 
 # LaTeX specials and the non-ASCII characters our texts use, written so that a default pdflatex
 # (no inputenc/fontspec tricks) compiles them; math symbols via \ensuremath work in text and math mode.
@@ -129,6 +133,8 @@ def format_cell(value: Cell, spec: str = "") -> str:
         return MISSING
     if isinstance(value, float) and not math.isfinite(value):
         return MISSING
+    if spec == P_VALUE and isinstance(value, int | float) and not isinstance(value, bool):
+        return format_p(value).removeprefix("p = ").removeprefix("p ")
     if spec and isinstance(value, int | float) and not isinstance(value, bool):
         return spec.format(value)
     # text from a dataset is data: controls and lone surrogates shown as escapes, long values cut (JSON keeps them)

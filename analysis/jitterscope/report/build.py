@@ -64,9 +64,12 @@ from ..dataset import Dataset, check_output, open_dataset, write_atomically, wri
 from ..errors import JitterscopeError
 from ..format import visible
 from ..render import (
+    FIGURE_WIDTHS_IN,
+    PNG_DPI,
     REPORT_RC,
     Page,
     Table,
+    fit_for_paper,
     literal_text,
     source_date,
     text_pages,
@@ -162,6 +165,9 @@ class ReportContext:
     top_k: int = 20
     progress: bool = False
     sections: tuple[str, ...] = ()  # the sections this report includes, in order
+    output: str = "report.pdf"  # the -o path, as given (the reproducibility page repeats it)
+    figures_dir: str | None = None
+    figure_width: str | None = None
     _shared: dict[str, Any] = field(default_factory=dict)
 
     def thread_page_name(self, prefix: str, thread: int, cpu: int) -> str:
@@ -262,6 +268,7 @@ def write_report(
     progress: bool = False,
     sections: Sequence[str] | None = None,
     overwrite: bool = False,
+    figure_width: str | None = None,
 ) -> ReportInfo:
     """Write the PDF report of ``dataset`` to ``output`` (and figures/tables to ``figures_dir``).
 
@@ -283,6 +290,10 @@ def write_report(
     overwrite
         ``--force``: replace an existing ``output`` (and files of the same name in ``figures_dir``). The
         dataset itself is never overwritten; the figures folder appears whole or not at all.
+    figure_width
+        ``"column"`` (3.5 in) or ``"page"`` (7.2 in): figures under ``figures_dir`` are refitted to that
+        width with 8-9 pt text (:func:`~jitterscope.render.fit_for_paper`); None keeps the report's page.
+        PNGs are written at 300 dpi either way.
 
     Returns
     -------
@@ -300,6 +311,8 @@ def write_report(
         check_output(figures_dir, inputs=[source, out], overwrite=overwrite, directory=True, error=JitterscopeError)
     if not isinstance(dataset, Dataset):
         dataset = open_dataset(dataset)
+    if figure_width is not None and figure_width not in FIGURE_WIDTHS_IN:
+        raise JitterscopeError(f"figure width {figure_width!r}: use one of {', '.join(FIGURE_WIDTHS_IN)}")
     chosen = registered_sections()
     if sections is not None:
         unknown = sorted(set(sections) - {s.name for s in chosen})
@@ -319,6 +332,8 @@ def write_report(
                     f"{dataset.path}: a summary-only source (count/min/avg/max per thread) has no data for section(s) "
                     f"{', '.join(s.name for s in asked)}; ask for {' or '.join(SUMMARY_ONLY_SECTIONS)}")
         ctx.sections = tuple(section.name for section in chosen)
+        ctx.output, ctx.figure_width = str(output), figure_width
+        ctx.figures_dir = None if figures_dir is None else str(figures_dir)
         seconds = [("summary+timeline", time.perf_counter() - started)]
         when, _ = source_date()
         metadata = {
@@ -351,7 +366,7 @@ def write_report(
                         pages += 1
                         if fig_dir is not None:
                             undo()
-                            written += _export_figure(page, fig_dir)
+                            written += _export_figure(page, fig_dir, figure_width)
                             for table in page.tables:
                                 _claim(table.name, used_names, section.name)
                                 written += _export_table(table, fig_dir)
@@ -416,11 +431,13 @@ def _claim(name: str, used: set[str], section: str) -> None:
     used.add(name)
 
 
-def _export_figure(page: Page, directory: Path) -> list[str]:
+def _export_figure(page: Page, directory: Path, width: str | None = None) -> list[str]:
+    if width is not None and page.kind == "figure":  # text and note pages stay pages (tables go out as files)
+        fit_for_paper(page.figure, width)
     paths = []
     for ext in ("pdf", "svg", "png"):
         path = directory / f"{page.name}.{ext}"
-        kwargs: dict[str, Any] = {"metadata": {"Software": None}} if ext == "png" else {}
+        kwargs: dict[str, Any] = {"metadata": {"Software": None}, "dpi": PNG_DPI} if ext == "png" else {}
         if ext == "pdf":
             kwargs = {"metadata": {"CreationDate": source_date()[0], "ModDate": None}}
         if ext == "svg":

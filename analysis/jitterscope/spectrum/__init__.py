@@ -19,12 +19,15 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "analyze": ["SpectralAnalysis", "SpectralOptions", "ThreadSpectra", "analyze_spectra", "default_nperseg"],
         "lombscargle": ["LombScargleSpectrum", "lomb_scargle"],
         "null": ["mean_null", "median_null"],
-        "peaks": ["FloorTest", "Peak", "assess_noise_floor", "find_welch_peaks", "fold_frequency", "group_harmonics"],
-        "plots": ["plot_isi", "plot_psd", "plot_spectrogram", "plot_spike_psd"],
+        "peaks": [
+            "MAX_PEAKS", "MIN_CYCLES", "FloorTest", "Peak", "assess_noise_floor", "find_welch_peaks", "fold_frequency",
+            "group_harmonics", "order_by_family",
+        ],
+        "plots": ["plot_isi", "plot_lomb_scargle", "plot_psd", "plot_spectrogram", "plot_spike_psd", "table_peaks"],
         "sources": ["Source", "alias_candidates", "attribute", "default_sources", "parse_sources"],
         "spikes": ["InterSpikeIntervals", "IsiAccumulator", "default_threshold_ns"],
         "tables": ["peak_table"],
-        "text": ["format_spectral_analysis"],
+        "text": ["PEAKS_SHOWN", "fap_text", "format_spectral_analysis", "peaks_by_family"],
         "welch": ["Psd", "Spectrogram", "WelchAccumulator"],
     },
 )

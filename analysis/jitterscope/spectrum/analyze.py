@@ -19,7 +19,7 @@ from ..dataset import Dataset
 from ..derive import latency_ns
 from ..errors import AnalysisError
 from .lombscargle import LombScargleSpectrum, lomb_scargle
-from .peaks import FloorTest, Peak, assess_noise_floor, find_welch_peaks, group_harmonics
+from .peaks import FloorTest, Peak, assess_noise_floor, find_welch_peaks, group_harmonics, order_by_family
 from .sources import Source, attribute, default_sources
 from .spikes import InterSpikeIntervals, IsiAccumulator, default_threshold_ns
 from .welch import MIN_NPERSEG, Psd, Spectrogram, WelchAccumulator
@@ -81,10 +81,30 @@ class ThreadSpectra:
     lomb_scargle: LombScargleSpectrum | None = None
     notes: tuple[str, ...] = ()
 
+    @property
+    def span_s(self) -> float:
+        """Length of the record the peaks come from: Lomb-Scargle's time span, else wake-ups / fs."""
+        if self.method == "lomb-scargle" and self.lomb_scargle is not None:
+            return self.lomb_scargle.span_s
+        return self.samples / self.fs_hz
+
+    @property
+    def method_text(self) -> str:
+        """How the peaks were found, in words: the method, its segments or the samples it used."""
+        if self.method == "lomb-scargle" and self.lomb_scargle is not None:
+            ls = self.lomb_scargle
+            used = f"first {ls.n_used} of {self.samples}" if ls.n_used < self.samples else f"all {ls.n_used}"
+            return f"Lomb-Scargle on actual times ({used} wake-ups, Baluev FAP)"
+        if self.psd is None:
+            return self.method
+        return (f"Welch, {self.psd.average} of {self.psd.n_segments} Hann segments of "
+                f"{self.psd.nperseg / self.fs_hz:.3g} s (noise-floor FAP)")
+
     def to_json(self) -> dict:
         return {
             "thread": self.thread, "cpu": self.cpu, "fs_hz": self.fs_hz, "samples": self.samples,
             "gaps": self.gaps, "irregular": self.irregular, "method": self.method,
+            "method_text": self.method_text, "span_s": self.span_s,
             "peaks": [p.to_json() for p in self.peaks], "psd": _json(self.psd), "floor_threshold": (
                 None if self.floor is None else np.nan_to_num(self.floor.threshold, nan=0.0).tolist()),
             "spectrogram": _json(self.spectrogram), "spike_psd": _json(self.spike_psd),
@@ -255,10 +275,12 @@ class _ThreadState:
         isi = self.isi.result()
         # a spike train's lowest line is often a folded harmonic: its interval names the fundamental
         seeds = (1.0 / isi.mode_s,) if isi.mode_s and isi.spikes >= 3 else ()
-        peaks = attribute(group_harmonics(peaks, fs_hz=self.fs_hz, seeds_hz=seeds), sources, fs_hz=fs)
-        spike_peaks = () if spike_psd is None else attribute(group_harmonics(
+        # group first, then keep families ahead of further harmonics (a comb must not crowd out a family)
+        peaks = attribute(order_by_family(group_harmonics(peaks, fs_hz=self.fs_hz, seeds_hz=seeds)), sources,
+                          fs_hz=fs)
+        spike_peaks = () if spike_psd is None else attribute(order_by_family(group_harmonics(
             find_welch_peaks(spike_psd, alpha=options.alpha, floor_bins=options.floor_bins), fs_hz=self.fs_hz,
-            seeds_hz=seeds), sources, fs_hz=fs)
+            seeds_hz=seeds)), sources, fs_hz=fs)
         return ThreadSpectra(
             thread=self.thread, cpu=self.cpu, fs_hz=self.fs_hz, samples=self.samples, gaps=self.gaps,
             irregular=self.irregular, method=method, peaks=peaks, psd=psd,

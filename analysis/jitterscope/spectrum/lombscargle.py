@@ -16,7 +16,7 @@ from astropy.timeseries import LombScargle
 from scipy import signal
 
 from ..errors import AnalysisError
-from .peaks import Peak
+from .peaks import MIN_CYCLES, Peak
 
 MIN_POINTS = 64
 # A weaker peak within this many resolution elements of a stronger one, and below this fraction of its
@@ -49,7 +49,7 @@ class LombScargleSpectrum:
 
 def lomb_scargle(times_s: np.ndarray, values: np.ndarray, *, alpha: float = 0.01, max_frequency_hz: float | None = None,
                  samples_per_peak: int = 5, max_points: int = 1 << 20, max_frequencies: int = 1 << 19,
-                 max_peaks: int = 50) -> LombScargleSpectrum:
+                 max_peaks: int = 1000) -> LombScargleSpectrum:
     """Lomb-Scargle periodogram and its peaks with Baluev false-alarm probability below ``alpha``.
 
     Parameters
@@ -69,7 +69,7 @@ def lomb_scargle(times_s: np.ndarray, values: np.ndarray, *, alpha: float = 0.01
     max_frequencies : int
         Cap on the grid size; the oversampling is reduced to respect it.
     max_peaks : int
-        Keep at most this many peaks.
+        Keep at most this many peaks (before harmonic grouping: the caller selects by family).
 
     Returns
     -------
@@ -91,12 +91,19 @@ def lomb_scargle(times_s: np.ndarray, values: np.ndarray, *, alpha: float = 0.01
         raise AnalysisError("latency is constant or all samples share one time; nothing to analyse spectrally")
     resolution = 1.0 / span
     nyquist = 0.5 / float(np.median(np.diff(times_s)))
-    top = nyquist if max_frequency_hz is None else float(max_frequency_hz)
+    # Not within one resolution element of the Nyquist frequency: there the sine term vanishes for (nearly)
+    # regular sampling, the power has one degree of freedom, not Baluev's two, and heavy-tailed latency gave
+    # false peaks at fs/2 in 9 of 100 shuffled copies of a real capture (the Welch test skips that bin too).
+    top = nyquist - resolution if max_frequency_hz is None else float(max_frequency_hz)
     per_peak = samples_per_peak
     while (top - resolution) / (resolution / per_peak) > max_frequencies and per_peak > 1:
         per_peak -= 1
     step = resolution / per_peak
-    frequencies = np.arange(resolution, top, step)
+    # from MIN_CYCLES cycles in the record up: slower "periods" are bursts (and Baluev's FAP counts this band)
+    frequencies = np.arange(MIN_CYCLES * resolution, top, step)
+    if frequencies.size < 2:
+        raise AnalysisError(f"the record ({span:.3g} s) is too short to hold {MIN_CYCLES} cycles of anything "
+                            "below the Nyquist frequency; capture longer")
     model = LombScargle(times_s, values)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # astropy warns about the fast method's approximations

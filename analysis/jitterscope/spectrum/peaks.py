@@ -38,6 +38,12 @@ so a slow trend would pass for a peak there; a period must fit at least twice in
 # Hann: correlation of powers in adjacent bins 4/9, two apart 1/36, so m bins hold m / (1 + 2 (4/9 + 1/36)).
 _HANN_BIN_CORRELATION = 1.0 + 2.0 * (4.0 / 9.0 + 1.0 / 36.0)
 _QUADRATURE = np.polynomial.hermite_e.hermegauss(21)
+MIN_CYCLES = 10
+"""A peak needs at least this many cycles in the analysed record: a "period" seen two to eight times in a
+record is a burst, not a periodic disturbance (frequency x record span >= MIN_CYCLES)."""
+MAX_PEAKS = 200
+"""Peaks kept per spectrum after harmonic grouping (:func:`order_by_family`); tables and figures show fewer,
+chosen by family (:func:`~jitterscope.spectrum.text.peaks_by_family`)."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +162,8 @@ def find_welch_peaks(psd: Psd, *, alpha: float = 0.01, floor_bins: int = 63, max
     Notes
     -----
     Contiguous significant bins form one peak at their maximum; a peak within
-    the Hann side-lobe envelope (+10 dB) of a stronger one nearby is dropped.
+    the Hann side-lobe envelope (+10 dB) of a stronger one nearby is dropped, and so
+    is one with fewer than :data:`MIN_CYCLES` cycles in the record.
     """
     if not np.any(psd.psd[1:] > 0):
         return ()  # a constant series (e.g. no spikes at all) has no peaks
@@ -167,7 +174,10 @@ def find_welch_peaks(psd: Psd, *, alpha: float = 0.01, floor_bins: int = 63, max
         return ()
     power = psd.psd
     maxima = np.array(ndimage.maximum_position(power, labels, index=np.arange(1, count + 1))).ravel()
-    maxima = _drop_sidelobes(maxima[np.argsort(power[maxima])[::-1]], power)[:max_peaks]
+    maxima = _drop_sidelobes(maxima[np.argsort(power[maxima])[::-1]], power)
+    # fewer than MIN_CYCLES cycles in the whole record (a long --nperseg leaves few segments): a burst
+    record_s = psd.n_samples / psd.fs_hz
+    maxima = maxima[maxima * psd.bin_width_hz * record_s >= MIN_CYCLES][:max_peaks]
     level_db = 10 * np.log10(np.maximum(power, np.finfo(float).tiny))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a region maximum on a plateau edge
@@ -301,3 +311,21 @@ def _collect_harmonics(freqs: np.ndarray, group: np.ndarray, number: np.ndarray,
             unfolded = freqs[match]
         if n > best_n:
             f0, best_n = float(unfolded / n), n
+
+
+def order_by_family(peaks: tuple[Peak, ...], max_peaks: int = MAX_PEAKS) -> tuple[Peak, ...]:
+    """Grouped peaks in the order that keeps every independent family ahead of further harmonics.
+
+    Round ``r`` holds each family's ``r``-th strongest member, families by their strongest member, and
+    rounds follow each other; the first ``max_peaks`` are kept.  A comb of 50 harmonics from P-state
+    steps every 50 ms therefore cannot push a weaker 113 Hz disturbance off the list: its fundamental
+    comes in round 1, before the comb's second member.
+    """
+    families: dict[int, list[Peak]] = {}
+    for peak in sorted(peaks, key=lambda p: p.power, reverse=True):
+        families.setdefault(peak.harmonic_group, []).append(peak)
+    ordered: list[Peak] = []
+    rounds = max((len(m) for m in families.values()), default=0)
+    for r in range(rounds):
+        ordered += [members[r] for members in families.values() if r < len(members)]
+    return tuple(ordered[:max_peaks])

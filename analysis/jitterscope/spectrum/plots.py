@@ -6,44 +6,71 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from . import InterSpikeIntervals, Peak, Psd, Spectrogram, ThreadSpectra
+from .text import PEAKS_SHOWN, peaks_by_family
 
 
-def plot_psd(thread: ThreadSpectra, ax: Axes, *, label_families: int = 6) -> None:
-    """PSD on log axes with the FAP threshold; the strongest significant peaks marked, each family labelled."""
+def table_peaks(thread: ThreadSpectra) -> list[Peak]:
+    """The peaks the report's table lists for this thread, in table order (the ones the figures mark)."""
+    return peaks_by_family(thread.peaks, PEAKS_SHOWN)[0]
+
+
+def plot_psd(thread: ThreadSpectra, ax: Axes) -> None:
+    """Welch PSD on log axes with the FAP threshold; where the peaks come from Welch, the table's peaks marked.
+
+    Markers carry the peak's row number in the peak table ("1: 20 Hz" at each family's first row).
+    """
     psd = thread.psd
     if psd is None:
         ax.set_title(f"CPU {thread.cpu} (thread {thread.thread}): latency PSD")
         ax.text(0.5, 0.5, "no Welch spectrum (gaps): see the Lomb-Scargle peaks", ha="center", transform=ax.transAxes)
         return
-    ax.set_title(f"CPU {thread.cpu} (thread {thread.thread}): latency PSD, {psd.average} of {psd.n_segments} "
-                 f"segments, n={thread.samples}")
+    welch_peaks = thread.method != "lomb-scargle"
+    ax.set_title(f"CPU {thread.cpu} (thread {thread.thread}): latency PSD, Welch {psd.average} of {psd.n_segments} "
+                 f"segments of {psd.nperseg / psd.fs_hz:.3g} s, record {psd.n_samples / psd.fs_hz:.4g} s, "
+                 f"n={thread.samples}" + ("" if welch_peaks else " (peaks: Lomb-Scargle, below)"))
     f, p = psd.frequencies_hz[1:], psd.psd[1:]
     ax.loglog(f, p, lw=0.6, color="C0", label="Welch PSD")
     if thread.floor is not None:
         ax.loglog(f, thread.floor.threshold[1:], lw=0.8, color="C1", ls="--", label="FAP threshold")
-    _mark(ax, thread.peaks if thread.method != "lomb-scargle" else (), label_families)
+    if welch_peaks:
+        _mark(ax, table_peaks(thread))
     ax.set_xlabel("frequency [Hz]")
     ax.set_ylabel("PSD [ns²/Hz]")
+    ax.legend(loc="lower left")
+
+
+def plot_lomb_scargle(thread: ThreadSpectra, ax: Axes) -> None:
+    """Lomb-Scargle periodogram of the wake-ups it used, with the table's peaks marked and numbered."""
+    ls = thread.lomb_scargle
+    if ls is None:
+        ax.set_axis_off()
+        return
+    used = f"first {ls.n_used} of {thread.samples}" if ls.n_used < thread.samples else f"all {ls.n_used}"
+    ax.set_title(f"CPU {thread.cpu} (thread {thread.thread}): Lomb-Scargle on actual times, {used} wake-ups, "
+                 f"span {ls.span_s:.4g} s, Baluev FAP < {ls.alpha:g}")
+    ax.loglog(ls.frequencies_hz, np.maximum(ls.power, np.finfo(float).tiny), lw=0.5, color="C0",
+              label="Lomb-Scargle power")
+    if thread.method == "lomb-scargle":
+        _mark(ax, table_peaks(thread))
+    ax.set_xlabel("frequency [Hz]")
+    ax.set_ylabel("normalised power")
     ax.legend(loc="lower left")
 
 
 MAX_MARKERS = 60
 
 
-def _mark(ax: Axes, peaks: tuple[Peak, ...], label_families: int) -> None:
-    """Mark the strongest peaks; label each family once, at its lowest harmonic, with its size."""
-    for peak in peaks[:MAX_MARKERS]:
+def _mark(ax: Axes, peaks: list[Peak] | tuple[Peak, ...]) -> None:
+    """Mark ``peaks`` (in table order) with their row number; each family's first row also gets its frequency."""
+    families: set[int] = set()
+    for row, peak in enumerate(peaks[:MAX_MARKERS], start=1):
         ax.plot(peak.frequency_hz, peak.power, "v", color="C3", ms=4)
-    families: dict[int, list[Peak]] = {}
-    for peak in peaks:  # strongest first: families in order of their strongest member
-        families.setdefault(peak.harmonic_group, []).append(peak)
-    for members in list(families.values())[:label_families]:
-        first = min(members, key=lambda p: p.harmonic_number)
-        text = f"{first.frequency_hz:.4g} Hz" + (f" ×{first.harmonic_number}" if first.harmonic_number > 1 else "")
-        if len(members) > 1:
-            text += f" (+{len(members) - 1} harmonics)"
-        ax.annotate(text, (first.frequency_hz, first.power), textcoords="offset points", xytext=(4, 8),
-                    ha="left", fontsize=8, arrowprops={"arrowstyle": "-", "lw": 0.5})
+        text = str(row)
+        if peak.harmonic_group not in families:
+            families.add(peak.harmonic_group)
+            text += f": {peak.frequency_hz:.4g} Hz" + (f" ×{peak.harmonic_number}" if peak.harmonic_number > 1 else "")
+        ax.annotate(text, (peak.frequency_hz, peak.power), textcoords="offset points", xytext=(3, 6),
+                    ha="left", fontsize="x-small", arrowprops={"arrowstyle": "-", "lw": 0.5})
 
 
 def plot_spectrogram(spec: Spectrogram, ax: Axes, *, title: str = "spectrogram") -> None:
@@ -59,7 +86,7 @@ def plot_spectrogram(spec: Spectrogram, ax: Axes, *, title: str = "spectrogram")
     norm = LogNorm(vmin=positive.min(), vmax=positive.max()) if positive.size else None
     mesh = ax.pcolormesh(edges_t, edges_f, power, norm=norm, shading="flat", rasterized=True)
     ax.figure.colorbar(mesh, ax=ax, label="PSD [ns²/Hz]")
-    ax.set_title(title)
+    ax.set_title(f"{title} (Welch, columns of {spec.span_s:.3g} s)")
     ax.set_xlabel("time since first wake-up [s]")
     ax.set_ylabel("frequency [Hz]")
 
@@ -67,8 +94,9 @@ def plot_spectrogram(spec: Spectrogram, ax: Axes, *, title: str = "spectrogram")
 def plot_spike_psd(psd: Psd, peaks: tuple[Peak, ...], ax: Axes, *, title: str = "spike-train spectrum") -> None:
     """Spectrum of the spike indicator series with its significant peaks."""
     ax.loglog(psd.frequencies_hz[1:], np.maximum(psd.psd[1:], np.finfo(float).tiny), lw=0.6, color="C2")
-    _mark(ax, peaks, 4)
-    ax.set_title(title)
+    _mark(ax, peaks_by_family(peaks, PEAKS_SHOWN)[0])
+    ax.set_title(f"{title}\n(Welch {psd.average} of {psd.n_segments} segments, "
+                 f"record {psd.n_samples / psd.fs_hz:.4g} s)")
     ax.set_xlabel("frequency [Hz]")
     ax.set_ylabel("PSD [1/Hz]")
 

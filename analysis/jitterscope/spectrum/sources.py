@@ -73,8 +73,12 @@ def default_sources(environment: Mapping[str, Any] | None, fs_hz: float | None) 
     sources.append(Source("1 Hz housekeeping (daemons, RTC, vmstat)", 1.0))
     if fs_hz:
         # only the fundamental: harmonics of fs/n for every n would label a good part of the band
+        # fs/2 is the Nyquist frequency: alternating wake-ups differ there, but so does anything folding onto it
+        # (k fs +- fs/2), so it is not named "every 2 timer intervals" as if that were known
+        sources.append(Source("Nyquist frequency fs/2: alternate wake-ups differ (every 2 intervals, or a "
+                              "disturbance folded onto fs/2)", fs_hz / 2, harmonics=1))
         sources += [Source(f"every {n} timer intervals", fs_hz / n, harmonics=1)
-                    for n in range(2, MAX_INTERVAL_MULTIPLE + 1)]
+                    for n in range(3, MAX_INTERVAL_MULTIPLE + 1)]
     return tuple(sources)
 
 

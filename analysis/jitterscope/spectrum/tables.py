@@ -6,13 +6,13 @@ they compute no statistics.
 
 from __future__ import annotations
 
-from ..render import Table
-from . import SpectralAnalysis
-from .text import peaks_by_family
+from ..render import P_VALUE, Table
+from . import MIN_CYCLES, SpectralAnalysis
+from .text import PEAKS_SHOWN, peaks_by_family
 
 
 def peak_table(analysis: SpectralAnalysis) -> Table:
-    """Significant peaks of every thread: families by strongest member, 4 harmonics each, 15 rows per thread.
+    """Significant peaks of every thread: every family before further harmonics, 15 rows per thread.
 
     Parameters
     ----------
@@ -22,22 +22,31 @@ def peak_table(analysis: SpectralAnalysis) -> Table:
     Returns
     -------
     Table
-        One row per peak: CPU, frequency, period, SNR, false-alarm probability, harmonic group,
-        alias candidates and the likely source.
+        One row per peak: CPU, the mark it carries on the figure, method and span of the record, frequency,
+        period, cycles in the record, SNR, false-alarm probability, harmonic group, alias candidates and the
+        likely source.
     """
     rows = []
+    methods = []
     for thread in analysis.threads:
-        for peak in peaks_by_family(thread.peaks, 15)[0]:
-            rows.append((thread.cpu, peak.frequency_hz, peak.period_s * 1e3, peak.snr, peak.fap,
+        methods.append(f"CPU {thread.cpu}: {thread.method_text}, span {thread.span_s:.4g} s")
+        for mark, peak in enumerate(peaks_by_family(thread.peaks, PEAKS_SHOWN)[0], start=1):
+            rows.append((thread.cpu, mark, "LS" if thread.method == "lomb-scargle" else "Welch", thread.span_s,
+                         peak.frequency_hz, peak.period_s * 1e3, peak.frequency_hz * thread.span_s, peak.snr, peak.fap,
                          f"{peak.harmonic_group}" + (f" ×{peak.harmonic_number}" if peak.harmonic_number > 1 else ""),
                          ", ".join(f"{c:.6g}" for c in peak.alias_candidates_hz[1:3]), peak.likely_source or "-"))
     return Table(
         name="spectral-peaks", title="Periodic disturbances: significant spectral peaks",
-        columns=("CPU", "freq [Hz]", "period [ms]", "SNR", "FAP", "group", "alias candidates [Hz]", "likely source"),
-        rows=tuple(rows), formats=("", "{:.4f}", "{:.4g}", "{:.1f}", "{:.1e}", "", "", ""),
-        notes=(f"Peaks with false-alarm probability below {analysis.options.alpha:g} (Welch: local noise-floor test "
-               "with Šidák correction; Lomb-Scargle: Baluev).  A disturbance above fs/2 appears folded; "
-               "the alias candidates are the true frequencies it may have.",
-               # how each thread was analysed (a Lomb-Scargle reduction, gaps): the report says it under the table
-               *(f"cpu {thread.cpu}: {note}" for thread in analysis.threads for note in thread.notes)),
+        columns=("CPU", "mark", "method", "span [s]", "freq [Hz]", "period [ms]", "cycles", "SNR", "FAP", "group",
+                 "alias candidates [Hz]", "likely source"),
+        rows=tuple(rows),
+        formats=("", "{:d}", "", "{:.4g}", "{:.4f}", "{:.4g}", "{:.0f}", "{:.1f}", P_VALUE, "", "", ""),
+        notes=(f"Peaks with false-alarm probability below {analysis.options.alpha:g} and at least {MIN_CYCLES} cycles "
+               "in the analysed record (span); 'mark' is the number the peak carries on its CPU's spectrum figure "
+               "(Welch PSD or Lomb-Scargle periodogram, whichever the peaks come from).  Welch: local noise-floor "
+               "test with Šidák correction; Lomb-Scargle (LS, for series with gaps): Baluev.  Every family is "
+               "listed before further harmonics of any one.  A disturbance above fs/2 appears folded; the alias "
+               "candidates are the true frequencies it may have.", *methods,
+               # how each thread was analysed (a Lomb-Scargle reduction, gaps): said under the table
+               *(f"CPU {thread.cpu}: {note}" for thread in analysis.threads for note in thread.notes)),
     )

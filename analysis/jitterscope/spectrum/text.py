@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from . import Peak, SpectralAnalysis, ThreadSpectra
+from ..format import format_p
+from . import MIN_CYCLES, Peak, SpectralAnalysis, ThreadSpectra
 
 _HEADER = ("freq Hz", "period", "power", "SNR", "FAP", "group", "alias candidates Hz", "likely source")
 
@@ -19,11 +20,20 @@ def format_period(seconds: float) -> str:
     return f"{seconds * 1e9:.4g} ns"
 
 
+PEAKS_SHOWN = 15
+"""Peaks per thread in the report's table, marked on the figure beside it."""
+
+
+def fap_text(fap: float) -> str:
+    """A false-alarm probability as a table cell: "0.0034", "3.4e-05", "< 1e-12" (never 0.0e+00)."""
+    return format_p(fap).removeprefix("p = ").removeprefix("p ")
+
+
 def _row(peak: Peak, unit: str) -> tuple[str, ...]:
     group = f"{peak.harmonic_group}" + (f" (×{peak.harmonic_number})" if peak.harmonic_number > 1 else "")
     aliases = ", ".join(f"{c:.6g}" for c in peak.alias_candidates_hz[1:4])
     return (f"{peak.frequency_hz:.4f}", format_period(peak.period_s), f"{peak.power:.3g} {unit}",
-            f"{peak.snr:.1f}", f"{peak.fap:.1e}", group, aliases or "-", peak.likely_source or "-")
+            f"{peak.snr:.1f}", fap_text(peak.fap), group, aliases or "-", peak.likely_source or "-")
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
@@ -32,14 +42,27 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
 
 
 def peaks_by_family(peaks: tuple[Peak, ...], top: int, per_family: int = 4) -> tuple[list[Peak], int]:
-    """Families in order of their strongest member, each by harmonic number, at most ``per_family`` rows each."""
+    """The ``top`` peaks a table shows: every independent family before further harmonics of any one.
+
+    Rows are chosen in rounds: round 1 takes each family's lowest-numbered member (families in order of
+    their strongest member), round 2 each family's next one, and so on, at most ``per_family`` per family,
+    until ``top`` rows are taken.  A 20, 40, ..., 1000 Hz comb therefore costs one row before a 113 Hz
+    family gets its first.  Rows are returned grouped by family, each by harmonic number, with the number
+    of peaks left out.
+    """
     families: dict[int, list[Peak]] = {}
-    for peak in peaks:  # strongest first, so families come in order of their strongest member
+    for peak in sorted(peaks, key=lambda p: p.power, reverse=True):  # families by their strongest member
         families.setdefault(peak.harmonic_group, []).append(peak)
-    shown = []
-    for members in families.values():
-        shown += sorted(members, key=lambda p: p.harmonic_number)[:per_family]
-    return shown[:top], len(peaks) - len(shown[:top])
+    members = [sorted(m, key=lambda p: p.harmonic_number)[:per_family] for m in families.values()]
+    taken = [0] * len(members)
+    count = 0
+    for r in range(per_family):
+        for i, family in enumerate(members):
+            if count < top and r < len(family):
+                taken[i] += 1
+                count += 1
+    shown = [p for family, k in zip(members, taken, strict=True) for p in family[:k]]
+    return shown, len(peaks) - len(shown)
 
 
 def format_thread(thread: ThreadSpectra, alpha: float, *, top: int = 20) -> str:
@@ -50,11 +73,12 @@ def format_thread(thread: ThreadSpectra, alpha: float, *, top: int = 20) -> str:
     else:
         resolution = thread.psd.bin_width_hz if thread.psd is not None else math.nan
     lines = [f"thread {thread.thread} (CPU {thread.cpu}): fs {thread.fs_hz:g} Hz, n={thread.samples}, "
-             f"{thread.method}, resolution {resolution:.4g} Hz, "
+             f"{thread.method_text}, span {thread.span_s:.4g} s, resolution {resolution:.4g} Hz, "
              f"spikes > {thread.isi.threshold_ns / 1000:.4g} µs: {thread.isi.spikes}"]
     lines += [f"  note: {note}" for note in thread.notes]
     if not thread.peaks:
-        lines.append(f"  no peak with false-alarm probability below {alpha:g}")
+        lines.append(f"  no peak with false-alarm probability below {alpha:g} and at least {MIN_CYCLES} cycles in the "
+                     "record")
     else:
         shown, hidden = peaks_by_family(thread.peaks, top)
         lines += ["  " + line for line in _table([_HEADER, *(_row(p, unit) for p in shown)])]

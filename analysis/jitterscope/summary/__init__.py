@@ -13,9 +13,15 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
-        "curves": ["bin_histograms", "ccdf_curves", "percentile_curves", "series_label"],
+        "curves": [
+            "LOG_BINS_PER_DECADE", "LogDensity", "bin_histograms", "ccdf_curves", "log_density", "percentile_curves",
+            "series_label",
+        ],
         "histogram": ["HistogramResult", "LatencyHistogram"],
-        "plots": ["plot_ccdf", "plot_latency_histogram", "plot_percentiles", "plot_period_error", "plot_timeline"],
+        "plots": [
+            "plot_ccdf", "plot_latency_density", "plot_latency_histogram", "plot_percentiles", "plot_period_error",
+            "plot_timeline",
+        ],
         "stats": [
             "CyclictestStats", "IntervalStats", "Moments", "PERCENTILES", "Summary", "TopSpikes", "cyclictest_us",
             "summarize",

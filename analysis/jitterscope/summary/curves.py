@@ -135,6 +135,64 @@ def bin_histograms(summaries: Sequence[Any], quantity: str = "latency", *, bin_w
     return BinnedHistograms(quantity=quantity, bin_width_ns=width, series=tuple(series))
 
 
+LOG_BINS_PER_DECADE = 10
+
+
+@dataclass(frozen=True)
+class LogDensity:
+    """Histograms of one quantity in log-spaced bins, as a density: the view for a log latency axis.
+
+    On a log axis, fixed 1 µs bins are far narrower than a pixel in the tail and draw a barcode of single
+    counts; bins of constant width in log(latency) collect the tail into readable densities.  ``density``
+    holds, per series, the fraction of that thread's wake-ups per µs in each bin.
+    """
+
+    quantity: str
+    bins_per_decade: int
+    series: tuple[BinnedSeries, ...]
+    density_per_us: tuple[np.ndarray, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"quantity": self.quantity, "bins_per_decade": self.bins_per_decade,
+                "series": [s.to_json() for s in self.series],
+                "density_per_us": [d.tolist() for d in self.density_per_us]}
+
+
+def log_density(summaries: Sequence[Any], quantity: str = "latency", *,
+                bins_per_decade: int = LOG_BINS_PER_DECADE) -> LogDensity:
+    """Each thread's HDR histogram summed into ``bins_per_decade`` log-spaced bins per decade, as a density.
+
+    A bucket's count goes to the log bin holding its lower edge (HDR buckets are at most 0.1 % wide, far
+    narrower than a 10-per-decade bin).  Values at or below 0 (a clock step) go to the lowest bin.
+
+    Raises
+    ------
+    AnalysisError
+        No thread has a latency histogram with any count.
+    """
+    usable = [(s, s.histogram) for s in summaries if getattr(s, "histogram", None) is not None]
+    usable = [(s, h) for s, h in usable if h.count > 0]
+    if not usable:
+        raise AnalysisError(f"no {quantity} values to histogram")
+    lo = max(min(float(h.min_ns) for _, h in usable), 1.0)
+    hi = max(float(h.max_ns) for _, h in usable)
+    first = np.floor(np.log10(lo) * bins_per_decade)
+    last = np.ceil(np.log10(max(hi, lo * 1.0001)) * bins_per_decade + 1e-9)
+    edges = 10 ** (np.arange(first, last + 1) / bins_per_decade)
+    series, densities = [], []
+    for summary, hist in usable:
+        lower = np.maximum(np.asarray(hist.bucket_lower_ns, dtype=np.float64), edges[0])
+        counts = np.asarray(hist.bucket_counts, dtype=np.int64)
+        index = np.clip(np.searchsorted(edges, lower, side="right") - 1, 0, edges.size - 2)
+        binned = np.bincount(index, weights=counts, minlength=edges.size - 1).astype(np.int64)
+        series.append(BinnedSeries(
+            label=series_label(summary.thread, summary.cpu, len(usable)), thread=summary.thread, cpu=summary.cpu,
+            edges_ns=edges, counts=binned, n=int(hist.count), min_ns=float(hist.min_ns), max_ns=float(hist.max_ns)))
+        densities.append(binned / hist.count / (np.diff(edges) / 1000.0))
+    return LogDensity(quantity=quantity, bins_per_decade=bins_per_decade, series=tuple(series),
+                      density_per_us=tuple(densities))
+
+
 def percentile_curves(summaries: Sequence[Any], *, points: int = 200) -> tuple[PercentileCurve, ...]:
     """Percentile curves from 50 % up to the highest level each thread's n resolves (n (1 - q) >= 1)."""
     curves = []

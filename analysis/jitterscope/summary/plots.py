@@ -18,17 +18,18 @@ from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, NullLocator
 
 from ..render import colour, plain_log_axis
-from .curves import BinnedHistograms, CcdfCurve, PercentileCurve
+from .curves import BinnedHistograms, CcdfCurve, LogDensity, PercentileCurve
 from .timeline import ThreadTimeline
 
 NS_PER_US = 1000.0
 NS_PER_S = 1e9
 LOG_RANGE = 20.0  # a y range wider than this factor gets a log axis
-WIDE_TAIL = 50.0  # a histogram whose maximum is this many times its mode's bin gets a log x axis
+
 
 
 def plot_latency_histogram(hists: BinnedHistograms, ax: Axes) -> Axes:
-    """OSADL-style latency histogram: counts per fixed bin, log y, one colour per CPU, max marked."""
+    """OSADL-style latency histogram: linear µs axis, counts per fixed bin on a log axis, one colour per CPU,
+    each CPU's maximum in the legend and marked.  For a log latency axis use :func:`plot_latency_density`."""
     width_us = hists.bin_width_ns / NS_PER_US
     top = max(int(s.counts.max()) for s in hists.series)
     total = len(hists.series)
@@ -41,19 +42,31 @@ def plot_latency_histogram(hists: BinnedHistograms, ax: Axes) -> Axes:
         ax.axvline(series.max_ns / NS_PER_US, color=colour(i, total), linewidth=0.8, linestyle=":")
     ax.set_yscale("log")
     ax.set_ylim(0.5, top * 8.0)
-    # A far outlier squeezes the bulk into one pixel column on a linear axis: go logarithmic then.
-    lowest = min(s.min_ns for s in hists.series)
-    highest = max(s.max_ns for s in hists.series)
-    bulk = max(s.edges_ns[int(np.argmax(s.counts)) + 1] for s in hists.series)
-    if lowest >= 0 and highest > WIDE_TAIL * bulk:
-        ax.set_xscale("log")
-        plain_log_axis(ax.xaxis)
-        ax.set_xlim(max(lowest, hists.bin_width_ns) / NS_PER_US * 0.8, highest / NS_PER_US * 1.5)
-    ax.set_xlabel("latency [µs]" + (" (log scale: the maximum is far out)" if ax.get_xscale() == "log" else ""))
+    ax.ticklabel_format(axis="x", style="plain", useOffset=False)
+    ax.set_xlabel("latency [µs]")
     ax.set_ylabel(f"wake-ups per {width_us:g} µs bin")
     ax.set_title(f"Latency histogram ({width_us:g} µs bins; ▼ and dotted line: maximum)")
     ax.grid(True, which="major", alpha=0.3)
     _legend(ax, len(hists.series))
+    return ax
+
+
+def plot_latency_density(density: LogDensity, ax: Axes) -> Axes:
+    """Latency density on log-log axes, in log-spaced bins (no barcode of single counts in the tail)."""
+    total = len(density.series)
+    for i, (series, values) in enumerate(zip(density.series, density.density_per_us, strict=True)):
+        edges = series.edges_ns / NS_PER_US
+        shown = np.where(values > 0, values, np.nan)
+        ax.stairs(shown, edges, color=colour(i, total), linewidth=1.0,
+                  label=f"{series.label}: n={series.n:,}, max {series.max_ns / NS_PER_US:,.1f} µs")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    plain_log_axis(ax.xaxis)
+    ax.set_xlabel("latency [µs]")
+    ax.set_ylabel("fraction of wake-ups per µs")
+    ax.set_title(f"Latency density ({density.bins_per_decade} log-spaced bins per decade)")
+    ax.grid(True, which="major", alpha=0.3)
+    _legend(ax, total)
     return ax
 
 

@@ -1,6 +1,6 @@
 """Tails: peaks-over-threshold generalised Pareto fits with their assumptions checked.
 
-Compute: :mod:`.gpd`, :mod:`.accumulator`, :mod:`.checks`, :mod:`.fit`.
+Compute: :mod:`.gpd`, :mod:`.accumulator`, :mod:`.checks`, :mod:`.rates`, :mod:`.fit`.
 Views: :mod:`.plots` (matplotlib, loaded on first use), :mod:`.tables`.
 """
 
@@ -15,9 +15,12 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "accumulator": ["TOP_K", "TailAccumulator", "block_size_for", "spread", "summarize_series"],
         "fit": [
             "EVT_PROMISE", "TailFit", "TailsReport", "analyze_tails", "choose_threshold", "clock_resolution",
-            "fit_summary", "fit_tail",
+            "fit_summary", "fit_tail", "shape_text", "XI_MAX", "QQ_MIN", "MODEL_CHECKS",
         ],
+        "rates": ["DECLUSTER_GAP", "RATE_LEVELS_NS", "EventRate", "count_events", "event_rates", "poisson_interval"],
         "plots": ["plot_mean_residual_life", "plot_parameter_stability", "plot_return_levels", "plot_tail_qq"],
-        "tables": ["tail_checks_table", "tail_fit_table", "tails_tables", "tails_text"],
+        "tables": [
+            "tail_checks_table", "tail_events_table", "tail_fit_table", "tails_tables", "tails_text",
+        ],
     },
 )

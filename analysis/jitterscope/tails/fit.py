@@ -26,6 +26,17 @@ Per thread (:func:`fit_tail` on one series, :func:`analyze_tails` on a dataset):
    exceedance indicators and on block maxima, extremal index) and stationarity
    (first vs second half).  Any failed check gates the result: it is marked
    *indicative only* and the sentence says why.
+6. **No extrapolation from a model that does not hold.**  When a check of the model
+   itself fails (:data:`MODEL_CHECKS`: threshold stability, goodness of fit, a QQ
+   correlation under :data:`QQ_MIN`, or a tail rate or level that changed during the
+   capture) or the shape is at least :data:`XI_MAX`, the fit gives no return level and
+   no exceedance probability beyond the observed maximum (``extrapolated`` is False,
+   ``withheld`` says why): such a tail mixes mechanisms (a body and rare stalls), and
+   one GPD fitted across them returns levels of 10^8 µs and more.  Levels within the
+   data get the empirical fraction with a Clopper-Pearson interval, and
+   ``large_events`` (:mod:`.rates`) counts the events above fixed levels per hour,
+   with a Poisson interval, whether or not the fit extrapolates.  Independence
+   failures alone keep the numbers, marked indicative (their intervals are too narrow).
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ from ..format import jsonable
 from . import gpd
 from .accumulator import MAX_EXCEEDANCES, TailAccumulator, TailSummary, block_size_for, summarize_series
 from .checks import ALPHA, Check, check_block_maxima, check_exceedances
+from .rates import RATE_LEVELS_NS, EventRate, event_rates
 
 MIN_EXCEEDANCES = 100
 N_CANDIDATES = 12
@@ -54,6 +66,17 @@ RETURN_CURVE_POINTS = 10
 """Goodness of fit is tested on a random subsample of at most this many exceedances (cost, and
 with many thousands A² rejects any model for the rounding of the clock alone)."""
 RETURN_PERIODS_S = (("hour", 3600.0), ("day", 86400.0))
+XI_MAX = 0.5
+"""Shapes at or above this give no extrapolation.  At xi >= 1/2 the GPD has infinite variance and
+return levels grow like p^-xi: a once-per-day level is then mostly the model's, and on latency
+(bounded by physics within one mechanism) a shape that large comes from fitting one GPD across
+a body and rare stalls (Coles 2001 §4.3; the demo's two-mechanism tails fit 1.2 and 4.1)."""
+QQ_MIN = 0.95
+"""A QQ correlation below this fails the goodness-of-fit check whatever Anderson-Darling says
+(A² is computed on a subsample and misses a few extreme points that one mechanism cannot explain)."""
+MODEL_CHECKS = ("threshold stability", "goodness of fit", "exceedance rate, first vs second half",
+                "block maxima, first vs second half")
+"""Checks whose failure means the GPD does not describe this tail, so nothing is extrapolated from it."""
 
 EVT_PROMISE = (
     "What extreme-value theory can promise: if wake-ups are independent and identically distributed and the "
@@ -150,6 +173,12 @@ class TailFit:
     checks: tuple[Check, ...]
     assumptions_ok: bool
     verdict: str
+    extrapolated: bool = True
+    """Whether return levels and exceedance probabilities beyond the observed maximum are given."""
+    withheld: str = ""
+    """Why they are not (empty when they are)."""
+    large_events: tuple[EventRate, ...] = ()
+    """Declustered events above fixed levels per hour, counted in the data (model-free)."""
 
     def to_json(self) -> dict[str, Any]:
         return jsonable(dataclasses.asdict(self), inf_as_string=True)
@@ -166,6 +195,14 @@ class TailsReport:
 
     def to_json(self) -> dict[str, Any]:
         return jsonable(dataclasses.asdict(self), inf_as_string=True)
+
+
+def shape_text(xi: float, se: float) -> str:
+    """``ξ = 0.213 ± 0.041``, or the shape with its undefined uncertainty said in words (never ``± nan``)."""
+    if np.isfinite(se):
+        return f"ξ = {xi:.3f} ± {se:.3f}"
+    why = ": ξ < −0.5, where maximum likelihood is not regular" if xi < -0.5 else ""
+    return f"ξ = {xi:.3f} (standard error undefined{why})"
 
 
 def choose_threshold(values: np.ndarray) -> tuple[tuple[ThresholdCandidate, ...], int]:
@@ -269,7 +306,7 @@ def _fit_maxima(maxima: np.ndarray, block_size: int, gpd_xi: float, gpd_se: floa
     se = _gev_xi_se(nll, best)
     z = abs(xi_gev - gpd_xi) / np.hypot(se, gpd_se) if np.isfinite(se) else float("nan")
     sentence = (
-        f"block maxima ({n_blocks} blocks of {block_size} wake-ups): GEV shape ξ = {xi_gev:.3f} ± {se:.3f}; "
+        f"block maxima ({n_blocks} blocks of {block_size} wake-ups): GEV shape {shape_text(xi_gev, se)}; "
         + (f"Gumbel (ξ = 0) rejected (LR = {lr:.1f}, p = {p:.3g})" if p < 0.05
            else f"Gumbel (ξ = 0) not rejected (LR = {lr:.1f}, p = {p:.2f})")
         + ("; agrees with the GPD shape" if z <= 2 else f"; differs from the GPD shape ({z:.1f} standard errors)")
@@ -377,29 +414,7 @@ def fit_summary(
     keep = np.unique(np.linspace(0, k - 1, min(k, QQ_POINTS)).round().astype(int))
     qq_points = tuple(zip(model[keep].tolist(), np.sort(y)[keep].tolist(), strict=True))
     observed_max = summary.observed_max_ns  # as recorded, before any spreading of rounded values
-    counts = dict(zip(summary.levels_ns, summary.above_levels, strict=True))
-    exceed = []
-    for level in sorted({observed_max, *summary.levels_ns}):
-        if level <= u:
-            p_emp = counts.get(level, 0) / n  # the observed maximum: nothing above it
-            exceed.append((level, Interval(p_emp, p_emp, p_emp)))
-        else:
-            exceed.append((level, Interval(*gpd.exceedance_ci(y, k, n, level - u, confidence, fit))))
     rate = 1e9 / interval_ns
-    returns = []
-    for name, seconds in RETURN_PERIODS_S:
-        wakeups = rate * seconds
-        if 1 / wakeups >= k / n:
-            continue
-        est, lo, hi = gpd.return_level_ci(y, k, n, 1 / wakeups, confidence, fit)
-        returns.append(ReturnLevel(name, wakeups, Interval(u + est, u + lo, u + hi), wakeups / n))
-    top = summary.top_ns[:min(k, QQ_POINTS)]
-    empirical = tuple(zip((n / np.arange(1, top.size + 1)).tolist(), top.tolist(), strict=True))
-    curve = []
-    longest = max([r.wakeups for r in returns] + [10.0 * n])
-    for periods in np.geomspace(2 * n / k, longest, RETURN_CURVE_POINTS):
-        est, lo, hi = gpd.return_level_ci(y, k, n, 1 / periods, confidence, fit)
-        curve.append((float(periods), u + est, u + lo, u + hi))
     block = summary.block_size
     bm = _fit_maxima(summary.maxima_ns, block, fit.xi, fit.xi_se) if summary.maxima_ns.size >= 20 else None
     stable = _is_stable(candidates, chosen)
@@ -411,23 +426,88 @@ def fit_summary(
         f"agrees with every higher one{rounding}" if stable else
         f"no candidate threshold has a shape that agrees with every higher one; the highest ({k} exceedances) "
         f"is used — the tail looks like a mixture of mechanisms, which one GPD cannot describe{rounding}")
-    gof = Check("goodness of fit", a2, ad_p, ad_p >= ALPHA,
+    fits_well = ad_p >= ALPHA and qq >= QQ_MIN
+    gof = Check("goodness of fit", a2, ad_p, fits_well,
                 f"Anderson-Darling A² = {a2:.2f} on {gof_y.size} exceedances, parametric-bootstrap p = {ad_p:.3f}, "
-                f"QQ correlation {qq:.4f} — " + ("the GPD describes the exceedances" if ad_p >= ALPHA
-                                                 else "the exceedances do not follow a GPD"))
+                f"QQ correlation {qq:.4f} — " + (
+                    "the GPD describes the exceedances" if fits_well else
+                    "the exceedances do not follow a GPD" if ad_p < ALPHA else
+                    f"the largest exceedances do not follow the GPD (QQ correlation under {QQ_MIN})"))
     checks = (threshold_check, gof, *check_exceedances(positions, n))
     if bm is not None:
         checks += check_block_maxima(np.asarray(bm.maxima_ns))
     failed = [c.name for c in checks if not c.passed]
-    verdict = ("assumptions hold as far as these checks can tell" if not failed else
-               "ASSUMPTIONS NOT MET (" + "; ".join(failed) + "): tail numbers are indicative only")
+    model_failed = [name for name in failed if name in MODEL_CHECKS]
+    reasons = model_failed + ([f"shape ξ = {fit.xi:.2f} ≥ {XI_MAX}"] if fit.xi >= XI_MAX else [])
+    extrapolated = not reasons
+    withheld = "" if extrapolated else (
+        "the tail mixes mechanisms, which one generalised Pareto law cannot describe (" + "; ".join(reasons)
+        + "): no return level or exceedance probability beyond the observed maximum is given; the rate of the "
+        "large events is counted instead")
+    counts = dict(zip(summary.levels_ns, summary.above_levels, strict=True))
+    exceed = []
+    for level in sorted({observed_max, *summary.levels_ns}):
+        if level <= u or (not extrapolated and level <= observed_max):
+            # within the data: the fraction recorded above it (exact for asked levels, from the kept top otherwise)
+            above = counts[level] if level in counts else int(np.count_nonzero(summary.top_ns > level))
+            if level >= observed_max:
+                above = 0
+            exceed.append((level, Interval(above / n, *_binomial_interval(above, n, confidence))))
+        elif extrapolated:
+            exceed.append((level, Interval(*gpd.exceedance_ci(y, k, n, level - u, confidence, fit))))
+    returns = []
+    curve = []
+    if extrapolated:
+        for name, seconds in RETURN_PERIODS_S:
+            wakeups = rate * seconds
+            if 1 / wakeups >= k / n:
+                continue
+            est, lo, hi = gpd.return_level_ci(y, k, n, 1 / wakeups, confidence, fit)
+            returns.append(ReturnLevel(name, wakeups, Interval(u + est, u + lo, u + hi), wakeups / n))
+        longest = max([r.wakeups for r in returns] + [10.0 * n])
+        for periods in np.geomspace(2 * n / k, longest, RETURN_CURVE_POINTS):
+            est, lo, hi = gpd.return_level_ci(y, k, n, 1 / periods, confidence, fit)
+            curve.append((float(periods), u + est, u + lo, u + hi))
+    top = summary.top_ns[:min(k, QQ_POINTS)]
+    empirical = tuple(zip((n / np.arange(1, top.size + 1)).tolist(), top.tolist(), strict=True))
+    large = event_rates(summary.top_ns, summary.top_index, n=n, rate_hz=rate, confidence=confidence,
+                        levels_ns=_rate_levels(u, float(interval_ns), float(summary.top_ns[-1]), observed_max))
+    if not failed:
+        verdict = "assumptions hold as far as these checks can tell" + ("" if extrapolated else f", but {withheld}")
+    elif extrapolated:
+        verdict = "ASSUMPTIONS NOT MET (" + "; ".join(failed) + "): tail numbers are indicative only"
+    else:
+        verdict = "ASSUMPTIONS NOT MET: " + withheld
     return TailFit(
         thread=thread, cpu=cpu, n=n, rate_hz=rate, confidence=confidence, threshold_ns=u,
         threshold_quantile=1 - k / n, exceedances=k, candidates=candidates, mrl_xi=_mrl_xi(candidates, chosen),
         xi=fit.xi, xi_se=fit.xi_se, sigma_ns=fit.sigma, ad_statistic=a2, ad_p_value=ad_p, qq_correlation=qq,
         qq_points_ns=qq_points, observed_max_ns=observed_max, exceedance_probabilities=tuple(exceed),
         return_levels=tuple(returns), return_curve=tuple(curve), empirical_return=empirical, block_maxima=bm,
-        checks=checks, assumptions_ok=not failed, verdict=verdict)
+        checks=checks, assumptions_ok=not failed, verdict=verdict, extrapolated=extrapolated, withheld=withheld,
+        large_events=large)
+
+
+def _binomial_interval(count: int, n: int, confidence: float) -> tuple[float, float]:
+    """Clopper-Pearson interval of a proportion ``count / n`` (exact, conservative)."""
+    alpha = 1 - confidence
+    lower = 0.0 if count == 0 else float(stats.beta.ppf(alpha / 2, count, n - count + 1))
+    upper = 1.0 if count == n else float(stats.beta.ppf(1 - alpha / 2, count + 1, n - count))
+    return lower, upper
+
+
+def _rate_levels(threshold: float, interval: float, smallest_kept: float, observed_max: float) -> tuple[float, ...]:
+    """Levels for :func:`~.rates.event_rates`: the threshold, one interval (a missed period) and 100 µs, 1 ms,
+    10 ms, those the kept values reach down to, up to the first one above the maximum (its count, 0, is news)."""
+    levels = sorted({threshold, interval, *RATE_LEVELS_NS})
+    chosen = []
+    for level in levels:
+        if level < smallest_kept:
+            continue
+        chosen.append(level)
+        if level >= observed_max:
+            break
+    return tuple(chosen)
 
 
 def analyze_tails(

@@ -34,7 +34,7 @@ def plot_mean_residual_life(fit: TailFit, ax: Axes) -> Axes:
     ax.set_ylabel("mean excess over u [µs]")
     ax.set_title("Mean residual life")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize="small")
     return ax
 
 
@@ -46,11 +46,12 @@ def plot_parameter_stability(fit: TailFit, ax: Axes) -> Axes:
     ax.errorbar(u, xi, yerr=1.96 * se, marker="o", color=colour(0), capsize=3, linestyle="-")
     _mark_chosen_threshold(fit, ax)
     ax.axhline(0, color="0.5", linewidth=0.8)
+    ax.ticklabel_format(axis="y", style="plain", useOffset=False)
     ax.set_xlabel("threshold u [µs]")
     ax.set_ylabel("shape ξ")
     ax.set_title("Parameter stability")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize="small")
     return ax
 
 
@@ -68,22 +69,34 @@ def plot_tail_qq(fit: TailFit, ax: Axes) -> Axes:
 
 
 def plot_return_levels(fit: TailFit, ax: Axes) -> Axes:
-    """Return level against return period (wake-ups, log), with the interval band and the largest observations."""
-    curve = np.asarray(fit.return_curve)
-    ax.plot(curve[:, 0], curve[:, 1] / NS_PER_US, color=colour(0), label="GPD return level")
-    upper = np.where(np.isfinite(curve[:, 3]), curve[:, 3], np.nan)
-    ax.fill_between(curve[:, 0], curve[:, 2] / NS_PER_US, upper / NS_PER_US, color=colour(0), alpha=0.2,
-                    label=f"{fit.confidence:.0%} interval")
+    """Return level against return period (wake-ups, log), with the interval band and the largest observations.
+
+    Where the fit does not extrapolate (``fit.extrapolated`` False) only the observations are drawn, with
+    the reason; the latency axis never reaches far beyond the observed maximum (the band is clipped).
+    """
     emp = np.asarray(fit.empirical_return)
     ax.plot(emp[:, 0], emp[:, 1] / NS_PER_US, marker=".", linestyle="none", color="0.2", markersize=3,
             label="observed")
-    for r in fit.return_levels:
-        ax.axvline(r.wakeups, color="0.5", linestyle=":", linewidth=0.8)
-        ax.text(r.wakeups, ax.get_ylim()[1], f" 1/{r.period}", fontsize=8, va="top", color="0.3")
+    top = float(emp[:, 1].max()) / NS_PER_US
+    if fit.extrapolated and fit.return_curve:
+        curve = np.asarray(fit.return_curve)
+        ax.plot(curve[:, 0], curve[:, 1] / NS_PER_US, color=colour(0), label="GPD return level")
+        upper = np.where(np.isfinite(curve[:, 3]), curve[:, 3], np.nan)
+        ax.fill_between(curve[:, 0], curve[:, 2] / NS_PER_US, upper / NS_PER_US, color=colour(0), alpha=0.2,
+                        label=f"{fit.confidence:.0%} interval")
+        top = max(top, float(np.nanmax(curve[:, 1])) / NS_PER_US)
+        ax.set_ylim(top=1.25 * top)  # an unbounded upper end must not flatten the curve to a line
+        for r in fit.return_levels:
+            ax.axvline(r.wakeups, color="0.5", linestyle=":", linewidth=0.8)
+            ax.text(r.wakeups, ax.get_ylim()[1], f" 1/{r.period}", fontsize="small", va="top", color="0.3")
+    else:
+        ax.text(0.02, 0.5, "no return levels: the tail mixes mechanisms\n(see the checks); observations only",
+                transform=ax.transAxes, fontsize="small", color="#b00000", va="center")
     ax.set_xscale("log")
+    ax.ticklabel_format(axis="y", style="plain", useOffset=False)
     ax.set_xlabel("return period [wake-ups]")
     ax.set_ylabel("latency [µs]")
-    ax.set_title("Return levels")
+    ax.set_title("Return levels" if fit.extrapolated else "Largest observations (no extrapolation)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize="small", loc="upper left")
     return ax

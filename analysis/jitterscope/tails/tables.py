@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from ..format import us_value
+from ..format import format_us, us_value
 from ..render import Table, tables_text
-from .fit import TailFit, TailsReport
-
-US = "{:.3f}"
+from .fit import TailFit, TailsReport, shape_text
 
 
 def tail_fit_table(report: TailsReport) -> Table:
-    """One row per thread: threshold, shape, exceedance probability of the maximum, return levels, gate."""
+    """One row per thread: threshold, shape, exceedance probability of the maximum, return levels, gate.
+
+    Return levels are empty (n/a) where the fit does not extrapolate; the notes say why.
+    """
     rows = []
     for f in report.threads:
         p_max = dict(f.exceedance_probabilities)[f.observed_max_ns]
@@ -20,19 +21,44 @@ def tail_fit_table(report: TailsReport) -> Table:
                      us_value(f.observed_max_ns), p_max.estimate, p_max.lower, p_max.upper,
                      us_value(hour.estimate) if hour else None, us_value(hour.lower) if hour else None,
                      us_value(hour.upper) if hour else None, us_value(day.estimate) if day else None,
-                     "ok" if f.assumptions_ok else "NOT MET"))
+                     "yes" if f.extrapolated else "withheld", "ok" if f.assumptions_ok else "NOT MET"))
     conf = report.threads[0].confidence
+    notes = [f"n wake-ups; u threshold with k exceedances; intervals: {conf:.0%} profile likelihood; '1/hour' = "
+             "latency exceeded about once per hour at the thread's wake-up rate (expected count one)"]
+    if any(f.xi_se != f.xi_se for f in report.threads):  # NaN: said in words, not as "± nan"
+        notes.append("'± se' n/a: the standard error of ξ is undefined (maximum likelihood is not regular at "
+                     "ξ < −0.5)")
+    for f in report.threads:
+        if not f.extrapolated:
+            notes.append(f"thread {f.thread}: {f.withheld}; P(>max) is the recorded fraction (0) with its "
+                         f"Clopper-Pearson {conf:.0%} interval")
+    notes += [f"thread {t}: skipped — {why}" for t, why in report.skipped]
     return Table(
         name="tails-fit", title="Tail fits (generalised Pareto above a threshold)",
         columns=("thread", "CPU", "n", "u [µs]", "k", "ξ", "± se", "σ [µs]", "max [µs]",
                  "P(>max) [/wake-up]", "low", "high", "1/hour [µs]", "low [µs]", "high [µs]", "1/day [µs]",
-                 "assumptions"),
+                 "beyond max", "assumptions"),
         rows=tuple(rows),
         formats=("{:d}", "{:d}", "{:d}", "{:.4g}", "{:d}", "{:.3f}", "{:.3f}", "{:.4g}", "{:.4g}", "{:.2e}",
-                 "{:.2e}", "{:.2e}", "{:.4g}", "{:.4g}", "{:.4g}", "{:.4g}", ""),
-        notes=(f"n wake-ups; u threshold with k exceedances; intervals: {conf:.0%} profile likelihood; '1/hour' = "
-               "latency exceeded about once per hour at the thread's wake-up rate (expected count one)",
-               *[f"thread {t}: skipped — {why}" for t, why in report.skipped]))
+                 "{:.2e}", "{:.2e}", "{:.4g}", "{:.4g}", "{:.4g}", "{:.4g}", "", ""),
+        notes=tuple(notes))
+
+
+def tail_events_table(report: TailsReport) -> Table:
+    """Per thread and level: declustered events above it counted in the data, and their rate per hour."""
+    rows = tuple((f.thread, f.cpu, us_value(r.level_ns), r.events, r.wakeups, r.hours, r.per_hour,
+                  r.per_hour_lower, r.per_hour_upper)
+                 for f in report.threads for r in f.large_events)
+    conf = report.threads[0].confidence
+    return Table(
+        name="tails-events", title="Large events counted in the data (no model)",
+        columns=("thread", "CPU", "above [µs]", "events", "wake-ups", "hours", "per hour", "low", "high"),
+        rows=rows,
+        formats=("{:d}", "{:d}", "{:.6g}", "{:d}", "{:d}", "{:.3g}", "{:.4g}", "{:.4g}", "{:.4g}"),
+        notes=("an event: wake-ups above the level at most 10 wake-ups apart (a stall and its catch-up wake-ups); "
+               f"per hour = events / hours captured, with the exact Poisson {conf:.0%} interval; levels: the fit's "
+               "threshold, one interval (a missed period), 100 µs, 1 ms and 10 ms, up to the first above the "
+               "maximum",))
 
 
 def tail_checks_table(fit: TailFit) -> Table:
@@ -43,7 +69,7 @@ def tail_checks_table(fit: TailFit) -> Table:
         notes.append(fit.block_maxima.sentence)
     if fit.mrl_xi == fit.mrl_xi:  # not NaN: enough candidates above the threshold for a slope
         notes.append(f"mean-residual-life slope above the threshold implies ξ = {fit.mrl_xi:.3f} "
-                     f"(GPD fit ξ = {fit.xi:.3f} ± {fit.xi_se:.3f})")
+                     f"(GPD fit {shape_text(fit.xi, fit.xi_se)})")
     else:
         notes.append("mean-residual-life slope: fewer than 3 candidate thresholds above the chosen one")
     for r in fit.return_levels:
@@ -51,6 +77,13 @@ def tail_checks_table(fit: TailFit) -> Table:
                      f"[{r.level_ns.lower / 1000:.4g} … {r.level_ns.upper / 1000:.4g}] — {r.extrapolation:.0f}× "
                      "beyond the capture's length" + (", so it rests on the model more than on the data"
                                                       if r.extrapolation > 10 else ""))
+    if not fit.extrapolated:
+        largest = [r for r in fit.large_events if r.events > 0]
+        if largest:
+            r = largest[-1]
+            notes.append(f"large events: {r.events} above {format_us(r.level_ns)} in {r.hours:.3g} h = "
+                         f"{r.per_hour:.3g} per hour [{r.per_hour_lower:.3g} … {r.per_hour_upper:.3g}], "
+                         f"largest recorded {format_us(fit.observed_max_ns)}")
     notes += [c.sentence for c in fit.checks]
     return Table(name=f"tails-checks-{fit.thread}", title=f"Thread {fit.thread} (CPU {fit.cpu}): assumptions",
                  columns=("check", "statistic", "p-value", "result"), rows=rows,
@@ -58,11 +91,9 @@ def tail_checks_table(fit: TailFit) -> Table:
 
 
 def tails_tables(report: TailsReport) -> list[Table]:
-    return [tail_fit_table(report), *(tail_checks_table(f) for f in report.threads)]
+    return [tail_fit_table(report), tail_events_table(report), *(tail_checks_table(f) for f in report.threads)]
 
 
 def tails_text(report: TailsReport) -> str:
     """The tail report as plain text, ending with what EVT can and cannot promise."""
     return tables_text(tails_tables(report)) + "\n\n" + report.promise + "\n"
-
-

@@ -191,7 +191,11 @@ def reproducibility_table(ctx: ReportContext) -> Table:
     prov = ctx.provenance
     epoch = (f"{prov.source_date_epoch} ({prov.generated_utc})" if prov.source_date_epoch is not None
              else "not set: the report carries the time it was made, so its bytes differ run to run")
-    command = ["jitterscope", "report", prov.dataset_path, "-o", "report.pdf", "--top", str(ctx.top_k)]
+    command = ["jitterscope", "report", prov.dataset_path, "-o", ctx.output, "--top", str(ctx.top_k)]
+    if ctx.figures_dir is not None:
+        command += ["--figures", ctx.figures_dir]
+    if ctx.figure_width is not None:
+        command += ["--figure-width", ctx.figure_width]
     if ctx.sections != tuple(section.name for section in registered_sections()):
         command += ["--sections", ",".join(ctx.sections)]
     if prov.source_date_epoch is not None:

@@ -6,7 +6,15 @@ from collections.abc import Sequence
 
 from ...errors import AnalysisError
 from ...render import Page, Table, new_page
-from ...spectrum import analyze_spectra, peak_table, plot_isi, plot_psd, plot_spectrogram, plot_spike_psd
+from ...spectrum import (
+    analyze_spectra,
+    peak_table,
+    plot_isi,
+    plot_lomb_scargle,
+    plot_psd,
+    plot_spectrogram,
+    plot_spike_psd,
+)
 from ..build import ReportContext, register_section
 
 MAX_THREAD_PAGES = 8
@@ -28,10 +36,14 @@ def spectra_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
         return [_line(f"spectra not computed: {exc}")]
     items: list[Page | Table] = []
     for thread in analysis.threads[:MAX_THREAD_PAGES]:
-        fig, axes = new_page(2, 1)
+        # the peaks' own method is always drawn: Lomb-Scargle peaks get their periodogram under the Welch PSD
+        with_ls = thread.lomb_scargle is not None
+        fig, axes = new_page(3 if with_ls else 2, 1)
         plot_psd(thread, axes[0])
+        if with_ls:
+            plot_lomb_scargle(thread, axes[1])
         if thread.spectrogram is not None:
-            plot_spectrogram(thread.spectrogram, axes[1], title=f"{_who(thread)}: spectrogram of latency")
+            plot_spectrogram(thread.spectrogram, axes[-1], title=f"{_who(thread)}: spectrogram of latency")
         items.append(Page(ctx.thread_page_name("spectrum", thread.thread, thread.cpu), fig))
         fig, axes = new_page(1, 2)
         if thread.spike_psd is not None:

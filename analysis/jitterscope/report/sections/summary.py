@@ -18,8 +18,10 @@ from ...render import PAGE_SIZE_IN, Page, new_page, note_page
 from ...summary import (
     bin_histograms,
     ccdf_curves,
+    log_density,
     percentile_curves,
     plot_ccdf,
+    plot_latency_density,
     plot_latency_histogram,
     plot_percentiles,
     plot_period_error,
@@ -39,13 +41,16 @@ TIMELINE_PANELS = 4  # threads per latency-over-time page
 
 @register_section(order=20, name="distributions")
 def distributions_section(ctx: ReportContext) -> Sequence[Page]:
-    """Latency histogram (OSADL style), percentile plot and CCDF."""
+    """Latency histogram (OSADL style: linear µs), density in log-spaced bins (log µs), percentiles and CCDF."""
     threads = ctx.summary.threads
     with_all = (*threads, ctx.summary.overall) if len(threads) > 1 else tuple(threads)
     pages = []
     fig, ax = new_page()
     plot_latency_histogram(bin_histograms(threads, "latency"), ax)
     pages.append(Page("latency-histogram", fig))
+    fig, ax = new_page()
+    plot_latency_density(log_density(threads, "latency"), ax)
+    pages.append(Page("latency-density", fig))
     pages.append(_curve_page("latency-percentiles", "Latency percentiles", percentile_curves(with_all),
                              plot_percentiles))
     pages.append(_curve_page("latency-ccdf", "Complementary CDF (tail)", ccdf_curves(with_all), plot_ccdf))

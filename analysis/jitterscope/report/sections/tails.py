@@ -15,7 +15,9 @@ from ...tails import (
     plot_parameter_stability,
     plot_return_levels,
     plot_tail_qq,
+    shape_text,
     tail_checks_table,
+    tail_events_table,
     tail_fit_table,
 )
 from ..build import ReportContext, register_section
@@ -39,12 +41,15 @@ def tails_section(ctx: ReportContext) -> Sequence[Page | Table]:
         plot_parameter_stability(fit, axes[0, 1])
         plot_tail_qq(fit, axes[1, 0])
         plot_return_levels(fit, axes[1, 1])
-        state = "assumptions hold" if fit.assumptions_ok else "ASSUMPTIONS NOT MET — indicative only"
-        fig.suptitle(f"Tail of thread {fit.thread} (CPU {fit.cpu}): ξ = {fit.xi:.3f} ± {fit.xi_se:.3f}, {state}",
+        state = ("assumptions hold" if fit.assumptions_ok and fit.extrapolated else
+                 "ASSUMPTIONS NOT MET — indicative only" if fit.extrapolated else
+                 "the tail mixes mechanisms — no extrapolation")
+        fig.suptitle(f"Tail of thread {fit.thread} (CPU {fit.cpu}): {shape_text(fit.xi, fit.xi_se)}, {state}",
                      fontsize=12, weight="bold", color="black" if fit.assumptions_ok else "#b00000")
         items.append(Page(f"tails-thread-{fit.thread}", fig))
     fit_table = tail_fit_table(report)
     items.append(Table(fit_table.name, fit_table.title, fit_table.columns, fit_table.rows, fit_table.formats,
                        (*fit_table.notes, EVT_PROMISE)))
+    items.append(tail_events_table(report))
     items += [tail_checks_table(fit) for fit in report.threads]
     return items
