@@ -60,7 +60,7 @@ def test_by_words_and_datasets_mix(planted, capsys) -> None:
     (["fleet", "a.parquet", "--by", "colour"], 2, "--by: expected one of"),
     (["fleet", "--by", "env"], 2, "--by env needs a name"),
     (["fleet", "--glob", "/no/such/dir/*.parquet"], 2, "matches nothing"),
-    (["fleet", "a.parquet", "--workers", "0"], 2, "--workers must be >= 1"),
+    (["fleet", "a.parquet", "--workers", "0"], 2, "argument --workers: '0' is out of range"),
     (["fleet", "/no/such.parquet", "--scheduler", "serial"], 1, "no usable dataset"),
 ])
 def test_bad_input_is_one_line(argv, status, message) -> None:

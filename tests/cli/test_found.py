@@ -106,7 +106,7 @@ def test_two_dollars_in_metadata_do_not_start_mathtext(tmp_path, where) -> None:
     else:
         kv = _kv(settings=lambda s: {**s, "granted": {**s.get("granted", {}), "degraded": ["$$", "a $\\frac{1}{$"]}})
     bad = _write(tmp_path / "dollar.parquet", kv)
-    code, _, err = _run("report", str(bad), "-o", str(tmp_path / "r.pdf"), "-q", "--sections", "provenance")
+    code, _, err = _run("report", str(bad), "-o", str(tmp_path / "r.pdf"), "-q", "--sections", "provenance,appendix")
     assert code == 0, err
     done = subprocess.run(["pdftotext", str(tmp_path / "r.pdf"), "-"], capture_output=True, text=True, check=True)
     assert "$\\frac{1}{$" in done.stdout  # drawn literally

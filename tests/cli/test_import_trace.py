@@ -64,7 +64,7 @@ def test_summary_trace_json_and_usage(dataset: Path, tmp_path: Path, capsys) -> 
     doc = json.loads(capsys.readouterr().out)
     assert doc["trace"]["n_spikes"] == 1 and doc["trace"]["spikes"][0]["status"] == "incomplete trace"
     assert doc["trace"]["lost_events"] == {"1": 12}
-    assert main(["summary", str(out), "--spike-us", "100"]) == 1
+    assert main(["summary", str(out), "--spike-us", "100"]) == 2  # a usage error
     assert "--spike-us and --worst go with --trace" in capsys.readouterr().err
     assert main(["summary", str(dataset), "--trace"]) == 1
     assert "no kernel trace in this dataset" in capsys.readouterr().err

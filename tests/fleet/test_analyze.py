@@ -91,7 +91,8 @@ def test_by_host_ranks_the_bad_machines_first(planted) -> None:
 def test_unreadable_and_foreign_datasets_are_listed_with_their_reason(by_governor, bad_inputs) -> None:
     reasons = {s.path: s.reason for s in by_governor.skipped}
     assert list(reasons) == bad_inputs
-    assert "not a readable Parquet file" in reasons[bad_inputs[0]]
+    # the dataset gate refuses a damaged file before reading it (its footer claims a size no dataset needs)
+    assert "not a readable Parquet file" in reasons[bad_inputs[0]] or "damaged" in reasons[bad_inputs[0]]
     assert "jitterscope" in reasons[bad_inputs[1]]  # no jitterscope metadata
     assert "histogram-kind" in reasons[bad_inputs[2]]
     assert "no such file" in reasons[bad_inputs[3]]
@@ -143,7 +144,8 @@ def test_compare_consecutive_sees_no_change_against_itself_and_the_planted_regre
     host = f"/{planted.regressed_host}/"
     runs = [summarize_run(p) for p in planted.paths if host in p]
     same = compare_consecutive(runs[0], runs[0])
-    assert not same.flagged and all(m[1] in ("within noise", "not judged") for m in same.metrics)
+    # against itself nothing changed; a wide tail interval may be "inconclusive", never a change
+    assert not same.flagged and all(m[1] in ("within noise", "inconclusive", "not judged") for m in same.metrics)
     assert compare_consecutive(runs[0], runs[1]).regressed == ()
     assert "p99" in compare_consecutive(runs[1], runs[planted.regressed_night]).regressed
 

@@ -57,7 +57,7 @@ def _run(*argv: str) -> tuple[int, str, str]:
 def test_every_output_of_report_stays_valid(hostile, tmp_path) -> None:
     figures = tmp_path / "figures"
     code, _, err = _run("report", str(hostile), "-o", str(tmp_path / "r.pdf"), "--figures", str(figures), "-q",
-                        "--sections", "provenance,distributions")
+                        "--sections", "provenance,distributions,appendix")  # the environment is in the appendix
     assert code == 0, err
     svgs = sorted(figures.glob("*.svg"))
     assert svgs
@@ -102,7 +102,7 @@ def test_huge_strings_are_cut_in_pages_and_kept_in_json(tmp_path) -> None:
     dataset = write_dataset(table, meta, tmp_path / "huge.parquet")
     figures = tmp_path / "figures"
     code, _, err = _run("report", str(dataset), "-o", str(tmp_path / "r.pdf"), "--figures", str(figures), "-q",
-                        "--sections", "provenance")
+                        "--sections", "provenance,appendix")
     assert code == 0, err
     pages = int(re.search(r"Pages:\s+(\d+)", subprocess.run(["pdfinfo", str(tmp_path / "r.pdf")],
                                                              capture_output=True, text=True).stdout).group(1))

@@ -136,7 +136,7 @@ def test_source_date_epoch_gives_identical_bytes(rendered, simulated, tmp_path, 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
     first = (work / "report.pdf").read_bytes()
     # the same command: the same -o path (the reproducibility page records it), written again
-    write_report(simulated, work / "report.pdf", sections=MINE)
+    write_report(simulated, work / "report.pdf", sections=MINE, overwrite=True)
     assert (work / "report.pdf").read_bytes() == first
     assert b"D:20251130000000" in (work / "report.pdf").read_bytes()  # CreationDate is the epoch's
 

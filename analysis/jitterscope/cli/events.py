@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"a wake-up later than US µs is late (default: median + {ROBUST_SD:g} robust SD, at "
                              f"least median + {MIN_EXCESS_NS / 1000:g} µs, at most "
                              f"{MAX_DEFAULT_THRESHOLD_NS / 1000:g} µs)")
-    parser.add_argument("--top", type=number(integer=True, min=0, max=1_000_000), default=20, metavar="K",
+    parser.add_argument("--top", type=number(integer=True, min=1, max=1_000_000), default=20, metavar="K",
                         help="events listed in the text (default 20)")
     parser.add_argument("--json", action="store_true", help="print every event as JSON instead of text")
     add_gate_arguments(parser, "events")

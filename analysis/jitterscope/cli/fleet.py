@@ -7,7 +7,7 @@ import glob
 import json
 import sys
 
-from .options import number
+from .options import number, usage_error
 
 BY_KINDS = ("host", "kernel", "governor", "env", "cmdline")
 
@@ -48,10 +48,10 @@ def _split_by(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     """``--by`` takes one or two words; further words are datasets (``--by governor a.parquet`` reads as meant)."""
     words = list(args.by)
     if not words or words[0] not in BY_KINDS:
-        args.parser.error(f"--by: expected one of {', '.join(BY_KINDS)}, got {words[0] if words else 'nothing'!r}")
+        usage_error("jitterscope fleet", f"--by: expected one of {', '.join(BY_KINDS)}, got {words[0] if words else 'nothing'!r}")
     take = 2 if words[0] in ("env", "cmdline") else 1
     if len(words) < take:
-        args.parser.error(f"--by {words[0]} needs a name, e.g. --by env no_hz or --by cmdline isolcpus")
+        usage_error("jitterscope fleet", f"--by {words[0]} needs a name, e.g. --by env no_hz or --by cmdline isolcpus")
     return words[:take], words[take:]
 
 
@@ -61,14 +61,14 @@ def _run(args: argparse.Namespace) -> int:
     for pattern in args.glob:
         matches = sorted(glob.glob(pattern, recursive=True))
         if not matches:
-            args.parser.error(f"--glob {pattern!r} matches nothing; quote the pattern so the shell leaves it alone")
+            usage_error("jitterscope fleet", f"--glob {pattern!r} matches nothing; quote the pattern so the shell leaves it alone")
         paths += matches
     if not paths:
-        args.parser.error("no datasets: name them, or use --glob 'runs/**/*.parquet'")
+        usage_error("jitterscope fleet", "no datasets: name them, or use --glob 'runs/**/*.parquet'")
     if not 0 < args.confidence < 100 or args.noise < 0:
-        args.parser.error("need 0 < --confidence < 100 and --noise >= 0")
+        usage_error("jitterscope fleet", "need 0 < --confidence < 100 and --noise >= 0")
     if args.workers is not None and args.workers < 1:
-        args.parser.error("--workers must be >= 1")
+        usage_error("jitterscope fleet", "--workers must be >= 1")
     paths = list(dict.fromkeys(paths))  # a dataset named twice (by name and by --glob) counts once
     from ..fleet import fleet_text, parse_group_key, run_fleet, write_fleet_report
     fleet = run_fleet(paths, by=parse_group_key(by_words), scheduler=args.scheduler, workers=args.workers,

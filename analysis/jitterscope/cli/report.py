@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..render import FIGURE_WIDTHS_IN
-from .options import number
+from .options import number, usage_error
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     if args.figure_width and not args.figures:
-        args.report_parser.error("--figure-width needs --figures DIR (the folder the refitted figures go to)")
+        usage_error("jitterscope report", "--figure-width needs --figures DIR (the folder the refitted figures go to)")
     from ..report import write_report
     sections = [name.strip() for name in args.sections.split(",") if name.strip()] if args.sections else None
     info = write_report(args.dataset, args.output, figures_dir=args.figures, top_k=args.top,
