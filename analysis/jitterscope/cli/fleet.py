@@ -48,7 +48,8 @@ def _split_by(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     """``--by`` takes one or two words; further words are datasets (``--by governor a.parquet`` reads as meant)."""
     words = list(args.by)
     if not words or words[0] not in BY_KINDS:
-        usage_error("jitterscope fleet", f"--by: expected one of {', '.join(BY_KINDS)}, got {words[0] if words else 'nothing'!r}")
+        got = words[0] if words else "nothing"
+        usage_error("jitterscope fleet", f"--by: expected one of {', '.join(BY_KINDS)}, got {got!r}")
     take = 2 if words[0] in ("env", "cmdline") else 1
     if len(words) < take:
         usage_error("jitterscope fleet", f"--by {words[0]} needs a name, e.g. --by env no_hz or --by cmdline isolcpus")
@@ -61,7 +62,8 @@ def _run(args: argparse.Namespace) -> int:
     for pattern in args.glob:
         matches = sorted(glob.glob(pattern, recursive=True))
         if not matches:
-            usage_error("jitterscope fleet", f"--glob {pattern!r} matches nothing; quote the pattern so the shell leaves it alone")
+            usage_error("jitterscope fleet",
+                        f"--glob {pattern!r} matches nothing; quote the pattern so the shell leaves it alone")
         paths += matches
     if not paths:
         usage_error("jitterscope fleet", "no datasets: name them, or use --glob 'runs/**/*.parquet'")
