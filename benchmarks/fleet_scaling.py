@@ -93,8 +93,9 @@ def separate_cluster_run(paths: list[str], work: Path) -> tuple[float, dict, str
     scheduler_file = work / "scheduler.json"
     scheduler_file.unlink(missing_ok=True)
     logs = open(work / "cluster.log", "w")  # closed below, after the processes
+    # loopback only: the benchmark's cluster must not listen on (or talk through) the machine's interfaces
     scheduler = subprocess.Popen([bindir / "dask", "scheduler", "--scheduler-file", scheduler_file, "--port", "0",
-                                  "--no-dashboard"], stdout=logs, stderr=logs)
+                                  "--host", "127.0.0.1", "--no-dashboard"], stdout=logs, stderr=logs)
     worker = None
     try:
         deadline = time.monotonic() + 60
@@ -102,7 +103,8 @@ def separate_cluster_run(paths: list[str], work: Path) -> tuple[float, dict, str
             time.sleep(0.2)
         address = json.loads(scheduler_file.read_text())["address"]
         worker = subprocess.Popen([bindir / "dask", "worker", "--scheduler-file", scheduler_file, "--nworkers", "2",
-                                   "--nthreads", "1", "--no-dashboard"], stdout=logs, stderr=logs)
+                                   "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"],
+                                  stdout=logs, stderr=logs)
         from distributed import Client
         from jitterscope.fleet import summarize_run
         with Client(address) as client:
