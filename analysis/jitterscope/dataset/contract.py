@@ -16,12 +16,33 @@ Unknown keys and unknown fields stay allowed: readers ignore them (the contract'
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import jsonschema
-
 from ..errors import SchemaError
+
+
+def _import_jsonschema() -> Any:
+    """``import jsonschema`` without its IRI format checker's grammar.
+
+    jsonschema imports ``rfc3987_syntax`` (when installed, as jupyter's jsonschema[format-nongpl] does) only to
+    check ``"format": "iri"``, and that module builds a parser grammar at import: 0.6 s on every command that
+    opens a dataset.  The gate checks no formats, so the import is skipped for the moment jsonschema loads; the
+    module stays importable for anyone else afterwards.
+    """
+    blocked = "rfc3987_syntax" not in sys.modules
+    if blocked:
+        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # None makes that import fail fast
+    try:
+        import jsonschema
+    finally:
+        if blocked:
+            del sys.modules["rfc3987_syntax"]
+    return jsonschema
+
+
+jsonschema = _import_jsonschema()
 
 MAX_THREADS = 65_536
 """Threads one dataset may list: 8× Linux's largest NR_CPUS (8192) leaves room for several threads per CPU."""
