@@ -106,11 +106,14 @@ def test_trace_stores_events_and_leaves_the_global_trace_as_found(run_capture, c
     assert env["tracing"]["enabled"] and env["tracing"]["instance"] == info["instance"]
     # event times are the samples' clock: every wake-up of the measuring thread has its sched_switch
     samples = pq.read_table(done.output / "part-00000.parquet").to_pandas()
-    switch_in = events.columns["ts_ns"][(events.columns["event"] == TRACE_EVENTS["switch"])
-                                        & (events.columns["other_comm"] == events.strings.index(f"js-cpu{cpu}"))]
+    # the wake-up of the measuring thread (sched_wakeup) and its switch-in precede its clock read by a few µs;
+    # either will do (this VM's kernel was seen to drop the idle -> task switch on a loaded machine)
+    mine = events.columns["other_comm"] == events.strings.index(f"js-cpu{cpu}")
+    kinds = np.isin(events.columns["event"], [TRACE_EVENTS["switch"], TRACE_EVENTS["wakeup"]])
+    woken = np.sort(events.columns["ts_ns"][mine & kinds])
     late = samples.actual_ns.to_numpy()[10:-10]
-    nearest = switch_in[np.clip(np.searchsorted(switch_in, late) - 1, 0, switch_in.size - 1)]
-    assert np.median(late - nearest) < 50_000  # the switch-in precedes the clock read by a few µs
+    nearest = woken[np.clip(np.searchsorted(woken, late) - 1, 0, woken.size - 1)]
+    assert np.median(late - nearest) < 50_000
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
