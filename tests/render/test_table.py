@@ -222,3 +222,20 @@ def _compile_if_pdflatex(texs: list[str], tmp_path) -> None:
     run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-2000:]
+
+
+def test_literal_text_keeps_the_tick_formatters_mathtext_and_draws_data_literally() -> None:
+    """Log-axis ticks are matplotlib's own mathtext (10^3); only texts that may come from a dataset go literal."""
+    from jitterscope.render import literal_text
+    from matplotlib.figure import Figure
+
+    fig = Figure()
+    ax = fig.subplots()
+    ax.set_yscale("log")
+    ax.plot([1, 10, 1000])
+    title = ax.set_title("host a $\\frac{1}{$")
+    fig.canvas.draw()
+    literal_text(fig)
+    fig.canvas.draw()
+    assert not title.get_parse_math()
+    assert all(label.get_parse_math() for label in ax.get_yticklabels())

@@ -50,13 +50,27 @@ def literal_text(figure: Figure) -> Figure:
     ``a $\\frac{1}{$``) and ESC or NUL would make the SVG invalid XML. jitterscope's own labels use no mathtext,
     so this holds for every text alike.
     """
+    own = _axis_texts(figure)
     for text in figure.findobj(Text):
+        if id(text) in own:
+            continue  # tick labels and offsets: matplotlib's formatters write them, with mathtext (10^3)
         text.set_parse_math(False)
         content = text.get_text()
         shown = visible(content)
         if shown != content:
             text.set_text(shown)
     return figure
+
+
+def _axis_texts(figure: Figure) -> set[int]:
+    """The texts the axes' tick formatters write (labels, offsets): never from a dataset."""
+    own = set()
+    for ax in figure.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            own.add(id(axis.offsetText))
+            for tick in (*axis.get_major_ticks(), *axis.get_minor_ticks()):
+                own.update((id(tick.label1), id(tick.label2)))
+    return own
 
 
 def plot_note(title: str, message: str, ax: Axes) -> Axes:
