@@ -7,7 +7,14 @@ import itertools
 import numpy as np
 import pytest
 from jitterscope.dataset import open_dataset, write_dataset
-from jitterscope.derive import CounterQuality, CounterSeries, iter_counter_chunks, read_counters, scan_counters
+from jitterscope.derive import (
+    CounterQuality,
+    CounterSeries,
+    iter_counter_batches,
+    iter_counter_chunks,
+    read_counters,
+    scan_counters,
+)
 from jitterscope.io import simulate_story
 from jitterscope.power import (
     correlate,
@@ -20,7 +27,14 @@ from jitterscope.power import (
 from jitterscope.power.association import rank_test, rank_test_binned
 from jitterscope.power.correlate import _near
 from jitterscope.power.cpufreq import TransitionDetector
-from jitterscope.power.stream import ConditionCounts, DisplayRows, EventBlocks, LaggedRanks, SmiCounts
+from jitterscope.power.stream import (
+    ConditionCounts,
+    DisplayRows,
+    EventBlocks,
+    LaggedRanks,
+    SmiCounts,
+    run_per_thread,
+)
 from jitterscope.summary import LatencyHistogram
 from scipy import stats
 
@@ -198,6 +212,44 @@ def test_chunked_counter_derivation_equals_read_counters(story):
             assert np.array_equal(getattr(s, name), joined, equal_nan=True), name
         assert sum(c.quality.valid for c in parts[s.thread]) == s.quality.valid
         assert sum(c.quality.rows for c in parts[s.thread]) == s.quality.rows
+
+
+def test_threads_derived_in_parallel_equal_the_chunks_in_order(story):
+    """run_per_thread over iter_counter_batches: each thread's chunks in order, equal to iter_counter_chunks,
+    though the threads' workers run concurrently (and one of them slowly, so they fall out of step)."""
+    import threading
+    import time
+
+    expected: dict[int, list[CounterSeries]] = {}
+    for chunk in iter_counter_chunks(story, scan_counters(story)):
+        expected.setdefault(chunk.thread, []).append(chunk)
+    seen: dict[int, list[CounterSeries]] = {}
+    workers: dict[int, set[str]] = {}
+
+    def handle(chunk: CounterSeries) -> None:
+        if chunk.thread == 0:
+            time.sleep(0.002)
+        seen.setdefault(chunk.thread, []).append(chunk)
+        workers.setdefault(chunk.thread, set()).add(threading.current_thread().name)
+
+    run_per_thread(iter_counter_batches(story, scan_counters(story)), handle)
+    assert sorted(seen) == sorted(expected) == [0, 1]
+    for thread, chunks in expected.items():
+        assert len(seen[thread]) == len(chunks) > 3
+        for a, b in zip(seen[thread], chunks, strict=True):
+            for name in ("seq", "latency_ns", "f_eff_hz", "c0", "smi_delta"):
+                assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), name
+    assert len(workers[0]) == len(workers[1]) == 1 and workers[0] != workers[1]  # one worker per thread
+
+
+def test_run_per_thread_raises_a_workers_error():
+    chunk = _series(np.full(5, 2.4e9))
+
+    def handle(c: CounterSeries) -> None:
+        raise ValueError("broken accumulator")
+
+    with pytest.raises(ValueError, match="broken accumulator"):
+        run_per_thread(((0, lambda: iter([chunk])) for _ in range(10)), handle)
 
 
 def test_streamed_dataset_equals_in_memory_correlation(story):

@@ -15,8 +15,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "counters": [
             "CounterQuality", "CounterScan", "CounterSeries", "CounterSet", "REASON_FIRST", "REASON_IMPLAUSIBLE",
             "REASON_MIGRATION", "REASON_NOT_COUNTING", "REASON_RESET", "REASON_SLOW_READ", "derive_counters",
-            "TSC_ESTIMATE_ROWS", "ThreadScan", "iter_counter_chunks", "read_counters", "scan_counters", "thread_rows",
-            "unavailable_reason",
+            "TSC_ESTIMATE_ROWS", "ThreadScan", "iter_counter_batches", "iter_counter_chunks", "read_counters",
+            "scan_counters", "thread_rows", "unavailable_reason",
         ],
         "latency": [
             "latency_ns", "overruns_from_expected", "period_error_ns", "period_ns", "seq_gaps", "tsc_latency_ns",

@@ -23,7 +23,7 @@ series; it knows nothing of transitions or statistics.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -494,15 +494,32 @@ def iter_counter_chunks(dataset: Dataset, scan: CounterScan, *, read_k: float = 
     :func:`derive_counters` on its whole series (``tsc_hz`` aside when it was estimated from
     the first wake-ups only).  Each chunk's ``quality`` counts its own rows.
     """
+    for _, derive in iter_counter_batches(dataset, scan, read_k=read_k):
+        yield from derive()
+
+
+def iter_counter_batches(dataset: Dataset, scan: CounterScan, *,
+                         read_k: float = 10.0) -> Iterator[tuple[int, Callable[[], Iterator[CounterSeries]]]]:
+    """:func:`iter_counter_chunks` split into reading and deriving, so threads can be derived in parallel.
+
+    Yields, per row group's rows of one thread (read here), the thread and a function that derives
+    them into chunks.  Each thread's functions must be called in the order yielded, one at a time
+    (they carry the thread's last row); different threads' functions may run concurrently.
+    Calling every function as it comes gives exactly :func:`iter_counter_chunks`.
+    """
     by_thread = {t.thread: t for t in scan.threads}
     wanted = ["cpu", "seq", "expected_ns", "actual_ns", *scan.present]
     carry: dict[int, dict[str, np.ndarray]] = {}
     for info, batch in _thread_batches(dataset, wanted, list(by_thread)):
         t = by_thread[info.thread]
         columns = {name: batch.column(name).to_numpy() for name in wanted}
-        for start in range(0, batch.num_rows, CHUNK_ROWS):  # sub-chunks keep derive's temporaries small
-            cols = {name: values[start:start + CHUNK_ROWS] for name, values in columns.items()}
-            yield _derive_chunk(dataset, scan, t, cols, carry, read_k)
+
+        def derive(t: ThreadScan = t, columns: dict[str, np.ndarray] = columns) -> Iterator[CounterSeries]:
+            for start in range(0, columns["seq"].size, CHUNK_ROWS):  # sub-chunks keep derive's temporaries small
+                cols = {name: values[start:start + CHUNK_ROWS] for name, values in columns.items()}
+                yield _derive_chunk(dataset, scan, t, cols, carry, read_k)
+
+        yield info.thread, derive
 
 
 def _derive_chunk(dataset: Dataset, scan: CounterScan, t: ThreadScan, cols: dict[str, np.ndarray],

@@ -38,7 +38,7 @@ from ..derive import (
     CounterQuality,
     CounterSeries,
     CounterSet,
-    iter_counter_chunks,
+    iter_counter_batches,
     read_counters,
     scan_counters,
     unavailable_reason,
@@ -70,6 +70,7 @@ from .stream import (
     SmiCounts,
     ThreadFacts,
     condition_masks,
+    run_per_thread,
 )
 from .turbostat import TimelineCounters, timeline_counters
 
@@ -194,7 +195,8 @@ def correlate_dataset(dataset: Dataset, **params: Any) -> tuple[Correlation, Cou
     Keyword arguments are those of :func:`correlate` plus ``read_k`` (see
     :func:`jitterscope.derive.derive_counters`) and ``threads`` (thread indices to
     analyse; default all).  Memory is bounded whatever the dataset's size: the dataset is read
-    three times (a scan, then the two passes of :mod:`.stream`) one row group at a time.  The
+    three times (a scan, then the two passes of :mod:`.stream`) one row group at a time, the
+    threads' derivation and accumulators in parallel (:func:`~.stream.run_per_thread`).  The
     :class:`CounterSet` returned holds, per thread, the rows kept for figures
     (:class:`~.stream.DisplayRows`: every row up to 200,000 per thread, else the latest-latency one
     of each run of k).  Without ``thresholds_ns`` the spike threshold is the rule of
@@ -221,7 +223,7 @@ def correlate_dataset(dataset: Dataset, **params: Any) -> tuple[Correlation, Cou
         return correlate(counters, dataset.metadata.environment, **params), counters
     scan = scan_counters(dataset, read_k=read_k, threads=threads)
     result, display = _correlate_chunks(
-        lambda: iter_counter_chunks(dataset, scan, read_k=read_k), dataset.metadata.environment,
+        lambda: iter_counter_batches(dataset, scan, read_k=read_k), dataset.metadata.environment,
             reason=lambda facts: unavailable_reason(facts, scan.missing, scan.meta_counters), **params)
     return result, CounterSet(series=tuple(display), available=result.available, reason=result.reason)
 
@@ -298,13 +300,13 @@ def correlate(
         method = "exact"
     near = {} if timeline is None else {s.thread: n for s, n in zip(series, timeline.near_transition, strict=True)}
 
-    def chunks() -> Iterator[CounterSeries]:
+    def batches() -> Iterator[tuple[int, Callable[[], Iterator[CounterSeries]]]]:
         for s in series:
-            for start in range(0, max(s.seq.size, 1), CHUNK_ROWS):
-                yield _rows(s, start, start + CHUNK_ROWS)
+            yield s.thread, lambda s=s: (_rows(s, start, start + CHUNK_ROWS)
+                                         for start in range(0, max(s.seq.size, 1), CHUNK_ROWS))
 
     result, _ = _correlate_chunks(
-        chunks, environment, thresholds_ns=thresholds_ns, window=window, alpha=alpha,
+        batches, environment, thresholds_ns=thresholds_ns, window=window, alpha=alpha,
         relative_threshold=relative_threshold, min_dwell=min_dwell, c0_edges=c0_edges, max_lag=max_lag,
         n_surrogates=n_surrogates, seed=seed, timeline=timeline, near=near,
         available=counters.available, reason=lambda facts: counters.reason, threshold_method=method)
@@ -327,7 +329,7 @@ def _rows(series: CounterSeries, start: int, stop: int) -> CounterSeries:
 
 
 def _correlate_chunks(
-    chunks: Callable[[], Iterable[CounterSeries]],
+    batches: Callable[[], Iterable[tuple[int, Callable[[], Iterable[CounterSeries]]]]],
     environment: Mapping[str, Any] | None,
     *,
     thresholds_ns: Sequence[float] | None = None,
@@ -345,8 +347,10 @@ def _correlate_chunks(
     reason: Callable[[Sequence[ThreadFacts]], str] | None = None,
     threshold_method: str = "HDR histogram (within 0.1 %)",
 ) -> tuple[Correlation, list[CounterSeries]]:
-    """The two streaming passes over ``chunks()`` (each thread's chunks in order), and the verdicts.
+    """The two streaming passes over ``batches()``, and the verdicts.
 
+    ``batches()`` yields ``(thread, derive)``: ``derive()`` gives the next chunks of that thread, in
+    order; the threads' work runs in parallel (:func:`~.stream.run_per_thread`), each thread's in order.
     ``available`` None: decided from the counters seen (a usable C0 or SMI series); ``reason``
     says why none is usable.
     """
@@ -354,15 +358,16 @@ def _correlate_chunks(
     near = near or {}
     # pass 1: transitions, histograms, totals
     profiles: dict[int, CounterProfile] = {}
-    for chunk in chunks():
-        if chunk.seq.size == 0:
-            continue
+
+    def profile_chunk(chunk: CounterSeries) -> None:  # runs in the chunk's thread's worker
         profile = profiles.get(chunk.thread)
         if profile is None:
             profile = profiles[chunk.thread] = CounterProfile(
                 chunk.thread, chunk.cpu, relative_threshold=relative_threshold, min_dwell=min_dwell,
                 claimed_hz=claimed_hz(environment, chunk.cpu), tolerance=relative_threshold)
         profile.update(chunk)
+
+    run_per_thread(batches(), profile_chunk)
     if not profiles:
         raise AnalysisError("no wake-ups to correlate")
     profiled = [profiles[t].result() for t in sorted(profiles)]
@@ -394,9 +399,7 @@ def _correlate_chunks(
     # pass 2: everything conditioned on the transitions and the threshold
     passes = {p.facts.thread: _ThreadPass(p, thresholds, window, c0_edges, max_lag, n_surrogates, seed,
                                           timeline, near.get(p.facts.thread)) for p in profiled}
-    for chunk in chunks():
-        if chunk.seq.size:
-            passes[chunk.thread].update(chunk)
+    run_per_thread(batches(), lambda chunk: passes[chunk.thread].update(chunk))
     ordered = [passes[p.facts.thread] for p in profiled]
     tests = _adjust(_tests(ordered, alpha))
     triggers = tuple(t for tp in ordered for t in tp.triggers(window))

@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +56,44 @@ C0_SCALE = 1e6
 """C0 residency is ranked in ppm, on a histogram with one bucket per ppm (:data:`C0_RELATIVE_ERROR`)."""
 C0_RELATIVE_ERROR = 2.0 ** -20  # every integer below 2**20 > 10**6 ppm gets its own bucket
 TIF_BIN_MHZ = 100.0
+IN_FLIGHT = 2
+"""Batches read ahead of the workers at most (:func:`run_per_thread`): bounds memory to a few row groups."""
+
+
+def run_per_thread(batches: Iterable[tuple[int, Callable[[], Iterable[CounterSeries]]]],
+                   handle: Callable[[CounterSeries], Any], *, in_flight: int = IN_FLIGHT) -> None:
+    """Call ``handle(chunk)`` on every non-empty chunk, each thread's chunks in order, threads in parallel.
+
+    ``batches`` yields ``(thread, derive)`` (:func:`jitterscope.derive.iter_counter_batches`); the
+    caller's thread reads, and each dataset thread's ``derive()`` and ``handle`` calls run in that
+    thread's own worker, in the order yielded.  The accumulators are per thread, so the threads'
+    work is independent; numpy and Parquet decoding release the GIL, so it overlaps on several
+    cores.  At most ``in_flight`` batches wait for a worker (memory: a few row groups).  The first
+    exception raised in a worker is raised here.
+    """
+    workers: dict[int, ThreadPoolExecutor] = {}
+    pending: deque[Future[None]] = deque()
+
+    def work(derive: Callable[[], Iterable[CounterSeries]]) -> None:
+        for chunk in derive():
+            if chunk.seq.size:
+                handle(chunk)
+
+    try:
+        for thread, derive in batches:
+            worker = workers.get(thread)
+            if worker is None:
+                worker = workers[thread] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"power-{thread}")
+            pending.append(worker.submit(work, derive))
+            while len(pending) > in_flight:
+                pending.popleft().result()
+        while pending:
+            pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
+        for worker in workers.values():
+            worker.shutdown(wait=True)
 
 
 def _dot(x: np.ndarray, y: np.ndarray) -> float:
@@ -179,9 +219,11 @@ class CounterProfile:
         if valid.any():
             seconds = (chunk.expected_ns[valid] - before[valid]) / 1e9
             bins = np.floor(f[valid] / 1e6 / TIF_BIN_MHZ + 0.5).astype(np.int64)
-            uniq, inverse = np.unique(bins, return_inverse=True)
-            for b, total in zip(uniq.tolist(), np.bincount(inverse, weights=seconds).tolist(), strict=True):
-                self.tif[b] = self.tif.get(b, 0.0) + total
+            low = int(bins.min())
+            # a few dozen 100 MHz bins (f_eff is at most 8 x the TSC's): bincount, cheaper than unique
+            totals = np.bincount(bins - low, weights=seconds)
+            for b in np.flatnonzero(np.bincount(bins - low)).tolist():
+                self.tif[low + b] = self.tif.get(low + b, 0.0) + float(totals[b])
         self._previous_f = float(f[-1])
         self._previous_ns = int(chunk.expected_ns[-1])
         self.rows += n

@@ -206,6 +206,7 @@ class LatencyHistogram:
         self._positive = np.zeros(0, dtype=np.int64)  # counts by bucket index of v >= 0
         self._negative = np.zeros(0, dtype=np.int64)  # counts by bucket index of -v for v < 0
         self.count = 0
+        self._mid_rank_cache: tuple[int, np.ndarray] | None = None  # (count when computed, ranks by bucket)
         self.min_ns: int | None = None
         self.max_ns: int | None = None
 
@@ -315,9 +316,7 @@ class LatencyHistogram:
         positive = values >= 0
         if positive.any():
             index = np.minimum(self._index(values[positive]), max(self._positive.size - 1, 0))
-            counts = self._positive if self._positive.size else np.zeros(1, dtype=np.int64)
-            before = np.cumsum(counts) - counts
-            out[positive] = negative_total + before[index] + (counts[index] + 1) / 2.0
+            out[positive] = self._positive_mid_ranks(negative_total)[index]
         if (~positive).any():
             magnitude = -(values[~positive] + 1) + 1  # values here are > int64 min in practice
             counts = self._negative if self._negative.size else np.zeros(1, dtype=np.int64)
@@ -325,6 +324,17 @@ class LatencyHistogram:
             through = np.cumsum(counts)
             out[~positive] = (negative_total - through[index]) + (counts[index] + 1) / 2.0
         return out
+
+    def _positive_mid_ranks(self, negative_total: int) -> np.ndarray:
+        """Mid-rank of each non-negative bucket; kept while the counts stay the same (a streamed
+        rank pass asks for it once per chunk, and the cumulative sum is as long as the histogram)."""
+        cached = self._mid_rank_cache
+        if cached is not None and cached[0] == self.count:
+            return cached[1]
+        counts = self._positive if self._positive.size else np.zeros(1, dtype=np.int64)
+        ranks = negative_total + (np.cumsum(counts) - counts) + (counts + 1) / 2.0
+        self._mid_rank_cache = (self.count, ranks)
+        return ranks
 
     def result(self) -> HistogramResult:
         pos = np.flatnonzero(self._positive)
