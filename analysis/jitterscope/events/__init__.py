@@ -17,7 +17,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "analyze": ["default_threshold_ns", "find_events", "poisson_interval"],
         "causes": ["COUNTERS", "CauseFinder", "CauseSource", "counter_causes", "trace_source", "turbostat_source"],
         "defaults": [
-            "IDLE_C0_RATIO", "LEVELS", "MAX_DEFAULT_THRESHOLD_NS", "MIN_EXCESS_NS", "ROBUST_SD", "TRANSITION_WINDOW",
+            "DISPLAY_EVENTS", "IDLE_C0_RATIO", "LEVELS", "MAX_DEFAULT_THRESHOLD_NS", "MIN_EXCESS_NS", "ROBUST_SD",
+            "TRANSITION_WINDOW",
         ],
         "detect": ["ThreadEpisodes", "merge_episodes"],
         "plots": ["plot_events"],

@@ -213,6 +213,20 @@ class Events:
         """The ``k`` events with the largest peak latency, largest first."""
         return tuple(sorted(self.events, key=lambda e: (-e.peak_latency_ns, e.start_ns))[:k])
 
+    def drawn(self, limit: int) -> tuple[tuple[Event, ...], int]:
+        """The events a figure draws, and k: every event when there are at most ``limit`` (k = 1), else the
+        largest peak of each run of k = ceil(n / limit) consecutive events (in time order), so the spikes stay
+        visible, and the :meth:`worst` five (a figure labels them)."""
+        n = len(self.events)
+        k = max(1, -(-n // max(limit, 1)))
+        if k == 1:
+            return self.events, 1
+        keep = {max(range(start, min(start + k, n)), key=lambda i: (self.events[i].peak_latency_ns, -i))
+                for start in range(0, n, k)}
+        worst = {id(e) for e in self.worst(5)}
+        keep |= {i for i, e in enumerate(self.events) if id(e) in worst}
+        return tuple(self.events[i] for i in sorted(keep)), k
+
     def count_above(self, level_ns: float) -> int:
         """Events whose peak latency exceeds ``level_ns``."""
         return sum(1 for e in self.events if e.peak_latency_ns > level_ns)
