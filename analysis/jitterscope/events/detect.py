@@ -23,6 +23,7 @@ that had passed, which the capture would have skipped and counted as an overrun)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -110,21 +111,10 @@ class ThreadEpisodes:
             self._open = None
         starts = np.flatnonzero(member & ~np.concatenate([[False], member[:-1]]))
         ends = np.flatnonzero(member & ~np.concatenate([member[1:], [False]]))
-        for s, e in zip(starts, ends, strict=True):
-            rows = slice(s, e + 1)
-            timed = base[rows]  # carriers of missed periods do not extend the stall's span
-            lat = latency[rows]
-            peak = int(np.argmax(lat))
-            piece = Episode(
-                thread=self.thread, cpu=self.cpu, start_ns=int(expected[s]),
-                end_ns=int(actual[rows][timed].max()) if timed.any() else int(actual[s]),
-                first_seq=int(seq[s]), wakeups=int(e - s + 1), late_wakeups=int(late[rows].sum()),
-                catch_up_wakeups=int((catch_up[rows] & ~late[rows]).sum()),
-                missed_periods=int(missed[rows].sum()), peak_latency_ns=int(lat[peak]),
-                peak_at_ns=int(actual[s + peak]), smi_count=float(np.nansum(smi[rows])),
-                transition=self._transition(f_window, offset + s, offset + e),
-                c0_before=None if not np.isfinite(c0[s]) else float(c0[s]), c0_median=c0_median,
-            )
+        pieces = self._episodes(starts, ends, expected=expected, actual=actual, seq=seq, latency=latency,
+                                late=late, catch_up=catch_up, missed=missed, base=base, smi=smi, c0=c0,
+                                c0_median=c0_median, f_window=f_window, offset=offset)
+        for s, e, piece in zip(starts.tolist(), ends.tolist(), pieces, strict=True):
             if s == 0 and self._open is not None:
                 piece = _join(self._open.episode, piece)
                 self._open = None
@@ -138,6 +128,74 @@ class ThreadEpisodes:
                 self._carry[name] = int(np.asarray(columns[name])[-1])
         self._tail_f = f_window[-self.window:] if self.window else np.empty(0)
         return self
+
+    def _episodes(self, starts: np.ndarray, ends: np.ndarray, *, expected: np.ndarray, actual: np.ndarray,
+                  seq: np.ndarray, latency: np.ndarray, late: np.ndarray, catch_up: np.ndarray, missed: np.ndarray,
+                  base: np.ndarray, smi: np.ndarray, c0: np.ndarray, c0_median: float | None,
+                  f_window: np.ndarray, offset: int) -> list[Episode]:
+        """One :class:`Episode` per run of member rows [starts[i], ends[i]] of a batch, every field computed for
+        all runs at once (segment reductions: a batch of 10^6 wake-ups can hold 10^5 episodes)."""
+        if starts.size == 0:
+            return []
+        n = latency.size
+        marks = np.zeros(n + 1, dtype=np.int64)
+        marks[starts] += 1
+        marks[ends + 1] -= 1
+        inside = np.cumsum(marks[:-1]) > 0  # the rows of some run (runs do not touch: they are maximal)
+        starts_at = np.zeros(n, dtype=np.int64)
+        starts_at[starts] = 1
+        run = np.cumsum(starts_at) - 1  # the run of each row inside one (outside: the run before, or -1)
+
+        # reduceat reduces from each start to the next one; rows outside the runs are neutral values
+        def total(values: np.ndarray) -> np.ndarray:
+            return np.add.reduceat(np.where(inside, values, 0), starts)
+
+        lowest = np.iinfo(np.int64).min
+        timed_end = np.maximum.reduceat(np.where(inside & base, actual, lowest), starts)
+        end_ns = np.where(timed_end == lowest, actual[starts], timed_end)
+        peak = np.maximum.reduceat(np.where(inside, latency, lowest), starts)
+        hit = inside & (latency == peak[np.clip(run, 0, None)])
+        first_hit = np.full(starts.size, n, dtype=np.int64)
+        rows = np.flatnonzero(hit)
+        np.minimum.at(first_hit, run[rows], rows)  # the first row of each run holding its peak (as argmax)
+        smi_count = total(np.nan_to_num(smi, nan=0.0))
+        late_count = total(late.astype(np.int64))
+        catch_count = total((catch_up & ~late).astype(np.int64))
+        missed_count = total(missed.astype(np.int64))
+        transitions = self._transitions(f_window, offset + starts, offset + ends)
+        c0_first = c0[starts]
+        return [
+            Episode(thread=self.thread, cpu=self.cpu, start_ns=start_ns, end_ns=end, first_seq=first_seq,
+                    wakeups=wakeups, late_wakeups=late_n, catch_up_wakeups=catch_n, missed_periods=missed_n,
+                    peak_latency_ns=peak_ns, peak_at_ns=peak_at, smi_count=smi_n, transition=transition,
+                    c0_before=None if not math.isfinite(c0_s) else c0_s, c0_median=c0_median)
+            for start_ns, end, first_seq, wakeups, late_n, catch_n, missed_n, peak_ns, peak_at, smi_n, transition,
+            c0_s in zip(expected[starts].tolist(), end_ns.tolist(), seq[starts].tolist(),
+                        (ends - starts + 1).tolist(), late_count.tolist(), catch_count.tolist(),
+                        missed_count.tolist(), peak.tolist(), actual[first_hit].tolist(), smi_count.tolist(),
+                        transitions, c0_first.tolist(), strict=True)
+        ]
+
+    def _transitions(self, f_eff: np.ndarray, first: np.ndarray, last: np.ndarray) -> list[tuple[float, float] | None]:
+        """(f_eff before, f_eff after) in Hz for each run [first[i], last[i]] (rows of ``f_eff``) when the effective
+        frequency moved by more than the threshold within ± the window around it, else None; all runs at once."""
+        lo = np.maximum(first - self.window, 0)
+        hi = np.minimum(last + self.window + 1, f_eff.size)  # exclusive
+        finite = np.isfinite(f_eff)
+        padded = np.append(f_eff, np.nan)  # reduceat needs every index inside the array
+        pairs = np.empty(2 * lo.size, dtype=np.int64)
+        pairs[0::2], pairs[1::2] = lo, hi
+        low = np.fmin.reduceat(padded, pairs)[0::2]
+        high = np.fmax.reduceat(padded, pairs)[0::2]
+        count = np.add.reduceat(np.append(finite, False).astype(np.int64), pairs)[0::2]
+        # the first finite value at or after each window's start (inside the window when count >= 1)
+        position = np.where(finite, np.arange(f_eff.size), f_eff.size)
+        following = np.minimum.accumulate(position[::-1])[::-1]
+        before = padded[following[lo]]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            moved = (count >= 2) & (low > 0) & (high / low - 1 > self.relative_threshold)
+        after = np.where(np.abs(high - before) >= np.abs(low - before), high, low)
+        return [(b, a) if m else None for m, b, a in zip(moved.tolist(), before.tolist(), after.tolist(), strict=True)]
 
     def _missed(self, columns: Mapping[str, np.ndarray], seq: np.ndarray, expected: np.ndarray,
                 carry: Mapping[str, int] | None) -> np.ndarray:
@@ -175,19 +233,6 @@ class ThreadEpisodes:
         )
         cut = 1 if with_carry else 0
         return derived.f_eff_hz[cut:], derived.c0[cut:], derived.smi_delta[cut:]
-
-    def _transition(self, f_eff: np.ndarray, first: int, last: int) -> tuple[float, float] | None:
-        """(f before, f after) when the effective frequency moved by more than the threshold in the window."""
-        around = f_eff[max(0, first - self.window):last + self.window + 1]
-        around = around[np.isfinite(around)]
-        if around.size < 2:
-            return None
-        low, high = float(around.min()), float(around.max())
-        if low <= 0 or high / low - 1 <= self.relative_threshold:
-            return None
-        before = float(around[0])
-        after = high if abs(high - before) >= abs(low - before) else low
-        return before, after
 
     def finish(self) -> ThreadEpisodes:
         """Close the episode still open (call once, after the last batch)."""
