@@ -44,6 +44,9 @@ class CauseSource:
 
 def _cpus(episodes: Sequence[Episode]) -> str:
     """"CPU 0" / "CPUs 0, 1"; a thread whose CPU is unknown is named by its thread."""
+    if len(episodes) == 1:  # the usual case, a million times in a long capture
+        e = episodes[0]
+        return f"CPU {e.cpu}" if e.cpu >= 0 else f"thread {e.thread} (CPU unknown)"
     names = sorted({f"CPU {e.cpu}" if e.cpu >= 0 else f"thread {e.thread} (CPU unknown)" for e in episodes})
     return ", ".join(names)
 

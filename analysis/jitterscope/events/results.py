@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..format import jsonable
@@ -211,7 +212,12 @@ class Events:
 
     def worst(self, k: int) -> tuple[Event, ...]:
         """The ``k`` events with the largest peak latency, largest first."""
-        return tuple(sorted(self.events, key=lambda e: (-e.peak_latency_ns, e.start_ns))[:k])
+        return self._by_peak[:k]
+
+    @cached_property
+    def _by_peak(self) -> tuple[Event, ...]:
+        # sorted once: the report asks for the worst events several times, of up to millions
+        return tuple(sorted(self.events, key=lambda e: (-e.peak_latency_ns, e.start_ns)))
 
     def drawn(self, limit: int) -> tuple[tuple[Event, ...], int]:
         """The events a figure draws, and k: every event when there are at most ``limit`` (k = 1), else the
