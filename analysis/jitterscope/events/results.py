@@ -29,7 +29,7 @@ CAUSE_KINDS = (SMI, TRANSITION, IDLE_EXIT, TURBOSTAT)
 """Cause kinds from the counters and the turbostat timeline; kernel-trace sources add their own kinds."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # no per-instance dict: a long capture holds millions
 class Cause:
     """One cause the data supports for an event, and the evidence, in words and in numbers.
 
@@ -53,7 +53,7 @@ class Cause:
     values: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # no per-instance dict: a long capture holds millions
 class Episode:
     """One thread's late wake-ups and their catch-up wake-ups (times CLOCK_MONOTONIC ns).
 
@@ -80,7 +80,7 @@ class Episode:
     c0_median: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # no per-instance dict: a long capture holds millions
 class Event:
     """A latency spike event: the overlapping episodes of one or more threads.
 

@@ -169,6 +169,7 @@ class ReportContext:
     figures_dir: str | None = None
     figure_width: str | None = None
     _shared: dict[str, Any] = field(default_factory=dict)
+    shared_seconds: list[tuple[str, float]] = field(default_factory=list)  # (key, wall s) of each shared result
 
     def thread_page_name(self, prefix: str, thread: int, cpu: int) -> str:
         """A per-thread page name, unique in the report: ``prefix-cpuN`` when every thread has its own known
@@ -179,9 +180,12 @@ class ReportContext:
         return f"{prefix}-thread{thread}"
 
     def shared(self, key: str, compute: Callable[[], Any]) -> Any:
-        """``compute()`` the first time ``key`` is asked for, the same object afterwards."""
+        """``compute()`` the first time ``key`` is asked for, the same object afterwards (its wall time is kept
+        in :attr:`shared_seconds`: the section that asks first would otherwise carry it)."""
         if key not in self._shared:
+            started = time.perf_counter()
             self._shared[key] = compute()
+            self.shared_seconds.append((key, time.perf_counter() - started))
         return self._shared[key]
 
 
@@ -214,7 +218,8 @@ class ReportInfo:
     pages: int
     sections: tuple[str, ...]
     figure_files: tuple[str, ...]
-    seconds: tuple[tuple[str, float], ...] = ()  # wall time of the shared passes and of each section
+    seconds: tuple[tuple[str, float], ...] = ()  # wall time of the shared passes, of each section, then of each
+    # result sections share (counted in the section that asked first, too)
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "pages": self.pages, "sections": list(self.sections),
@@ -372,6 +377,7 @@ def write_report(
                                 written += _export_table(table, fig_dir)
                         page.figure.clear()
                     seconds.append((section.name, time.perf_counter() - started))
+                seconds += [(f"{key} (shared, within the sections above)", secs) for key, secs in ctx.shared_seconds]
     if figures_dir is not None:  # the files now stand in the folder asked for, not in its temporary
         written = [str(Path(figures_dir) / Path(path).name) for path in written]
     return ReportInfo(path=str(out), pages=pages, sections=tuple(contributed), figure_files=tuple(written),
