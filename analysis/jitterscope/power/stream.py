@@ -12,8 +12,13 @@ thread's derived counter rows through two passes, chunk by chunk in ``seq`` orde
    (:class:`EventBlocks`), lagged rank correlation sums (:class:`LaggedRanks`) and the rows kept
    for figures (:class:`DisplayRows`).
 
-Memory is a chunk, the histograms (a few thousand buckets each), the event blocks
-(2 × :data:`EVENT_BLOCK_ROWS` latencies per thread) and the results; not the series.
+Each thread's chunks go through its own worker (:func:`run_per_thread`; numpy and Parquet decoding
+release the GIL, so the threads' derivation and accumulators overlap on several cores); the threads
+meet only between the passes (the pooled spike threshold) and at the end (pooled tests).
+
+Memory is a few row groups read ahead, a chunk per thread, the histograms (a few thousand buckets
+each), the event blocks (2 × :data:`EVENT_BLOCK_ROWS` latencies per thread) and the results; not
+the series.
 
 What is exact and what is bounded (stated in the result's ``params["methods"]``):
 
