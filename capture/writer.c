@@ -92,6 +92,7 @@ static char *writer_status_json(const struct writer *w, const char *state, const
 	jsonw_string(&j, "state", state);
 	jsonw_string(&j, "reason", reason);
 	jsonw_uint(&j, "flushes", w->flushes);
+	cpuload_json(&j, "cpu_load", &w->load);
 	jsonw_object_end(&j);
 	return jsonw_take(&j);
 }
@@ -306,6 +307,7 @@ int writer_init(struct writer *w, const struct config *cfg, struct writer_thread
 		w->drain_period_ns = cfg->flush_interval_ns;
 	memcpy(w->counter_column, counter_column, sizeof(w->counter_column));
 	writer_columns(w, counter_column);
+	cpuload_begin(&w->load);
 	if (dir_fd < 0 && !w->to_dev_null)
 		return 0;
 	container_init(&w->ct, cfg, dir_fd, w->columns, (size_t)w->ncolumns);
@@ -323,6 +325,7 @@ void writer_free(struct writer *w)
 {
 	if (w->has_container)
 		container_close(&w->ct);
+	cpuload_free(&w->load);
 	for (int col = 0; col < COL_COUNT; col++)
 		free(w->buffers[col]);
 	for (int i = 0; i < w->nthreads; i++)

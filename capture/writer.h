@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "container.h"
+#include "cpuload.h"
 #include "parquet.h"
 #include "schema.h"
 #include "timerloop.h"
@@ -53,6 +54,7 @@ struct writer {
 	bool has_container;
 	struct container ct;
 	uint64_t flushes;
+	struct cpuload load;        /* /proc/stat at the start, for the status's cpu_load */
 	const char *cpu_note;       /* where the writer runs, for the live status (NULL: say nothing) */
 	/* thread control */
 	pthread_mutex_t lock;       /* guards finish; the writer sleeps on wake */

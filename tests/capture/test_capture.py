@@ -137,3 +137,22 @@ def test_metadata_says_what_was_granted(ten_seconds) -> None:
     assert env["kernel_release"] == os.uname().release
     assert env["cmdline"] == Path("/proc/cmdline").read_text().strip()
     assert meta.clock["tsc_hz"] > 1e8 and meta.clock["tsc_hz_source"]
+
+
+def test_metadata_records_smt_siblings_and_cpu_load(ten_seconds) -> None:
+    """The topology and /proc/stat load the SMT-sibling and steal checks of page 1 read (issue 12)."""
+    out, _ = ten_seconds
+    meta = open_dataset(out).metadata
+    topology = Path("/sys/devices/system/cpu")
+    for cpu in sorted(os.sched_getaffinity(0)):
+        siblings = topology / f"cpu{cpu}/topology/thread_siblings_list"
+        assert meta.environment["cpu_siblings"][str(cpu)] == siblings.read_text().strip()
+    smt = topology / "smt/active"
+    assert meta.environment["smt_active"] == (int(smt.read_text()) if smt.exists() else None)
+    load = meta.status["cpu_load"]
+    assert load["since"] == "capture start"
+    for cpu in sorted(os.sched_getaffinity(0)):
+        entry = load["cpus"][str(cpu)]
+        hz = os.sysconf("SC_CLK_TCK")
+        assert 9 * hz <= entry["ticks"] <= 12 * hz  # ten seconds of USER_HZ ticks, from the start to the last flush
+        assert 0 <= entry["busy"] <= 1 and 0 <= entry["steal"] <= 1
