@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -12,7 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..errors import JitterscopeError
-from .style import plot_note, plot_text_page
+from .style import literal_text, plot_note, plot_text_page
 from .table import Table, text_header_lines, to_text
 
 PAGE_SIZE_IN = (11.69, 8.27)
@@ -114,3 +114,49 @@ def source_date() -> tuple[datetime, bool]:
     return datetime.now(UTC).replace(microsecond=0), False
 
 
+
+
+def write_pdf(pages: Iterable[Page], path: str | os.PathLike[str], *, title: str, footer: str) -> int:
+    """Write ``pages`` as one PDF with a footer and page numbers, the way every jitterscope PDF looks.
+
+    Vector pages with Type 42 fonts (the caller draws them under :data:`REPORT_RC`), text that can come
+    from a dataset drawn literally (no mathtext), the creation date from ``SOURCE_DATE_EPOCH`` when set
+    (reproducible bytes).  Each figure is cleared once written, so a long document holds one page at a time.
+
+    Parameters
+    ----------
+    pages
+        The pages, in order (a generator is fine).
+    path
+        Where to write: the temporary file of :func:`jitterscope.dataset.write_atomically`.
+    title
+        The PDF's Title (dataset text, made visible).
+    footer
+        The footer's left part, e.g. ``"compare · a vs b"``; the version, the date and the page number are added.
+
+    Returns
+    -------
+    int
+        The number of pages written.
+    """
+    from matplotlib.backends.backend_pdf import PdfPages
+
+    from .. import __version__
+    from ..format import visible
+
+    when, _ = source_date()
+    metadata = {"Title": visible(title), "Creator": f"jitterscope {__version__}", "CreationDate": when,
+                "ModDate": None}
+    count = 0
+    with PdfPages(path, metadata=metadata) as pdf:
+        for page in pages:
+            count += 1
+            engine = page.figure.get_layout_engine()
+            if engine is not None and "rect" in engine.get():
+                engine.set(rect=(0.0, 0.03, 1.0, 0.97))  # keep axis labels clear of the footer
+            page.figure.text(0.01, 0.005, f"jitterscope {__version__} {footer} · "
+                             f"{when.strftime('%Y-%m-%d %H:%M:%S UTC')}", fontsize=8, color="0.35")
+            page.figure.text(0.99, 0.005, f"page {count}", fontsize=8, color="0.35", ha="right")
+            pdf.savefig(literal_text(page.figure))
+            page.figure.clear()
+    return count
