@@ -122,7 +122,7 @@ def read_text(path: Path, fmt: str) -> str:
                    "the file is binary or damaged") from None
 
 
-CHUNK_BYTES = 8 << 20
+CHUNK_BYTES = 4 << 20
 """Text read at a time by :func:`iter_line_chunks`: memory for the text is bounded by this, not the file size."""
 
 
