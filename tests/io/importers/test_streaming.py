@@ -19,7 +19,7 @@ import pytest
 from jitterscope.dataset import Metadata, write_dataset
 from jitterscope.errors import ImportFormatError
 from jitterscope.io import content_sha256, import_files, import_to_dataset
-from jitterscope.io.importers import _common, cyclictest_verbose, jitterdebugger
+from jitterscope.io.importers import _common, cyclictest_histogram, cyclictest_verbose, jitterdebugger
 
 
 def _log(path, lines_per_thread: int = 30_000, threads: int = 2, tail: str = "") -> None:
@@ -197,3 +197,61 @@ def test_samples_raw_time_going_back_in_a_later_chunk_names_the_record(tmp_path,
     with pytest.raises(ImportFormatError, match=r"record 57\).*time does not increase \(1056000000 ns after "
                                                 r"1056000000 ns\)"):
         import_files([path])
+
+
+def _histogram_log(path: Path, rows: int, bad: dict[int, str] | None = None) -> None:
+    """cyclictest -h output of two threads (and -H's sum column): mostly empty bins, as a long -h run has."""
+    rng = np.random.default_rng(9)
+    counts = np.zeros((rows, 2), np.int64)
+    counts[:60] = rng.integers(0, 500, (60, 2))
+    tail = rng.choice(rows, 40, replace=False)
+    counts[tail, rng.integers(0, 2, 40)] = 1
+    lines = ["# /dev/cpu_dma_latency set to 0us", "# Histogram"]
+    lines += [f"{b:06d} {a:06d}\t{c:06d}\t{a + c:06d}" for b, (a, c) in enumerate(counts.tolist())]
+    for number, text in (bad or {}).items():
+        lines[number - 1] = text
+    total = counts.sum(axis=0)
+    lines += [f"# Total: {total[0]:09d} {total[1]:09d}", "# Min Latencies: 00000 00001",
+              "# Avg Latencies: 00012 00013", "# Max Latencies: 00900 00950", "# Histogram Overflows: 00000 00000",
+              "# Histogram Overflow at cycle number:", "# Thread 0:", "# Thread 1:"]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_histogram_read_in_chunks_keeps_the_non_empty_bins_of_one_read(tmp_path, monkeypatch) -> None:
+    path = tmp_path / "h.txt"
+    _histogram_log(path, 20_000)
+    monkeypatch.setattr(_common, "CHUNK_BYTES", 64 << 20)
+    monkeypatch.setattr(cyclictest_histogram, "_fast_rows", lambda *args: None)
+    reference = cyclictest_histogram.parse(path)
+    monkeypatch.undo()
+    monkeypatch.setattr(_common, "CHUNK_BYTES", 5003)
+    calls = []
+    fast = cyclictest_histogram._fast_rows
+
+    def spy(*args):
+        calls.append(fast(*args) is not None)
+        return None if not calls[-1] else fast(*args)
+
+    monkeypatch.setattr(cyclictest_histogram, "_fast_rows", spy)
+    streamed = cyclictest_histogram.parse(path)
+    assert sum(calls) > 50, "the numpy path never ran"
+    assert reference.settings == streamed.settings == {"histogram_limit": 20_000}
+    assert [vars(s) for s in reference.summaries] == [vars(s) for s in streamed.summaries]
+    for a, b in zip(reference.histograms, streamed.histograms, strict=True):
+        assert a.bin_start_ns.size == b.bin_start_ns.size <= 100
+        np.testing.assert_array_equal(a.bin_start_ns, b.bin_start_ns)
+        np.testing.assert_array_equal(a.counts, b.counts)
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ("012345 000000\t000000\t000000", "bin 12345 where bin 12342 was expected"),
+    ("012342 000000\t000000", "2 columns where the rows before have 3"),
+    ("012342 000000 000000\t000000", "neither a histogram row nor a footer line"),
+])
+def test_histogram_refusals_name_the_line_in_a_late_chunk(tmp_path, monkeypatch, bad, message) -> None:
+    path = tmp_path / "h.txt"
+    _histogram_log(path, 20_000, bad={12_345: bad})  # line 12345 holds bin 12342
+    monkeypatch.setattr(_common, "CHUNK_BYTES", 5003)
+    with pytest.raises(ImportFormatError, match=message) as info:
+        cyclictest_histogram.parse(path)
+    assert "line 12345" in str(info.value)
