@@ -255,3 +255,11 @@ def test_histogram_refusals_name_the_line_in_a_late_chunk(tmp_path, monkeypatch,
     with pytest.raises(ImportFormatError, match=message) as info:
         cyclictest_histogram.parse(path)
     assert "line 12345" in str(info.value)
+
+
+@pytest.mark.parametrize("text", ["a\nb\n", "a\nb", "\n\nx\n\n", "", "one line", "T: 0\r\n\nµs ü\n" * 50])
+def test_iter_lines_gives_the_lines_of_split_in_any_chunking(tmp_path, monkeypatch, text) -> None:
+    path = tmp_path / "t.txt"
+    path.write_bytes(text.encode())
+    monkeypatch.setattr(_common, "CHUNK_BYTES", 7)
+    assert list(_common.iter_lines(path, "test")) == list(enumerate(text.split("\n"), 1))

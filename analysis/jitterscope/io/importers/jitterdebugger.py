@@ -32,11 +32,11 @@ from ._common import (
     ThreadHistogram,
     ThreadSamples,
     fail,
+    iter_lines,
     json_histogram,
     json_int,
     json_number,
     read_json,
-    read_text,
     show,
 )
 from .cyclictest_json import sysinfo_environment
@@ -229,9 +229,9 @@ def parse_results(path: Path) -> Parsed:
 
 def parse_stdout(path: Path) -> Parsed:
     fmt = STDOUT_FORMAT
-    text = read_text(path, fmt)
+    lines = iter_lines(path, fmt)  # a few MiB at a time, not the whole file
     found: dict[int, SourceSummary] = {}
-    for number, raw in enumerate(text.split("\n"), 1):
+    for number, raw in lines:
         line = _ESCAPE.sub("", raw)
         match = _STDOUT_LINE.fullmatch(line)
         if match:
