@@ -335,7 +335,8 @@ class DatasetStream:
         self._pending = [table.slice(table.num_rows - keep)] if keep else []
         self._pending_rows = keep
 
-    def close_unfinished(self) -> None:
+    def _close(self) -> None:
+        """Close the file if it is open (an unfinished stream: its temporary is then removed)."""
         if self._writer is not None:
             self._writer.close()
             self._writer = None
@@ -370,7 +371,7 @@ def stream_dataset(
         try:
             yield stream
         finally:
-            stream.close_unfinished()
+            stream._close()
         if stream.metadata is None:
             raise SchemaError(f"{out}: the dataset was not finished (no metadata written); nothing was kept")
 

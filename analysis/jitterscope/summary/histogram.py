@@ -54,8 +54,8 @@ class HistogramResult:
     def __post_init__(self) -> None:
         for name in ("bucket_lower_ns", "bucket_upper_ns", "bucket_counts"):
             value = getattr(self, name)
-            array = value if isinstance(value, np.ndarray) else np.asarray(list(value) if not isinstance(
-                value, list | tuple) else value)
+            array = value if isinstance(value, np.ndarray) else np.asarray(
+                value if isinstance(value, list | tuple) else list(value))
             if array.size == 0:
                 array = np.zeros(0, np.int64)
             if name == "bucket_counts" and array.dtype != np.int64:

@@ -25,6 +25,7 @@ from ._build import LatencyTally, check_against, merged_summaries, metadata_for,
 from ._common import Parsed
 from .cyclictest_quiet import scale as scale_summaries
 from .cyclictest_verbose import VerboseReader, resolve_intervals
+from .jitterdebugger import SamplesReader
 
 
 class Sink(Protocol):
@@ -285,8 +286,8 @@ class _Grid:
     actual_last: int | None = None
 
 
-def build_jitterdebugger(reader: Any, companions: list[Parsed], sink: Sink) -> Metadata:
-    """Stream a jitterdebugger ``samples.raw`` (a :class:`jitterdebugger.SamplesReader`) into ``sink``.
+def build_jitterdebugger(reader: SamplesReader, companions: list[Parsed], sink: Sink) -> Metadata:
+    """Stream a jitterdebugger ``samples.raw`` into ``sink``; return the dataset's metadata.
 
     The targets' grid needs the whole file (the interval is the median step, the first target the one every
     record agrees with), so the file is read three times, a chunk at a time: steps, then the grid's bounds,
@@ -418,7 +419,7 @@ def _off_grid(primary: Parsed, thread: int) -> ImportFormatError:
                              "interval; not jitterdebugger samples.raw as known (or damaged)")
 
 
-def _grid_bounds(reader: Any, grids: dict[int, _Grid], unit: int, primary: Parsed) -> None:
+def _grid_bounds(reader: SamplesReader, grids: dict[int, _Grid], unit: int, primary: Parsed) -> None:
     """One read: each record's grid index (checked increasing) and bounds on the first target.
 
     A record of latency L (in units) at time A says its target lies in (A - L - unit, A - L]; on a grid
