@@ -263,3 +263,16 @@ def test_iter_lines_gives_the_lines_of_split_in_any_chunking(tmp_path, monkeypat
     path.write_bytes(text.encode())
     monkeypatch.setattr(_common, "CHUNK_BYTES", 7)
     assert list(_common.iter_lines(path, "test")) == list(enumerate(text.split("\n"), 1))
+
+
+def test_output_inside_a_jitterdebugger_directory_given_as_input_is_refused(tmp_path) -> None:
+    import shutil
+
+    from jitterscope.errors import DatasetError
+
+    run = tmp_path / "jd"
+    shutil.copytree(DATA / "jd-fresh", run)
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    with pytest.raises(DatasetError, match="inside an input"):
+        import_to_dataset([run], run / "out.parquet", overwrite=True)
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before

@@ -188,7 +188,8 @@ def import_to_dataset(
     from ...dataset import stream_dataset
 
     files = _expand(paths)
-    with stream_dataset(output, overwrite=overwrite, inputs=files) as stream:
+    # the paths as given too: an output inside a jitterdebugger directory given as input is refused
+    with stream_dataset(output, overwrite=overwrite, inputs=[*paths, *files]) as stream:
         metadata = _import(files, fmt, stream)
         stream.finish(metadata)
         rows = stream.rows
