@@ -41,15 +41,13 @@ class TableSink:
 
     def __init__(self) -> None:
         self._tables: list[pa.Table] = []
-        self._columns: list[str] | None = None
 
     def write(self, table: pa.Table, kind: str) -> None:
-        del kind
-        self._columns = self._columns or table.column_names
+        del kind  # import_files returns the table as built; write_dataset casts it to the contract
         self._tables.append(table)
 
     def discard(self) -> None:
-        self._tables, self._columns = [], None
+        self._tables = []
 
     def table(self) -> pa.Table:
         tables = [t for t in self._tables if t.num_rows] or self._tables[:1]
