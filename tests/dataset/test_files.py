@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from jitterscope.dataset import iter_thread_batches, open_dataset
+from jitterscope.dataset import iter_thread_batches, open_dataset, stream_dataset
 from jitterscope.errors import DatasetError, SchemaError, UnsupportedVersionError
 from jitterscope.io import Drops, SimulationSpec, Stalls, simulate
 
@@ -176,3 +176,38 @@ def test_empty_dataset_rows(tmp_path, sim):
     with pytest.raises(SchemaError) as info:
         _consume(path)
     assert "no rows" in _one_line(info.value)
+
+
+def test_stream_dataset_writes_row_groups_and_the_metadata_given_at_the_end(tmp_path) -> None:
+    table, meta = simulate(SimulationSpec(threads=2, samples=5000), 3)
+    out = tmp_path / "s.parquet"
+    with stream_dataset(out, row_group_size=3000) as stream:
+        for start in range(0, table.num_rows, 777):  # pieces smaller than a row group: buffered, then cut
+            stream.write(table.slice(start, 777), meta.kind)
+        assert not out.exists()  # only when complete
+        stream.finish(meta)
+    parquet = pq.ParquetFile(out)
+    assert [parquet.metadata.row_group(g).num_rows for g in range(parquet.num_row_groups)] == [3000, 3000, 3000, 1000]
+    assert pq.read_table(out).replace_schema_metadata().equals(table.select(pq.read_schema(out).names))
+    assert open_dataset(out).metadata.to_kv() == meta.to_kv()
+    assert stream.rows == 10_000
+
+
+def test_stream_dataset_left_unfinished_or_failing_leaves_nothing(tmp_path) -> None:
+    table, meta = simulate(SimulationSpec(threads=1, samples=100), 3)
+    out = tmp_path / "s.parquet"
+    with pytest.raises(SchemaError, match="not finished"), stream_dataset(out) as stream:
+        stream.write(table, meta.kind)
+    with pytest.raises(SchemaError, match="one set of columns"), stream_dataset(out) as stream:
+        stream.write(table, meta.kind)
+        stream.write(table.drop_columns(["tsc"]), meta.kind)
+    with pytest.raises(KeyboardInterrupt), stream_dataset(out) as stream:
+        stream.write(table, meta.kind)
+        raise KeyboardInterrupt
+    assert list(tmp_path.iterdir()) == []
+    with stream_dataset(out) as stream:  # discard: start over (an importer's second pass)
+        stream.write(table, meta.kind)
+        stream.discard()
+        stream.write(table.slice(0, 10), meta.kind)
+        stream.finish(dataclasses.replace(meta, threads=(dataclasses.replace(meta.threads[0], samples=10),)))
+    assert pq.read_metadata(out).num_rows == 10

@@ -64,8 +64,8 @@ def test_percentiles_hand_computed():
     assert result.percentiles([0, 100]) == {0.0: 1.0, 100.0: 5.0}
     negative = LatencyHistogram().update(np.array([-7, -3, 0, 2])).result()
     assert negative.percentile(50) == pytest.approx(-1.5)
-    assert negative.bucket_lower_ns == (-7, -3, 0, 2)
-    assert negative.bucket_upper_ns == (-6, -2, 1, 3)
+    assert negative.bucket_lower_ns.tolist() == [-7, -3, 0, 2] and negative.bucket_lower_ns.dtype == np.int64
+    assert negative.bucket_upper_ns.tolist() == [-6, -2, 1, 3]
 
 
 def test_buckets_are_at_most_relative_error_wide():
@@ -141,7 +141,7 @@ def test_from_bins_continuous():
     # 1 µs bins as cyclictest -h writes them: 10 in [0,1000), 30 in [1000,2000), 60 in [2000,3000)
     result = HistogramResult.from_bins([2000, 0, 1000], [1000, 1000, 1000], [60, 10, 30], max_ns=2900)
     assert result.count == 100 and not result.discrete
-    assert result.bucket_lower_ns == (0.0, 1000.0, 2000.0)
+    assert result.bucket_lower_ns.tolist() == [0.0, 1000.0, 2000.0]
     assert result.percentile(50) == 2500  # rank 49.5 falls in the third bin, midpoint 2500
     assert result.max_ns == 2900
     with pytest.raises(AnalysisError):

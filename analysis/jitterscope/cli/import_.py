@@ -40,8 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..dataset import write_dataset
-    from ..io import import_files
+    from ..io import import_to_dataset
     if args.onto is not None:
         return _attach_trace(args) if _is_trace(args) else _attach_timeline(args)
     if _is_trace(args):
@@ -50,16 +49,17 @@ def _run(args: argparse.Namespace) -> int:
     if args.turbostat_start is not None or args.turbostat_interval is not None:
         usage_error("jitterscope import", "--turbostat-start and --turbostat-interval need --onto DATASET "
                     "(they place a turbostat timeline on a dataset's wake-ups)")
-    table, metadata = import_files(args.files, fmt=args.format)
-    path = write_dataset(table, metadata, args.output, overwrite=args.force, inputs=args.files)
+    # streamed: read a chunk at a time, written row group by row group (memory bounded whatever the file's size)
+    imported = import_to_dataset(args.files, args.output, fmt=args.format, overwrite=args.force)
+    path, metadata = imported.path, imported.metadata
     source = metadata.source or {}
     if args.json:
-        print(json.dumps(jsonable({"path": str(path), "kind": metadata.kind, "rows": table.num_rows,
+        print(json.dumps(jsonable({"path": str(path), "kind": metadata.kind, "rows": imported.rows,
                                    "threads": len(metadata.threads), "source": source}), indent=1))
         return 0
     if args.quiet:
         return 0
-    print(f"{path}: {metadata.kind} dataset from {source.get('format')}, {table.num_rows} rows, "
+    print(f"{path}: {metadata.kind} dataset from {source.get('format')}, {imported.rows} rows, "
           f"{len(metadata.threads)} thread(s)")
     for column, how in (source.get("reconstructed") or {}).items():
         print(f"  reconstructed {column}: {how}")

@@ -14,7 +14,9 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
         "atomic": ["check_output", "write_atomically", "write_directory_atomically"],
-        "files": ["Dataset", "iter_thread_batches", "open_dataset", "write_dataset"],
+        "files": [
+            "Dataset", "DatasetStream", "iter_thread_batches", "open_dataset", "stream_dataset", "write_dataset",
+        ],
         "metadata": ["Metadata", "ThreadInfo"],
         "schema": ["COUNTER_COLUMNS", "SAMPLE_COLUMNS", "sample_schema"],
         "trace": [

@@ -15,6 +15,7 @@ import json
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -233,13 +234,7 @@ def write_dataset(
     the table was made from) are never overwritten; an existing ``path`` only with ``overwrite``.
     """
     out = check_output(path, inputs=inputs, overwrite=overwrite)
-    expected = histogram_schema() if metadata.kind == "histogram" else sample_schema(
-        [c for c in table.column_names if c in {col.name for col in SAMPLE_COLUMNS}]
-    )
-    extra = set(table.column_names) - set(expected.names)
-    if extra:
-        raise SchemaError(f"not dataset columns: {', '.join(sorted(extra))}")
-    table = table.select(expected.names).cast(expected).replace_schema_metadata(metadata.to_kv())
+    table = _contract_table(table, metadata.kind).replace_schema_metadata(metadata.to_kv())
     _check_columns(table.schema, metadata.kind, str(out))
     with write_atomically(out) as tmp:
         pq.write_table(
@@ -247,6 +242,138 @@ def write_dataset(
             use_dictionary=False, write_statistics=True,
         )
     return out
+
+
+def _contract_table(table: pa.Table, kind: str) -> pa.Table:
+    """``table`` with the contract's column types, in contract order (unknown columns refused)."""
+    expected = histogram_schema() if kind == "histogram" else sample_schema(
+        [c for c in table.column_names if c in {col.name for col in SAMPLE_COLUMNS}]
+    )
+    extra = set(table.column_names) - set(expected.names)
+    if extra:
+        raise SchemaError(f"not dataset columns: {', '.join(sorted(extra))}")
+    return table.select(expected.names).cast(expected)
+
+
+class DatasetStream:
+    """A dataset file being written row group by row group (from :func:`stream_dataset`).
+
+    :meth:`write` tables of one kind and one set of columns, in any number; :meth:`finish` with the
+    metadata once everything is written (metadata that counts rows can only be known then).  Rows are
+    buffered up to one row group, so memory is bounded by ``row_group_size`` rows, not by the dataset.
+    """
+
+    def __init__(self, tmp: Path, out: Path, compression: str, row_group_size: int) -> None:
+        self._tmp, self._out = tmp, out
+        self._compression, self._row_group_size = compression, row_group_size
+        self._writer: pq.ParquetWriter | None = None
+        self._kind: str | None = None
+        self._schema: pa.Schema | None = None
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self.rows = 0
+        """Rows written so far (buffered ones included)."""
+        self.metadata: Metadata | None = None
+
+    def write(self, table: pa.Table, kind: str) -> None:
+        """Add ``table``'s rows (``kind``: ``"histogram"`` or a sample kind; the same columns every time)."""
+        table = _contract_table(table, kind)
+        if self._schema is None:
+            self._kind, self._schema = kind, table.schema
+        elif table.schema != self._schema or (kind == "histogram") != (self._kind == "histogram"):
+            raise SchemaError(f"{self._out}: a table with columns {table.column_names} written after "
+                              f"{self._schema.names}; one dataset has one set of columns")
+        if table.num_rows == 0:
+            return
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        self.rows += table.num_rows
+        if self._pending_rows >= self._row_group_size:
+            self._flush(whole_groups_only=True)
+
+    def discard(self) -> None:
+        """Forget every row written so far (an importer that must start over, e.g. a second pass)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self._tmp.unlink(missing_ok=True)
+        self._pending, self._pending_rows, self.rows = [], 0, 0
+        self._kind = self._schema = None
+
+    def finish(self, metadata: Metadata) -> None:
+        """Write the buffered rows and the footer with ``metadata`` (its kind must be that of the rows)."""
+        if self._schema is None:
+            raise SchemaError(f"{self._out}: nothing was written (not even the columns); no dataset to finish")
+        if (metadata.kind == "histogram") != (self._kind == "histogram"):
+            raise SchemaError(f"{self._out}: {metadata.kind} metadata for rows of kind {self._kind}")
+        _check_columns(self._schema, metadata.kind, str(self._out))
+        self._flush(whole_groups_only=False)
+        writer = self._open()
+        # the Arrow schema is not stored (store_schema=False), so readers take this key-value metadata
+        writer.add_key_value_metadata(metadata.to_kv())
+        writer.close()
+        self._writer = None
+        self.metadata = metadata
+
+    def _open(self) -> pq.ParquetWriter:
+        if self._writer is None:
+            assert self._schema is not None
+            self._writer = pq.ParquetWriter(
+                self._tmp, self._schema, compression=self._compression, use_dictionary=False,
+                write_statistics=True, store_schema=False,
+            )
+        return self._writer
+
+    def _flush(self, *, whole_groups_only: bool) -> None:
+        if not self._pending:
+            return
+        table = pa.concat_tables(self._pending)  # no copy: the writer takes the chunks as they are
+        keep = table.num_rows % self._row_group_size if whole_groups_only else 0
+        head = table.slice(0, table.num_rows - keep)
+        if head.num_rows:
+            self._open().write_table(head, row_group_size=self._row_group_size)
+        self._pending = [table.slice(table.num_rows - keep)] if keep else []
+        self._pending_rows = keep
+
+    def _close(self) -> None:
+        """Close the file if it is open (an unfinished stream: its temporary is then removed)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+@contextmanager
+def stream_dataset(
+    path: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    inputs: Sequence[str | os.PathLike[str]] = (),
+    compression: str = "zstd",
+    row_group_size: int = 1 << 20,
+) -> Iterator[DatasetStream]:
+    """Write a dataset at ``path`` row group by row group: the file appears only when complete.
+
+    The output is checked as by :func:`write_dataset` before anything is read or written; rows go into a
+    temporary beside it, renamed over ``path`` when the block ends after :meth:`DatasetStream.finish`.  An
+    error, Ctrl-C or SIGTERM inside the block (or a block that never calls ``finish``) leaves no file and
+    no temporary.
+
+    Examples
+    --------
+    >>> with stream_dataset("out.parquet") as stream:  # doctest: +SKIP
+    ...     for table in tables:
+    ...         stream.write(table, "import")
+    ...     stream.finish(metadata)
+    """
+    out = check_output(path, inputs=inputs, overwrite=overwrite)
+    with write_atomically(out) as tmp:
+        stream = DatasetStream(tmp, out, compression, row_group_size)
+        try:
+            yield stream
+        finally:
+            stream._close()
+        if stream.metadata is None:
+            raise SchemaError(f"{out}: the dataset was not finished (no metadata written); nothing was kept")
 
 
 def _dataset_files(root: Path) -> list[Path]:

@@ -16,7 +16,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     submod_attrs={
         "capture": ["capture_binary", "capture_dataset", "demo_output_dir", "realtime_refusal", "run_capture"],
         "export": ["export_dataset"],
-        "importers": ["FORMATS", "detect", "import_files"],
+        "importers": ["FORMATS", "ImportedDataset", "detect", "import_files", "import_to_dataset"],
         "importers.cyclictest_json": ["parse_cmdline"],
         "importers.cyclictest_verbose": ["reconstruct", "resolve_intervals"],
         "importers.ftrace": ["check_alignment", "read_trace_text", "sniff_trace", "with_source"],

@@ -12,11 +12,11 @@ interval blocks; the ``overall`` row merges the threads.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 from tqdm import tqdm
 
 from ..dataset import Dataset, ThreadInfo, iter_thread_batches
@@ -370,42 +370,76 @@ def _overall(
 
 def _summarize_histogram(dataset: Dataset) -> Summary:
     """Summary of a histogram-kind dataset: statistics from the bins, extremes from the source."""
-    table = dataset.read(["thread", "cpu", "bin_start_ns", "bin_width_ns", "count"])
-    thread_col = table.column("thread").to_numpy()
     settings = _policy(dataset.metadata.granted)
+    bins = _read_bins(dataset)
     summaries = []
-    lowers, widths, counts = [], [], []
+    histograms = []
     for info in dataset.metadata.threads:
-        rows = thread_col == info.thread
-        lower = table.column("bin_start_ns").to_numpy()[rows]
-        width = table.column("bin_width_ns").to_numpy()[rows]
-        count = table.column("count").to_numpy()[rows]
-        if count.sum() == 0:
+        lower, upper, count, relative_error = bins.pop(info.thread, (None, None, None, 0.0))
+        if count is None or count.sum() == 0:
             continue
         extra = info.extra
-        histogram = HistogramResult.from_bins(lower, width, count, min_ns=extra.get("min_ns"),
-                                              max_ns=extra.get("max_ns"))
-        lowers.append(lower)
-        widths.append(width)
-        counts.append(count)
+        histogram = HistogramResult.from_edges(lower, upper, count, min_ns=extra.get("min_ns"),
+                                               max_ns=extra.get("max_ns"), relative_error=relative_error)
+        del lower, upper, count  # the histogram holds them (no copy when in order)
+        histograms.append(histogram)
         summaries.append(_binned_summary(histogram, info, settings, extra.get("avg_ns")))
     if not summaries:
         raise AnalysisError(f"{dataset.path}: the histogram dataset has no counts (no wake-ups were recorded)")
-    merged = HistogramResult.from_bins(np.concatenate(lowers), np.concatenate(widths), np.concatenate(counts),
-                                       min_ns=min(s.min_ns for s in summaries),
-                                       max_ns=max(s.max_ns for s in summaries))
+    low, high = min(s.min_ns for s in summaries), max(s.max_ns for s in summaries)
+    if len(histograms) == 1:  # the bins of all threads are those of the one: no second copy of 10^7 bins
+        merged = dataclasses.replace(histograms[0], min_ns=low, max_ns=high)
+    else:
+        merged = HistogramResult.from_edges(
+            np.concatenate([h.bucket_lower_ns for h in histograms]),
+            np.concatenate([h.bucket_upper_ns for h in histograms]),
+            np.concatenate([h.bucket_counts for h in histograms]),
+            min_ns=low, max_ns=high, relative_error=max(h.relative_error for h in histograms))
     overall = _binned_summary(merged, ThreadInfo(thread=OVERALL, cpu=OVERALL, interval_ns=0), settings, None)
     overall = dataclasses.replace(overall, interval_ns=None, overruns=sum(s.overruns for s in summaries),
                                   drops=sum(s.drops for s in summaries))
     return Summary(threads=tuple(summaries), overall=overall, dataset=_provenance(dataset))
 
 
+def _read_bins(dataset: Dataset) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, float]]:
+    """Each thread's bins as (lower, upper, count, largest relative width), read a row group at a time.
+
+    Two reads: the thread column alone (to size each thread's arrays), then the bins straight into those
+    arrays, so memory holds the bins once (float64 edges, int64 counts) and one row group, not the table.
+    """
+    sizes: dict[int, int] = {}
+    for batch in dataset.iter_batches(["thread"], prefetch=False):
+        threads, counts = np.unique(batch.column(0).to_numpy(), return_counts=True)
+        for thread, n in zip(threads.tolist(), counts.tolist(), strict=True):
+            sizes[thread] = sizes.get(thread, 0) + n
+    bins = {t: (np.empty(n, np.float64), np.empty(n, np.float64), np.empty(n, np.int64)) for t, n in sizes.items()}
+    filled = dict.fromkeys(sizes, 0)
+    widest = dict.fromkeys(sizes, 0.0)
+    for batch in dataset.iter_batches(["thread", "bin_start_ns", "bin_width_ns", "count"], prefetch=False):
+        thread_col = batch.column(0).to_numpy()
+        columns = [batch.column(i).to_numpy() for i in (1, 2, 3)]
+        for thread in np.unique(thread_col).tolist():
+            rows = slice(None) if thread_col[0] == thread_col[-1] == thread else thread_col == thread
+            start, width, count = (c[rows] for c in columns)
+            lower, upper, counts = bins[thread]
+            at, n = filled[thread], start.size
+            lower[at:at + n] = start
+            np.add(lower[at:at + n], width, out=upper[at:at + n])  # in float64, as from_bins computes it
+            counts[at:at + n] = count
+            widest[thread] = max(widest[thread], float(np.max(width / np.maximum(np.abs(start), 1))))
+            filled[thread] = at + n
+        del batch, thread_col, columns
+        # Arrow's allocator keeps freed row groups for reuse (~100 MB over 10^7 bins): hand them back, the
+        # bins we keep are numpy's
+        pa.default_memory_pool().release_unused()
+    return {t: (*bins[t], widest[t]) for t in bins}
+
+
 def _binned_summary(
     histogram: HistogramResult, info: ThreadInfo, settings: dict[str, Any], avg_ns: float | None,
 ) -> ThreadSummary:
-    _, _, counts, middle = histogram._arrays
     mean = float(avg_ns) if avg_ns is not None else histogram.mean_ns()
-    std = math.sqrt(float(np.average((middle - mean) ** 2, weights=counts)))
+    std = histogram.std_ns(mean)
     return ThreadSummary(
         thread=info.thread, cpu=info.cpu, tid=info.tid, policy=settings.get("policy"),
         priority=settings.get("priority"), interval_ns=info.interval_ns or None, n=histogram.count,
