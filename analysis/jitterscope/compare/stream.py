@@ -334,14 +334,20 @@ class CompareStream:
             return
         flat = self._replicates.reshape(-1)  # a view: the array is C-contiguous
         width = self._replicates.shape[1]
-        ends = np.cumsum(size)
-        cuts = np.searchsorted(ends, np.arange(CHUNK_ROWS, int(ends[-1]), CHUNK_ROWS))
-        for lo, hi in itertools.pairwise([0, *np.unique(cuts).tolist(), size.size]):
-            n = size[lo:hi]
-            total = int(n.sum())
-            position = np.repeat(starts[chosen[lo:hi]] - (np.cumsum(n) - n), n) + np.arange(total)
-            cells = np.repeat(replicate[lo:hi] * width, n) + columns[position]
-            if total > flat.size // 8:
+        longest = int(size.max())
+        full = bool(np.all(size == longest))  # the usual case: whole blocks, no dropped wake-ups
+        step = max(1, CHUNK_ROWS // longest)
+        within = np.arange(longest)
+        for lo in range(0, size.size, step):
+            # (chosen blocks, rows of a block): the rows of each chosen block, masked where a block is short
+            position = starts[chosen[lo:lo + step], None] + within[None, :]
+            row = replicate[lo:lo + step, None] * width
+            if full:
+                cells = (row + columns[position]).ravel()
+            else:
+                valid = within[None, :] < size[lo:lo + step, None]
+                cells = (row + columns[np.minimum(position, columns.size - 1)])[valid]
+            if cells.size > flat.size // 8:
                 flat += np.bincount(cells, minlength=flat.size)
             else:
                 np.add.at(flat, cells, 1)

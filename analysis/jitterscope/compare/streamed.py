@@ -63,7 +63,7 @@ from .results import (
 from .stream import RELATIVE_ERROR, TOP_VALUES, CompareStream, StreamedRun, grid_keys, key_bounds
 
 METHODS: tuple[tuple[str, str], ...] = (
-    ("quantiles", f"HDR grid (buckets ≤ {RELATIVE_ERROR:.2g} relative wide): bucket middle within "
+    ("quantiles", f"HDR grid (buckets ≤ {RELATIVE_ERROR:.2%} of their value wide): bucket middle within "
                   f"±{RELATIVE_ERROR / 2:.2%} of the exact value; exact below 1024 ns, for the min and the "
                   f"{TOP_VALUES} largest values"),
     ("intervals", "Poisson block bootstrap of the stream (blocks of the Politis-White length; m-out-of-n, spread "
@@ -299,8 +299,8 @@ def histogram_tests(base: StreamedRun, cand: StreamedRun) -> tuple[TestResult, .
                    f"P(candidate > baseline) = {ps:.3f} ± {ps_bound:.2g} (grid buckets): {lean} "
                    f"(Mann-Whitney {format_p(p_mw)}; {caveat})", bound=ps_bound),
         TestResult("Kolmogorov-Smirnov", d, p_ks,
-                   f"largest gap between the two CDFs D = {d:.3f} (exact D ≤ {d + d_bound:.3f}; KS {format_p(p_ks)}; "
-                   f"{caveat})", bound=d_bound),
+                   f"largest gap between the two CDFs D = {d:.3f} (exact D ≤ {min(1.0, d + d_bound):.3f}; "
+                   f"KS {format_p(p_ks)}; {caveat})", bound=d_bound),
         TestResult("Anderson-Darling k-sample", ad, p_ad,
                    f"Anderson-Darling k-sample A² = {ad:.2f} ({format_p(p_ad, floor=0.001, cap=0.25)}; on the grid "
                    "histograms, values in one bucket as ties: approximate)"),
