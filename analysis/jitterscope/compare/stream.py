@@ -192,6 +192,8 @@ class CompareStream:
             raise AnalysisError("CompareStream.update: seq and latency must be 1-D and of equal length")
         if latency.size == 0:
             return self
+        if thread < 0:
+            raise AnalysisError(f"thread index {thread} is negative; thread indices are >= 0")
         last = self._last_seq.get(thread)
         if np.any(np.diff(seq) <= 0) or (last is not None and seq[0] <= last) or seq[0] < 0:
             raise AnalysisError(f"thread {thread}: wake-ups not in seq order; compare streams each thread in "

@@ -166,10 +166,12 @@ def compare_streams(
     Comparison
         With ``methods`` saying what is exact and what is bounded (:data:`METHODS`).
     """
-    n_boot = runs[0].replicates.shape[0]
-    check_parameters(noise, confidence, n_boot)
     if len(runs) < 2:
         raise AnalysisError("compare needs at least two runs (the first is the baseline)")
+    n_boot = runs[0].replicates.shape[0]
+    check_parameters(noise, confidence, n_boot)
+    if any(run.replicates.shape[0] != n_boot for run in runs):
+        raise AnalysisError("compare_streams needs every run streamed with the same n_boot")
     for label, run in zip(labels, runs, strict=True):
         check_run_size(label, run.count)
     paths = list(paths) if paths is not None else list(labels)
