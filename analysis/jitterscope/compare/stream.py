@@ -305,6 +305,8 @@ class CompareStream:
         self._keep_top(other._top)
 
     def _keep_top(self, values: np.ndarray) -> None:
+        if self._top.size == TOP_VALUES:  # only values above the least kept can enter (equal ones change nothing)
+            values = values[values > self._top.min()]
         if values.size > TOP_VALUES:
             values = np.partition(values, values.size - TOP_VALUES)[values.size - TOP_VALUES:]
         both = np.concatenate([self._top, values])
