@@ -26,6 +26,7 @@ from .samples import Comparison
 from .tables import (
     environment_diff_table,
     headline_table,
+    methods_table,
     pair_table,
     pair_tests_table,
     ratio_table,
@@ -47,8 +48,9 @@ def compare_pages(comparison: Comparison) -> list[Page]:
     # the answer first: what changed and the environment difference that may be its cause
     pages = list(text_pages("compare-summary", "Comparison: what changed, and what differs",
                             [headline_table(comparison), environment_diff_table(comparison)]))
-    pages += text_pages("compare-verdicts", "Verdicts and runs", [verdict_summary_table(comparison),
-                                                                  runs_table(comparison)])
+    pages += text_pages("compare-verdicts", "Verdicts and runs", [
+        verdict_summary_table(comparison), runs_table(comparison),
+        *([methods_table(comparison)] if comparison.methods else [])])
     for i, pair in enumerate(comparison.pairs, start=1):
         runs = (comparison.runs[0], comparison.runs[i])
         fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
