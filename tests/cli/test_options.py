@@ -158,6 +158,34 @@ def test_capture_wrapper_converts_durations_for_the_binary() -> None:
     assert binary_options(["-D"]) == ["-D"]  # no value: the binary says so
     with pytest.raises(UsageError, match="argument -D/--duration: 'nan' is not a duration"):
         binary_options(["-D", "nan"])
+    with pytest.raises(UsageError, match=r"'0\.1ns' is shorter than 1 ns"):
+        binary_options(["--duration=0.1ns"])
+
+
+_TOKENS = st.one_of(
+    st.sampled_from(["-D", "--duration", "--dur", "-qD", "-D1m", "--duration=", "-o", "--output", "-i", "-f", "--",
+                     "--trace", "--trace=irq", "-q", "-l", "--t", "-a", "10", "500ms", "1e3", "nan", "-1", "0.5ns",
+                     "2d", "x", ""]),
+    st.text(max_size=5),
+)
+
+
+@settings(settings.get_profile(PROFILE))
+@given(st.lists(_TOKENS, max_size=8))
+def test_fuzz_the_capture_wrappers_option_scan(tokens: list[str]) -> None:
+    """Any command line: a list for the binary or one UsageError, and the result is a fixed point (every duration
+    already plain seconds, every other token where it was)."""
+    from jitterscope.cli.capture import binary_options
+    from jitterscope.cli.options import UsageError
+
+    try:
+        out = binary_options(tokens)
+    except UsageError as exc:
+        assert "\n" not in str(exc) and "-D/--duration" in str(exc)
+        return
+    assert binary_options(out) == out
+    if not any("D" in t or t.startswith("--d") for t in tokens):  # no duration: the same text, at most re-split
+        assert "".join(out) == "".join(tokens) and len(out) >= len(tokens)
 
 
 @pytest.mark.parametrize(("command", "option", "action"), OPTIONS, ids=[f"{c}{o}" for c, o, _ in OPTIONS])

@@ -110,9 +110,12 @@ def _long_name(name: str) -> str | None:
 
 def _seconds(parse: object, option: str, value: str) -> str:
     try:
-        return format_seconds(parse(value))  # type: ignore[operator]
+        seconds = parse(value)  # type: ignore[operator]
     except argparse.ArgumentTypeError as exc:
         raise UsageError(f"argument {option}: {exc} (see '{PROG} --help')") from None
+    if seconds < 1e-9:  # the binary counts in whole ns
+        raise UsageError(f"argument {option}: {value!r} is shorter than 1 ns (see '{PROG} --help')")
+    return format_seconds(seconds)
 
 
 def _run(args: argparse.Namespace) -> int:
