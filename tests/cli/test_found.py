@@ -112,6 +112,18 @@ def test_two_dollars_in_metadata_do_not_start_mathtext(tmp_path, where) -> None:
     assert "$\\frac{1}{$" in done.stdout  # drawn literally
 
 
+def test_a_character_the_font_lacks_is_drawn_as_its_escape(tmp_path) -> None:
+    """Found by the long fuzz (benchmarks/fuzz_cli.py): a private-use code point in a hostname became an empty box
+    in the PDF and a matplotlib 'Glyph 960622 missing from font(s)' warning on the user's terminal."""
+    bad = _write(tmp_path / "glyph.parquet", _kv(environment=_environment(hostname="rt-\U000ea86e-01")))
+    done = subprocess.run([sys.executable, "-W", "default", "-c", CLI, "report", str(bad), "-o",
+                           str(tmp_path / "r.pdf"), "-q", "--sections", "provenance,appendix"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    text = subprocess.run(["pdftotext", str(tmp_path / "r.pdf"), "-"], capture_output=True, text=True, check=True)
+    assert "rt-\\U000ea86e-01" in text.stdout and "\U000ea86e" not in text.stdout
+
+
 @pytest.mark.parametrize(("key", "change", "named"), [
     ("environment", _environment(cpuidle={"driver": "intel_idle", "states": "C1,C6"}),
      "jitterscope.environment.cpuidle.states: 'C1,C6' is a string, the contract says array"),
