@@ -8,8 +8,9 @@ numpy, so processes, not threads), or an existing cluster at ``scheduler``
 and decodes in its own thread (``summarize_run(threads=False)``: no read-ahead
 thread, not pyarrow's thread pool), and the LocalCluster's workers start with
 pyarrow's and the BLAS libraries' pools at one thread (:data:`SINGLE_CORE_ENV`),
-so N workers use N cores and one worker is the honest baseline.  The comparisons of each machine's consecutive runs are
-tasks too, fed the records' futures so the histograms stay on the workers.  A
+so N workers use N cores and one worker is the honest baseline.  The
+comparisons of each machine's consecutive runs are tasks too, fed the records'
+futures so the histograms stay on the workers.  A
 worker lost mid-run loses its tasks; the scheduler runs them again elsewhere (a
 LocalCluster's nanny also restarts the process), so the results are the same.
 ``scheduler="serial"`` runs the same functions in this process, without Dask.
