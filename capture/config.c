@@ -17,6 +17,7 @@ enum long_only {
 	OPT_POLICY = 256, OPT_LATENCY, OPT_NO_LATENCY, OPT_TIMER, OPT_COUNTERS,
 	OPT_MSR_DIR, OPT_FLUSH, OPT_FORCE, OPT_VERSION, OPT_RING, OPT_SYNC, OPT_WRITER_CPU, OPT_GROUP_SECONDS,
 	OPT_GROUP_ROWS, OPT_PART_SECONDS, OPT_TRACE, OPT_TRACE_BUFFER, OPT_BREAK, OPT_TRACE_READ,
+	OPT_LAST, /* one past the last option code (the size of config_parse's seen[]) */
 };
 
 static const struct option config_options[] = {
@@ -508,9 +509,54 @@ static int config_validate(struct config *cfg, bool priority_given)
 	return config_check_online(cfg);
 }
 
+/* "-a/--affinity" or "--policy": how the user may have spelled option opt. */
+static const char *config_option_name(int opt)
+{
+	static char name[64];
+	for (const struct option *o = config_options; o->name; o++) {
+		if (o->val != opt)
+			continue;
+		if (opt < 256)
+			snprintf(name, sizeof(name), "-%c/--%s", opt, o->name);
+		else
+			snprintf(name, sizeof(name), "--%s", o->name);
+		return name;
+	}
+	return "?";
+}
+
+/* Options that set the same thing two ways (cyclictest lets the last one win, silently). */
+static const struct {
+	int first, second;
+	const char *why;
+} config_contradictions[] = {
+	{ 'i', 'f', "-i sets the interval in microseconds and -f the same interval as a frequency; give one of them" },
+	{ OPT_LATENCY, OPT_NO_LATENCY, "--latency holds /dev/cpu_dma_latency and --no-latency leaves it alone; give "
+				       "one of them" },
+};
+
+/* Every option at most once, and no two that contradict each other: one line, before any value is used. */
+static int config_check_repeats(int opt, bool seen[])
+{
+	if (seen[opt]) {
+		fprintf(stderr, PROG ": option %s is given twice; give it once%s\n", config_option_name(opt),
+			opt == 'a' ? " (one CPU set names several CPUs, e.g. -a 0-3,5)" : "");
+		return -EINVAL;
+	}
+	seen[opt] = true;
+	for (size_t i = 0; i < sizeof(config_contradictions) / sizeof(config_contradictions[0]); i++) {
+		int other = opt == config_contradictions[i].first ? config_contradictions[i].second
+			  : opt == config_contradictions[i].second ? config_contradictions[i].first : -1;
+		if (other >= 0 && seen[other])
+			return config_fail("%s", config_contradictions[i].why);
+	}
+	return 0;
+}
+
 int config_parse(struct config *cfg, int argc, char **argv)
 {
 	bool priority_given = false;
+	bool seen[OPT_LAST] = { false };
 	config_defaults(cfg);
 	opterr = 0;
 	optind = 1;
@@ -518,6 +564,8 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, ":i:f:a:p:D:l:o:qh", config_options, NULL)) != -1) {
 		if (opt == '?' || opt == ':')
 			return config_unknown(argc, argv);
+		if (opt > 0 && opt < OPT_LAST && config_check_repeats(opt, seen))
+			return -EINVAL;
 		int r = config_option(cfg, opt, optarg, &priority_given);
 		if (r)
 			return r;

@@ -163,6 +163,30 @@ def test_iter_thread_batches_splits_interleaved_rows_in_order(tmp_path, sim):
         assert np.array_equal(seq, original)
 
 
+@pytest.mark.parametrize("threads", [True, False])
+def test_iter_thread_batches_without_threads_reads_on_the_calling_thread(tmp_path, sim, monkeypatch, threads):
+    """threads=False (a fleet's Dask tasks): no read-ahead thread, no pyarrow pool; the same rows either way."""
+    import threading
+
+    table, meta = sim
+    pq.write_table(table.replace_schema_metadata(meta.to_kv()), tmp_path / "x.parquet", row_group_size=500)
+    asked: list[bool] = []
+    read_row_group = pq.ParquetFile.read_row_group
+
+    def recording(self, *args, use_threads=True, **kwargs):
+        asked.append(use_threads)
+        return read_row_group(self, *args, use_threads=use_threads, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", recording)
+    readers, seq = set(), []
+    for _, batch in iter_thread_batches(open_dataset(tmp_path / "x.parquet"), ["seq"], threads=threads):
+        readers |= {t.name for t in threading.enumerate() if t.name.startswith("jitterscope-read")}
+        seq.append(batch.column("seq").to_numpy())
+    assert len(asked) == -(-table.num_rows // 500) and set(asked) == {threads}
+    assert bool(readers) is threads  # the read-ahead thread exists exactly when asked for
+    assert np.array_equal(np.concatenate(seq), table.column("seq").to_numpy())
+
+
 def test_empty_dataset_rows(tmp_path, sim):
     table, meta = sim
     path = _raw_write(table.slice(0, 0), meta, tmp_path / "e.parquet")

@@ -8,7 +8,7 @@ import json
 from ..errors import ImportFormatError
 from ..format import jsonable
 from ..io import IMPORT_FORMATS, TRACE_FORMATS  # light: io/names.py
-from .options import number, usage_error
+from .options import DURATION_HELP, duration, number, usage_error
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,9 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--turbostat-start", type=number(min=0, max=1e11, unit="s"), metavar="EPOCH_SECONDS",
                         help="with --onto: wall-clock time the first turbostat interval began (needed when "
                              "turbostat ran without --show Time_Of_Day_Seconds)")
-    parser.add_argument("--turbostat-interval", type=number(min=0, max=86_400, inclusive=False, unit="s"),
-                        metavar="SECONDS",
-                        help="with --onto: turbostat's --interval (default: from its time column, else 5)")
+    parser.add_argument("--turbostat-interval", type=duration(max=86_400), metavar="DURATION",
+                        help=f"with --onto: turbostat's --interval, {DURATION_HELP} (default: from its time "
+                             "column, else 5 s)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors (the exit status says)")
     parser.set_defaults(func=_run)

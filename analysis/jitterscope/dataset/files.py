@@ -31,6 +31,8 @@ from .metadata import Metadata, ThreadInfo
 from .schema import HISTOGRAM_COLUMNS, SAMPLE_COLUMNS, histogram_schema, sample_schema
 
 PART_GLOB = "part-*.parquet"
+READER_THREAD_PREFIX = "jitterscope-read"
+"""Name prefix of the read-ahead thread of :meth:`Dataset.iter_batches` (tests look for it)."""
 
 
 @dataclass(frozen=True)
@@ -55,27 +57,30 @@ class Dataset:
         return all(c in self.schema.names for c in columns)
 
     def iter_batches(
-        self, columns: Sequence[str] | None = None, *, prefetch: bool = True,
+        self, columns: Sequence[str] | None = None, *, threads: bool = True,
     ) -> Iterator[pa.RecordBatch]:
         """Yield record batches in file order (parts in name order, row groups in order).
 
-        With ``prefetch`` the next row group is decoded in a background thread
+        With ``threads`` the next row group is decoded in a background thread
         while the caller works on the current one (pyarrow and numpy release the
-        GIL), so at most two row groups are in memory.
+        GIL), its columns in parallel on pyarrow's CPU pool, so at most two row
+        groups are in memory.  Without, everything runs in the calling thread, one
+        row group at a time: one core, for callers that get their parallelism
+        from running many readers at once (a fleet's Dask tasks).
         """
         wanted = list(columns) if columns is not None else list(self.schema.names)
         absent = [c for c in wanted if c not in self.schema.names]
         if absent:
             raise SchemaError(f"{self.path}: dataset has no column(s) {', '.join(absent)}")
         groups = self._row_groups()
-        if not prefetch:
+        if not threads:
             for file, parquet, group in groups:
-                yield from _read_group(file, parquet, group, wanted).to_batches()
+                yield from _read_group(file, parquet, group, wanted, use_threads=False).to_batches()
             return
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="jitterscope-read") as pool:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix=READER_THREAD_PREFIX) as pool:
             pending: Future[pa.Table] | None = None
             for file, parquet, group in groups:
-                future = pool.submit(_read_group, file, parquet, group, wanted)
+                future = pool.submit(_read_group, file, parquet, group, wanted, use_threads=True)
                 if pending is not None:
                     yield from pending.result().to_batches()
                 pending = future
@@ -96,7 +101,7 @@ class Dataset:
 
 
 def iter_thread_batches(
-    dataset: Dataset, columns: Sequence[str], *, check: bool = True,
+    dataset: Dataset, columns: Sequence[str], *, check: bool = True, threads: bool = True,
 ) -> Iterator[tuple[ThreadInfo, pa.RecordBatch]]:
     """Yield ``(thread info, batch)`` with the rows of one thread per batch, in bounded memory.
 
@@ -116,6 +121,10 @@ def iter_thread_batches(
         increasing ``seq`` and ``expected_ns``, steps that are whole multiples of
         the interval and agree with ``overruns``, drops equal to the ``seq`` gaps)
         and raise at the first violation.
+    threads
+        Read ahead in a background thread and decode on pyarrow's thread pool
+        (as :meth:`Dataset.iter_batches`); False keeps the reading on the
+        calling thread, one core.
 
     Raises
     ------
@@ -131,9 +140,9 @@ def iter_thread_batches(
     checked = ["cpu", "seq", "expected_ns", "actual_ns"] + (["overruns"] if dataset.has("overruns") else [])
     needed = list(dict.fromkeys(["thread", *columns, *(checked if check else [])]))
     checker = InvariantChecker(dataset.metadata, where=str(dataset.path), strict=True)
-    for batch in dataset.iter_batches(needed):
-        threads = batch.column("thread").to_numpy()
-        for thread, rows in _split_by_thread(threads, batch):
+    for batch in dataset.iter_batches(needed, threads=threads):
+        thread_of_row = batch.column("thread").to_numpy()
+        for thread, rows in _split_by_thread(thread_of_row, batch):
             info = checker.info(thread)
             assert info is not None  # strict: an unknown thread raised
             if check:
@@ -425,9 +434,10 @@ def _check_columns(schema: pa.Schema, kind: str, where: str) -> pa.Schema:
     return schema.remove_metadata()
 
 
-def _read_group(file: Path, parquet: pq.ParquetFile, group: int, columns: list[str]) -> pa.Table:
+def _read_group(file: Path, parquet: pq.ParquetFile, group: int, columns: list[str], *,
+                use_threads: bool) -> pa.Table:
     try:
-        return parquet.read_row_group(group, columns=columns)
+        return parquet.read_row_group(group, columns=columns, use_threads=use_threads)
     except (OSError, pa.ArrowException) as exc:
         raise DatasetError(
             f"{file}: row group {group} cannot be read ({_one_line(exc)}); "
