@@ -235,3 +235,20 @@ def test_regular_looking_batches_still_fail_the_check(tmp_path, damage, words):
     with pytest.raises(SchemaError) as info:
         _consume(_raw_write(table, meta, tmp_path / "d.parquet"))
     assert words in _one_line(info.value)
+
+
+def test_column_values_equal_to_numpy():
+    from jitterscope.dataset import column_values
+
+    rng = np.random.default_rng(0)
+    batch = pa.record_batch({
+        "i64": rng.integers(-2**62, 2**62, 1000), "i32": rng.integers(-2**31, 2**31, 1000).astype(np.int32),
+        "u64": rng.integers(0, 2**63, 1000).astype(np.uint64), "f64": rng.normal(size=1000),
+        "nulls": pa.array([1, None] * 500, type=pa.int64()),
+    })
+    for view in (batch, batch.slice(123, 456), pa.Table.from_batches([batch, batch.slice(7)])):
+        for name in batch.schema.names:
+            expected = view.column(name).to_numpy(zero_copy_only=False)
+            got = column_values(view, name)
+            assert got.dtype == expected.dtype and np.array_equal(got, expected, equal_nan=True), name
+    assert column_values(batch.slice(10, 5), 0).base is not None  # a view of Arrow's buffer, not a copy

@@ -14,7 +14,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
         "atomic": ["check_output", "write_atomically", "write_directory_atomically"],
-        "files": ["Dataset", "iter_thread_batches", "open_dataset", "write_dataset"],
+        "files": ["Dataset", "column_values", "iter_thread_batches", "open_dataset", "write_dataset"],
         "metadata": ["Metadata", "ThreadInfo"],
         "schema": ["COUNTER_COLUMNS", "SAMPLE_COLUMNS", "sample_schema"],
         "trace": [

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from ..dataset import Dataset, ThreadInfo, iter_thread_batches
+from ..dataset import Dataset, ThreadInfo, column_values, iter_thread_batches
 from ..errors import AnalysisError
 from .accumulators import (
     CyclictestResult,
@@ -266,7 +266,7 @@ def summarize(
     with tqdm(total=dataset.num_rows, unit="rows", unit_scale=True, disable=not progress,
               desc="summary", leave=False) as bar, _OrderedWorkers(workers) as pool:
         for info, batch in iter_thread_batches(dataset, columns):
-            arrays = [batch.column(i).to_numpy() for i in range(batch.num_columns)]
+            arrays = [column_values(batch, i) for i in range(batch.num_columns)]
             acc = accumulators.get(info.thread)
             if acc is None:
                 acc = accumulators[info.thread] = _ThreadAccumulators(info, top_k)
