@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,6 +31,9 @@ from .metadata import Metadata, ThreadInfo
 from .schema import HISTOGRAM_COLUMNS, SAMPLE_COLUMNS, histogram_schema, sample_schema
 
 PART_GLOB = "part-*.parquet"
+PREFETCH = 2
+"""Row groups decoded ahead of the one being used: two keep the reader busy while the caller checks and splits
+a batch and its workers compute."""
 
 
 @dataclass(frozen=True)
@@ -58,9 +62,9 @@ class Dataset:
     ) -> Iterator[pa.RecordBatch]:
         """Yield record batches in file order (parts in name order, row groups in order).
 
-        With ``prefetch`` the next row group is decoded in a background thread
+        With ``prefetch`` the next ``PREFETCH`` row groups are decoded in a background thread
         while the caller works on the current one (pyarrow and numpy release the
-        GIL), so at most two row groups are in memory.
+        GIL), so at most ``PREFETCH + 1`` row groups are in memory.
         """
         wanted = list(columns) if columns is not None else list(self.schema.names)
         absent = [c for c in wanted if c not in self.schema.names]
@@ -71,15 +75,15 @@ class Dataset:
             for file, parquet, group in groups:
                 yield from _read_group(file, parquet, group, wanted).to_batches()
             return
+        # one reader thread: three reading row groups of one ParquetFile at once hung here (pyarrow)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="jitterscope-read") as pool:
-            pending: Future[pa.Table] | None = None
+            pending: deque[Future[pa.Table]] = deque()
             for file, parquet, group in groups:
-                future = pool.submit(_read_group, file, parquet, group, wanted)
-                if pending is not None:
-                    yield from pending.result().to_batches()
-                pending = future
-            if pending is not None:
-                yield from pending.result().to_batches()
+                pending.append(pool.submit(_read_group, file, parquet, group, wanted))
+                if len(pending) > PREFETCH:
+                    yield from pending.popleft().result().to_batches()
+            while pending:
+                yield from pending.popleft().result().to_batches()
 
     def _row_groups(self) -> Iterator[tuple[Path, pq.ParquetFile, int]]:
         for file in self.files:
