@@ -188,7 +188,7 @@ def read_bins(dataset: Dataset, label: str) -> BinnedRun:
 
 def _column(dataset: Dataset, name: str, dtype: type) -> np.ndarray:
     """One column as a numpy array, converted batch by batch (never an Arrow table of it next to its copy)."""
-    pieces = [batch.column(0).to_numpy().astype(dtype) for batch in dataset.iter_batches([name], prefetch=False)]
+    pieces = [batch.column(0).to_numpy().astype(dtype) for batch in dataset.iter_batches([name], threads=False)]
     return np.concatenate(pieces) if pieces else np.zeros(0, dtype=dtype)
 
 

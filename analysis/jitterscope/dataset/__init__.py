@@ -15,7 +15,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     submod_attrs={
         "atomic": ["check_output", "write_atomically", "write_directory_atomically"],
         "files": [
-            "Dataset", "DatasetStream", "iter_thread_batches", "open_dataset", "stream_dataset", "write_dataset",
+            "Dataset", "DatasetStream", "column_values", "iter_thread_batches", "open_dataset", "stream_dataset",
+            "write_dataset",
         ],
         "metadata": ["Metadata", "ThreadInfo"],
         "schema": ["COUNTER_COLUMNS", "SAMPLE_COLUMNS", "sample_schema"],

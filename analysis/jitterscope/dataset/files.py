@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -33,6 +34,9 @@ from .schema import HISTOGRAM_COLUMNS, SAMPLE_COLUMNS, histogram_schema, sample_
 PART_GLOB = "part-*.parquet"
 READER_THREAD_PREFIX = "jitterscope-read"
 """Name prefix of the read-ahead thread of :meth:`Dataset.iter_batches` (tests look for it)."""
+PREFETCH = 2
+"""Row groups decoded ahead of the one being used: two keep the reader busy while the caller checks and splits
+a batch and its workers compute."""
 
 
 @dataclass(frozen=True)
@@ -61,10 +65,10 @@ class Dataset:
     ) -> Iterator[pa.RecordBatch]:
         """Yield record batches in file order (parts in name order, row groups in order).
 
-        With ``threads`` the next row group is decoded in a background thread
+        With ``threads`` the next ``PREFETCH`` row groups are decoded in a background thread
         while the caller works on the current one (pyarrow and numpy release the
-        GIL), its columns in parallel on pyarrow's CPU pool, so at most two row
-        groups are in memory.  Without, everything runs in the calling thread, one
+        GIL), their columns in parallel on pyarrow's CPU pool, so at most ``PREFETCH + 1``
+        row groups are in memory.  Without, everything runs in the calling thread, one
         row group at a time: one core, for callers that get their parallelism
         from running many readers at once (a fleet's Dask tasks).
         """
@@ -77,15 +81,15 @@ class Dataset:
             for file, parquet, group in groups:
                 yield from _read_group(file, parquet, group, wanted, use_threads=False).to_batches()
             return
+        # one reader thread: three reading row groups of one ParquetFile at once hung here (pyarrow)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix=READER_THREAD_PREFIX) as pool:
-            pending: Future[pa.Table] | None = None
+            pending: deque[Future[pa.Table]] = deque()
             for file, parquet, group in groups:
-                future = pool.submit(_read_group, file, parquet, group, wanted, use_threads=True)
-                if pending is not None:
-                    yield from pending.result().to_batches()
-                pending = future
-            if pending is not None:
-                yield from pending.result().to_batches()
+                pending.append(pool.submit(_read_group, file, parquet, group, wanted, use_threads=True))
+                if len(pending) > PREFETCH:
+                    yield from pending.popleft().result().to_batches()
+            while pending:
+                yield from pending.popleft().result().to_batches()
 
     def _row_groups(self) -> Iterator[tuple[Path, pq.ParquetFile, int]]:
         for file in self.files:
@@ -141,16 +145,52 @@ def iter_thread_batches(
     needed = list(dict.fromkeys(["thread", *columns, *(checked if check else [])]))
     checker = InvariantChecker(dataset.metadata, where=str(dataset.path), strict=True)
     for batch in dataset.iter_batches(needed, threads=threads):
-        thread_of_row = batch.column("thread").to_numpy()
+        thread_of_row = column_values(batch, "thread")
         for thread, rows in _split_by_thread(thread_of_row, batch):
             info = checker.info(thread)
             assert info is not None  # strict: an unknown thread raised
             if check:
-                arrays = [rows.column(c).to_numpy() for c in checked]
+                arrays = [column_values(rows, c) for c in checked]
                 checker.check(thread, *arrays[:4], arrays[4] if len(arrays) > 4 else None)
             yield info, rows.select(columns)
     if check:
         checker.finish(dataset.has("overruns"))
+
+
+_NUMPY_TYPES = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
+                pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64,
+                pa.float32(): np.float32, pa.float64(): np.float64}
+
+
+def column_values(batch: pa.RecordBatch | pa.Table, column: str | int) -> np.ndarray:
+    """One column as a numpy array: a read-only view of Arrow's buffer for fixed-width numbers without nulls.
+
+    The same values as ``batch.column(column).to_numpy()``, which imports pandas on its first call in a
+    process (pyarrow's conversion initialises its pandas support: 0.2 s of CPU, more on a busy machine) even
+    where no pandas object is made; reading a column needs none of it.  Other columns (nulls, several chunks,
+    other types) go through ``to_numpy``.
+
+    Parameters
+    ----------
+    batch
+        A record batch or table.
+    column
+        Its name or index.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    values = batch.column(column)
+    if isinstance(values, pa.ChunkedArray):
+        if values.num_chunks != 1:
+            return values.to_numpy()
+        values = values.chunk(0)
+    dtype = _NUMPY_TYPES.get(values.type)
+    if dtype is None or values.null_count:
+        return values.to_numpy(zero_copy_only=False)
+    itemsize = np.dtype(dtype).itemsize
+    return np.frombuffer(values.buffers()[1], dtype=dtype, count=len(values), offset=values.offset * itemsize)
 
 
 def _split_by_thread(threads: np.ndarray, batch: pa.RecordBatch) -> Iterator[tuple[int, pa.RecordBatch]]:

@@ -438,9 +438,10 @@ def _max_relative_width(lower: np.ndarray, width: np.ndarray) -> float:
 
 
 _EXACT = 1 << 53  # int64 magnitudes below this convert to float64 exactly
-# Values below 8.4 ms (nearly every latency and period error) index through a table: one gather
-# instead of four passes.  32 MiB, built on the first large batch.
-_LUT_SIZE = 1 << 23
+# Values below 1 ms (nearly every latency and period error) index through a table: one gather instead of
+# four passes, and int64 entries, which bincount takes without a converted copy.  8 MiB, built in ~10 ms on
+# the first large batch (a larger table cost more to build than it saved on a 10^7-row summary).
+_LUT_SIZE = 1 << 20
 _LUT_MIN_BATCH = 1 << 14
 _LUTS: dict[int, np.ndarray] = {}
 
@@ -465,20 +466,26 @@ class LatencyHistogram:
         self.min_ns: int | None = None
         self.max_ns: int | None = None
 
-    def update(self, values_ns: np.ndarray) -> LatencyHistogram:
-        """Add values (int64 ns)."""
+    def update(self, values_ns: np.ndarray, *, extremes: tuple[int, int] | None = None) -> LatencyHistogram:
+        """Add values (int64 ns); ``extremes``: their (min, max) when the caller knows them already."""
         values = np.asarray(values_ns)
         if values.size == 0:
             return self
         if values.dtype.kind not in "iu":
             raise AnalysisError(f"LatencyHistogram takes integer ns values, got dtype {values.dtype}")
         values = values.astype(np.int64, copy=False)
-        low, high = int(values.min()), int(values.max())
+        low, high = (int(values.min()), int(values.max())) if extremes is None else extremes
         self.min_ns = low if self.min_ns is None else min(self.min_ns, low)
         self.max_ns = high if self.max_ns is None else max(self.max_ns, high)
         self.count += values.size
         if low >= 0:
-            self._positive = _add(self._positive, np.bincount(self._index(values, low)))
+            self._positive = _add(self._positive, np.bincount(self._index(values, low, high)))
+        elif -_LUT_SIZE < low and high < _LUT_SIZE and values.size >= _LUT_MIN_BATCH:
+            # both signs (period errors) through one table of signed values: one gather, one count
+            table, block = self._signed_lookup()
+            counts = np.bincount(table.take(values + (_LUT_SIZE - 1)), minlength=2 * block)
+            self._positive = _add(self._positive, counts[:block])
+            self._negative = _add(self._negative, counts[block:])
         elif -low < _EXACT and high < _EXACT:
             # one pass for both signs: negative magnitudes counted in a second block of indices
             negative = values < 0
@@ -496,12 +503,12 @@ class LatencyHistogram:
             self._negative = _add(self._negative, np.bincount(self._index(magnitude)))
         return self
 
-    def _index(self, magnitude: np.ndarray, low: int | None = None) -> np.ndarray:
-        """Bucket index of non-negative values (int64 or uint64); ``low``: their minimum, if known."""
+    def _index(self, magnitude: np.ndarray, low: int | None = None, top: int | None = None) -> np.ndarray:
+        """Bucket index of non-negative values (int64 or uint64); ``low``, ``top``: their extremes, if known."""
         s = self.sub_bits
         if magnitude.size == 0:
             return np.zeros(0, dtype=np.int64)
-        top = int(magnitude.max())
+        top = int(magnitude.max()) if top is None else top
         if top < (1 << s):
             return magnitude.astype(np.int64)
         if top < _LUT_SIZE and magnitude.size >= _LUT_MIN_BATCH and magnitude.dtype == np.int64:
@@ -531,9 +538,20 @@ class LatencyHistogram:
             # computed without the table (it does not exist yet): the exact float64-bits path
             index = values.astype(np.float64).view(np.int64) >> (52 - self.sub_bits)
             index -= (1023 + self.sub_bits - 1) << self.sub_bits
-            table = np.where(values < (1 << self.sub_bits), values, index).astype(np.int32)
+            table = np.where(values < (1 << self.sub_bits), values, index)
             _LUTS[self.sub_bits] = table
         return table
+
+    def _signed_lookup(self) -> tuple[np.ndarray, int]:
+        """``(table, block)``: ``table[v + _LUT_SIZE - 1]`` is the bucket of ``v`` for ``|v| < _LUT_SIZE``, the
+        positive buckets as they are and the negative ones (by magnitude) after ``block`` of them."""
+        key = -self.sub_bits
+        table = _LUTS.get(key)
+        positive = self._lookup()
+        block = int(positive[-1]) + 1
+        if table is None:
+            table = _LUTS[key] = np.concatenate([block + positive[1:][::-1], positive])
+        return table, block
 
     def _bounds(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Inclusive lower and exclusive upper value of non-negative bucket indices."""
