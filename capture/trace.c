@@ -280,14 +280,15 @@ static char *trace_strings_json(const struct trace *t)
 	return jsonw_take(&j);
 }
 
-/* Appends the staged rows as a row group, with the metadata as of now. */
-static int trace_append(struct trace *t, const char *state)
+/* Commits the staged rows (and what a full stage put in the open row group) as one flush of the
+ * container, with the metadata as of now: after it, _trace/part-NNNNN.parquet holds every event so far. */
+static int trace_flush(struct trace *t, const char *state)
 {
 	char *meta = trace_meta_json(t, state), *strings = trace_strings_json(t);
 	int err = -ENOMEM;
 	if (meta && strings) {
 		struct pq_kv kv[] = {{"jitterscope.trace", meta}, {"jitterscope.trace_strings", strings}};
-		err = pq_append_row_group(t->pq, (const void *const *)t->columns, t->nstaged, kv, 2);
+		err = container_flush(&t->ct, (const void *const *)t->columns, t->nstaged, kv, 2);
 	}
 	free(meta);
 	free(strings);
@@ -313,40 +314,46 @@ int trace_stage(struct trace *t, const struct trace_row *r)
 	((int32_t *)t->columns[TC_OTHER_COMM])[i] = r->other_comm;
 	((int32_t *)t->columns[TC_PRIO])[i] = r->prio;
 	((int64_t *)t->columns[TC_VALUE])[i] = r->value;
-	return ++t->nstaged == TRACE_STAGE_ROWS ? trace_append(t, "running") : 0;
+	if (++t->nstaged < TRACE_STAGE_ROWS)
+		return 0;
+	/* a full stage between flushes: encode it into the open row group now, commit at the next flush */
+	int err = container_add(&t->ct, (const void *const *)t->columns, t->nstaged);
+	if (!err) {
+		t->rows += t->nstaged;
+		t->nstaged = 0;
+	}
+	return err;
 }
 
 static int trace_open_file(struct trace *t, int dir_fd, uid_t uid, gid_t gid, bool chown_file)
 {
 	if (mkdirat(dir_fd, TRACE_DIR_NAME, 0755) && errno != EEXIST)
 		return -errno;
-	int sub = openat(dir_fd, TRACE_DIR_NAME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (sub < 0)
+	t->dir_fd = openat(dir_fd, TRACE_DIR_NAME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (t->dir_fd < 0)
 		return -errno;
-	t->out_fd = openat(sub, TRACE_FILE_NAME, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	int err = t->out_fd < 0 ? -errno : 0;
-	if (!err && chown_file && (fchown(sub, uid, gid) || fchown(t->out_fd, uid, gid)))
-		err = -errno;
-	close(sub);
-	if (err)
-		return err;
+	if (chown_file && fchown(t->dir_fd, uid, gid))
+		return -errno;
+	if (t->cfg->sync == SYNC_DATA && fsync(dir_fd)) /* the _trace entry itself, before any part in it */
+		return -errno;
 	for (int c = 0; c < TC_COUNT; c++)
 		if (!(t->columns[c] = calloc(TRACE_STAGE_ROWS, TRACE_COLUMNS[c].type == PQ_INT64 ? 8 : 4)))
 			return -ENOMEM;
 	t->last_ts = calloc(CONFIG_MAX_CPUS, sizeof(*t->last_ts));
 	if (!t->last_ts)
 		return -ENOMEM;
-	char *meta = trace_meta_json(t, "running");
-	struct pq_kv kv[] = {{"jitterscope.trace", meta ? meta : "null"}, {"jitterscope.trace_strings", "[]"}};
-	err = pq_open(&t->pq, t->out_fd, TRACE_COLUMNS, TC_COUNT, kv, 2);
-	free(meta);
-	return err;
+	container_init(&t->ct, t->cfg, t->dir_fd, TRACE_COLUMNS, TC_COUNT);
+	t->ct.chown_parts = chown_file;
+	t->ct.owner_uid = uid;
+	t->ct.owner_gid = gid;
+	t->has_container = true;
+	return trace_flush(t, "running"); /* part-00000: no events yet, the settings */
 }
 
 int trace_setup(struct trace *t, const struct config *cfg, int dir_fd, int reader_cpu, uid_t uid, gid_t gid,
 		bool chown_file)
 {
-	t->marker_fd = t->out_fd = -1;
+	t->marker_fd = t->dir_fd = -1;
 	t->cfg = cfg;
 	t->reader_cpu = reader_cpu;
 	atomic_init(&t->finish, false);
@@ -374,7 +381,7 @@ int trace_setup(struct trace *t, const struct config *cfg, int dir_fd, int reade
 		return -errno;
 	}
 	if ((err = trace_open_file(t, dir_fd, uid, gid, chown_file)))
-		fprintf(stderr, PROG ": cannot create %s/" TRACE_DIR_NAME "/" TRACE_FILE_NAME ": %s\n", cfg->output,
+		fprintf(stderr, PROG ": cannot create %s/" TRACE_DIR_NAME "/part-00000.parquet: %s\n", cfg->output,
 			strerror(-err));
 	return err;
 }
@@ -388,20 +395,23 @@ static int64_t trace_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Every read interval: drain the per-CPU trace_pipe_raw; every row-group interval (--group-seconds, 20 s)
- * or full stage: append a row group.  Not every flush: each append rewrites a footer listing every group so
- * far, so the superseded footers grow with the square of the groups (see docs, "Trace events"). */
+/* Every read interval: drain the per-CPU trace_pipe_raw; every flush interval (--flush-interval, 1 s): commit
+ * a flush of the events container, the same rule as the samples (row groups of --group-seconds, parts of
+ * --part-seconds, each flush one rename of a complete file), so a killed capture keeps every event up to its
+ * last flush and the files hold no superseded footers (see docs, "Trace events"). */
 static void *trace_reader_run(void *arg)
 {
 	struct trace *t = arg;
-	int64_t every = t->cfg->group_ns > t->cfg->flush_interval_ns ? t->cfg->group_ns : t->cfg->flush_interval_ns;
-	t->next_append_ns = trace_now_ns() + every;
+	t->next_flush_ns = trace_now_ns() + t->cfg->flush_interval_ns;
 	for (;;) {
 		bool last = atomic_load(&t->finish);
 		int err = trace_raw_read(t);
-		if (!err && !last && trace_now_ns() >= t->next_append_ns) {
-			t->next_append_ns += every;
-			err = trace_append(t, "running");
+		int64_t now = trace_now_ns();
+		if (!err && !last && now >= t->next_flush_ns) {
+			t->next_flush_ns += t->cfg->flush_interval_ns;
+			if (t->next_flush_ns <= now) /* a stall of more than an interval: no burst of catch-up flushes */
+				t->next_flush_ns = now + t->cfg->flush_interval_ns;
+			err = trace_flush(t, "running");
 		}
 		if (err || last) {
 			t->error = err;
@@ -493,12 +503,10 @@ int trace_finish(struct trace *t, const char *reason)
 	t->stop_reason = reason;
 	trace_read_stats(t);
 	trace_raw_symbolize(t);
-	int err = t->error ? t->error : trace_append(t, "complete");
+	int err = t->error ? t->error : trace_flush(t, "complete");
 	if (err)
-		fprintf(stderr, PROG ": the trace events could not all be stored: %s (%s/" TRACE_DIR_NAME "/" TRACE_FILE_NAME
-			" holds those of the last good flush)\n", strerror(-err), t->cfg->output);
-	if (!err && t->cfg->sync == SYNC_DATA && fdatasync(t->out_fd))
-		err = -errno;
+		fprintf(stderr, PROG ": the trace events could not all be stored: %s (%s/" TRACE_DIR_NAME
+			"/part-*.parquet hold those of the last good flush)\n", strerror(-err), t->cfg->output);
 	return err;
 }
 
@@ -508,11 +516,11 @@ void trace_close(struct trace *t)
 		return;
 	if (t->reader_started)
 		trace_finish(t, "setup failed");
-	if (t->pq)
-		pq_close(t->pq);
-	t->pq = NULL;
+	if (t->has_container)
+		container_close(&t->ct); /* the hidden twins go; every visible part stays */
+	t->has_container = false;
 	trace_raw_close(t);
-	int *fds[] = {&t->marker_fd, &t->out_fd};
+	int *fds[] = {&t->marker_fd, &t->dir_fd};
 	for (size_t i = 0; i < 2; i++) {
 		if (*fds[i] >= 0)
 			close(*fds[i]);
@@ -546,7 +554,7 @@ char *trace_environment_json(const struct trace *t, const struct config *cfg)
 		trace_events_list(&j, t);
 		jsonw_uint(&j, "buffer_size_kb", cfg->trace_buffer_kb);
 		jsonw_int(&j, "reader_cpu", t->reader_cpu);
-		jsonw_string(&j, "table", TRACE_DIR_NAME "/" TRACE_FILE_NAME);
+		jsonw_string(&j, "table", TRACE_DIR_NAME "/part-*.parquet");
 		jsonw_raw(&j, "global", t->global_before);
 	}
 	jsonw_int(&j, "break_ns", cfg->break_ns);

@@ -30,7 +30,7 @@ def test_attach_then_summary_trace(dataset: Path, tmp_path: Path, capsys) -> Non
     out = tmp_path / "with-trace"
     assert main(["import", str(DATA / "trace-cmd" / "report.txt"), "--onto", str(dataset), "-o", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "trace-cmd-report trace of" in text and "_trace/events.parquet (12 events, CPUs [1], 1000 ns" in text
+    assert "trace-cmd-report trace of" in text and "_trace/part-00000.parquet (12 events, CPUs [1], 1000 ns" in text
     assert open_dataset(out).num_rows == 20
     events = read_trace_events(out)
     assert events.num_rows == 12 and events.info["source"]["onto"] == str(dataset)
