@@ -337,7 +337,7 @@ static void config_defaults(struct config *cfg)
 	cfg->group_rows = 1 << 20;
 	cfg->part_ns = 3600 * (int64_t)1000000000;
 	cfg->trace_buffer_kb = 1024;
-	cfg->trace_read_ns = 100000000;
+	cfg->trace_read_ns = 250000000;
 }
 
 /* Seconds from 0.001 to max_s into ns; what names the option in the refusal. */

@@ -118,6 +118,38 @@ static void trace_cpumask(const struct config *cfg, char *buf, size_t len)
 	}
 }
 
+static int trace_write_event(int fd, const char *line, const char *token)
+{
+	if (write(fd, line, strlen(line)) >= 0)
+		return 0;
+	int err = errno;
+	fprintf(stderr, PROG ": cannot enable the trace event '%s': %s (see %s/available_events)\n", token,
+		strerror(err), TRACEFS);
+	return -err;
+}
+
+/* irq_vectors without an event name: its interrupt entries and exits only.  The system also holds a
+ * dozen vector_* events of vector allocation (no interrupt, nothing to attribute), and every event
+ * enabled costs a text patch of its tracepoint on every CPU at setup and again at teardown. */
+static int trace_enable_vectors(int fd, const char *events_dir)
+{
+	DIR *d = opendir(events_dir);
+	if (!d)
+		return trace_write_event(fd, "irq_vectors:*\n", "irq_vectors");
+	int err = 0;
+	struct dirent *e;
+	while (!err && (e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		bool context = (n > 6 && strcmp(e->d_name + n - 6, "_entry") == 0) ||
+			       (n > 5 && strcmp(e->d_name + n - 5, "_exit") == 0);
+		char line[320];
+		if (context && snprintf(line, sizeof(line), "irq_vectors:%s\n", e->d_name) < (int)sizeof(line))
+			err = trace_write_event(fd, line, "irq_vectors");
+	}
+	closedir(d);
+	return err;
+}
+
 /* Each event of the comma-separated list into set_event: "system", "system:event" or "event". */
 static int trace_enable_events(struct trace *t, const char *list)
 {
@@ -133,13 +165,13 @@ static int trace_enable_events(struct trace *t, const char *list)
 		p += n;
 		snprintf(events_dir, sizeof(events_dir), "%s/events/%s", t->dir, token);
 		bool system = !strchr(token, ':') && access(events_dir, F_OK) == 0;
-		char line[200];
-		int len = snprintf(line, sizeof(line), system ? "%s:*\n" : "%s\n", token);
-		if (write(fd, line, (size_t)len) < 0) {
-			err = -errno;
-			fprintf(stderr, PROG ": cannot enable the trace event '%s': %s (see %s/available_events)\n", token,
-				strerror(errno), TRACEFS);
+		if (system && strcmp(token, "irq_vectors") == 0) {
+			err = trace_enable_vectors(fd, events_dir);
+			continue;
 		}
+		char line[200];
+		snprintf(line, sizeof(line), system ? "%s:*\n" : "%s\n", token);
+		err = trace_write_event(fd, line, token);
 	}
 	close(fd);
 	return err;

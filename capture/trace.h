@@ -68,7 +68,9 @@ enum trace_event_code {
 };
 /* /contract:trace-events */
 
-#define TRACE_STAGE_ROWS 65536
+/* Rows staged between flushes before they go into the open row group: a second of a busy CPU's
+ * events; small, since the capture mlocks its memory and every staged page is zeroed at setup. */
+#define TRACE_STAGE_ROWS 8192
 
 /* One parsed event, a row of the events table. */
 struct trace_row {
@@ -76,11 +78,14 @@ struct trace_row {
 	int32_t cpu, event, pid, comm, number, name, other_pid, other_prio, other_comm, prio;
 };
 
+#define TRACE_RECENT 64
 struct trace_strings {
 	char **text;
 	size_t n, cap;
 	uint32_t *slot;             /* open-addressing hash of indices + 1 */
 	size_t nslots;
+	int32_t recent_id[TRACE_RECENT];  /* memo of recent lookups: index + 1 (0: empty) */
+	uint32_t recent_len[TRACE_RECENT];
 };
 
 struct trace_raw;
@@ -138,6 +143,8 @@ void trace_raw_symbolize(struct trace *t);
 void trace_raw_close(struct trace *t);
 /* trace_strings.c: the dictionary id of text[0..len) (added when new); -ENOMEM. */
 int32_t trace_string_id(struct trace_strings *s, const char *text, size_t len);
+/* The same without the memo (the hash lookup itself). */
+int32_t trace_string_lookup(struct trace_strings *s, const char *text, size_t len);
 void trace_strings_free(struct trace_strings *s);
 /* trace.c: stages one row; a full stage goes into the open row group (committed by the next flush). */
 int trace_stage(struct trace *t, const struct trace_row *row);
