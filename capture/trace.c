@@ -289,6 +289,8 @@ static char *trace_meta_json(const struct trace *t, const char *state)
 	jsonw_uint(&j, "buffer_size_kb", t->cfg->trace_buffer_kb);
 	jsonw_int(&j, "reader_cpu", t->reader_cpu);
 	jsonw_int(&j, "read_interval_ns", t->cfg->trace_read_ns);
+	jsonw_int(&j, "flush_interval_ns", t->cfg->trace_flush_ns > t->cfg->flush_interval_ns ? t->cfg->trace_flush_ns
+											    : t->cfg->flush_interval_ns);
 	jsonw_string(&j, "state", state);
 	jsonw_string(&j, "stop_reason", t->stop_reason);
 	jsonw_uint(&j, "rows", t->rows + t->nstaged);
@@ -374,7 +376,11 @@ static int trace_open_file(struct trace *t, int dir_fd, uid_t uid, gid_t gid, bo
 	t->last_ts = calloc(CONFIG_MAX_CPUS, sizeof(*t->last_ts));
 	if (!t->last_ts)
 		return -ENOMEM;
-	container_init(&t->ct, t->cfg, t->dir_fd, TRACE_COLUMNS, TC_COUNT);
+	/* the samples' container rules, flushed every --trace-flush (never more often than the samples) */
+	t->ct_cfg = *t->cfg;
+	if (t->ct_cfg.trace_flush_ns > t->ct_cfg.flush_interval_ns)
+		t->ct_cfg.flush_interval_ns = t->ct_cfg.trace_flush_ns;
+	container_init(&t->ct, &t->ct_cfg, t->dir_fd, TRACE_COLUMNS, TC_COUNT);
 	t->ct.chown_parts = chown_file;
 	t->ct.owner_uid = uid;
 	t->ct.owner_gid = gid;
@@ -427,22 +433,24 @@ static int64_t trace_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Every read interval: drain the per-CPU trace_pipe_raw; every flush interval (--flush-interval, 1 s): commit
- * a flush of the events container, the same rule as the samples (row groups of --group-seconds, parts of
- * --part-seconds, each flush one rename of a complete file), so a killed capture keeps every event up to its
- * last flush and the files hold no superseded footers (see docs, "Trace events"). */
+/* Every read interval: drain the per-CPU trace_pipe_raw; every --trace-flush (5 s; at least --flush-interval):
+ * commit a flush of the events container, the same rules as the samples (row groups of --group-seconds, parts
+ * of --part-seconds, each flush one rename of a complete file, --sync), so a killed capture keeps every event
+ * up to its last flush and the files hold no superseded footers (see docs, "Trace events").  Not every second
+ * like the samples: each flush rewrites the open row group, which at 1 s doubled the reader's CPU time. */
 static void *trace_reader_run(void *arg)
 {
 	struct trace *t = arg;
-	t->next_flush_ns = trace_now_ns() + t->cfg->flush_interval_ns;
+	int64_t every = t->ct_cfg.flush_interval_ns;
+	t->next_flush_ns = trace_now_ns() + every;
 	for (;;) {
 		bool last = atomic_load(&t->finish);
 		int err = trace_raw_read(t);
 		int64_t now = trace_now_ns();
 		if (!err && !last && now >= t->next_flush_ns) {
-			t->next_flush_ns += t->cfg->flush_interval_ns;
+			t->next_flush_ns += every;
 			if (t->next_flush_ns <= now) /* a stall of more than an interval: no burst of catch-up flushes */
-				t->next_flush_ns = now + t->cfg->flush_interval_ns;
+				t->next_flush_ns = now + every;
 			err = trace_flush(t, "running");
 		}
 		if (err || last) {

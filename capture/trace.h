@@ -97,6 +97,7 @@ struct trace {
 	int marker_fd, dir_fd;      /* dir_fd: the dataset's _trace directory */
 	struct trace_raw *raw;      /* the per-CPU binary readers */
 	struct container ct;        /* the events parts (reader thread only once started) */
+	struct config ct_cfg;       /* the container's settings: the capture's, flushed every --trace-flush */
 	bool has_container;
 	const struct config *cfg;
 	int reader_cpu;             /* -1: unpinned */

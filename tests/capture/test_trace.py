@@ -141,7 +141,7 @@ def test_instance_removed_after_a_signal_and_the_trace_kept(capture_bin, tmp_pat
 def test_stale_instance_of_a_killed_capture_is_removed_by_the_next(capture_bin, run_capture, tmp_path: Path,
                                                                    cpu: int) -> None:
     before, instances = _global(), _ours()
-    proc = subprocess.Popen([str(capture_bin), *_args(cpu, "-D", "60", "--trace", "--group-seconds", "0.5",
+    proc = subprocess.Popen([str(capture_bin), *_args(cpu, "-D", "60", "--trace", "--trace-flush", "0.5",
                                                       "-o", str(tmp_path / "killed"))],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.5)
@@ -173,7 +173,7 @@ def test_events_rotate_into_parts_with_bounded_footers_and_a_sigkill_keeps_every
     out = tmp_path / "killed"
     proc = subprocess.Popen([str(capture_bin), *_args(cpu, "-D", "60", "--trace", "--part-seconds", "1",
                                                       "--group-seconds", "0.5", "--flush-interval", "0.25",
-                                                      "-o", str(out))],
+                                                      "--trace-flush", "0.25", "-o", str(out))],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(4.5)
     killed_ns = time.monotonic_ns()
@@ -192,8 +192,8 @@ def test_events_rotate_into_parts_with_bounded_footers_and_a_sigkill_keeps_every
     events = read_trace_events(out)
     ts = events.columns["ts_ns"][events.columns["cpu"] == cpu]
     assert ts.size == table.num_rows and np.all(np.diff(ts) >= 0)  # parts in order, nothing twice
-    # every flush before the kill is on disk: at most a flush interval (0.25 s) plus a read interval and a loaded
-    # machine's scheduling delay are missing
+    # every flush before the kill is on disk: at most a --trace-flush (0.25 s) plus a read interval (0.25 s) and
+    # a loaded machine's scheduling delay are missing
     assert ts[-1] > killed_ns - 1_500_000_000
     hidden = sorted(p.name for p in (out / "_trace").iterdir() if p.name.startswith("."))
     assert all(name.startswith(".part-") for name in hidden)  # only the current part's twins, as for the samples
