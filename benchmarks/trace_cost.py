@@ -2,9 +2,9 @@
 
 Settings (both runs of a pair): 1 kHz, SCHED_FIFO 80, one thread on the last CPU (the writer and the trace
 reader on the others), ``--seconds`` each (default 30, what a user runs for a short look), writing the dataset
-as a real capture does; the traced run adds ``--trace`` (the default events).  ``--pairs`` (default 5) pairs
-alternate which run goes first so a drift of the machine affects both alike.  Needs root (tracefs instance,
-SCHED_FIFO).
+as a real capture does; the traced run adds ``--trace`` (the default events, or ``--events``).  ``--pairs``
+(default 5) pairs alternate which run goes first so a drift of the machine affects both alike.  Needs root
+(tracefs instance, SCHED_FIFO).
 
 Printed, each with its n, three costs measured separately:
 
@@ -56,9 +56,14 @@ def _threads_ns(pid: int) -> dict[str, int]:
     return total
 
 
+EVENTS: str | None = None  # --events: the traced arm's --trace=EVENTS (None: the default events)
+
+
 def _argv(out: Path, cpu: int, trace: bool, *limit: str) -> list[str]:
     argv = [str(capture_binary()), "-a", str(cpu), "-p", "80", "-i", "1000", *limit, "-q", "-o", str(out)]
-    return [*argv, "--trace"] if trace else argv
+    if not trace:
+        return argv
+    return [*argv, f"--trace={EVENTS}" if EVENTS else "--trace"]
 
 
 def run_once(out: Path, seconds: float, cpu: int, trace: bool) -> tuple[np.ndarray, float, dict[str, float]]:
@@ -108,16 +113,21 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--setup-runs", type=int, default=10)
+    parser.add_argument("--events", help="the traced arm's --trace=EVENTS (default: the capture's default events)")
     args = parser.parse_args()
+    global EVENTS
+    EVENTS = args.events
     if os.geteuid() != 0:
         raise SystemExit("trace_cost needs root (a tracefs instance and SCHED_FIFO)")
     cpu = max(os.sched_getaffinity(0))
     work = Path(tempfile.mkdtemp(prefix="trace-cost-"))
     pooled: dict[bool, list[np.ndarray]] = {False: [], True: []}
+    pair_ratios: list[tuple[float, float]] = []  # (p50, steady CPU) traced/plain of each pair
     cpu_s: dict[bool, float] = {False: 0.0, True: 0.0}
     steady: dict[bool, list[dict[str, float]]] = {False: [], True: []}
     try:
-        print(f"trace cost: {args.pairs} pairs x {args.seconds:g} s at 1 kHz on CPU {cpu}, SCHED_FIFO 80 "
+        print(f"trace cost: {args.pairs} pairs x {args.seconds:g} s at 1 kHz on CPU {cpu}, SCHED_FIFO 80, "
+              f"events {EVENTS or 'default'} "
               f"(timings on whatever else this machine runs: the pairs interleave so both arms share it)")
         print(f"{'pair':>4} {'plain p50 µs':>12} {'traced p50 µs':>13} {'plain CPU µs/wake':>17} "
               f"{'traced CPU µs/wake':>18} {'plain steady':>12} {'traced steady':>13}")
@@ -133,6 +143,7 @@ def main() -> int:
                 steady[trace].append(per_wake)
                 row[trace] = (float(np.median(latency)) / 1e3, seconds / latency.size * 1e6,
                               sum(per_wake.values()) / 1e3)
+            pair_ratios.append((row[True][0] / row[False][0], row[True][2] / row[False][2]))
             print(f"{pair:>4} {row[False][0]:>12.1f} {row[True][0]:>13.1f} {row[False][1]:>17.2f} "
                   f"{row[True][1]:>18.2f} {row[False][2]:>12.2f} {row[True][2]:>13.2f}")
         fixed = setup_cost(work, cpu, args.setup_runs)
@@ -157,6 +168,11 @@ def main() -> int:
     whole = (cpu_s[False] / plain.size * 1e6, cpu_s[True] / traced.size * 1e6)
     print(f"whole process over {args.seconds:g} s: plain {whole[0]:.2f} µs, traced {whole[1]:.2f} µs per wake-up; "
           f"ratio {_verdict(whole[1] / whole[0], 1.20)}")
+    ratios = np.asarray(pair_ratios)
+    print(f"per pair (the two runs of a pair share the machine's load of that minute): p50 ratio median "
+          f"{np.median(ratios[:, 0]):.3f} (range {ratios[:, 0].min():.3f}-{ratios[:, 0].max():.3f}), steady CPU "
+          f"ratio median {np.median(ratios[:, 1]):.3f} (range {ratios[:, 1].min():.3f}-{ratios[:, 1].max():.3f}), "
+          f"n = {len(ratios)} pairs")
     hour = 3_600_000  # wake-ups in an hour at 1 kHz
     projected = ((total[False] * hour + fixed[0] * 1e3) / hour, (total[True] * hour + fixed[1] * 1e3) / hour)
     print(f"whole process projected to 1 h (steady state + fixed cost / 3.6e6 wake-ups): plain "

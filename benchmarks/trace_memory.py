@@ -2,7 +2,8 @@
 
 Usage: python benchmarks/trace_memory.py [--sizes 1e5 1e6] [--keep DIR]
 
-For each size N it writes (once, cached in --keep) a dataset directory of N wake-ups at 1 kHz on CPU 1 and a
+For each size N it writes (once, cached in --keep) a dataset directory of N wake-ups at 1 kHz on CPU 1 (in row
+groups of 20 s, as the capture writes them) and a
 kernel trace of 6 events per wake-up (the timer vector's entry and exit, the wake-up, the switch in and out)
 in parts of 1,000,000 events, as a capture writes them; every 100th wake-up is delayed 300 µs by a planted
 SCHED_FIFO thread ("spinner", pid 77) that the trace shows running.  Then, each in a fresh subprocess so peak
@@ -65,9 +66,16 @@ def _events(n: int) -> dict[str, np.ndarray]:
 
 
 def make(work: Path, n: int) -> Path:
+    """The dataset of size n, written by a child process: a step's peak RSS (ru_maxrss, kept across fork and
+    exec) must not start from this process having held the generated arrays."""
     root = work / f"traced-{n}"
-    if (root / "_trace").is_dir():
-        return root
+    if not (root / "_trace").is_dir():
+        import subprocess
+        subprocess.run([sys.executable, __file__, "--make", str(n), str(root)], check=True)
+    return root
+
+
+def _write(root: Path, n: int) -> None:
     root.mkdir(parents=True, exist_ok=True)
     k = np.arange(n, dtype=np.int64)
     expected = 1_000_000_000 + k * INTERVAL_NS
@@ -76,7 +84,7 @@ def make(work: Path, n: int) -> Path:
                       "seq": pa.array(k), "expected_ns": pa.array(expected), "actual_ns": pa.array(actual)})
     meta = Metadata(kind="capture", threads=(ThreadInfo(thread=0, cpu=1, interval_ns=INTERVAL_NS, samples=n,
                                                         tid=JS_TID),))
-    write_dataset(table, meta, root / "part-00000.parquet")
+    write_dataset(table, meta, root / "part-00000.parquet", row_group_size=20_000)  # a capture's 20 s row groups
     events = _events(n)
     info = {"version": 1, "instance": "synthetic", "clock": "mono", "resolution_ns": 1, "cpus": [1],
             "lost": {"per_cpu": [{"cpu": 1, "overrun": 0, "dropped": 0}], "total": 0}}
@@ -89,7 +97,6 @@ def make(work: Path, n: int) -> Path:
         pq.write_table(chunk, root / "_trace" / f"part-{part:05d}.parquet", row_group_size=131_072)
     print(f"# wrote {n:,} wake-ups and {total:,} events in {-(-total // PART_EVENTS)} part(s) -> {root}",
           file=sys.stderr)
-    return root
 
 
 FLOOR = """
@@ -115,7 +122,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e5, 1e6])
     parser.add_argument("--keep", type=Path)
+    parser.add_argument("--make", nargs=2, metavar=("N", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.make:
+        _write(Path(args.make[1]), int(args.make[0]))
+        return 0
     work = work_dir(args.keep)
     print(f"{'wake-ups':>10} {'events':>11} {'step':>10} {'seconds':>8} {'x floor':>8} {'peak RSS MB':>12}")
     for size in args.sizes:

@@ -235,6 +235,7 @@ _EXIT = {TRACE_EVENTS["irq_exit"]: "irq", TRACE_EVENTS["vector_exit"]: "vector",
 _NMI_ENTRY, _NMI_EXIT = -1, -2  # synthetic, from the NMI event's duration
 _SWEEP_COLUMNS = ("ts_ns", "cpu", "event", "number", "name", "other_pid", "other_prio", "other_comm", "value")
 _FOREVER = int(np.iinfo(np.int64).max)
+WINDOW_CHUNK = 4096  # wake-ups matched against the timeline at a time (bounds the segments held)
 
 
 def _cpu_rows(batch: Mapping[str, np.ndarray], cpu: int, floor_ns: int | None) -> dict[str, list[int]]:
@@ -461,20 +462,24 @@ def _stream_windows(dataset: Dataset, events: Any, lost: Mapping[int, int], labe
                                             check=False):
         col = {n: batch.column(n).to_numpy() for n in batch.schema.names}
         for cpu in np.unique(col["cpu"]).tolist():
-            rows = np.flatnonzero(col["cpu"] == cpu)
-            a, b = col["expected_ns"][rows], col["actual_ns"][rows]
-            key = (int(col["thread"][rows[0]]), int(cpu))
+            on_cpu = np.flatnonzero(col["cpu"] == cpu)
+            key = (int(col["thread"][on_cpu[0]]), int(cpu))
             sweep = sweeps.get(key)
             if sweep is None:
                 sweep = sweeps[key] = _CpuSweep(events, int(cpu), labels, own.get(int(cpu), set()))
-            sweep.advance(int(b.max()))
-            tl = sweep.timeline()
-            status = _window_status(tl, a, b, lost.get(int(cpu), 0) > 0 and int(cpu) not in lost_rows)
-            pairs = (np.zeros(0, np.int64),) * 3
-            if tl is not None and tl.starts.size:
-                pairs = _sum_pairs(*_overlaps(tl, a, b), len(labels.causes))
-            tally.add(col["thread"][rows], col["cpu"][rows], col["seq"][rows], a, b, status, pairs, labels)
-            sweep.drop_before(int(a.max()))
+            unplaced = lost.get(int(cpu), 0) > 0 and int(cpu) not in lost_rows
+            # a few thousand windows at a time: the sweep holds only the segments of their span
+            for start in range(0, on_cpu.size, WINDOW_CHUNK):
+                rows = on_cpu[start:start + WINDOW_CHUNK]
+                a, b = col["expected_ns"][rows], col["actual_ns"][rows]
+                sweep.advance(int(b.max()))
+                tl = sweep.timeline()
+                status = _window_status(tl, a, b, unplaced)
+                pairs = (np.zeros(0, np.int64),) * 3
+                if tl is not None and tl.starts.size:
+                    pairs = _sum_pairs(*_overlaps(tl, a, b), len(labels.causes))
+                tally.add(col["thread"][rows], col["cpu"][rows], col["seq"][rows], a, b, status, pairs, labels)
+                sweep.drop_before(int(a.max()))
 
 
 # ---- the attribution -------------------------------------------------------------------------
