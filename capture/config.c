@@ -16,7 +16,7 @@
 enum long_only {
 	OPT_POLICY = 256, OPT_LATENCY, OPT_NO_LATENCY, OPT_TIMER, OPT_COUNTERS,
 	OPT_MSR_DIR, OPT_FLUSH, OPT_FORCE, OPT_VERSION, OPT_RING, OPT_SYNC, OPT_WRITER_CPU, OPT_GROUP_SECONDS,
-	OPT_GROUP_ROWS, OPT_PART_SECONDS, OPT_TRACE, OPT_TRACE_BUFFER, OPT_BREAK, OPT_TRACE_READ,
+	OPT_GROUP_ROWS, OPT_PART_SECONDS, OPT_TRACE, OPT_TRACE_BUFFER, OPT_BREAK, OPT_TRACE_READ, OPT_TRACE_FLUSH,
 	OPT_LAST, /* one past the last option code (the size of config_parse's seen[]) */
 };
 
@@ -49,6 +49,7 @@ static const struct option config_options[] = {
 	{"trace-buffer", required_argument, NULL, OPT_TRACE_BUFFER},
 	{"break", required_argument, NULL, OPT_BREAK},
 	{"trace-read-interval", required_argument, NULL, OPT_TRACE_READ},
+	{"trace-flush", required_argument, NULL, OPT_TRACE_FLUSH},
 	{NULL, 0, NULL, 0},
 };
 
@@ -77,11 +78,13 @@ static const char config_usage_text[] =
 	"                          cache (survives a killed capture, not a power cut or a kernel hang)\n"
 	"      --writer-cpu N      pin the writer thread to CPU N (default: the first CPU not measured;\n"
 	"                          when every CPU is measured it shares them, and the metadata says so)\n"
-	"      --trace[=EVENTS]    record kernel events on the measured CPUs into DIR/_trace/events.parquet,\n"
+	"      --trace[=EVENTS]    record kernel events on the measured CPUs into DIR/_trace/part-*.parquet,\n"
 	"                          in an own tracefs instance (root); EVENTS: comma-separated system or\n"
 	"                          system:event (default: irq handlers, softirqs, irq_vectors, nmi,\n"
 	"                          sched_switch, sched_wakeup)\n"
 	"      --trace-buffer KB   per-CPU trace buffer of --trace in KiB (default 1024)\n"
+	"      --trace-flush S     seconds between flushes of the trace to disk (default 5, at least\n"
+	"                          --flush-interval); a killed capture loses at most the last interval\n"
 	"      --break US          stop after the first wake-up later than US microseconds, writing a\n"
 	"                          trace_marker that names the thread and seq (like cyclictest -b)\n"
 	"      --force             replace an existing output\n"
@@ -338,7 +341,8 @@ static void config_defaults(struct config *cfg)
 	cfg->group_rows = 1 << 20;
 	cfg->part_ns = 3600 * (int64_t)1000000000;
 	cfg->trace_buffer_kb = 1024;
-	cfg->trace_read_ns = 100000000;
+	cfg->trace_read_ns = 250000000;
+	cfg->trace_flush_ns = 5 * (int64_t)1000000000;
 }
 
 /* Seconds from 0.001 to max_s into ns; what names the option in the refusal. */
@@ -378,6 +382,7 @@ static int config_trace_option(struct config *cfg, int opt, const char *arg)
 		cfg->break_ns = (int64_t)u * 1000;
 		return 0;
 	case OPT_TRACE_READ: return config_seconds(arg, 10, &cfg->trace_read_ns, "--trace-read-interval");
+	case OPT_TRACE_FLUSH: return config_seconds(arg, 3600, &cfg->trace_flush_ns, "--trace-flush");
 	default: return -EINVAL;
 	}
 }

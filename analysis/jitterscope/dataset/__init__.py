@@ -3,7 +3,7 @@
 Modules: :mod:`.schema` (columns and version), :mod:`.metadata` (the metadata document),
 :mod:`.files` (open, iterate, write), :mod:`.invariants` and :mod:`.validate` (the contract
 check), :mod:`.atomic` (write-to-temporary-then-rename), :mod:`.trace` (the kernel events table
-``_trace/events.parquet`` inside a dataset directory).
+``_trace/part-NNNNN.parquet`` inside a dataset directory).
 """
 
 import lazy_loader as _lazy
@@ -21,8 +21,9 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "metadata": ["Metadata", "ThreadInfo"],
         "schema": ["COUNTER_COLUMNS", "SAMPLE_COLUMNS", "sample_schema"],
         "trace": [
-            "TRACE_COLUMNS", "TRACE_DIR", "TRACE_EVENTS", "TRACE_FILE", "TraceEvents", "events_from_rows",
-            "read_trace_events", "trace_events_path", "trace_schema", "write_trace_events",
+            "TRACE_COLUMNS", "TRACE_DIR", "TRACE_EVENTS", "TRACE_FILE", "TraceEvents", "TraceTable",
+            "events_from_rows", "open_trace", "read_trace_events", "trace_events_path", "trace_part_paths",
+            "trace_schema", "write_trace_events",
         ],
         "validate": ["validate_dataset"],
     },
