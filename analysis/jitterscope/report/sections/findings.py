@@ -10,6 +10,7 @@ red flags, each with its action, and what to run next.  Hashes and raw metadata 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,6 +21,7 @@ from ...render import Page, Table, key_value_table, text_pages
 from ..build import ReportContext, register_section
 from ..findings import configuration_flags, next_steps
 from .events import shared_events
+from .planted import shared_recovery
 from .provenance import SIMULATED_BANNER
 
 SPECTRAL_LINES = 3  # periodic disturbances named on page 1
@@ -37,8 +39,12 @@ def findings_section(ctx: ReportContext) -> Sequence[Page]:
     except AnalysisError as exc:
         problems.append(f"events not computed: {exc}")
     tables: list[Table] = [_what_happened(ctx, events, problems)]
+    exported: list[Table] = []
     if events is not None:
-        tables += [_worst_per_cpu(ctx, events), event_rates_table(events, name="findings-rates")]
+        tables.append(_worst_per_cpu(ctx, events))
+        # the rates are one row of "What happened" on the page (page 1 has no lines to spare); --figures gets
+        # the table
+        exported.append(event_rates_table(events, name="findings-rates"))
     tables.append(_causes(ctx, events))
     check = configuration_flags(meta, events)
     tables.append(Table(
@@ -57,7 +63,9 @@ def findings_section(ctx: ReportContext) -> Sequence[Page]:
                         rows=tuple((i, step) for i, step in enumerate(steps, start=1)), formats=("", ""),
                         align=("r", "l")))
     banner = SIMULATED_BANNER if meta.kind == "simulation" else None
-    return list(text_pages("findings", f"Findings: {ctx.dataset.path.name}", tables, banner=banner))
+    pages = list(text_pages("findings", f"Findings: {ctx.dataset.path.name}", tables, banner=banner))
+    pages[0] = replace(pages[0], tables=(*pages[0].tables, *exported))
+    return pages
 
 
 def _cpu(cpu: int, thread: int) -> str:
@@ -113,10 +121,19 @@ def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str
         missed = sum(e.missed_periods for e in events.events)
         items.append(("missed periods", f"{missed:,} in events (overruns, seq gaps, catch-up wake-ups); overruns: "
                                         f"{overall.overruns if overall.overruns is not None else 'n/a'}"))
+        if events.rates:
+            items.append(("event rates", "; ".join(
+                f"{r.label}: {r.count:,} ({r.rate_per_s * 3600:,.1f}/h, 95% CI {r.ci_low_per_s * 3600:,.1f}–"
+                f"{r.ci_high_per_s * 3600:,.1f})" for r in events.rates)
+                + f" (exact Poisson intervals over {events.observed_s:,.1f} s)"))
         if events.halves is not None and events.events:
             h = events.halves
             items.append(("over time", f"{h.first:,} events in the first half, {h.second:,} in the second "
                                        f"({format_p(h.p_value)}, exact test of a constant rate)"))
+    if "planted" in ctx.sections:
+        recovery = shared_recovery(ctx)
+        if recovery is not None:
+            items.append(("planted effects", f"{recovery.tally()} (simulation; the table follows this page)"))
     items += [("note", problem) for problem in problems]
     return key_value_table("findings-summary", "What happened", items, headers=("what", "finding"))
 
@@ -194,7 +211,29 @@ def _power_verdicts(ctx: ReportContext) -> list[str]:
         return [f"not computed: {exc}"]
     if not result.available:
         return [result.reason]
-    return list(result.verdicts)
+    return _one_claim_line(result.verdicts)
+
+
+CLAIM_PREFIX = "Claimed vs measured: "
+
+
+def _one_claim_line(verdicts: Sequence[str]) -> list[str]:
+    """correlate's verdicts with its per-CPU claim checks as one line: the first CPU's, naming the others.
+
+    Page 1 has no room for one near-identical sentence per CPU; the power section lists each.
+    """
+    claims = [v for v in verdicts if v.startswith(CLAIM_PREFIX)]
+    if len(claims) < 2:
+        return list(verdicts)
+    others = [claim.rsplit("(", 1)[-1].rstrip(").") for claim in claims[1:]]
+    merged = claims[0].rstrip(".") + f"; {', '.join(others)} disagree too (the power section has each)."
+    out: list[str] = []
+    for verdict in verdicts:
+        if verdict == claims[0]:
+            out.append(merged)
+        elif verdict not in claims:
+            out.append(verdict)
+    return out
 
 
 def _spectral_lines(ctx: ReportContext) -> list[str]:
