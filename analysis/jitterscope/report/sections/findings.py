@@ -41,10 +41,9 @@ def findings_section(ctx: ReportContext) -> Sequence[Page]:
     tables: list[Table] = [_what_happened(ctx, events, problems)]
     exported: list[Table] = []
     if events is not None:
-        tables.append(_worst_per_cpu(ctx, events))
-        # the rates are one row of "What happened" on the page (page 1 has no lines to spare); --figures gets
-        # the table
-        exported.append(event_rates_table(events, name="findings-rates"))
+        # the worst wake-up of each CPU and the event rates are rows of "What happened" on the page (page 1 has
+        # no lines to spare for two more tables); --figures gets both tables
+        exported += [_worst_per_cpu(ctx, events), event_rates_table(events, name="findings-rates")]
     tables.append(_causes(ctx, events))
     check = configuration_flags(meta, events)
     tables.append(Table(
@@ -108,6 +107,13 @@ def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str
             top = max(known, key=lambda t: t.max_ns or 0.0)
             items.append(("worst wake-up", f"{format_us(top.max_ns)} on {_cpu(top.cpu, top.thread)}; when is not "
                                            "recorded (the source kept no wake-up times)"))
+    if events is not None and len(ctx.summary.threads) > 1:
+        worst_rows = _worst_per_cpu(ctx, events).rows
+        if worst_rows:
+            items.append(("worst of each CPU", "; ".join(
+                f"{who} {format_us(worst_us * 1e3)} at {at:,.3f} s"
+                + (f" (event on {where}: {causes})" if where != "-" else "")
+                for who, _, worst_us, at, where, causes in worst_rows)))
     if events is not None:
         multi = [e for e in events.events if len(e.threads) > 1]
         items.append(("events", f"{len(events.events):,} (a wake-up later than {format_us(events.threshold_ns)}: "

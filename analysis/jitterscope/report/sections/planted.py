@@ -65,19 +65,20 @@ def planted_table(recovery: PlantedRecovery, *, name: str = f"{NAME}-recovered")
                  notes=(f"{recovery.tally()}.", *recovery.notes))
 
 
-def _display_table(recovery: PlantedRecovery) -> Table:
+def _display_table(recovery: PlantedRecovery, heading: str) -> Table:
     """The same rows for the PDF: three wrapped lines per effect (only a table's last column wraps)."""
     rows: list[tuple[str, str, str, str]] = []
     for row in recovery.rows:
         rows += [(row.effect, row.verdict.upper(), "planted", row.planted), ("", "", "recovered", row.recovered),
                  ("", "", "tolerance", row.tolerance)]
-    return Table(name=f"{NAME}-display", title="Planted versus recovered (simulation)",
+    # titled as the page, so the title is not printed twice: one effect more fits on the page
+    return Table(name=f"{NAME}-display", title=heading,
                  columns=("effect", "verdict", "", "what"), rows=tuple(rows), formats=("", "", "", ""),
                  align=("l", "l", "l", "l"),
-                 notes=(f"{recovery.tally()}.", *recovery.notes,
+                 notes=(f"{recovery.tally()}, against this report's own results ({', '.join(recovery.analyses)}). "
                         "Verdicts: recovered (within the tolerance), partly, missed, false positive (found where "
                         "nothing was planted), not checked (the analysis is not in this report, or the run drew "
-                        "none)."))
+                        "none).",))
 
 
 @register_section(order=6, name=NAME)
@@ -86,8 +87,8 @@ def planted_section(ctx: ReportContext) -> Sequence[Page] | None:
     recovery = shared_recovery(ctx)
     if recovery is None:
         return None
-    pages = list(text_pages(NAME, f"Planted versus recovered: {ctx.dataset.path.name}", [_display_table(recovery)],
-                            banner=SIMULATED_BANNER))
+    heading = f"Planted versus recovered: {ctx.dataset.path.name}"
+    pages = list(text_pages(NAME, heading, [_display_table(recovery, heading)], banner=SIMULATED_BANNER))
     # --figures gets the flat table (one effect per row), not the PDF's three-lines-per-effect layout
     pages[0] = dataclasses.replace(pages[0], tables=(planted_table(recovery),))
     return pages
