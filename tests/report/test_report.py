@@ -162,7 +162,7 @@ def test_page_one_has_findings_then_provenance_and_says_simulated(rendered, simu
     pages = text.split("\f")
     first = pages[0]
     assert first.strip().startswith("Findings: sim.parquet")
-    assert "SIMULATED DATA" in first and "What happened" in first and "worst of each CPU" in first
+    assert "SIMULATED DATA" in first and "What happened" in first and "other CPUs' worst" in first
     assert "event rates" in first and "above 1 ms" in first  # the rates, with their intervals
     file_hash = hashlib.sha256(simulated.read_bytes()).hexdigest()
     assert file_hash not in first  # hashes are in the appendix

@@ -80,6 +80,7 @@ def test_effects_planted_too_weak_are_missed(tmp_path) -> None:
     spec = SimulationSpec(threads=2, samples=20_000, effects=(
         PeriodicDisturbance(frequency_hz=113, amplitude_ns=2, shape="sine"),  # 2 ns under a 3 µs body
         PStates(levels_mhz=(1200, 2400), dwell_ns=(500_000_000, 500_000_000)),  # no coupling: a planted null
+        SMIs(rate_hz=0.5, duration_ns=2_000),  # 2 µs SMIs: no wake-up is late by the events' threshold
         SharedStalls(times_ns=(9_000_000_000,), duration_ns=3_000),  # 3 µs: under the events' threshold
         IdleStates(deep_probability=0.001, exit_latency_ns=0.0),  # deep idle that adds no latency
     ))
@@ -87,6 +88,8 @@ def test_effects_planted_too_weak_are_missed(tmp_path) -> None:
     verdicts = {row.effect: row.verdict for row in recovery.rows}
     assert verdicts["periodic[0]"] == "missed"
     assert verdicts["shared_stall"] == "missed"
+    assert verdicts["smi"] in ("missed", "partly")  # correlate may see the counter; no event can
+    assert recovery.verdict_of("smi") != "recovered"
     assert verdicts["idle"] in ("missed", "partly")  # correlate may see the C0 bin; no event names it
     assert recovery.verdict_of("idle") != "recovered"
     assert verdicts["pstates: transitions"] == "recovered"
