@@ -133,6 +133,12 @@ def format_p(p: float | None, *, floor: float = P_FLOOR, cap: float = 1.0) -> st
     return f"p = {value:.2g}" if value >= 1e-3 else f"p = {value:.1e}"
 
 
+def format_thread_cpu(thread: int, cpu: int) -> str:
+    """A measuring thread for titles and notes: "CPU 3 (thread 0)", or "thread 0 (CPU unknown)" when the source
+    did not record the CPU (cpu -1: cyclictest -v without --json), never "CPU -1"."""
+    return f"CPU {cpu} (thread {thread})" if cpu >= 0 else f"thread {thread} (CPU unknown)"
+
+
 def format_count(n: int | None) -> str:
     """A count with thousands separators: "1,234,567"."""
     return MISSING if n is None else f"{int(n):,}"

@@ -139,3 +139,24 @@ def test_the_report_has_the_table_for_a_simulation_only(planted, tmp_path) -> No
     text = subprocess.run(["pdftotext", str(tmp_path / "ct.pdf"), "-"], check=True, capture_output=True,
                           text=True).stdout
     assert "Planted versus recovered" not in text and "planted effects" not in text
+
+
+def test_a_spectral_line_nothing_planted_is_a_false_positive() -> None:
+    from types import SimpleNamespace
+    truth = {"periodic[0]": {"type": "periodic", "frequency_hz": 113.0, "amplitude_ns": 5_000.0}}
+
+    def peak(hz: float, harmonic: int = 1) -> SimpleNamespace:
+        return SimpleNamespace(frequency_hz=hz, fap=1e-9, harmonic_number=harmonic, resolution_hz=0.05, snr=30.0,
+                               method="welch", likely_source=None)
+
+    thread = SimpleNamespace(thread=0, cpu=0, fs_hz=1000.0, peaks=(peak(113.02), peak(226.0), peak(77.0)))
+    spectra = SimpleNamespace(threads=(thread,), skipped=())
+    threads = (ThreadInfo(thread=0, cpu=0, interval_ns=1_000_000),)
+    recovery = planted_recovery(truth, threads, spectra=spectra)
+    rows = {row.effect: row for row in recovery.rows}
+    assert rows["periodic[0]"].verdict == "recovered"
+    assert rows["spectrum: lines not planted"].verdict == "false positive"
+    assert rows["spectrum: lines not planted"].values["lines_hz"] == [77.0]  # 226 Hz is 113 Hz's harmonic
+    assert recovery.tally() == "1 recovered of 1 planted effect; false positive: spectrum: lines not planted"
+    clean = SimpleNamespace(threads=(SimpleNamespace(**{**vars(thread), "peaks": (peak(113.0),)}),), skipped=())
+    assert "spectrum: lines not planted" not in {r.effect for r in planted_recovery(truth, threads, spectra=clean).rows}

@@ -21,6 +21,7 @@ checking (the simulation does not depend on the analyses).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,8 @@ PEAK_TOLERANCE_BINS = 2.0
 """A spectral peak matches a planted frequency within this many frequency-resolution bins of it."""
 SPECTRAL_FAP = 0.01
 """A peak counts as found at a false-alarm probability below this (the findings page's rule)."""
+PERIODIC_HARMONICS = 10
+"""Harmonics of a planted periodic disturbance (and their aliases) that explain a spectral line."""
 NOT_EFFECTS = ("seed", "spec")
 """Ground-truth keys that describe the run, not a planted effect."""
 
@@ -69,6 +72,8 @@ class PlantedRow:
     tolerance: str
     verdict: str
     values: Mapping[str, Any] = field(default_factory=dict)
+    planted_effect: bool = True
+    """False for a row about something found that nothing planted (spectral lines no effect explains)."""
 
 
 @dataclass(frozen=True)
@@ -92,9 +97,12 @@ class PlantedRecovery:
         raise KeyError(effect)
 
     def tally(self) -> str:
-        """"7 recovered, 1 partly, 1 missed of 9 planted effects"."""
-        parts = [f"{self.count(v)} {v}" for v in VERDICTS if self.count(v)]
-        return f"{', '.join(parts)} of {len(self.rows)} planted effect{'s' if len(self.rows) != 1 else ''}"
+        """"7 recovered, 1 partly, 1 missed of 9 planted effects" (and what was found that nothing planted)."""
+        planted = [row for row in self.rows if row.planted_effect]
+        parts = [f"{n} {v}" for v in VERDICTS if (n := sum(1 for row in planted if row.verdict == v))]
+        text = f"{', '.join(parts)} of {len(planted)} planted effect{'s' if len(planted) != 1 else ''}"
+        extra = [row.effect for row in self.rows if not row.planted_effect and row.verdict == FALSE_POSITIVE]
+        return text + (f"; false positive: {', '.join(extra)}" if extra else "")
 
     def to_json(self) -> dict[str, Any]:
         return jsonable(asdict(self))
@@ -186,6 +194,8 @@ def planted_recovery(
                                    f"this effect kind ({kind!r}) yet", tolerance="-", verdict=NOT_CHECKED))
             continue
         rows.extend(rule(key, truth, context))
+    if spectra is not None:
+        rows.extend(_unplanted_lines(ground_truth, spectra))
     analyses = tuple(name for name, result in (("events", events), ("power", correlation), ("spectrum", spectra),
                                                ("seq gaps", gaps)) if result is not None)
     notes = ("Matched against the report's own results: events, correlate's tests, the spectra, the seq gaps; "
@@ -293,30 +303,36 @@ class _EventIndex:
 
     @classmethod
     def of(cls, events: Sequence[Event]) -> _EventIndex:
-        threads: dict[int, list[int]] = {}
-        kinds: dict[str, list[int]] = {}
+        n = len(events)
+        by_thread: dict[int, np.ndarray] = {}
+        by_kind: dict[str, np.ndarray] = {}
         for position, event in enumerate(events):
             for thread in event.threads:
-                threads.setdefault(thread, []).append(position)
-            for kind in event.cause_kinds:
-                kinds.setdefault(kind, []).append(position)
-        return cls(events=tuple(events), starts=np.fromiter((e.start_ns for e in events), np.float64, len(events)),
-                   ends=np.fromiter((e.end_ns for e in events), np.float64, len(events)),
-                   by_thread={t: np.asarray(v, dtype=np.int64) for t, v in threads.items()},
-                   by_kind={k: np.asarray(v, dtype=np.int64) for k, v in kinds.items()})
+                mask = by_thread.get(thread)
+                if mask is None:
+                    mask = by_thread[thread] = np.zeros(n, dtype=bool)
+                mask[position] = True
+            for cause in event.causes:
+                mask = by_kind.get(cause.kind)
+                if mask is None:
+                    mask = by_kind[cause.kind] = np.zeros(n, dtype=bool)
+                mask[position] = True
+        return cls(events=tuple(events), starts=np.fromiter((e.start_ns for e in events), np.float64, n),
+                   ends=np.fromiter((e.end_ns for e in events), np.float64, n), by_thread=by_thread, by_kind=by_kind)
 
     def spans(self, thread: int | None = None, kind: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Starts, ends (sorted: events are disjoint in time) and positions of the events of ``thread`` with a
         cause of ``kind`` (None: any)."""
-        positions = np.arange(len(self.events), dtype=np.int64)
+        mask = np.ones(len(self.events), dtype=bool)
         if thread is not None:
-            positions = self.by_thread.get(thread, np.empty(0, np.int64))
+            mask &= self.by_thread.get(thread, False)
         if kind is not None:
-            positions = np.intersect1d(positions, self.by_kind.get(kind, np.empty(0, np.int64)))
+            mask &= self.by_kind.get(kind, False)
+        positions = np.flatnonzero(mask)
         return self.starts[positions], self.ends[positions], positions
 
     def count(self, kind: str) -> int:
-        return int(self.by_kind.get(kind, np.empty(0)).size)
+        return int(np.count_nonzero(self.by_kind.get(kind, False)))
 
 
 def _containing(times: np.ndarray, starts: np.ndarray, ends: np.ndarray, slack_ns: float) -> np.ndarray:
@@ -419,6 +435,50 @@ def _alias(freq: float, fs_hz: float) -> float:
     return min(folded, fs_hz - folded)
 
 
+def _unplanted_lines(ground_truth: Mapping[str, Any], spectra: SpectralAnalysis) -> list[PlantedRow]:
+    """Significant spectral lines that no planted effect explains: a false positive of the spectra.
+
+    A line is explained when it is a planted periodic frequency or a harmonic of one (aliases folded), or a
+    harmonic of the cycle of stepped P-states (coupled transitions repeat with it).
+    """
+    # (base frequency, harmonics counted, folded at fs/2): a disturbance's first harmonics and their aliases; the
+    # step cycle's harmonics below fs/2 (a square-ish comb; folding a 1 Hz comb would explain every line)
+    bases = [(float(t.get("frequency_hz") or 0), PERIODIC_HARMONICS, True) for k, t in ground_truth.items()
+             if k.startswith("periodic") and isinstance(t, Mapping)]
+    pstates = ground_truth.get("pstates")
+    if isinstance(pstates, Mapping) and pstates.get("process", "steps") == "steps" and pstates.get("dwell_ns"):
+        bases.append((1e9 / float(sum(pstates["dwell_ns"])), None, False))
+    unexplained: dict[float, list[int]] = {}
+    for thread in spectra.threads:
+        for peak in thread.peaks:
+            if peak.fap >= SPECTRAL_FAP or peak.harmonic_number != 1:
+                continue  # a family's harmonics follow its fundamental: judge the fundamental
+            tolerance = PEAK_TOLERANCE_BINS * max(peak.resolution_hz, 1e-12)
+            if not any(_is_harmonic(peak.frequency_hz, base, thread.fs_hz, tolerance, most, fold)
+                       for base, most, fold in bases if base > 0):
+                unexplained.setdefault(round(peak.frequency_hz, 2), []).append(thread.cpu)
+    if not unexplained:
+        return []
+    lines = "; ".join(f"{freq:g} Hz on {_cpus_text(cpus)}" for freq, cpus in sorted(unexplained.items()))
+    return [PlantedRow("spectrum: lines not planted", "nothing at these frequencies",
+                       f"significant spectral lines (FAP < {SPECTRAL_FAP:g}): {lines}",
+                       f"a line within {PEAK_TOLERANCE_BINS:g} resolution bins of a planted frequency, a harmonic of "
+                       "one, or a harmonic of the P-state step cycle is explained", FALSE_POSITIVE,
+                       {"lines_hz": sorted(unexplained)}, planted_effect=False)]
+
+
+def _is_harmonic(freq: float, base: float, fs_hz: float, tolerance: float, most: int | None, fold: bool) -> bool:
+    """Whether ``freq`` is within ``tolerance`` of a harmonic ``k × base`` (k ≤ ``most``; None: all below fs/2),
+    or with ``fold`` of its alias below fs/2."""
+    nyquist = fs_hz / 2 if fs_hz > 0 else math.inf
+    count = most if most is not None else int(min(nyquist / base, 100_000))
+    harmonics = base * np.arange(1, max(count, 1) + 1)
+    if fold and fs_hz > 0:
+        folded = harmonics % fs_hz
+        harmonics = np.minimum(folded, fs_hz - folded)
+    return bool(np.any(np.abs(harmonics - freq) <= tolerance))
+
+
 def _pstates(key: str, truth: Mapping[str, Any], ctx: _Context) -> list[PlantedRow]:
     levels = [float(v) for v in truth.get("levels_mhz") or ()]
     cpus_truth: Mapping[str, Any] = truth.get("cpus") or {}
@@ -440,9 +500,13 @@ def _pstates(key: str, truth: Mapping[str, Any], ctx: _Context) -> list[PlantedR
         matched = extra = compared = 0
         seen_levels: set[float] = set()
         cut = False
-        for detected in ctx.correlation.frequency.transitions:
-            times, _, truncated = planted_counts.get(detected.cpu, (np.empty(0), 0, False))
+        by_cpu = {detected.cpu: detected for detected in ctx.correlation.frequency.transitions}
+        for cpu, (times, _, truncated) in planted_counts.items():
+            detected = by_cpu.get(cpu)
             cut |= truncated
+            if detected is None:  # no f_eff series for this CPU: its planted transitions count as not found
+                compared += times.size
+                continue
             found = np.asarray(detected.time_ns, dtype=np.float64)
             if truncated and times.size:
                 found = found[found <= times[-1] + window * ctx.interval_ns]
