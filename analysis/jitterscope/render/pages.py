@@ -81,6 +81,12 @@ def text_pages(name: str, heading: str, tables: Sequence[Table], *, banner: str 
         title = "" if len(tables) == 1 and table.title == heading else table.title
         while lines:
             room = int(LINES_PER_PAGE - used - (1.4 if title else 0.0))  # the block title
+            if len(header) < room < len(lines):
+                # split before the closing rule and the notes: a continued table must carry rows, not only its
+                # header and notes (the last two rows go over with them)
+                closing = max(i for i, line in enumerate(lines) if line.startswith("─"))
+                if room >= closing:
+                    room = closing - 2 if closing - 2 > len(header) else 0
             if room < min(len(header) + 4, len(lines)) and pages[-1]:
                 pages.append([])
                 used = 0
