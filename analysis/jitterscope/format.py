@@ -110,7 +110,9 @@ def format_change(relative: float | None) -> str:
     if value is None:
         return MISSING
     if value >= 1.0:
-        return f"×{1 + value:.3g}"
+        ratio = 1 + value
+        # "×1,250", not "×1.25e+03": three significant digits without an exponent
+        return f"×{ratio:.3g}" if ratio < 1000 else f"×{float(f'{ratio:.3g}'):,.0f}"
     return format_percent(value, signed=True)
 
 
