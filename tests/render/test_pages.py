@@ -28,3 +28,13 @@ def test_a_table_whose_notes_do_not_fit_carries_its_last_rows_over() -> None:
 def test_a_table_that_fits_stays_on_one_page() -> None:
     texts = _page_texts(list(text_pages("t", "Heading", [_table(LINES_PER_PAGE - 7)])))
     assert len(texts) == 1 and "second note" in texts[0]
+
+
+def test_a_split_never_falls_inside_a_wrapped_row() -> None:
+    # every row wraps its last cell onto a second line: a page must end after a whole row
+    long = "word " * 40
+    table = Table(name="w", title="Heading", columns=("row", "text"),
+                  rows=tuple((f"r{i:02d}", long) for i in range(LINES_PER_PAGE)), formats=("", ""))
+    for text in _page_texts(list(text_pages("w", "Heading", [table]))):
+        body = [line for line in text.splitlines() if line.startswith(("r", " ")) and "word" in line]
+        assert body and body[0].startswith("r") and not body[-1].startswith("r"), body[-2:]

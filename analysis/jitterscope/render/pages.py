@@ -87,6 +87,10 @@ def text_pages(name: str, heading: str, tables: Sequence[Table], *, banner: str 
                 closing = max(i for i, line in enumerate(lines) if line.startswith("─"))
                 if room >= closing:
                     room = closing - 2 if closing - 2 > len(header) else 0
+                # and never inside a row: a wrapped last cell's next lines are blank up to that column
+                last = _last_column_start(header, table)
+                while room > len(header) and last and not lines[room][:last].strip():
+                    room -= 1
             if room < min(len(header) + 4, len(lines)) and pages[-1]:
                 pages.append([])
                 used = 0
@@ -100,6 +104,13 @@ def text_pages(name: str, heading: str, tables: Sequence[Table], *, banner: str 
     for number, blocks in enumerate(pages):
         page = _text_page(name, number, heading, blocks, banner if number == 0 else None, plot_text_page)
         yield Page(page.name, page.figure, tuple(tables) if number == 0 else (), kind="text")
+
+
+def _last_column_start(header: list[str], table: Table) -> int:
+    """Where the last column starts in a table's text lines (0 when the header does not show it)."""
+    names = next((line for line in header if line.strip() and not line.startswith("─")), "")
+    title = str(table.columns[-1]).strip()
+    return max(names.rfind(title), 0) if title else 0
 
 
 def _text_page(name: str, page_no: int, heading: str, blocks: list[tuple[str, list[str]]],
