@@ -19,7 +19,7 @@ def test_text_states_fit_assumptions_and_limits(dataset, capsys) -> None:
     assert main(["tails", str(dataset), "--level-us", "50"]) == 0
     out = capsys.readouterr().out
     assert "Tail fits (generalised Pareto above a threshold)" in out
-    assert "Thread 0 (CPU 0): assumptions" in out and "Thread 1 (CPU 1): assumptions" in out
+    assert "CPU 0 (thread 0): assumptions" in out and "CPU 1 (thread 1): assumptions" in out
     assert "Ljung-Box" in out and "extremal index" in out and "first vs second half" in out
     assert "once per hour" in out and "once per day" in out
     assert "cannot promise: a worst case" in out

@@ -46,7 +46,7 @@ def test_planted_effects_are_on_page_one_with_their_causes(planted, tmp_path) ->
     for flag in ("CPUs not isolated", "no nohz_full", "governor", "RT throttling", "NO_HZ idle", "non-RT kernel"):
         assert flag in text, flag
     assert "isolcpus=0,1" in text and "cpupower -c 0,1 frequency-set -g performance" in text
-    assert "kernel.sched_rt_runtime_us=-1" in text and "What to run next" in text
+    assert "kernel.sched_rt_runtime_us=-1" in text and "what to run next" in text and "next 1 " in text
 
 
 def test_flags_are_read_not_guessed() -> None:

@@ -25,8 +25,12 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "pack": ["anonymize_metadata", "content_sha256", "pack_dataset", "sort_keys", "verify_pack"],
         "simulate.effects": [
             "Drops", "Effect", "IdleStates", "PStates", "PeriodicDisturbance", "SMIs", "SharedStalls", "Stalls",
+            "TransitionSMIs",
         ],
         "simulate.power": ["simulate_story"],
+        "simulate.recovery": [
+            "PlantedRecovery", "PlantedRow", "RecordedGaps", "planted_recovery", "recorded_gaps", "recover_planted",
+        ],
         "simulate.simulation": [
             "BaseLatency", "SimulationSpec", "SpecError", "load_spec", "simulate", "spec_from_options",
             "write_simulation",

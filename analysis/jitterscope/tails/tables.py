@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..format import format_us, us_value
+from ..format import format_thread_cpu, format_us, us_value
 from ..render import Table, tables_text
 from .fit import TailFit, TailsReport, shape_text
 
@@ -121,7 +121,7 @@ def tail_checks_table(fit: TailFit) -> Table:
                          f"{r.per_hour:.3g} per hour [{r.per_hour_lower:.3g} … {r.per_hour_upper:.3g}], "
                          f"largest recorded {format_us(fit.observed_max_ns)}")
     notes += [c.sentence for c in fit.checks]
-    return Table(name=f"tails-checks-{fit.thread}", title=f"Thread {fit.thread} (CPU {fit.cpu}): assumptions",
+    return Table(name=f"tails-checks-{fit.thread}", title=f"{format_thread_cpu(fit.thread, fit.cpu)}: assumptions",
                  columns=("check", "statistic", "p-value", "result"), rows=rows,
                  formats=("", "{:.4g}", "{:.2g}", ""), notes=tuple(notes))
 
