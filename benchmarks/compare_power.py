@@ -12,18 +12,23 @@ Prints, for ``--seeds`` seeds each (default 100):
 * assumption violations: trials where the diagnostics flag strong autocorrelation (AR(1), phi = 0.97) and a
   level shift half-way (x 1.3), and, as the false-alarm reference, i.i.d. lognormal runs that pass.
 
-Usage: ``python benchmarks/compare_power.py [--seeds 100] [--workers 2]``.  About 10 minutes on 2 idle cores.
+``--streamed`` judges the pairs with the streamed path instead (``compare_streams`` on ``CompareStream``s, what
+``jitterscope compare`` runs on datasets: Poisson block bootstrap on the HDR grid).
+
+Usage: ``python benchmarks/compare_power.py [--seeds 100] [--workers 2] [--streamed]``.
+About 10 minutes on 2 idle cores.
 The tests run reduced versions (tests/analysis/test_compare.py, test_tails.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
-from jitterscope.compare import compare_samples
+from jitterscope.compare import CompareStream, compare_samples, compare_streams
 from jitterscope.io import SimulationSpec, simulate
 from jitterscope.tails import fit_tail
 from scipy import stats
@@ -41,11 +46,28 @@ def _pooled(seed: int) -> tuple[np.ndarray, object]:
     return (table["actual_ns"].to_numpy() - table["expected_ns"].to_numpy())[order], sim.metadata
 
 
-def pair_trial(seed: int) -> tuple[bool, bool, tuple[str, ...], int]:
+def _streamed(runs: list[np.ndarray], metas: list[object], seed: int):
+    """compare_streams on the series, each streamed as one thread (block length by Politis-White, as compare)."""
+    from jitterscope.compare import optimal_block_length
+
+    streams = []
+    for index, values in enumerate(runs):
+        stream = CompareStream(n_boot=1000, block_length=optimal_block_length(values).length, resample_fraction=1.0,
+                               seed=seed, run=index)
+        streams.append(stream.update(0, np.arange(values.size), values).result())
+    return compare_streams(streams, metas, ["a", "b"])
+
+
+def pair_trial(seed: int, streamed: bool = False) -> tuple[bool, bool, tuple[str, ...], int]:
     a, meta_a = _pooled(10_000 + seed)
     b, meta_b = _pooled(20_000 + seed)
-    same = compare_samples([a, b], [meta_a, meta_b], ["a", "b"], seed=seed).pairs[0]
-    shifted = compare_samples([a, (b * 1.2).astype(np.int64)], [meta_a, meta_b], ["a", "b"], seed=seed).pairs[0]
+    slower = (b * 1.2).astype(np.int64)
+    if streamed:
+        same = _streamed([a, b], [meta_a, meta_b], seed).pairs[0]
+        shifted = _streamed([a, slower], [meta_a, meta_b], seed).pairs[0]
+    else:
+        same = compare_samples([a, b], [meta_a, meta_b], ["a", "b"], seed=seed).pairs[0]
+        shifted = compare_samples([a, slower], [meta_a, meta_b], ["a", "b"], seed=seed).pairs[0]
     noisy = tuple(m for m in METRICS if same.verdict(m) in ("regressed", "improved"))
     inconclusive = sum(same.verdict(m) == "inconclusive" for m in METRICS)
     return not noisy, shifted.verdict("p99") == "regressed", noisy, inconclusive
@@ -87,13 +109,15 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--only", choices=("pairs", "gpd", "violations"), help="run one block only")
+    parser.add_argument("--streamed", action="store_true", help="judge the pairs with the streamed path")
     args = parser.parse_args()
     seeds = range(args.seeds)
     n = args.seeds
     with ProcessPoolExecutor(args.workers) as pool:
         if args.only in (None, "pairs"):
             start = time.perf_counter()
-            pairs = list(pool.map(pair_trial, seeds))
+            pairs = list(pool.map(functools.partial(pair_trial, streamed=args.streamed), seeds))
+            print(f"pairs judged {'streamed (compare_streams)' if args.streamed else 'in memory (compare_samples)'}")
             noisy = [m for _, _, ms, _ in pairs for m in ms]
             print(f"same distribution, no metric called a change: {sum(p[0] for p in pairs)}/{n} "
                   f"(want >= {0.95 * n:.0f}); inconclusive metrics {sum(p[3] for p in pairs)}/{len(METRICS) * n}"

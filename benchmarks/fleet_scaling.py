@@ -1,19 +1,26 @@
 """Scaling of `jitterscope fleet` on Dask: 1 and 2 local workers, and the same run through --scheduler.
 
-Usage: python benchmarks/fleet_scaling.py [--datasets 8] [--rows 6e6] [--keep DIR] [--repeat 3]
+Usage: python benchmarks/fleet_scaling.py [--datasets 16] [--rows 6e6] [--keep DIR] [--repeat 3]
                                           [--min-speedup 1.7] [--max-worker-mib 1024]
 
 Writes a simulated fleet (2 machines x N/2 nights, --rows wake-ups per capture; cached in --keep),
-then times run_fleet on a LocalCluster of 1 and of 2 single-threaded worker processes, interleaved and
-best of --repeat (cluster start-up not timed: a cluster is started once and serves many fleets, so
-each worker first summarizes one capture untimed, paying its imports), and prints the speedup,
-each worker's peak RSS (getrusage high-water mark) and whether it stays under --max-worker-mib.
+then times run_fleet on the fleet's own LocalCluster (jitterscope.fleet.local_cluster, as `jitterscope
+fleet` starts it: single-threaded, single-core worker processes) of 1 and of 2 workers, on the same
+captures, interleaved 1, 2, 1, 2, … and best of --repeat.  Not timed: cluster start-up and a warm-up
+(a cluster is started once and serves many fleets, so each worker first summarizes one capture,
+paying its imports; the captures are read once before, so the page cache holds them in every timed
+run).  Each timed run prints its wall time, the CPU seconds each worker process used in it (a
+worker's CPU / wall is the cores it used: <= 1 for a single-core worker) and the load average.
+With the default 16 captures of 6e6 wake-ups a task is ~0.4 s of CPU: the Dask overhead per task
+(milliseconds) and the fleet analysis in the client (~0.03 s) are a few percent of the run.
+It prints the speedup, each worker's peak RSS (getrusage high-water mark) and whether it stays
+under --max-worker-mib.
 Then it starts a cluster apart from this process with the distributed CLI (`dask scheduler`,
 `dask worker --nworkers 2`), runs `jitterscope fleet --scheduler ADDRESS --json` against it and
 checks that the results equal the in-process run.  Target (issue 14): speedup >= 1.7 with 2 workers
 on 2 cores; worker memory bounded by two row groups and a histogram, not by the capture's length.
 The 1-worker run is the baseline measured in the same run; other load on the machine lowers the
-speedup (the load average is printed before and after).
+speedup (2 workers need 2 idle cores; the load average is printed with every run).
 """
 
 from __future__ import annotations
@@ -56,34 +63,39 @@ def essentials(data: dict) -> dict:
     return data
 
 
+def cpu_seconds() -> float:
+    """This process's user + system CPU time, all its threads (run on each worker with Client.run)."""
+    used = os.times()
+    return used.user + used.system
+
+
 def local_runs(paths: list[str], repeat: int) -> dict[int, tuple[float, dict]]:
     """Best of ``repeat`` timed runs on a 1-worker and a 2-worker LocalCluster, interleaved 1, 2, 1, 2, … so a
     burst of other load on the machine hits both alike."""
-    from distributed import Client, LocalCluster
-    from jitterscope.fleet import run_fleet, summarize_run
+    from contextlib import ExitStack
+
+    from jitterscope.fleet import local_cluster, run_fleet, summarize_run
     best: dict[int, tuple[float, dict]] = {}
-    clusters = {w: LocalCluster(n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None,
-                                silence_logs=50) for w in (1, 2)}
-    try:
-        clients = {w: Client(c) for w, c in clusters.items()}
+    with ExitStack() as stack:
+        clients = {w: stack.enter_context(local_cluster(w, silence_logs=50)) for w in (1, 2)}
         for client in clients.values():
             # every worker runs one capture first, untimed: its first task pays the imports (pyarrow, the lazy
             # package faces) and the histogram's lookup table, seconds on a loaded machine, part of start-up
-            client.run(summarize_run, paths[0])
+            client.run(summarize_run, paths[0], threads=False)
         for _ in range(repeat):
             for workers, client in clients.items():
+                before = client.run(cpu_seconds)
                 started = time.perf_counter()
                 fleet = run_fleet(paths, client=client)
                 seconds = time.perf_counter() - started
-                print(f"# {workers} worker(s): {seconds:.1f} s (load average {os.getloadavg()[0]:.2f})",
-                      file=sys.stderr)
+                after = client.run(cpu_seconds)
+                used = [after[w] - before[w] for w in sorted(before)]
+                print(f"# {workers} worker(s): {seconds:5.2f} s; CPU s per worker "
+                      f"{', '.join(f'{u:.2f}' for u in used)} (cores used per worker "
+                      f"{', '.join(f'{u / seconds:.2f}' for u in used)}); load average "
+                      f"{os.getloadavg()[0]:.2f}", file=sys.stderr)
                 if workers not in best or seconds < best[workers][0]:
                     best[workers] = (seconds, fleet.to_json())
-        for client in clients.values():
-            client.close()
-    finally:
-        for cluster in clusters.values():
-            cluster.close()
     return best
 
 
@@ -109,7 +121,7 @@ def separate_cluster_run(paths: list[str], work: Path) -> tuple[float, dict, str
         from jitterscope.fleet import summarize_run
         with Client(address) as client:
             client.wait_for_workers(2, timeout=60)
-            client.run(summarize_run, paths[0])  # warm, as for the LocalClusters
+            client.run(summarize_run, paths[0], threads=False)  # warm, as for the LocalClusters
         started = time.perf_counter()
         proc = subprocess.run([bindir / "jitterscope", "fleet", *paths, "--scheduler", address, "--json",
                                "--no-progress"], capture_output=True, text=True, check=False)
@@ -131,7 +143,7 @@ def separate_cluster_run(paths: list[str], work: Path) -> tuple[float, dict, str
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", type=int, default=8, help="captures in the fleet (even, >= 6)")
+    parser.add_argument("--datasets", type=int, default=16, help="captures in the fleet (even, >= 6)")
     parser.add_argument("--rows", type=float, default=6e6, help="wake-ups per capture")
     parser.add_argument("--keep", type=Path, help="directory to keep (and reuse) the simulated fleet in")
     parser.add_argument("--min-speedup", type=float, default=1.7)
@@ -140,6 +152,10 @@ def main() -> int:
     args = parser.parse_args()
     work = work_dir(args.keep)
     paths = fleet_paths(work, args.datasets, int(args.rows))
+    for path in paths:  # into the page cache: every timed run reads the same cached bytes
+        with open(path, "rb") as file:
+            while file.read(1 << 24):
+                pass
     size_mib = sum(os.path.getsize(p) for p in paths) / 2**20
     print(f"fleet: {len(paths)} captures x {int(args.rows):,} wake-ups ({size_mib / len(paths):.0f} MiB each); "
           f"{os.cpu_count()} cores; load average before {os.getloadavg()[0]:.2f}")

@@ -7,11 +7,13 @@ next wake-up, 1 SMI/s of 50 µs, idle exits: the counters the power section need
 cached in --keep.  Each step runs in a fresh interpreter, so its peak RSS is its own:
 
   floor    pyarrow reading the columns correlate reads, row group by row group, + one numpy pass
+  latfloor the same over the latency columns only (thread, seq, expected_ns, actual_ns): compare's floor
   power    jitterscope.power.correlate_dataset (scan + two streaming passes)
   summary  jitterscope.summary.summarize
   spectrum jitterscope.spectrum.analyze_spectra
   tails    jitterscope.tails.analyze_tails
-  compare  jitterscope.compare.compare_runs of the dataset against itself
+  compare  jitterscope.compare.compare_runs of the dataset against itself (streamed; its ratio to latfloor too:
+           it reads the latency columns twice, once per run, two runs at a time)
   report   jitterscope.report.write_report, every section
 
 It prints seconds, the ratio to the floor of the same run, peak RSS, and for the second size the RSS
@@ -32,8 +34,11 @@ from _common import floor_step, run_step, work_dir
 POWER_COLUMNS = ["thread", "cpu", "seq", "expected_ns", "actual_ns", "tsc", "aperf", "mperf", "smi", "run_cpu",
                  "read_cycles"]
 
+LATENCY_COLUMNS = ["thread", "seq", "expected_ns", "actual_ns"]
+
 STEPS: dict[str, str] = {
     "floor": floor_step(POWER_COLUMNS),
+    "latfloor": floor_step(LATENCY_COLUMNS),
     "power": """
 from jitterscope.dataset import open_dataset
 from jitterscope.power import correlate_dataset
@@ -58,7 +63,8 @@ analyze_tails(open_dataset(PATH))
     "compare": """
 from jitterscope.dataset import open_dataset
 from jitterscope.compare import compare_runs
-compare_runs([open_dataset(PATH), open_dataset(PATH)])
+result = compare_runs([open_dataset(PATH), open_dataset(PATH)])
+print("# compare:", "; ".join(f"{m.metric} {m.verdict}" for m in result.pairs[0].metrics), file=sys.stderr)
 """,
     "report": """
 from jitterscope.report import write_report
@@ -100,13 +106,17 @@ def main() -> int:
         rows = int(size)
         path = simulate_with_counters(work, rows)
         results = {}
-        for name in ["floor", *[s for s in args.steps if s != "floor"]]:
+        steps = ["floor", *(["latfloor"] if "compare" in args.steps else []),
+                 *[s for s in args.steps if s not in ("floor", "latfloor")]]
+        for name in steps:
             results[name] = run_step(name, STEPS[name], path, work, setup=SETUP)
         floor = results["floor"]["seconds"]
         for name, result in results.items():
             ratio = result["seconds"] / floor
             growth = f"{result['rss_mb'] / first[name]:12.2f}x" if name in first else f"{'':>13}"
             checks = []
+            if name == "compare":
+                checks.append(f"{result['seconds'] / results['latfloor']['seconds']:.2f}x latency-column floor")
             if name in TARGETS:
                 checks.append(f"<= {TARGETS[name]:g}x floor: {'met' if ratio <= TARGETS[name] else 'MISSED'}")
             if name != "floor":

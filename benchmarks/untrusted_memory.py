@@ -4,6 +4,8 @@ Cases (inputs generated under a temporary directory, deleted afterwards):
 
 * ``import``: a cyclictest ``-v`` file of ``--import-mb`` MB (the issue's target is 2048 MB; the default here is
   smaller because a shared CI machine should not hold 2 GB of scratch text: pass ``--import-mb 2048``);
+* ``histogram-import``: ``import`` of a cyclictest ``-h 5000000`` output (5 million rows of two threads and the
+  ``-H`` sum column, nearly all zero, as a long ``-h`` run prints them);
 * ``histogram``: ``summary`` of a histogram dataset with 10^7 bins;
 * ``threads``: ``info`` on a dataset whose metadata lists 10^6 threads (2 in the data);
 * ``compare``: ``compare`` against a 3-million-bin histogram (``--resamples 20``).
@@ -13,7 +15,8 @@ Each case runs in a fresh subprocess; its peak RSS comes from
 is the peak RSS of the same interpreter importing pyarrow and numpy and doing nothing (what any command costs),
 so the ratio shows what the input adds. Prints one line per case.
 
-Usage: ``python benchmarks/untrusted_memory.py [--import-mb 200] [--cases import,histogram,threads,compare]``
+Usage: ``python benchmarks/untrusted_memory.py [--import-mb 200]
+[--cases import,histogram-import,histogram,threads,compare]``
 """
 
 from __future__ import annotations
@@ -69,6 +72,32 @@ def _cyclictest_verbose(path: Path, megabytes: int) -> int:
     return written
 
 
+def _cyclictest_histogram(path: Path, rows: int) -> None:
+    """Write cyclictest -h/-H output of ``rows`` bins for 2 threads: counts in the first 200 bins and a few far ones."""
+    rng = np.random.default_rng(2)
+    counts = np.zeros((rows, 2), np.int64)
+    counts[:200] = rng.integers(0, 10_000, (200, 2))
+    far = rng.choice(rows, 100, replace=False)
+    counts[far, 0] += 1
+    block = 1 << 20
+    with path.open("w") as out:
+        out.write("# /dev/cpu_dma_latency set to 0us\n# Histogram\n")
+        for start in range(0, rows, block):
+            part = counts[start:start + block]
+            numbers = np.arange(start, start + len(part))
+            text = np.char.add(np.char.add(np.char.zfill(numbers.astype(str), 6), " "),
+                               np.char.add(np.char.add(np.char.zfill(part[:, 0].astype(str), 6), "\t"),
+                                           np.char.add(np.char.add(np.char.zfill(part[:, 1].astype(str), 6), "\t"),
+                                                       np.char.zfill(part.sum(axis=1).astype(str), 6))))
+            out.write("\n".join(text.tolist()) + "\n")
+        total = counts.sum(axis=0)
+        out.write(f"# Total: {total[0]:09d} {total[1]:09d}\n# Min Latencies: 00000 00000\n"
+                  "# Avg Latencies: 00100 00100\n"
+                  f"# Max Latencies: {int(np.flatnonzero(counts[:, 0]).max()):05d} 00199\n"
+                  "# Histogram Overflows: 00000 00000\n# Histogram Overflow at cycle number:\n# Thread 0:\n"
+                  "# Thread 1:\n")
+
+
 def _histogram(path: Path, bins: int) -> None:
     table = pa.table({"thread": pa.array(np.zeros(bins, np.int32)), "cpu": pa.array(np.zeros(bins, np.int32)),
                       "bin_start_ns": pa.array(np.arange(bins, dtype=np.int64) * 1000),
@@ -95,7 +124,7 @@ def _many_threads(path: Path, listed: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--import-mb", type=int, default=200, help="size of the cyclictest -v file (default 200)")
-    parser.add_argument("--cases", default="import,histogram,threads,compare")
+    parser.add_argument("--cases", default="import,histogram-import,histogram,threads,compare")
     args = parser.parse_args()
     cases = args.cases.split(",")
     with tempfile.TemporaryDirectory(prefix="jitterscope-mem-") as tmp:
@@ -110,6 +139,11 @@ def main() -> int:
             size = text.stat().st_size / 1e6
             runs.append((f"import cyclictest -v {size:.0f} MB ({lines:,} lines)",
                          ["import", str(text), "-o", str(root / "imported.parquet")], "import"))
+        if "histogram-import" in cases:
+            text = root / "ct-histogram.txt"
+            _cyclictest_histogram(text, 5_000_000)
+            runs.append((f"import cyclictest -h, 5,000,000 rows ({text.stat().st_size / 1e6:.0f} MB)",
+                         ["import", str(text), "-o", str(root / "histogram.parquet")], "histogram-import"))
         if "histogram" in cases:
             _histogram(root / "h10m.parquet", 10_000_000)
             runs.append(("summary of a 10^7-bin histogram", ["summary", str(root / "h10m.parquet"), "-q"], "histogram"))

@@ -16,7 +16,8 @@
 enum long_only {
 	OPT_POLICY = 256, OPT_LATENCY, OPT_NO_LATENCY, OPT_TIMER, OPT_COUNTERS,
 	OPT_MSR_DIR, OPT_FLUSH, OPT_FORCE, OPT_VERSION, OPT_RING, OPT_SYNC, OPT_WRITER_CPU, OPT_GROUP_SECONDS,
-	OPT_GROUP_ROWS, OPT_PART_SECONDS, OPT_TRACE, OPT_TRACE_BUFFER, OPT_BREAK, OPT_TRACE_READ,
+	OPT_GROUP_ROWS, OPT_PART_SECONDS, OPT_TRACE, OPT_TRACE_BUFFER, OPT_BREAK, OPT_TRACE_READ, OPT_TRACE_FLUSH,
+	OPT_LAST, /* one past the last option code (the size of config_parse's seen[]) */
 };
 
 static const struct option config_options[] = {
@@ -48,6 +49,7 @@ static const struct option config_options[] = {
 	{"trace-buffer", required_argument, NULL, OPT_TRACE_BUFFER},
 	{"break", required_argument, NULL, OPT_BREAK},
 	{"trace-read-interval", required_argument, NULL, OPT_TRACE_READ},
+	{"trace-flush", required_argument, NULL, OPT_TRACE_FLUSH},
 	{NULL, 0, NULL, 0},
 };
 
@@ -76,11 +78,13 @@ static const char config_usage_text[] =
 	"                          cache (survives a killed capture, not a power cut or a kernel hang)\n"
 	"      --writer-cpu N      pin the writer thread to CPU N (default: the first CPU not measured;\n"
 	"                          when every CPU is measured it shares them, and the metadata says so)\n"
-	"      --trace[=EVENTS]    record kernel events on the measured CPUs into DIR/_trace/events.parquet,\n"
+	"      --trace[=EVENTS]    record kernel events on the measured CPUs into DIR/_trace/part-*.parquet,\n"
 	"                          in an own tracefs instance (root); EVENTS: comma-separated system or\n"
 	"                          system:event (default: irq handlers, softirqs, irq_vectors, nmi,\n"
 	"                          sched_switch, sched_wakeup)\n"
 	"      --trace-buffer KB   per-CPU trace buffer of --trace in KiB (default 1024)\n"
+	"      --trace-flush S     seconds between flushes of the trace to disk (default 5, at least\n"
+	"                          --flush-interval); a killed capture loses at most the last interval\n"
 	"      --break US          stop after the first wake-up later than US microseconds, writing a\n"
 	"                          trace_marker that names the thread and seq (like cyclictest -b)\n"
 	"      --force             replace an existing output\n"
@@ -337,7 +341,8 @@ static void config_defaults(struct config *cfg)
 	cfg->group_rows = 1 << 20;
 	cfg->part_ns = 3600 * (int64_t)1000000000;
 	cfg->trace_buffer_kb = 1024;
-	cfg->trace_read_ns = 100000000;
+	cfg->trace_read_ns = 250000000;
+	cfg->trace_flush_ns = 5 * (int64_t)1000000000;
 }
 
 /* Seconds from 0.001 to max_s into ns; what names the option in the refusal. */
@@ -377,6 +382,7 @@ static int config_trace_option(struct config *cfg, int opt, const char *arg)
 		cfg->break_ns = (int64_t)u * 1000;
 		return 0;
 	case OPT_TRACE_READ: return config_seconds(arg, 10, &cfg->trace_read_ns, "--trace-read-interval");
+	case OPT_TRACE_FLUSH: return config_seconds(arg, 3600, &cfg->trace_flush_ns, "--trace-flush");
 	default: return -EINVAL;
 	}
 }
@@ -508,9 +514,54 @@ static int config_validate(struct config *cfg, bool priority_given)
 	return config_check_online(cfg);
 }
 
+/* "-a/--affinity" or "--policy": how the user may have spelled option opt. */
+static const char *config_option_name(int opt)
+{
+	static char name[64];
+	for (const struct option *o = config_options; o->name; o++) {
+		if (o->val != opt)
+			continue;
+		if (opt < 256)
+			snprintf(name, sizeof(name), "-%c/--%s", opt, o->name);
+		else
+			snprintf(name, sizeof(name), "--%s", o->name);
+		return name;
+	}
+	return "?";
+}
+
+/* Options that set the same thing two ways (cyclictest lets the last one win, silently). */
+static const struct {
+	int first, second;
+	const char *why;
+} config_contradictions[] = {
+	{ 'i', 'f', "-i sets the interval in microseconds and -f the same interval as a frequency; give one of them" },
+	{ OPT_LATENCY, OPT_NO_LATENCY, "--latency holds /dev/cpu_dma_latency and --no-latency leaves it alone; give "
+				       "one of them" },
+};
+
+/* Every option at most once, and no two that contradict each other: one line, before any value is used. */
+static int config_check_repeats(int opt, bool seen[])
+{
+	if (seen[opt]) {
+		fprintf(stderr, PROG ": option %s is given twice; give it once%s\n", config_option_name(opt),
+			opt == 'a' ? " (one CPU set names several CPUs, e.g. -a 0-3,5)" : "");
+		return -EINVAL;
+	}
+	seen[opt] = true;
+	for (size_t i = 0; i < sizeof(config_contradictions) / sizeof(config_contradictions[0]); i++) {
+		int other = opt == config_contradictions[i].first ? config_contradictions[i].second
+			  : opt == config_contradictions[i].second ? config_contradictions[i].first : -1;
+		if (other >= 0 && seen[other])
+			return config_fail("%s", config_contradictions[i].why);
+	}
+	return 0;
+}
+
 int config_parse(struct config *cfg, int argc, char **argv)
 {
 	bool priority_given = false;
+	bool seen[OPT_LAST] = { false };
 	config_defaults(cfg);
 	opterr = 0;
 	optind = 1;
@@ -518,6 +569,8 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, ":i:f:a:p:D:l:o:qh", config_options, NULL)) != -1) {
 		if (opt == '?' || opt == ':')
 			return config_unknown(argc, argv);
+		if (opt > 0 && opt < OPT_LAST && config_check_repeats(opt, seen))
+			return -EINVAL;
 		int r = config_option(cfg, opt, optarg, &priority_given);
 		if (r)
 			return r;

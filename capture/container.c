@@ -182,6 +182,16 @@ static bool container_group_full(const struct container *ct)
 	       (int64_t)ct->group_flushes * cfg->flush_interval_ns >= cfg->group_ns;
 }
 
+int container_add(struct container *ct, const void *const *columns, size_t rows)
+{
+	int err = 0;
+	if (!ct->pq && (err = container_start_part(ct)))
+		return err;
+	if (rows && !(err = pq_part_add(ct->pq, columns, rows)))
+		ct->pending_rows += rows;
+	return err;
+}
+
 int container_flush(struct container *ct, const void *const *columns, size_t rows, const struct pq_kv *kv,
 		    size_t nkv)
 {
@@ -193,8 +203,10 @@ int container_flush(struct container *ct, const void *const *columns, size_t row
 	}
 	if (rows && (err = pq_part_add(ct->pq, columns, rows)))
 		return err;
-	ct->group_flushes += rows > 0; /* time with data: the empty first flush does not count */
-	ct->part_flushes += rows > 0;
+	bool data = rows > 0 || ct->pending_rows > 0;
+	ct->pending_rows = 0;
+	ct->group_flushes += data; /* time with data: the empty first flush does not count */
+	ct->part_flushes += data;
 	bool last = (int64_t)ct->part_flushes * ct->cfg->flush_interval_ns >= ct->cfg->part_ns;
 	if (pq_part_open_rows(ct->pq) && (last || container_group_full(ct))) {
 		kinds |= FAULT_SEAL;

@@ -30,6 +30,7 @@ struct container {
 	uint64_t twin_end[2];       /* sealed bytes each twin holds (0: nothing valid) */
 	int next_twin;              /* the twin the next flush writes */
 	uint64_t part_flushes, group_flushes;
+	uint64_t pending_rows;      /* rows container_add() put in the open group since the last flush */
 	/* committed totals, for the error line and the benchmark */
 	uint64_t rows;              /* rows on disk as of the last commit */
 	uint64_t rows_closed, data_closed, footer_closed, groups_closed;
@@ -45,6 +46,9 @@ void container_init(struct container *ct, const struct config *cfg, int dir_fd, 
  * next flush starts part+1.  On failure the visible files are as before. */
 int container_flush(struct container *ct, const void *const *columns, size_t rows, const struct pq_kv *kv,
 		    size_t nkv);
+/* Adds rows to the open row group without committing (the trace's full stage between
+ * flushes); the next container_flush() commits them and counts as a flush with data. */
+int container_add(struct container *ct, const void *const *columns, size_t rows);
 /* Removes the hidden twins of the current part (its visible file stays) and frees. */
 void container_close(struct container *ct);
 /* Totals over every part, the current one as of its last image. */

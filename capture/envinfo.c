@@ -180,6 +180,27 @@ static void envinfo_cpu(struct jsonw *w)
 	envinfo_string_file(w, "intel_pstate_status", CPU_SYS "/intel_pstate/status");
 }
 
+/* Which CPUs share a core: thread_siblings_list of every online CPU ("0,4"),
+ * so the analysis can name the siblings of the measured CPUs. */
+static void envinfo_siblings(struct jsonw *w)
+{
+	envinfo_int_file(w, "smt_active", CPU_SYS "/smt/active");
+	jsonw_object_begin(w, "cpu_siblings");
+	for (int cpu = 0; cpu < 4096; cpu++) {
+		char path[128], buf[256], key[16];
+		struct stat st;
+		snprintf(path, sizeof(path), CPU_SYS "/cpu%d", cpu);
+		if (stat(path, &st))
+			break;
+		snprintf(path, sizeof(path), CPU_SYS "/cpu%d/topology/thread_siblings_list", cpu);
+		if (!envinfo_read_line(path, buf, sizeof(buf)))
+			continue; /* offline CPUs have no topology */
+		snprintf(key, sizeof(key), "%d", cpu);
+		jsonw_string(w, key, buf);
+	}
+	jsonw_object_end(w);
+}
+
 static void envinfo_cpufreq_one(struct jsonw *w, int cpu)
 {
 	static const char *const files[][2] = {
@@ -257,6 +278,7 @@ char *envinfo_json_tracing(const char *tracing_json)
 	jsonw_object_begin(&w, NULL);
 	envinfo_kernel(&w);
 	envinfo_cpu(&w);
+	envinfo_siblings(&w);
 	envinfo_cpufreq(&w);
 	envinfo_cpuidle(&w);
 	if (tracing_json)

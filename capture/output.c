@@ -34,23 +34,42 @@ void output_owner(struct output_owner *owner)
 	}
 }
 
-/* --force on a directory: remove the part files a previous capture left, and
- * the hidden twins (.part-NNNNN.0/.1/.new) of one that was killed. */
-static int output_clear(const char *path)
+/* The files a capture writes in one directory: parts, the hidden twins of a killed one
+ * (.part-NNNNN.0/.1/.new) and, in _trace, the single events file of captures before the
+ * events parts. */
+static int output_clear_dir(int dir_fd)
 {
-	DIR *dir = opendir(path);
-	if (!dir)
+	DIR *dir = fdopendir(dir_fd);
+	if (!dir) {
+		close(dir_fd);
 		return -errno;
+	}
 	struct dirent *entry;
 	int err = 0;
 	while ((entry = readdir(dir))) {
-		if (fnmatch("part-*.parquet", entry->d_name, 0) && fnmatch(".part-*", entry->d_name, 0))
+		if (fnmatch("part-*.parquet", entry->d_name, 0) && fnmatch(".part-*", entry->d_name, 0) &&
+		    strcmp(entry->d_name, "events.parquet"))
 			continue;
 		if (unlinkat(dirfd(dir), entry->d_name, 0) && !err)
 			err = -errno;
 	}
 	closedir(dir);
 	return err;
+}
+
+/* --force on a directory: remove what a previous capture left there and in its _trace directory
+ * (emptied and removed: a trace of the old run must not stay beside the new samples). */
+static int output_clear(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int trace_fd = openat(fd, "_trace", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int err = trace_fd >= 0 ? output_clear_dir(trace_fd) : 0;
+	if (!err && trace_fd >= 0 && unlinkat(fd, "_trace", AT_REMOVEDIR))
+		err = -errno;
+	int parts = output_clear_dir(fd);
+	return err ? err : parts;
 }
 
 static int output_refuse(const char *path, const char *why)

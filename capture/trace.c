@@ -118,6 +118,38 @@ static void trace_cpumask(const struct config *cfg, char *buf, size_t len)
 	}
 }
 
+static int trace_write_event(int fd, const char *line, const char *token)
+{
+	if (write(fd, line, strlen(line)) >= 0)
+		return 0;
+	int err = errno;
+	fprintf(stderr, PROG ": cannot enable the trace event '%s': %s (see %s/available_events)\n", token,
+		strerror(err), TRACEFS);
+	return -err;
+}
+
+/* irq_vectors without an event name: its interrupt entries and exits only.  The system also holds a
+ * dozen vector_* events of vector allocation (no interrupt, nothing to attribute), and every event
+ * enabled costs a text patch of its tracepoint on every CPU at setup and again at teardown. */
+static int trace_enable_vectors(int fd, const char *events_dir)
+{
+	DIR *d = opendir(events_dir);
+	if (!d)
+		return trace_write_event(fd, "irq_vectors:*\n", "irq_vectors");
+	int err = 0;
+	struct dirent *e;
+	while (!err && (e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		bool context = (n > 6 && strcmp(e->d_name + n - 6, "_entry") == 0) ||
+			       (n > 5 && strcmp(e->d_name + n - 5, "_exit") == 0);
+		char line[320];
+		if (context && snprintf(line, sizeof(line), "irq_vectors:%s\n", e->d_name) < (int)sizeof(line))
+			err = trace_write_event(fd, line, "irq_vectors");
+	}
+	closedir(d);
+	return err;
+}
+
 /* Each event of the comma-separated list into set_event: "system", "system:event" or "event". */
 static int trace_enable_events(struct trace *t, const char *list)
 {
@@ -133,13 +165,13 @@ static int trace_enable_events(struct trace *t, const char *list)
 		p += n;
 		snprintf(events_dir, sizeof(events_dir), "%s/events/%s", t->dir, token);
 		bool system = !strchr(token, ':') && access(events_dir, F_OK) == 0;
-		char line[200];
-		int len = snprintf(line, sizeof(line), system ? "%s:*\n" : "%s\n", token);
-		if (write(fd, line, (size_t)len) < 0) {
-			err = -errno;
-			fprintf(stderr, PROG ": cannot enable the trace event '%s': %s (see %s/available_events)\n", token,
-				strerror(errno), TRACEFS);
+		if (system && strcmp(token, "irq_vectors") == 0) {
+			err = trace_enable_vectors(fd, events_dir);
+			continue;
 		}
+		char line[200];
+		snprintf(line, sizeof(line), system ? "%s:*\n" : "%s\n", token);
+		err = trace_write_event(fd, line, token);
 	}
 	close(fd);
 	return err;
@@ -257,6 +289,8 @@ static char *trace_meta_json(const struct trace *t, const char *state)
 	jsonw_uint(&j, "buffer_size_kb", t->cfg->trace_buffer_kb);
 	jsonw_int(&j, "reader_cpu", t->reader_cpu);
 	jsonw_int(&j, "read_interval_ns", t->cfg->trace_read_ns);
+	jsonw_int(&j, "flush_interval_ns", t->cfg->trace_flush_ns > t->cfg->flush_interval_ns ? t->cfg->trace_flush_ns
+											    : t->cfg->flush_interval_ns);
 	jsonw_string(&j, "state", state);
 	jsonw_string(&j, "stop_reason", t->stop_reason);
 	jsonw_uint(&j, "rows", t->rows + t->nstaged);
@@ -280,14 +314,15 @@ static char *trace_strings_json(const struct trace *t)
 	return jsonw_take(&j);
 }
 
-/* Appends the staged rows as a row group, with the metadata as of now. */
-static int trace_append(struct trace *t, const char *state)
+/* Commits the staged rows (and what a full stage put in the open row group) as one flush of the
+ * container, with the metadata as of now: after it, _trace/part-NNNNN.parquet holds every event so far. */
+static int trace_flush(struct trace *t, const char *state)
 {
 	char *meta = trace_meta_json(t, state), *strings = trace_strings_json(t);
 	int err = -ENOMEM;
 	if (meta && strings) {
 		struct pq_kv kv[] = {{"jitterscope.trace", meta}, {"jitterscope.trace_strings", strings}};
-		err = pq_append_row_group(t->pq, (const void *const *)t->columns, t->nstaged, kv, 2);
+		err = container_flush(&t->ct, (const void *const *)t->columns, t->nstaged, kv, 2);
 	}
 	free(meta);
 	free(strings);
@@ -313,40 +348,50 @@ int trace_stage(struct trace *t, const struct trace_row *r)
 	((int32_t *)t->columns[TC_OTHER_COMM])[i] = r->other_comm;
 	((int32_t *)t->columns[TC_PRIO])[i] = r->prio;
 	((int64_t *)t->columns[TC_VALUE])[i] = r->value;
-	return ++t->nstaged == TRACE_STAGE_ROWS ? trace_append(t, "running") : 0;
+	if (++t->nstaged < TRACE_STAGE_ROWS)
+		return 0;
+	/* a full stage between flushes: encode it into the open row group now, commit at the next flush */
+	int err = container_add(&t->ct, (const void *const *)t->columns, t->nstaged);
+	if (!err) {
+		t->rows += t->nstaged;
+		t->nstaged = 0;
+	}
+	return err;
 }
 
 static int trace_open_file(struct trace *t, int dir_fd, uid_t uid, gid_t gid, bool chown_file)
 {
 	if (mkdirat(dir_fd, TRACE_DIR_NAME, 0755) && errno != EEXIST)
 		return -errno;
-	int sub = openat(dir_fd, TRACE_DIR_NAME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (sub < 0)
+	t->dir_fd = openat(dir_fd, TRACE_DIR_NAME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (t->dir_fd < 0)
 		return -errno;
-	t->out_fd = openat(sub, TRACE_FILE_NAME, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	int err = t->out_fd < 0 ? -errno : 0;
-	if (!err && chown_file && (fchown(sub, uid, gid) || fchown(t->out_fd, uid, gid)))
-		err = -errno;
-	close(sub);
-	if (err)
-		return err;
+	if (chown_file && fchown(t->dir_fd, uid, gid))
+		return -errno;
+	if (t->cfg->sync == SYNC_DATA && fsync(dir_fd)) /* the _trace entry itself, before any part in it */
+		return -errno;
 	for (int c = 0; c < TC_COUNT; c++)
 		if (!(t->columns[c] = calloc(TRACE_STAGE_ROWS, TRACE_COLUMNS[c].type == PQ_INT64 ? 8 : 4)))
 			return -ENOMEM;
 	t->last_ts = calloc(CONFIG_MAX_CPUS, sizeof(*t->last_ts));
 	if (!t->last_ts)
 		return -ENOMEM;
-	char *meta = trace_meta_json(t, "running");
-	struct pq_kv kv[] = {{"jitterscope.trace", meta ? meta : "null"}, {"jitterscope.trace_strings", "[]"}};
-	err = pq_open(&t->pq, t->out_fd, TRACE_COLUMNS, TC_COUNT, kv, 2);
-	free(meta);
-	return err;
+	/* the samples' container rules, flushed every --trace-flush (never more often than the samples) */
+	t->ct_cfg = *t->cfg;
+	if (t->ct_cfg.trace_flush_ns > t->ct_cfg.flush_interval_ns)
+		t->ct_cfg.flush_interval_ns = t->ct_cfg.trace_flush_ns;
+	container_init(&t->ct, &t->ct_cfg, t->dir_fd, TRACE_COLUMNS, TC_COUNT);
+	t->ct.chown_parts = chown_file;
+	t->ct.owner_uid = uid;
+	t->ct.owner_gid = gid;
+	t->has_container = true;
+	return trace_flush(t, "running"); /* part-00000: no events yet, the settings */
 }
 
 int trace_setup(struct trace *t, const struct config *cfg, int dir_fd, int reader_cpu, uid_t uid, gid_t gid,
 		bool chown_file)
 {
-	t->marker_fd = t->out_fd = -1;
+	t->marker_fd = t->dir_fd = -1;
 	t->cfg = cfg;
 	t->reader_cpu = reader_cpu;
 	atomic_init(&t->finish, false);
@@ -374,7 +419,7 @@ int trace_setup(struct trace *t, const struct config *cfg, int dir_fd, int reade
 		return -errno;
 	}
 	if ((err = trace_open_file(t, dir_fd, uid, gid, chown_file)))
-		fprintf(stderr, PROG ": cannot create %s/" TRACE_DIR_NAME "/" TRACE_FILE_NAME ": %s\n", cfg->output,
+		fprintf(stderr, PROG ": cannot create %s/" TRACE_DIR_NAME "/part-00000.parquet: %s\n", cfg->output,
 			strerror(-err));
 	return err;
 }
@@ -388,20 +433,25 @@ static int64_t trace_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Every read interval: drain the per-CPU trace_pipe_raw; every row-group interval (--group-seconds, 20 s)
- * or full stage: append a row group.  Not every flush: each append rewrites a footer listing every group so
- * far, so the superseded footers grow with the square of the groups (see docs, "Trace events"). */
+/* Every read interval: drain the per-CPU trace_pipe_raw; every --trace-flush (5 s; at least --flush-interval):
+ * commit a flush of the events container, the same rules as the samples (row groups of --group-seconds, parts
+ * of --part-seconds, each flush one rename of a complete file, --sync), so a killed capture keeps every event
+ * up to its last flush and the files hold no superseded footers (see docs, "Trace events").  Not every second
+ * like the samples: each flush rewrites the open row group, which at 1 s doubled the reader's CPU time. */
 static void *trace_reader_run(void *arg)
 {
 	struct trace *t = arg;
-	int64_t every = t->cfg->group_ns > t->cfg->flush_interval_ns ? t->cfg->group_ns : t->cfg->flush_interval_ns;
-	t->next_append_ns = trace_now_ns() + every;
+	int64_t every = t->ct_cfg.flush_interval_ns;
+	t->next_flush_ns = trace_now_ns() + every;
 	for (;;) {
 		bool last = atomic_load(&t->finish);
 		int err = trace_raw_read(t);
-		if (!err && !last && trace_now_ns() >= t->next_append_ns) {
-			t->next_append_ns += every;
-			err = trace_append(t, "running");
+		int64_t now = trace_now_ns();
+		if (!err && !last && now >= t->next_flush_ns) {
+			t->next_flush_ns += every;
+			if (t->next_flush_ns <= now) /* a stall of more than an interval: no burst of catch-up flushes */
+				t->next_flush_ns = now + every;
+			err = trace_flush(t, "running");
 		}
 		if (err || last) {
 			t->error = err;
@@ -493,12 +543,10 @@ int trace_finish(struct trace *t, const char *reason)
 	t->stop_reason = reason;
 	trace_read_stats(t);
 	trace_raw_symbolize(t);
-	int err = t->error ? t->error : trace_append(t, "complete");
+	int err = t->error ? t->error : trace_flush(t, "complete");
 	if (err)
-		fprintf(stderr, PROG ": the trace events could not all be stored: %s (%s/" TRACE_DIR_NAME "/" TRACE_FILE_NAME
-			" holds those of the last good flush)\n", strerror(-err), t->cfg->output);
-	if (!err && t->cfg->sync == SYNC_DATA && fdatasync(t->out_fd))
-		err = -errno;
+		fprintf(stderr, PROG ": the trace events could not all be stored: %s (%s/" TRACE_DIR_NAME
+			"/part-*.parquet hold those of the last good flush)\n", strerror(-err), t->cfg->output);
 	return err;
 }
 
@@ -508,11 +556,11 @@ void trace_close(struct trace *t)
 		return;
 	if (t->reader_started)
 		trace_finish(t, "setup failed");
-	if (t->pq)
-		pq_close(t->pq);
-	t->pq = NULL;
+	if (t->has_container)
+		container_close(&t->ct); /* the hidden twins go; every visible part stays */
+	t->has_container = false;
 	trace_raw_close(t);
-	int *fds[] = {&t->marker_fd, &t->out_fd};
+	int *fds[] = {&t->marker_fd, &t->dir_fd};
 	for (size_t i = 0; i < 2; i++) {
 		if (*fds[i] >= 0)
 			close(*fds[i]);
@@ -546,7 +594,7 @@ char *trace_environment_json(const struct trace *t, const struct config *cfg)
 		trace_events_list(&j, t);
 		jsonw_uint(&j, "buffer_size_kb", cfg->trace_buffer_kb);
 		jsonw_int(&j, "reader_cpu", t->reader_cpu);
-		jsonw_string(&j, "table", TRACE_DIR_NAME "/" TRACE_FILE_NAME);
+		jsonw_string(&j, "table", TRACE_DIR_NAME "/part-*.parquet");
 		jsonw_raw(&j, "global", t->global_before);
 	}
 	jsonw_int(&j, "break_ns", cfg->break_ns);

@@ -2,8 +2,9 @@
  * (instances/jitterscope-PID), trace_clock mono, events enabled on the
  * measured CPUs only (the instance's tracing_cpumask), read off them (binary
  * per-CPU trace_pipe_raw, trace_raw.c) by a reader thread on the writer's CPU and stored inside the dataset as the
- * events table _trace/events.parquet (docs/dataset-format.md, "Trace
- * events").  Never touches the global trace or another tool's instance; never
+ * events table _trace/part-NNNNN.parquet: the samples' part container (container.h, same --part-seconds,
+ * --group-seconds, --flush-interval and --sync), so a day of trace has bounded footers and no dead bytes
+ * (docs/dataset-format.md, "Trace events").  Never touches the global trace or another tool's instance; never
  * runs in the measuring loop.  Setup failures print one line; functions
  * return 0 or -errno. */
 #ifndef JITTERSCOPE_TRACE_H
@@ -16,11 +17,11 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "container.h"
 #include "parquet.h"
 
 #define TRACE_INSTANCE_PREFIX "jitterscope-"
 #define TRACE_DIR_NAME "_trace"
-#define TRACE_FILE_NAME "events.parquet"
 
 /* The C mirror of the trace-column table in docs/dataset-format.md (same
  * names, types and order; tests/test_contract.py compares).  Every column is
@@ -67,7 +68,9 @@ enum trace_event_code {
 };
 /* /contract:trace-events */
 
-#define TRACE_STAGE_ROWS 65536
+/* Rows staged between flushes before they go into the open row group: a second of a busy CPU's
+ * events; small, since the capture mlocks its memory and every staged page is zeroed at setup. */
+#define TRACE_STAGE_ROWS 8192
 
 /* One parsed event, a row of the events table. */
 struct trace_row {
@@ -75,11 +78,14 @@ struct trace_row {
 	int32_t cpu, event, pid, comm, number, name, other_pid, other_prio, other_comm, prio;
 };
 
+#define TRACE_RECENT 64
 struct trace_strings {
 	char **text;
 	size_t n, cap;
 	uint32_t *slot;             /* open-addressing hash of indices + 1 */
 	size_t nslots;
+	int32_t recent_id[TRACE_RECENT];  /* memo of recent lookups: index + 1 (0: empty) */
+	uint32_t recent_len[TRACE_RECENT];
 };
 
 struct trace_raw;
@@ -88,9 +94,11 @@ struct trace {
 	bool enabled;
 	char dir[200];              /* the instance directory */
 	bool made;
-	int marker_fd, out_fd;
+	int marker_fd, dir_fd;      /* dir_fd: the dataset's _trace directory */
 	struct trace_raw *raw;      /* the per-CPU binary readers */
-	struct pq_writer *pq;
+	struct container ct;        /* the events parts (reader thread only once started) */
+	struct config ct_cfg;       /* the container's settings: the capture's, flushed every --trace-flush */
+	bool has_container;
 	const struct config *cfg;
 	int reader_cpu;             /* -1: unpinned */
 	pthread_t reader;
@@ -102,7 +110,7 @@ struct trace {
 	int64_t *last_ts;           /* per CPU, for LOST rows */
 	struct trace_strings strings;
 	uint64_t rows, lost_reported, unparsed, marker_rows;
-	int64_t next_append_ns;
+	int64_t next_flush_ns;
 	int error;                  /* -errno of a read or write failure */
 	/* at the end */
 	uint64_t *overrun, *dropped; /* per measured CPU, from per_cpu/cpuN/stats */
@@ -113,8 +121,8 @@ struct trace {
 /* Removes instances named jitterscope-PID whose process is gone (a killed
  * capture) and says so on stderr; any capture runs it.  Returns how many. */
 int trace_clean_stale(bool quiet);
-/* Makes and configures the instance and creates _trace/events.parquet in
- * dir_fd; tracing stays off until trace_start().  One line on failure. */
+/* Makes and configures the instance and creates _trace/part-00000.parquet (no
+ * events yet) in dir_fd; tracing stays off until trace_start().  One line on failure. */
 int trace_setup(struct trace *t, const struct config *cfg, int dir_fd, int reader_cpu, uid_t uid, gid_t gid,
 		bool chown_file);
 /* Turns tracing on and starts the reader thread. */
@@ -123,7 +131,7 @@ int trace_start(struct trace *t);
  * main thread moves there for the write: it runs after the loop has ended). */
 int trace_mark(struct trace *t, const char *text, int cpu);
 /* Turns tracing off, lets the reader drain the rest, reads the per-CPU loss
- * counters and writes the final footer with reason.  Idempotent. */
+ * counters and commits the last flush with reason.  Idempotent. */
 int trace_finish(struct trace *t, const char *reason);
 /* Closes the files and removes the instance. Idempotent; safe after a failed setup. */
 void trace_close(struct trace *t);
@@ -136,8 +144,10 @@ void trace_raw_symbolize(struct trace *t);
 void trace_raw_close(struct trace *t);
 /* trace_strings.c: the dictionary id of text[0..len) (added when new); -ENOMEM. */
 int32_t trace_string_id(struct trace_strings *s, const char *text, size_t len);
+/* The same without the memo (the hash lookup itself). */
+int32_t trace_string_lookup(struct trace_strings *s, const char *text, size_t len);
 void trace_strings_free(struct trace_strings *s);
-/* trace.c: stages one row, appending a row group when the stage is full. */
+/* trace.c: stages one row; a full stage goes into the open row group (committed by the next flush). */
 int trace_stage(struct trace *t, const struct trace_row *row);
 
 /* What the environment snapshot says about tracing (JSON object, malloc'd). */

@@ -34,7 +34,31 @@ static int trace_strings_grow(struct trace_strings *s)
 	return 0;
 }
 
+/* The same few names (the measuring thread, swapper, the timer vector) come with nearly every event: a
+ * small direct-mapped memo of recent lookups skips the hash and the probe for them. */
+static size_t trace_recent_slot(const char *text, size_t len)
+{
+	unsigned first = len ? (unsigned char)text[0] : 0, last = len ? (unsigned char)text[len - 1] : 0;
+	return (len * 31u + first * 7u + last) & (TRACE_RECENT - 1);
+}
+
 int32_t trace_string_id(struct trace_strings *s, const char *text, size_t len)
+{
+	size_t r = trace_recent_slot(text, len);
+	if (s->recent_id[r] > 0) {
+		const char *have = s->text[s->recent_id[r] - 1];
+		if (s->recent_len[r] == len && memcmp(have, text, len) == 0)
+			return s->recent_id[r] - 1;
+	}
+	int32_t id = trace_string_lookup(s, text, len);
+	if (id >= 0) {
+		s->recent_id[r] = id + 1;
+		s->recent_len[r] = (uint32_t)len;
+	}
+	return id;
+}
+
+int32_t trace_string_lookup(struct trace_strings *s, const char *text, size_t len)
 {
 	if ((s->n + 1) * 2 > s->nslots && trace_strings_grow(s))
 		return -ENOMEM;

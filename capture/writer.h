@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "container.h"
+#include "cpuload.h"
 #include "parquet.h"
 #include "schema.h"
 #include "timerloop.h"
@@ -27,9 +28,11 @@ struct writer_thread {
 	size_t nstaged, cap;
 	int64_t next_seq;        /* seq expected next: gaps are drops */
 	uint64_t samples, gap_drops, overruns;
-	/* latency statistics in ns, over every written sample */
+	/* latency statistics over every written sample, in µs as cyclictest's calcdiff() computes each
+	 * wake-up's (whole seconds x 1e6 + the nanosecond fields' difference / 1000, C division): the final
+	 * T: line is then the line cyclictest would print, and the one jitterscope summary prints */
 	uint64_t count;
-	int64_t min_ns, max_ns, last_ns, sum_ns;
+	int64_t min_us, max_us, last_us, sum_us;
 };
 
 struct writer {
@@ -53,6 +56,7 @@ struct writer {
 	bool has_container;
 	struct container ct;
 	uint64_t flushes;
+	struct cpuload load;        /* /proc/stat at the start, for the status's cpu_load */
 	const char *cpu_note;       /* where the writer runs, for the live status (NULL: say nothing) */
 	/* thread control */
 	pthread_mutex_t lock;       /* guards finish; the writer sleeps on wake */

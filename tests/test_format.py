@@ -28,6 +28,7 @@ def test_format_change_is_a_percentage_below_a_doubling_and_a_ratio_from_it():
     assert format_change(-0.38) == "-38.0%"
     assert format_change(62.841) == "×63.8"
     assert format_change(1.0) == "×2"
+    assert format_change(1248.6) == "×1,250" and format_change(11999.0) == "×12,000"  # never "×1.25e+03"
     assert format_change(None) == "n/a" and format_change(float("nan")) == "n/a"
 
 

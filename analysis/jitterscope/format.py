@@ -110,7 +110,9 @@ def format_change(relative: float | None) -> str:
     if value is None:
         return MISSING
     if value >= 1.0:
-        return f"×{1 + value:.3g}"
+        ratio = 1 + value
+        # "×1,250", not "×1.25e+03": three significant digits without an exponent
+        return f"×{ratio:.3g}" if ratio < 1000 else f"×{float(f'{ratio:.3g}'):,.0f}"
     return format_percent(value, signed=True)
 
 
@@ -131,6 +133,12 @@ def format_p(p: float | None, *, floor: float = P_FLOOR, cap: float = 1.0) -> st
     if value < P_FLOOR:
         return f"p < {P_FLOOR:g}"
     return f"p = {value:.2g}" if value >= 1e-3 else f"p = {value:.1e}"
+
+
+def format_thread_cpu(thread: int, cpu: int) -> str:
+    """A measuring thread for titles and notes: "CPU 3 (thread 0)", or "thread 0 (CPU unknown)" when the source
+    did not record the CPU (cpu -1: cyclictest -v without --json), never "CPU -1"."""
+    return f"CPU {cpu} (thread {thread})" if cpu >= 0 else f"thread {thread} (CPU unknown)"
 
 
 def format_count(n: int | None) -> str:

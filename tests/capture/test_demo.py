@@ -27,7 +27,7 @@ def test_capture_dataset_refuses_existing_output(tmp_path: Path) -> None:
 
 
 def test_demo_captures_summarises_and_prints_the_path(tmp_path: Path, capsys) -> None:
-    assert main(["demo", "--seconds", "1", "--out", str(tmp_path), "-q"]) == 0
+    assert main(["demo", "-D", "1", "--out", str(tmp_path), "-q"]) == 0
     out = capsys.readouterr().out
     [made] = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert made.name.startswith("demo-")
@@ -51,7 +51,7 @@ def test_demo_falls_back_to_policy_other_with_a_note(tmp_path: Path, capture_bin
     done = subprocess.run(
         ["setpriv", "--inh-caps=-sys_nice", "--bounding-set=-sys_nice", sys.executable, "-c",
          "import sys; from jitterscope.cli import main; sys.exit(main())",
-         "demo", "--seconds", "1", "--out", str(tmp_path), "-q"],
+         "demo", "-D", "1", "--out", str(tmp_path), "-q"],
         capture_output=True, text=True, timeout=120, check=False, env=env, preexec_fn=_no_rt_rights,
     )
     assert done.returncode == 0, done.stderr

@@ -43,6 +43,15 @@ MALFORMED = [
     (["-n"], "cyclictest's -n is not an option here: clock_nanosleep(TIMER_ABSTIME) is the default"),
     (["-d", "0"], "cyclictest's -d is not an option here: every thread uses the same interval"),
     (["-v"], "cyclictest's -v is not an option here: every wake-up is recorded"),
+    # contradictory or repeated options, which cyclictest lets the last one win silently (issue 15)
+    (["-i", "100", "-f", "10"], "-i sets the interval in microseconds and -f the same interval"),
+    (["-f", "10", "--interval", "100"], "-i sets the interval in microseconds and -f the same interval"),
+    (["-a", "0", "-a", "1"], "option -a/--affinity is given twice; give it once (one CPU set names several"),
+    (["-a", "0", "--affinity=0"], "option -a/--affinity is given twice"),
+    (["-D", "1", "--duration", "2"], "option -D/--duration is given twice"),
+    (["-l", "2"], "option -l/--loops is given twice"),
+    (["--policy", "other", "--policy", "fifo"], "option --policy is given twice"),
+    (["--latency", "5", "--no-latency"], "--latency holds /dev/cpu_dma_latency and --no-latency leaves it alone"),
 ]
 
 
@@ -123,3 +132,49 @@ def test_jitterscope_capture_passes_options_through(tmp_path: Path) -> None:
 
     assert all(t.samples == 5 for t in open_dataset(tmp_path / "via-cli").metadata.threads)
     assert main(["capture", "-i", "0"]) == 2  # the binary's usage error comes back as the exit status
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["-i", "100", "-f", "10"], "jitterscope-capture: -i sets the interval in microseconds and -f"),
+    (["-a", "0", "-a", "1"], "jitterscope-capture: option -a/--affinity is given twice"),
+    (["-D", "1s", "-D", "500ms"], "jitterscope-capture: option -D/--duration is given twice"),
+    (["-D", "nan"], "jitterscope capture: error: argument -D/--duration: 'nan' is not a duration"),
+    (["--duration=2w"], "jitterscope capture: error: argument -D/--duration: '2w' is not a duration"),
+    (["-D", "0ms"], "jitterscope capture: error: argument -D/--duration: '0ms' is out of range"),
+])
+def test_jitterscope_capture_refuses_in_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([str(Path(sys.executable).parent / "jitterscope"), "capture", "-l", "1", *args,
+                           "-o", str(tmp_path / "never")], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [done.stderr.strip()] and done.stderr.startswith(needle), done.stderr
+    assert not (tmp_path / "never").exists()
+
+
+def test_jitterscope_capture_takes_every_spelling_of_a_duration(tmp_path: Path) -> None:
+    """-D 300ms reaches the binary (whose own -D knows s, m, h, d) as 0.3 s: 300 wake-ups at 1 kHz."""
+    from jitterscope.cli import main
+    from jitterscope.dataset import open_dataset
+
+    extra = [] if os.geteuid() == 0 else ["--policy", "other"]
+    assert main(["capture", "-qD300ms", "-o", str(tmp_path / "short"), *extra]) == 0
+    meta = open_dataset(tmp_path / "short").metadata
+    assert meta.settings["asked"]["duration_ns"] == 300_000_000
+    assert all(t.samples + t.overruns <= 300 for t in meta.threads)
+
+
+def test_the_wrappers_table_of_the_binarys_options_mirrors_config_c() -> None:
+    """jitterscope capture finds -D among the options as getopt_long does: its tables are config.c's."""
+    import re
+
+    from jitterscope.cli.capture import BINARY_LONG_OPTIONS, BINARY_SHORT_WITH_VALUE
+
+    source = (Path(__file__).parents[2] / "capture" / "config.c").read_text()
+    table = source[source.index("config_options[] = {"):source.index("{NULL, 0, NULL, 0}")]
+    kinds = {"required_argument": "required", "optional_argument": "optional", "no_argument": "none"}
+    entries = re.findall(r'\{"([a-z-]+)", (\w+), NULL', table)
+    assert len(entries) > 20 and {name: kinds[kind] for name, kind in entries} == BINARY_LONG_OPTIONS
+    shorts = re.search(r'getopt_long\(argc, argv, "([^"]+)"', source).group(1)
+    assert "".join(re.findall(r"(\w):", shorts)) == BINARY_SHORT_WITH_VALUE

@@ -43,8 +43,9 @@ def test_timer_modes_keep_the_invariants(run_capture, frames, timer: str) -> Non
     assert run.returncode == 0, run.stderr
     dataset = open_dataset(run.output)
     assert dataset.metadata.settings["granted"]["timer"] == timer
-    assert dataset.metadata.status == {"state": "complete", "reason": "loop count reached",
-                                       "flushes": dataset.metadata.status["flushes"]}
+    status = dataset.metadata.status
+    assert status == {"state": "complete", "reason": "loop count reached", "flushes": status["flushes"],
+                      "cpu_load": status["cpu_load"]}
     for col in frames(run.output).values():
         assert len(col["seq"]) == 300 and np.array_equal(col["seq"], np.arange(300))
         steps = np.diff(col["expected_ns"])

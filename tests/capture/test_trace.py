@@ -19,7 +19,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from jitterscope.dataset import TRACE_COLUMNS, TRACE_EVENTS, open_dataset, read_trace_events
+from jitterscope.dataset import (
+    TRACE_COLUMNS,
+    TRACE_EVENTS,
+    open_dataset,
+    open_trace,
+    read_trace_events,
+    trace_part_paths,
+)
 from jitterscope.derive import STATUS_ATTRIBUTED, STATUS_INCOMPLETE, attribute_spikes
 
 from .conftest import is_root
@@ -96,7 +103,7 @@ def test_trace_stores_events_and_leaves_the_global_trace_as_found(run_capture, c
     assert _ours() == instances
     events = read_trace_events(done.output)
     assert events is not None and events.num_rows > 500  # at least a timer vector per wake-up
-    table = pq.read_table(done.output / "_trace" / "events.parquet")
+    table = pq.read_table(done.output / "_trace" / "part-00000.parquet")
     assert [(f.name, f.type) for f in table.schema] == [(c.name, c.arrow_type) for c in TRACE_COLUMNS]
     assert set(np.unique(events.columns["cpu"]).tolist()) == {cpu}  # tracing_cpumask: the measured CPU only
     info = events.info
@@ -134,7 +141,7 @@ def test_instance_removed_after_a_signal_and_the_trace_kept(capture_bin, tmp_pat
 def test_stale_instance_of_a_killed_capture_is_removed_by_the_next(capture_bin, run_capture, tmp_path: Path,
                                                                    cpu: int) -> None:
     before, instances = _global(), _ours()
-    proc = subprocess.Popen([str(capture_bin), *_args(cpu, "-D", "60", "--trace", "--group-seconds", "0.5",
+    proc = subprocess.Popen([str(capture_bin), *_args(cpu, "-D", "60", "--trace", "--trace-flush", "0.5",
                                                       "-o", str(tmp_path / "killed"))],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.5)
@@ -147,6 +154,55 @@ def test_stale_instance_of_a_killed_capture_is_removed_by_the_next(capture_bin, 
     assert done.returncode == 0, done.stderr
     assert f"removed the tracefs instance {stale} left by a capture that was killed" in done.stderr
     assert _ours() == instances and _global() == before
+
+
+def _dead_bytes(path: Path) -> tuple[int, int]:
+    """(bytes that are neither column chunks nor the footer nor magic, footer bytes) of one Parquet file."""
+    meta = pq.read_metadata(path)
+    raw = path.read_bytes()
+    footer = int.from_bytes(raw[-8:-4], "little")
+    chunks = sum(meta.row_group(g).column(c).total_compressed_size
+                 for g in range(meta.num_row_groups) for c in range(meta.num_columns))
+    return len(raw) - 4 - chunks - footer - 8, footer
+
+
+def test_events_rotate_into_parts_with_bounded_footers_and_a_sigkill_keeps_every_flush(
+        capture_bin, run_capture, tmp_path: Path, cpu: int) -> None:
+    """The events table is the samples' part container: parts of --part-seconds, one footer each, no dead bytes,
+    every visible part complete at every instant, so a SIGKILL loses at most the last flush interval."""
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([str(capture_bin), *_args(cpu, "-D", "60", "--trace", "--part-seconds", "1",
+                                                      "--group-seconds", "0.5", "--flush-interval", "0.25",
+                                                      "--trace-flush", "0.25", "-o", str(out))],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(4.5)
+    killed_ns = time.monotonic_ns()
+    proc.kill()
+    proc.wait(timeout=30)
+    parts = trace_part_paths(out)
+    assert len(parts) >= 3 and [p.name for p in parts] == [f"part-{i:05d}.parquet" for i in range(len(parts))]
+    for part in parts:
+        dead, footer = _dead_bytes(part)
+        assert dead == 0, part  # no superseded footer anywhere
+        # a part of 1 s holds at most 2 row groups of 0.5 s (+1 at a boundary): its footer cannot grow with time
+        assert pq.read_metadata(part).num_row_groups <= 3 and footer < 8192, (part, footer)
+    table = open_trace(out)
+    assert table.info["state"] == "running" and table.num_rows == sum(pq.read_metadata(p).num_rows for p in parts)
+    assert all(n <= table.part_strings[-1] for n in table.part_strings)  # the last dictionary covers every part
+    events = read_trace_events(out)
+    ts = events.columns["ts_ns"][events.columns["cpu"] == cpu]
+    assert ts.size == table.num_rows and np.all(np.diff(ts) >= 0)  # parts in order, nothing twice
+    # every flush before the kill is on disk: at most a --trace-flush (0.25 s) plus a read interval (0.25 s) and
+    # a loaded machine's scheduling delay are missing
+    assert ts[-1] > killed_ns - 1_500_000_000
+    hidden = sorted(p.name for p in (out / "_trace").iterdir() if p.name.startswith("."))
+    assert all(name.startswith(".part-") for name in hidden)  # only the current part's twins, as for the samples
+    # --force replaces the killed dataset, its trace parts and twins included (and removes its instance)
+    done = run_capture(*_args(cpu, "-l", "50", "--trace", "--force"), output=out)
+    assert done.returncode == 0, done.stderr
+    assert f"jitterscope-{proc.pid}" not in _ours()
+    assert [p.name for p in (out / "_trace").iterdir()] == ["part-00000.parquet"]
+    assert read_trace_events(out).info["state"] == "complete"
 
 
 def test_trace_option_errors_are_one_line(run_capture, cpu: int) -> None:

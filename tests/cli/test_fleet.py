@@ -48,6 +48,20 @@ def test_text_json_and_pdf_through_a_running_scheduler(planted, scheduler, tmp_p
     assert "Groups by cmdline idle" in out and "Regression: " + planted.regressed_host in out
 
 
+def test_the_pdf_never_replaces_an_input_and_needs_force_over_a_file(planted, tmp_path, capsys) -> None:
+    victim = planted.paths[0]
+    before = open(victim, "rb").read()
+    assert main(["fleet", *planted.paths[:3], "--scheduler", "serial", "-o", victim]) == 1
+    assert "an input of this command" in capsys.readouterr().err
+    assert open(victim, "rb").read() == before
+    pdf = tmp_path / "fleet.pdf"
+    pdf.write_text("last night's report")
+    assert main(["fleet", *planted.paths[:3], "--scheduler", "serial", "-o", str(pdf)]) == 1
+    assert "--force" in capsys.readouterr().err and pdf.read_text() == "last night's report"
+    assert main(["fleet", *planted.paths[:3], "--scheduler", "serial", "-o", str(pdf), "--force"]) == 0
+    assert pdf.read_bytes().startswith(b"%PDF")
+
+
 def test_by_words_and_datasets_mix(planted, capsys) -> None:
     # datasets after --by governor are datasets, not more words of the key
     assert main(["fleet", "--by", "governor", *planted.paths[:6], "/no/such.parquet", "--scheduler", "serial"]) == 0

@@ -77,7 +77,7 @@ def good(tmp_path_factory) -> Path:
 ], ids=lambda argv: " ".join(argv[2:]) if isinstance(argv, list) else None)
 def test_bad_numbers_are_usage_errors(good, tmp_path, argv) -> None:
     code, _, err = _run(*(a.format(good=good, tmp=tmp_path) for a in argv))
-    assert _one_line(code, err, 2).startswith("jitterscope ") and "argument --" in err
+    assert _one_line(code, err, 2).startswith("jitterscope ") and "argument -" in err
     assert not (tmp_path / "s.parquet").exists()  # simulate --median-us nan wrote -9.2e18 ns latencies before
 
 
@@ -110,6 +110,18 @@ def test_two_dollars_in_metadata_do_not_start_mathtext(tmp_path, where) -> None:
     assert code == 0, err
     done = subprocess.run(["pdftotext", str(tmp_path / "r.pdf"), "-"], capture_output=True, text=True, check=True)
     assert "$\\frac{1}{$" in done.stdout  # drawn literally
+
+
+def test_a_character_the_font_lacks_is_drawn_as_its_escape(tmp_path) -> None:
+    """Found by the long fuzz (benchmarks/fuzz_cli.py): a private-use code point in a hostname became an empty box
+    in the PDF and a matplotlib 'Glyph 960622 missing from font(s)' warning on the user's terminal."""
+    bad = _write(tmp_path / "glyph.parquet", _kv(environment=_environment(hostname="rt-\U000ea86e-01")))
+    done = subprocess.run([sys.executable, "-W", "default", "-c", CLI, "report", str(bad), "-o",
+                           str(tmp_path / "r.pdf"), "-q", "--sections", "provenance,appendix"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    text = subprocess.run(["pdftotext", str(tmp_path / "r.pdf"), "-"], capture_output=True, text=True, check=True)
+    assert "rt-\\U000ea86e-01" in text.stdout and "\U000ea86e" not in text.stdout
 
 
 @pytest.mark.parametrize(("key", "change", "named"), [

@@ -30,7 +30,7 @@ def test_attach_then_summary_trace(dataset: Path, tmp_path: Path, capsys) -> Non
     out = tmp_path / "with-trace"
     assert main(["import", str(DATA / "trace-cmd" / "report.txt"), "--onto", str(dataset), "-o", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "trace-cmd-report trace of" in text and "_trace/events.parquet (12 events, CPUs [1], 1000 ns" in text
+    assert "trace-cmd-report trace of" in text and "_trace/part-00000.parquet (12 events, CPUs [1], 1000 ns" in text
     assert open_dataset(out).num_rows == 20
     events = read_trace_events(out)
     assert events.num_rows == 12 and events.info["source"]["onto"] == str(dataset)
@@ -64,6 +64,12 @@ def test_summary_trace_json_and_usage(dataset: Path, tmp_path: Path, capsys) -> 
     doc = json.loads(capsys.readouterr().out)
     assert doc["trace"]["n_spikes"] == 1 and doc["trace"]["spikes"][0]["status"] == "incomplete trace"
     assert doc["trace"]["lost_events"] == {"1": 12}
+    # the default threshold: the spectrum's rule (median + 10 IQR) from the summary's streamed histogram
+    assert main(["summary", str(out), "--trace", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    # the fixture's latencies: 19 of 10 µs and one of 500 µs, so p25 = p50 = p75 = 10 µs: 10 µs + 10 x 1 ns
+    assert doc["trace"]["threshold_ns"] == pytest.approx(10_000 + 10, rel=2e-3)
+    assert doc["trace"]["n_spikes"] == 1
     assert main(["summary", str(out), "--spike-us", "100"]) == 2  # a usage error
     assert "--spike-us and --worst go with --trace" in capsys.readouterr().err
     assert main(["summary", str(dataset), "--trace"]) == 1

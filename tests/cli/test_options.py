@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jitterscope.cli import build_parser, main
-from jitterscope.cli.options import SEED_MAX, number
+from jitterscope.cli.options import SEED_MAX, duration, number
 from jitterscope.io import SimulationSpec, write_simulation
 
 settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -95,6 +95,97 @@ def test_number_ranges_and_whole_numbers() -> None:
     with pytest.raises(argparse.ArgumentTypeError, match="<= 100 %"):
         number(max=100, unit="%")("100.5")
     assert number(integer=True, min=0, max=SEED_MAX)(str(SEED_MAX)) == SEED_MAX
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("10", 10.0), ("10s", 10.0), ("500ms", 0.5), ("2m", 120.0), ("1h", 3600.0), ("1d", 86400.0), ("1.5h", 5400.0),
+    ("250us", 250e-6), ("250µs", 250e-6), ("7ns", 7e-9), (" 3 s ", 3.0), ("1e3", 1000.0),
+])
+def test_duration_spellings(text: str, seconds: float) -> None:
+    assert duration()(text) == pytest.approx(seconds, rel=1e-12)
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "infs", "-1", "-1s", "0", "0ms", "1x", "10mm", "2 weeks", "s", "",
+                                  "1e400", "5m30s"])
+def test_duration_refuses_what_is_not_a_positive_finite_length_of_time(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=r"is not a duration|is out of range"):
+        duration(max=86400)(text)
+    with pytest.raises(argparse.ArgumentTypeError, match=r"out of range: expected .* <= 1d\)"):
+        duration(max=86400)("25h")
+
+
+def test_every_duration_option_is_d_duration_with_the_one_parser() -> None:
+    """Durations are spelled one way on every command: -D/--duration (or a named interval) parsed by duration(),
+    whose --help says a bare number is seconds."""
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    durations = {}
+    for name, sub in subparsers.choices.items():
+        for action in sub._actions:
+            if getattr(action.type, "__name__", "") == "duration":
+                durations.setdefault(name, []).append(action)
+            elif action.option_strings and action.help != argparse.SUPPRESS:
+                # a time point (--turbostat-start EPOCH_SECONDS) is not a duration
+                assert action.metavar != "SECONDS" and "--seconds" not in action.option_strings, (name, action)
+    assert {"demo", "simulate", "import"} <= set(durations), durations
+    for name in ("demo", "simulate"):
+        (action,) = [a for a in durations[name] if a.dest == "duration" and a.help != argparse.SUPPRESS]
+        assert action.option_strings == ["-D", "--duration"] and "a number of seconds" in action.help
+    help_text = next(a.help for a in subparsers._choices_actions if a.dest == "capture")
+    assert "-D/--duration: a number of seconds, or with a unit" in help_text
+
+
+def test_simulate_and_demo_take_every_spelling(tmp_path) -> None:
+    code, out, err = _run(["simulate", "-o", str(tmp_path / "s.parquet"), "-D", "250ms", "--interval-us", "1000"])
+    assert (code, err) == (0, "") and "x 250 wake-ups" in out
+    args = build_parser().parse_args(["demo", "-D", "2m"])
+    assert args.duration == 120.0
+    assert build_parser().parse_args(["demo", "--seconds", "3"]).duration == 3.0  # the old spelling still works
+
+
+def test_capture_wrapper_converts_durations_for_the_binary() -> None:
+    """The binary's -D knows s, m, h, d: the wrapper passes plain seconds, and leaves every other option alone."""
+    from jitterscope.cli.capture import binary_options
+    from jitterscope.cli.options import UsageError
+
+    assert binary_options(["-D", "10s", "-o", "x"]) == ["-D", "10", "-o", "x"]
+    assert binary_options(["-qD500ms", "-a", "0"]) == ["-q", "-D", "0.5", "-a", "0"]
+    assert binary_options(["--duration=1h", "--output", "-D"]) == ["-D", "3600", "--output", "-D"]
+    assert binary_options(["--dur", "1d", "-i100"]) == ["-D", "86400", "-i", "100"]  # getopt's abbreviations
+    assert binary_options(["-o", "-D", "-l", "5"]) == ["-o", "-D", "-l", "5"]  # "-D" is the output's name here
+    assert binary_options(["-D", "1ns"]) == ["-D", "0.000000001"]
+    assert binary_options(["--", "-D", "5m"]) == ["--", "-D", "5m"]
+    assert binary_options(["-D"]) == ["-D"]  # no value: the binary says so
+    with pytest.raises(UsageError, match="argument -D/--duration: 'nan' is not a duration"):
+        binary_options(["-D", "nan"])
+    with pytest.raises(UsageError, match=r"'0\.1ns' is shorter than 1 ns"):
+        binary_options(["--duration=0.1ns"])
+
+
+_TOKENS = st.one_of(
+    st.sampled_from(["-D", "--duration", "--dur", "-qD", "-D1m", "--duration=", "-o", "--output", "-i", "-f", "--",
+                     "--trace", "--trace=irq", "-q", "-l", "--t", "-a", "10", "500ms", "1e3", "nan", "-1", "0.5ns",
+                     "2d", "x", ""]),
+    st.text(max_size=5),
+)
+
+
+@settings(settings.get_profile(PROFILE))
+@given(st.lists(_TOKENS, max_size=8))
+def test_fuzz_the_capture_wrappers_option_scan(tokens: list[str]) -> None:
+    """Any command line: a list for the binary or one UsageError, and the result is a fixed point (every duration
+    already plain seconds, every other token where it was)."""
+    from jitterscope.cli.capture import binary_options
+    from jitterscope.cli.options import UsageError
+
+    try:
+        out = binary_options(tokens)
+    except UsageError as exc:
+        assert "\n" not in str(exc) and "-D/--duration" in str(exc)
+        return
+    assert binary_options(out) == out
+    if not any("D" in t or t.startswith("--d") for t in tokens):  # no duration: the same text, at most re-split
+        assert "".join(out) == "".join(tokens) and len(out) >= len(tokens)
 
 
 @pytest.mark.parametrize(("command", "option", "action"), OPTIONS, ids=[f"{c}{o}" for c, o, _ in OPTIONS])

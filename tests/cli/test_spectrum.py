@@ -19,7 +19,7 @@ def dataset(tmp_path_factory):
 def test_table_names_the_peak_and_the_user_source(dataset, capsys):
     assert main(["spectrum", str(dataset), "--sources", "tick=250"]) == 0
     out = capsys.readouterr().out
-    assert "thread 0 (CPU 0): fs 1000 Hz, n=40000, Welch, mean of 38 Hann segments of 2.05 s" in out
+    assert "CPU 0 (thread 0): fs 1000 Hz, n=40000, Welch, mean of 38 Hann segments of 2.05 s" in out
     assert "span 40 s" in out
     assert "freq Hz" in out and "likely source" in out
     row = [line for line in out.splitlines() if line.strip().startswith("250.0")]

@@ -147,3 +147,25 @@ def test_compare_binned_on_bins_already_held_gives_compare_histograms_verdicts(t
     assert got.pairs[0].metrics == expected.pairs[0].metrics
     with pytest.raises(AnalysisError, match="at least two runs"):
         compare_binned(runs[:1])
+
+
+def test_bins_are_held_as_arrays_and_read_the_same_as_from_bins(tmp_path: Path) -> None:
+    """No Python lists of millions of bins (issue 15): the run's bins are numpy arrays, its quantiles those of
+    HistogramResult.from_bins on the same bins, and a sample run binned in batches equals binning it at once."""
+    from jitterscope.compare.binned import bin_samples, read_bins
+    values = _lognormal(8, 30_000)
+    run = read_bins(open_dataset(_hist_dataset(tmp_path / "h.parquet", values)), "h")
+    h = run.histogram
+    assert all(isinstance(a, np.ndarray) for a in (h.bucket_lower_ns, h.bucket_upper_ns, h.bucket_counts))
+    lower, count = np.unique((values // WIDTH) * WIDTH, return_counts=True)
+    reference = HistogramResult.from_bins(lower, np.full(lower.size, WIDTH), count, min_ns=int(values.min()),
+                                          max_ns=int(values.max()))
+    levels = np.array([0.0, 0.1, 0.5, 0.99, 0.9999, 1.0])
+    np.testing.assert_array_equal(run.percentiles(levels), list(reference.percentiles(levels * 100).values()))
+    sim = open_dataset(write_simulation(spec_from_options(threads=2, samples=40_000), tmp_path / "s.parquet", seed=9))
+    binned = bin_samples(sim, "s", 700.0)
+    latency = pooled_latency(read_thread_series(sim))
+    at_once, at_once_count = np.unique(np.floor(latency / 700.0) * 700.0, return_counts=True)
+    np.testing.assert_array_equal(binned.histogram.bucket_lower_ns, at_once)
+    np.testing.assert_array_equal(binned.counts, at_once_count)
+    assert (binned.histogram.min_ns, binned.histogram.max_ns) == (latency.min(), latency.max())

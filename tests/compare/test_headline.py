@@ -76,6 +76,19 @@ def test_headline_names_the_stalls_the_unchanged_body_and_the_environment(no_hz_
     json.dumps(data)
 
 
+def test_no_tail_warning_when_the_whole_distribution_moved(tmp_path: Path):
+    from jitterscope.io import PeriodicDisturbance
+    base = SimulationSpec(threads=1, samples=20_000)
+    worse = SimulationSpec(threads=1, samples=20_000, base=BaseLatency(median_ns=60_000.0), effects=(
+        PeriodicDisturbance(frequency_hz=3, amplitude_ns=2_000_000, width_ns=1_000_000),))
+    a = write_dataset(simulate(base, 1).table, simulate(base, 1).metadata, tmp_path / "a.parquet")
+    b = write_dataset(simulate(worse, 2).table, simulate(worse, 2).metadata, tmp_path / "b.parquet")
+    cmp = compare_runs([open_dataset(a), open_dataset(b)], n_boot=100)
+    verdicts = {m.metric: m.verdict for m in cmp.pairs[0].metrics}
+    assert verdicts["p50"] == "regressed" and verdicts["max"] == "regressed"
+    assert tail_blind_tests(cmp, 1) == ""
+
+
 def test_no_warning_when_nothing_changed(tmp_path: Path):
     spec = SimulationSpec(threads=1, samples=5_000)
     a = write_dataset(simulate(spec, 1).table, simulate(spec, 1).metadata, tmp_path / "a.parquet")

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from jitterscope.dataset import iter_thread_batches, open_dataset
+from jitterscope.dataset import iter_thread_batches, open_dataset, stream_dataset
 from jitterscope.errors import DatasetError, SchemaError, UnsupportedVersionError
 from jitterscope.io import Drops, SimulationSpec, Stalls, simulate
 
@@ -163,6 +163,30 @@ def test_iter_thread_batches_splits_interleaved_rows_in_order(tmp_path, sim):
         assert np.array_equal(seq, original)
 
 
+@pytest.mark.parametrize("threads", [True, False])
+def test_iter_thread_batches_without_threads_reads_on_the_calling_thread(tmp_path, sim, monkeypatch, threads):
+    """threads=False (a fleet's Dask tasks): no read-ahead thread, no pyarrow pool; the same rows either way."""
+    import threading
+
+    table, meta = sim
+    pq.write_table(table.replace_schema_metadata(meta.to_kv()), tmp_path / "x.parquet", row_group_size=500)
+    asked: list[bool] = []
+    read_row_group = pq.ParquetFile.read_row_group
+
+    def recording(self, *args, use_threads=True, **kwargs):
+        asked.append(use_threads)
+        return read_row_group(self, *args, use_threads=use_threads, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", recording)
+    readers, seq = set(), []
+    for _, batch in iter_thread_batches(open_dataset(tmp_path / "x.parquet"), ["seq"], threads=threads):
+        readers |= {t.name for t in threading.enumerate() if t.name.startswith("jitterscope-read")}
+        seq.append(batch.column("seq").to_numpy())
+    assert len(asked) == -(-table.num_rows // 500) and set(asked) == {threads}
+    assert bool(readers) is threads  # the read-ahead thread exists exactly when asked for
+    assert np.array_equal(np.concatenate(seq), table.column("seq").to_numpy())
+
+
 def test_empty_dataset_rows(tmp_path, sim):
     table, meta = sim
     path = _raw_write(table.slice(0, 0), meta, tmp_path / "e.parquet")
@@ -176,3 +200,114 @@ def test_empty_dataset_rows(tmp_path, sim):
     with pytest.raises(SchemaError) as info:
         _consume(path)
     assert "no rows" in _one_line(info.value)
+
+
+def test_stream_dataset_writes_row_groups_and_the_metadata_given_at_the_end(tmp_path) -> None:
+    table, meta = simulate(SimulationSpec(threads=2, samples=5000), 3)
+    out = tmp_path / "s.parquet"
+    with stream_dataset(out, row_group_size=3000) as stream:
+        for start in range(0, table.num_rows, 777):  # pieces smaller than a row group: buffered, then cut
+            stream.write(table.slice(start, 777), meta.kind)
+        assert not out.exists()  # only when complete
+        stream.finish(meta)
+    parquet = pq.ParquetFile(out)
+    assert [parquet.metadata.row_group(g).num_rows for g in range(parquet.num_row_groups)] == [3000, 3000, 3000, 1000]
+    assert pq.read_table(out).replace_schema_metadata().equals(table.select(pq.read_schema(out).names))
+    assert open_dataset(out).metadata.to_kv() == meta.to_kv()
+    assert stream.rows == 10_000
+
+
+def test_stream_dataset_left_unfinished_or_failing_leaves_nothing(tmp_path) -> None:
+    table, meta = simulate(SimulationSpec(threads=1, samples=100), 3)
+    out = tmp_path / "s.parquet"
+    with pytest.raises(SchemaError, match="not finished"), stream_dataset(out) as stream:
+        stream.write(table, meta.kind)
+    with pytest.raises(SchemaError, match="one set of columns"), stream_dataset(out) as stream:
+        stream.write(table, meta.kind)
+        stream.write(table.drop_columns(["tsc"]), meta.kind)
+    with pytest.raises(KeyboardInterrupt), stream_dataset(out) as stream:
+        stream.write(table, meta.kind)
+        raise KeyboardInterrupt
+    assert list(tmp_path.iterdir()) == []
+    with stream_dataset(out) as stream:  # discard: start over (an importer's second pass)
+        stream.write(table, meta.kind)
+        stream.discard()
+        stream.write(table.slice(0, 10), meta.kind)
+        stream.finish(dataclasses.replace(meta, threads=(dataclasses.replace(meta.threads[0], samples=10),)))
+    assert pq.read_metadata(out).num_rows == 10
+
+
+def _checker_states(path, regular: bool):
+    """Feed one InvariantChecker every thread's rows, batch by batch; its per-thread state afterwards."""
+    from jitterscope.dataset.invariants import InvariantChecker
+
+    dataset = open_dataset(path)
+    checker = InvariantChecker(dataset.metadata, where=str(path))
+    if not regular:
+        checker._regular = lambda *args: False  # every batch through the full numpy check
+    columns = ["thread", "cpu", "seq", "expected_ns", "actual_ns", "overruns"]
+    for batch in dataset.iter_batches(columns):
+        frame = batch.to_pandas()
+        for thread, rows in frame.groupby("thread", sort=False):
+            checker.check(int(thread), *(rows[c].to_numpy() for c in columns[1:]))
+    checker.finish(True)
+    return {t: dataclasses.replace(s, info=None) for t, s in checker._threads.items()}
+
+
+def test_regular_batch_check_equals_full_check(tmp_path):
+    # row groups of 13 rows over 2 threads with drops and stalls (overruns): some batches are regular (the
+    # quick check), some not (the full one); the states, and finish()'s totals, agree
+    table, meta = simulate(SimulationSpec(threads=2, samples=3000, effects=(Stalls(probability=0.003),
+                                                                             Drops(probability=0.003))), 5)
+    path = tmp_path / "r.parquet"
+    pq.write_table(table.replace_schema_metadata(meta.to_kv()), path, row_group_size=13)
+    quick, full = _checker_states(path, True), _checker_states(path, False)
+    assert quick == full
+    assert all(s.gaps > 0 and s.overruns > 0 for s in quick.values())
+
+
+@pytest.mark.parametrize("damage, words", [
+    ("swap_seq", "seq goes from"), ("cpu", "rows with cpu"), ("early", "a capture never wakes early"),
+    ("step", "expected_ns steps by"),
+])
+def test_regular_looking_batches_still_fail_the_check(tmp_path, damage, words):
+    # damage that keeps a batch's first/last seq and expected_ns as a regular batch has them: the quick check
+    # must send it to the full check, which names the problem
+    table, meta = simulate(SimulationSpec(threads=1, samples=400), 2)
+    if damage == "early":
+        meta = dataclasses.replace(meta, kind="capture")
+    seq = table.column("seq").to_numpy().copy()
+    expected = table.column("expected_ns").to_numpy().copy()
+    actual = table.column("actual_ns").to_numpy().copy()
+    cpu = table.column("cpu").to_numpy().copy()
+    if damage == "swap_seq":
+        seq[[200, 201]] = seq[[201, 200]]
+    elif damage == "cpu":
+        cpu[300] += 1
+    elif damage == "early":
+        actual = np.maximum(actual, expected)
+        actual[250] = expected[250] - 1
+    else:
+        expected[200] += 1  # steps of interval + 1 and interval - 1: the sum is still regular
+    for name, values in (("seq", seq), ("expected_ns", expected), ("actual_ns", actual), ("cpu", cpu)):
+        table = _with_column(table, name, values)
+    with pytest.raises(SchemaError) as info:
+        _consume(_raw_write(table, meta, tmp_path / "d.parquet"))
+    assert words in _one_line(info.value)
+
+
+def test_column_values_equal_to_numpy():
+    from jitterscope.dataset import column_values
+
+    rng = np.random.default_rng(0)
+    batch = pa.record_batch({
+        "i64": rng.integers(-2**62, 2**62, 1000), "i32": rng.integers(-2**31, 2**31, 1000).astype(np.int32),
+        "u64": rng.integers(0, 2**63, 1000).astype(np.uint64), "f64": rng.normal(size=1000),
+        "nulls": pa.array([1, None] * 500, type=pa.int64()),
+    })
+    for view in (batch, batch.slice(123, 456), pa.Table.from_batches([batch, batch.slice(7)])):
+        for name in batch.schema.names:
+            expected = view.column(name).to_numpy(zero_copy_only=False)
+            got = column_values(view, name)
+            assert got.dtype == expected.dtype and np.array_equal(got, expected, equal_nan=True), name
+    assert column_values(batch.slice(10, 5), 0).base is not None  # a view of Arrow's buffer, not a copy

@@ -107,3 +107,79 @@ def test_broken_summary_only_datasets_are_invalid(tmp_path):
     claimed = dataclasses.replace(timer_meta, threads=(dataclasses.replace(only, extra={**only.extra, "max_ns": 5}),))
     result = validate_dataset(write_dataset(timer, claimed, tmp_path / "timer.parquet"))
     assert not result.valid and "no wake-ups counted but min/avg/max given" in result.problems[0]
+
+
+# ---- the kernel trace of a dataset directory -------------------------------------------------------------
+
+def _traced(tmp_path: Path) -> Path:
+    """Three wake-ups on CPU 1 and a trace of 6 events in two parts (strings growing from 2 to 3)."""
+    from jitterscope.dataset import Metadata, ThreadInfo, events_from_rows
+    n = 3
+    table = pa.table({"cpu": pa.array([1] * n, pa.int32()), "thread": pa.array([0] * n, pa.int32()),
+                      "seq": pa.array(range(n), pa.int64()),
+                      "expected_ns": pa.array([k * 1_000_000 for k in range(1, n + 1)], pa.int64()),
+                      "actual_ns": pa.array([k * 1_000_000 + 5_000 for k in range(1, n + 1)], pa.int64())})
+    root = tmp_path / "traced"
+    root.mkdir()
+    write_dataset(table, Metadata(kind="capture", threads=(ThreadInfo(thread=0, cpu=1, interval_ns=1_000_000,
+                                                                      samples=n),)), root / "part-00000.parquet")
+    info = {"version": 1, "instance": "jitterscope-1", "clock": "mono", "resolution_ns": 1, "cpus": [1], "rows": 6}
+    rows = [[t, 1, 9, 0, 0, -1, -1, 500, 19, 1, 120, 0] for t in (900_000, 1_004_000, 1_900_000, 2_004_000,
+                                                                  2_900_000, 3_004_000)]
+    rows[5][6] = 2  # a name only the second part's dictionary has
+    strings = ["swapper/1", "js-cpu1", "x"]
+    first, second = (events_from_rows(rows[:3], strings[:2], info).to_table(),
+                     events_from_rows(rows[3:], strings, info).to_table())
+    (root / "_trace").mkdir()
+    pq.write_table(first, root / "_trace" / "part-00000.parquet")
+    pq.write_table(second, root / "_trace" / "part-00001.parquet")
+    return root
+
+
+def test_a_valid_trace_is_checked_and_noted(tmp_path):
+    result = validate_dataset(_traced(tmp_path))
+    assert result.valid, result.problems
+    assert any(n.startswith("kernel trace: 6 events in 2 part(s), CPUs [1], clock mono") for n in result.notes)
+
+
+def _rewrite(path: Path, change) -> None:
+    table = pq.read_table(path)
+    meta = table.schema.metadata
+    columns = {name: table.column(name).to_numpy().copy() for name in table.column_names}
+    change(columns)
+    out = pa.table({n: pa.array(v, table.schema.field(n).type) for n, v in columns.items()})
+    pq.write_table(out.replace_schema_metadata(meta), path)
+
+
+def test_trace_problems_are_found(tmp_path):
+    import json
+    root = _traced(tmp_path)
+    second = root / "_trace" / "part-00001.parquet"
+    _rewrite(second, lambda c: c["ts_ns"].__setitem__(0, 100))  # before the first part's last event
+    _rewrite(root / "_trace" / "part-00000.parquet", lambda c: c["comm"].__setitem__(1, 7))  # no string 7
+    problems = validate_dataset(root).problems
+    assert any("CPU 1's event times go backwards" in p and "part-00001" in p for p in problems), problems
+    assert any("column comm has 1 string index(es) outside -1-2 (first 7)" in p for p in problems), problems
+    # the clock and the row count of the metadata
+    table = pq.read_table(second)
+    info = json.loads(table.schema.metadata[b"jitterscope.trace"])
+    info.update(clock="x86-tsc", rows=99)
+    pq.write_table(table.replace_schema_metadata({**table.schema.metadata,
+                                                  b"jitterscope.trace": json.dumps(info).encode()}), second)
+    problems = validate_dataset(root).problems
+    assert any("clock 'x86-tsc'" in p for p in problems) and any("says 99 events, the parts hold 6" in p
+                                                                   for p in problems), problems
+    # a part out of its name order, and an earlier dictionary that is not the start of the last
+    second.rename(root / "_trace" / "part-00003.parquet")
+    assert any("are not part-00000.parquet, part-00001.parquet" in p for p in validate_dataset(root).problems)
+
+
+def test_an_earlier_dictionary_must_be_the_start_of_the_last(tmp_path):
+    import json
+    root = _traced(tmp_path)
+    first = root / "_trace" / "part-00000.parquet"
+    table = pq.read_table(first)
+    pq.write_table(table.replace_schema_metadata({**table.schema.metadata, b"jitterscope.trace_strings":
+                                                  json.dumps(["js-cpu1", "swapper/1"]).encode()}), first)
+    problems = validate_dataset(root).problems
+    assert any("part-00000.parquet's string list is not the start of the last part's" in p for p in problems)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -150,3 +151,52 @@ def test_losses_the_rows_cannot_place_mark_the_whole_cpu(tmp_path: Path, dataset
     result = attribute_spikes(dataset, 100 * US, events=events_from_rows(rows, STRINGS, info))
     assert {s.status for s in result.spikes if s.seq != 4} == {STATUS_INCOMPLETE}
     assert result.causes == () and np.isclose(result.n_windows, 0)
+
+
+class _Batched:
+    """The same events, streamed ``rows`` at a time (every row a batch boundary when 1)."""
+
+    def __init__(self, events, rows: int) -> None:
+        self.events, self.rows = events, rows
+
+    def iter_batches(self, columns=None):
+        return self.events.iter_batches(columns, batch_rows=self.rows)
+
+    def __getattr__(self, name: str):
+        return getattr(self.events, name)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 7])
+def test_streamed_in_small_batches_the_result_is_the_same(dataset, rows: int) -> None:
+    from jitterscope.dataset import read_trace_events
+    whole = attribute_spikes(dataset, 100 * US)
+    events = read_trace_events(dataset.path)
+    assert attribute_spikes(dataset, 100 * US, events=_Batched(events, rows)).to_json() == whole.to_json()
+
+
+def test_a_trace_in_several_parts_reads_as_one(dataset) -> None:
+    import pyarrow.parquet as pq
+    from jitterscope.dataset import open_trace, read_trace_events
+    whole = attribute_spikes(dataset, 100 * US)
+    events = read_trace_events(dataset.path)
+    table = events.to_table()
+    trace_dir = Path(dataset.path) / "_trace"
+    for old in trace_dir.iterdir():
+        old.unlink()
+    cuts = [0, 5, 6, 13, table.num_rows]  # parts of 5, 1, 7 and the rest rows
+    for i, (lo, hi) in enumerate(itertools.pairwise(cuts)):
+        pq.write_table(table.slice(lo, hi - lo), trace_dir / f"part-{i:05d}.parquet")
+    opened = open_trace(dataset.path)
+    assert len(opened.parts) == 4 and opened.part_rows == (5, 1, 7, table.num_rows - 13)
+    assert attribute_spikes(dataset, 100 * US).to_json() == whole.to_json()
+    # and the wake-ups one per part: each window batch sees only the timeline its windows can still meet
+    samples = dataset.read()
+    (Path(dataset.path) / "part-00000.parquet").unlink()
+    for i in range(samples.num_rows):
+        write_dataset(samples.slice(i, 1), dataset.metadata, Path(dataset.path) / f"part-{i:05d}.parquet")
+    reopened = open_dataset(dataset.path)
+    assert len(reopened.files) == samples.num_rows
+    assert attribute_spikes(reopened, 100 * US).to_json() == whole.to_json()
+    # the whole trace in one batch: the segments swept for the first window serve the later ones
+    assert attribute_spikes(reopened, 100 * US, events=events).to_json() == whole.to_json()
+    assert read_trace_events(dataset.path).columns["ts_ns"].tolist() == events.columns["ts_ns"].tolist()

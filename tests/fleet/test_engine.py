@@ -1,7 +1,7 @@
 """The fleet on Dask: distributed results equal the serial ones, and a worker killed mid-run changes nothing.
 
-One LocalCluster (2 single-threaded worker processes) serves the module; the fixture checks that its
-worker processes are gone when it closes.
+One LocalCluster (2 single-threaded worker processes, the fleet's own :func:`local_cluster`) serves the
+module; the fixture checks that its worker processes are gone when it closes.
 """
 
 from __future__ import annotations
@@ -12,20 +12,18 @@ import threading
 import time
 
 import pytest
-from jitterscope.fleet import GroupKey, run_fleet, write_simulated_fleet
+from jitterscope.fleet import GroupKey, local_cluster, run_fleet, write_simulated_fleet
 
 distributed = pytest.importorskip("distributed")
 
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                       silence_logs=50)
-    client = distributed.Client(cluster)
+    owner = local_cluster(2, silence_logs=50)
+    client = owner.__enter__()
     yield client
     pids = set(client.run(os.getpid).values())
-    client.close()
-    cluster.close()
+    owner.__exit__(None, None, None)
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)  # the worker processes are gone (and reaped: no zombie answers)
@@ -41,6 +39,19 @@ def _essentials(fleet):
     data = fleet.to_json()
     del data["execution"]
     return data
+
+
+def _thread_pools() -> tuple[int, int, str | None, int]:
+    import pyarrow
+    return pyarrow.cpu_count(), pyarrow.io_thread_count(), os.environ.get("OPENBLAS_NUM_THREADS"), os.getpid()
+
+
+def test_the_local_cluster_workers_are_single_core(client) -> None:
+    """Each worker is one core: one task thread, pyarrow's CPU and I/O pools and BLAS at one thread."""
+    assert set(client.nthreads().values()) == {1}
+    pools = list(client.run(_thread_pools).values())
+    assert len(pools) == 2 and {p[:3] for p in pools} == {(1, 1, "1")}
+    assert len({p[3] for p in pools}) == 2  # two processes, not two threads of one
 
 
 def test_serial_and_distributed_results_are_equal(planted, client) -> None:
@@ -106,10 +117,10 @@ def test_a_task_that_fails_on_the_cluster_is_listed_and_skipped(planted, monkeyp
 
     poisoned = planted.paths[4]
 
-    def flaky(path: str):
+    def flaky(path: str, **options):
         if path == poisoned:
             raise RuntimeError("simulated failure")
-        return summarize_run(path)
+        return summarize_run(path, **options)
 
     monkeypatch.setattr(engine, "summarize_run", flaky)
     # threads, not processes: the patched function lives in this process

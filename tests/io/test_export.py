@@ -104,3 +104,35 @@ def test_errors(tmp_path, imported):
     (tmp_path / "exists.csv").write_text("")
     with pytest.raises(DatasetError, match="already exists"):
         export_dataset(imported, "csv", tmp_path / "exists.csv")
+
+
+def test_csv_writes_the_kernel_trace_beside_and_the_other_formats_say_they_do_not(tmp_path) -> None:
+    from jitterscope.dataset import events_from_rows, write_trace_events
+    n = 4
+    expected = np.arange(1, n + 1, dtype=np.int64) * 1_000_000
+    table = pa.table({"cpu": pa.array([1] * n, pa.int32()), "thread": pa.array([0] * n, pa.int32()),
+                      "seq": pa.array(range(n), pa.int64()), "expected_ns": pa.array(expected),
+                      "actual_ns": pa.array(expected + 7_000)})
+    root = tmp_path / "traced"
+    root.mkdir()
+    write_dataset(table, Metadata(kind="capture", threads=(ThreadInfo(thread=0, cpu=1, interval_ns=1_000_000,
+                                                                      samples=n),)), root / "part-00000.parquet")
+    rows = [[1_000_100, 1, 9, 0, 0, -1, -1, 500, 19, 1, 120, 0],   # switch swapper/1 -> js-cpu1
+            [1_000_200, 1, 1, 500, 1, 24, 2, -1, -1, -1, -1, 0],   # irq 24 eth0
+            [1_000_300, 1, 99, 500, 1, -1, 9, -1, -1, -1, -1, 0]]  # an unknown code and string index
+    write_trace_events(events_from_rows(rows, ["swapper/1", "js-cpu1", "eth0"], {"clock": "as recorded"}), root)
+    result = export_dataset(root, "csv", tmp_path / "out.csv")
+    assert result.rows == n and (tmp_path / "out.trace.csv").is_file()
+    assert any("3 event(s) of 1 part(s) written to" in note for note in result.notes)
+    events = pd.read_csv(tmp_path / "out.trace.csv", keep_default_na=False)
+    assert events["ts_ns"].tolist() == [1_000_100, 1_000_200, 1_000_300]
+    assert events["event"].tolist() == ["switch", "irq_entry", "unknown"]
+    assert events["comm"].tolist() == ["swapper/1", "js-cpu1", "js-cpu1"]
+    assert events["name"].tolist() == ["", "eth0", ""] and events["other_comm"].tolist() == ["js-cpu1", "", ""]
+    assert events["number"].tolist() == [-1, 24, -1]
+    with pytest.raises(DatasetError, match="already exists"):  # neither file is replaced without --force
+        export_dataset(root, "csv", tmp_path / "out.csv")
+    for fmt, name in (("hgrm", "out.hgrm"), ("rt-tests-json", "out.json")):
+        result = export_dataset(root, fmt, tmp_path / name)
+        assert any(f"the kernel trace (3 events in {root}/_trace) is not exported: {fmt}" in note
+                   for note in result.notes), result.notes

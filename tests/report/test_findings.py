@@ -46,7 +46,7 @@ def test_planted_effects_are_on_page_one_with_their_causes(planted, tmp_path) ->
     for flag in ("CPUs not isolated", "no nohz_full", "governor", "RT throttling", "NO_HZ idle", "non-RT kernel"):
         assert flag in text, flag
     assert "isolcpus=0,1" in text and "cpupower -c 0,1 frequency-set -g performance" in text
-    assert "kernel.sched_rt_runtime_us=-1" in text and "What to run next" in text
+    assert "kernel.sched_rt_runtime_us=-1" in text and "what to run next" in text and "next 1 " in text
 
 
 def test_flags_are_read_not_guessed() -> None:
@@ -58,7 +58,7 @@ def test_flags_are_read_not_guessed() -> None:
     settings = {"granted": {"latency_us": 0, "policy": "fifo", "writer_shares_measured_cpu": False}}
     check = configuration_flags(Metadata(kind="capture", threads=threads, environment=good, settings=settings))
     assert check.flags == ()
-    assert check.not_checked == ("SMT siblings of the measured CPUs (their load is not recorded)",)
+    assert check.not_checked == ("SMT siblings of the measured CPUs (topology not recorded)",)
     bad = {**good, "isolated_cpus": "3", "cpuidle": good["cpuidle"], "available_clocksources": "tsc kvm-clock"}
     loose = {"granted": {"latency_us": -1, "policy": "other", "writer_shares_measured_cpu": True}}
     flags = {f.name: f for f in configuration_flags(Metadata(kind="capture", threads=threads, environment=bad,
@@ -69,6 +69,35 @@ def test_flags_are_read_not_guessed() -> None:
     assert "--writer-cpu" in flags["writer on a measured CPU"].action
     unknown = configuration_flags(Metadata(kind="import", threads=threads))
     assert unknown.flags == () and len(unknown.not_checked) >= 5  # nothing recorded: nothing claimed
+
+
+def test_busy_smt_siblings_and_steal_are_flags_read_from_the_load() -> None:
+    threads = (ThreadInfo(thread=0, cpu=1, interval_ns=1_000_000), ThreadInfo(thread=1, cpu=2, interval_ns=1_000_000))
+    env = {"isolated_cpus": "1-2", "cpu_siblings": {"1": "1,5", "2": "2,6", "5": "1,5", "6": "2,6"}, "smt_active": 1}
+    load = {"since": "capture start", "cpus": {"1": {"ticks": 1000, "busy": 0.02, "steal": 0.0},
+                                                "2": {"ticks": 1000, "busy": 0.02, "steal": 0.004},
+                                                "5": {"ticks": 1000, "busy": 0.63, "steal": 0.0},
+                                                "6": {"ticks": 1000, "busy": 0.05, "steal": 0.0}}}
+
+    def check(environment, status):
+        return configuration_flags(Metadata(kind="capture", threads=threads, environment=environment, status=status))
+
+    found = check(env, {"state": "complete", "cpu_load": load})
+    flags = {f.name: f for f in found.flags}
+    assert flags["SMT siblings of measured CPUs busy"].evidence.startswith("CPU 5 (sibling of measured CPU 1) busy 63%")
+    assert "CPU 6" not in flags["SMT siblings of measured CPUs busy"].evidence  # 5 % is below SIBLING_BUSY
+    assert "cpu5" not in flags["SMT siblings of measured CPUs busy"].action and "nosmt" in flags[
+        "SMT siblings of measured CPUs busy"].action
+    assert flags["virtualised"].evidence == "the hypervisor stole 0.4% of CPU 2 during the run"
+    assert not any("SMT" in n for n in found.not_checked)
+    quiet = {**load, "cpus": {**load["cpus"], "5": {"ticks": 1000, "busy": 0.01, "steal": 0.0}}}
+    assert "SMT siblings of measured CPUs busy" not in {f.name for f in check(env, {"cpu_load": quiet}).flags}
+    # SMT off, or every measured CPU alone on its core: nothing to flag and nothing left unchecked
+    for alone in ({**env, "smt_active": 0}, {"cpu_siblings": {"1": "1", "2": "2"}, "smt_active": None}):
+        result = check(alone, None)
+        assert not any("SMT" in f.name for f in result.flags) and not any("SMT" in n for n in result.not_checked)
+    # siblings exist but their load was not recorded (an older capture): said, not guessed
+    assert "SMT siblings of the measured CPUs (their load is not recorded)" in check(env, None).not_checked
 
 
 def test_a_load_change_is_a_red_flag(tmp_path) -> None:

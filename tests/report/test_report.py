@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(not shutil.which("pdftoppm") or not shutil.which
 EPOCH = "1764460800"
 INK_THRESHOLD = 0.008  # non-white pixel fraction: report pages have >= 2.8 %, a footer-only page 0.23 %
 # the sections this file tests; later sections test their own pages
-MINE = ("findings", "provenance", "distributions", "timeline", "period", "events", "appendix")
+MINE = ("findings", "planted", "provenance", "distributions", "timeline", "period", "events", "appendix")
 FIGURE_PAGES = ("latency-histogram", "latency-percentiles", "latency-ccdf", "latency-over-time", "period-error")
 
 
@@ -102,9 +102,9 @@ def test_every_page_renders_and_none_is_blank(rendered, tmp_path):
     assert provenance_pages >= 1
     assert info.sections == MINE
     text_pages = {heading: sum(1 for page in texts if page.strip().startswith(heading))
-                  for heading in ("Findings: sim.parquet", "Events", "Reproducibility")}
+                  for heading in ("Findings: sim.parquet", "Planted versus recovered", "Events", "Reproducibility")}
     assert all(text_pages.values()), text_pages
-    # findings, provenance, 4 distributions (histogram, log density, percentiles, CCDF),
+    # findings, planted versus recovered, provenance, 4 distributions (histogram, log density, percentiles, CCDF),
     # latency over time (2 threads: 1 page), period error,
     # the event raster and the event tables, the appendix
     assert info.pages == sum(text_pages.values()) + provenance_pages + 4 + 1 + 1 + 1
@@ -162,8 +162,8 @@ def test_page_one_has_findings_then_provenance_and_says_simulated(rendered, simu
     pages = text.split("\f")
     first = pages[0]
     assert first.strip().startswith("Findings: sim.parquet")
-    assert "SIMULATED DATA" in first and "What happened" in first and "Worst wake-up of each CPU" in first
-    assert "Events by peak latency" in first
+    assert "SIMULATED DATA" in first and "What happened" in first and "other CPUs' worst" in first
+    assert "event rates" in first and "above 1 ms" in first  # the rates, with their intervals
     file_hash = hashlib.sha256(simulated.read_bytes()).hexdigest()
     assert file_hash not in first  # hashes are in the appendix
     assert any(file_hash in page for page in pages if page.strip().startswith("Reproducibility"))
@@ -173,7 +173,7 @@ def test_page_one_has_findings_then_provenance_and_says_simulated(rendered, simu
     assert "Latency summary" in provenance and "p99.99" in provenance
     assert "2025-11-30 00:00:00 UTC (SOURCE_DATE_EPOCH)" in provenance
     assert "Capture settings" in text and "Counters available" in text and "Environment" in text
-    assert "Planted ground truth" in text
+    assert "Simulation: seed and spec" in text and "Planted versus recovered" in text
     assert all("SIMULATED DATA" in page for page in text.split("\f") if page.strip())  # every page's footer
 
 
@@ -333,17 +333,16 @@ def test_summary_only_source_gets_a_short_honest_report(tmp_path):
         write_report(path, tmp_path / "d.pdf", sections=["distributions"])
 
 
-def test_ground_truth_table_summarises_planted_event_lists_and_keeps_parameters() -> None:
-    from jitterscope.report import ground_truth_table
+def test_simulation_spec_table_lists_seed_and_spec_not_the_planted_draws() -> None:
+    from jitterscope.report import simulation_spec_table
 
     truth = {
         "seed": 7,
         "smi": {"type": "smi", "rate_hz": 0.1, "times_ns": {"count": 23, "values": list(range(100, 123))}},
         "spec": {"cpus": [0, 1], "effects": [{"type": "pstates", "levels_mhz": [1600.0, 2400.0]}]},
     }
-    rows = dict(ground_truth_table(truth).rows)
+    rows = dict(simulation_spec_table(truth).rows)
     assert rows["seed"] == 7
-    assert rows["smi.rate_hz"] == 0.1
-    assert rows["smi.times_ns"] == "23 values: 100, 101, ..., 122"
+    assert not any(key.startswith("smi") for key in rows)  # the draws are in the planted-versus-recovered table
     assert rows["spec.cpus"] == "0, 1"
     assert rows["spec.effects[0].levels_mhz"] == "1600.0, 2400.0"

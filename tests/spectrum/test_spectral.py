@@ -389,3 +389,14 @@ def test_reservoir_is_bounded_and_uniform():
     assert acc.reservoir.shape == (50, 33) and acc.reservoir_seen == 5000
     loud = np.mean(acc.reservoir[:, 1:-1], axis=1) > 2.5 * 2 / FS
     assert 15 <= loud.sum() <= 35
+
+
+def test_threshold_from_the_streamed_histogram_is_the_exact_one_within_its_error():
+    from jitterscope.spectrum import threshold_from_histogram
+    from jitterscope.summary import LatencyHistogram
+    latency = np.random.default_rng(5).lognormal(np.log(20_000), 0.4, 200_000).astype(np.int64)
+    histogram = LatencyHistogram()
+    for part in np.array_split(latency, 9):  # streamed in pieces
+        histogram.update(part)
+    exact = default_threshold_ns(latency)
+    assert threshold_from_histogram(histogram.result()) == pytest.approx(exact, rel=2e-3)

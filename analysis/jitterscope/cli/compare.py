@@ -17,7 +17,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Compare two or more datasets against the first: p50 … max with block-bootstrap intervals, "
                     "a headline per pair, a verdict per metric (improved / regressed / within noise / inconclusive), "
                     "rank and distribution tests, "
-                    "exceedance-rate ratios and every difference in environment and settings. When any dataset "
+                    "exceedance-rate ratios and every difference in environment and settings. Each dataset is "
+                    "read once in batches (memory bounded whatever its size; a Poisson block bootstrap into "
+                    "replicate histograms); the methods table says what is exact and what is within a stated "
+                    "bound. When any dataset "
                     "is a histogram (kind histogram), every run is compared as bins: multinomial bootstrap of the "
                     "counts (assumes independent wake-ups), max not judged, rank tests not available.",
     )

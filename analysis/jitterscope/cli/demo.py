@@ -10,13 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .options import number
+from .options import DURATION_HELP, duration, number
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("demo", help="capture 10 s on all CPUs at 1 kHz, summarise and report")
-    parser.add_argument("--seconds", type=number(min=0, max=86_400, inclusive=False, unit="s"), default=10.0,
-                        help="capture duration (default 10)")
+    parser.add_argument("-D", "--duration", type=duration(max=86_400), default=10.0, metavar="DURATION",
+                        help=f"capture duration: {DURATION_HELP} (default 10 s, at most 1d)")
+    # the spelling before durations were made one option everywhere (issue 15): still accepted, not advertised
+    parser.add_argument("--seconds", dest="duration", type=duration(max=86_400), help=argparse.SUPPRESS)
     parser.add_argument("--hz", type=number(min=0, max=1e6, inclusive=False, unit="Hz"), default=1000.0,
                         help="wake-ups per second per CPU (default 1000)")
     parser.add_argument("--out", default="out", metavar="DIR", help="parent of the demo-* directory (default ./out)")
@@ -30,8 +32,8 @@ def _run(args: argparse.Namespace) -> int:
     from ..report import write_report
     from ..summary import format_cyclictest_line, format_summary_table, summarize
     output = demo_output_dir(args.out)
-    print(f"capturing {args.seconds:g} s at {args.hz:g} Hz on every CPU into {output}", file=sys.stderr)
-    result = capture_dataset(output, seconds=args.seconds, hz=args.hz, quiet=args.quiet)
+    print(f"capturing {args.duration:g} s at {args.hz:g} Hz on every CPU into {output}", file=sys.stderr)
+    result = capture_dataset(output, seconds=args.duration, hz=args.hz, quiet=args.quiet)
     if result.note:
         print(f"note: real-time scheduling was refused ({result.note.removeprefix('jitterscope-capture: ')}); "
               "captured with --policy other, so the latencies are not a real-time measurement", file=sys.stderr)

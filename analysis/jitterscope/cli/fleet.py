@@ -34,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--workers", type=number(integer=True, min=1, max=1024), metavar="N",
                         help="worker processes of the LocalCluster (default: one per core)")
     parser.add_argument("-o", "--output", metavar="PDF", help="also write the fleet report as a PDF")
+    parser.add_argument("--force", action="store_true", help="replace an existing PDF")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     parser.add_argument("--noise", type=number(min=0, max=1000, unit="%"), default=5.0, metavar="PCT",
                         help="noise threshold of the regression verdicts in percent (default: 5)")
@@ -72,12 +73,16 @@ def _run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         usage_error("jitterscope fleet", "--workers must be >= 1")
     paths = list(dict.fromkeys(paths))  # a dataset named twice (by name and by --glob) counts once
+    from ..dataset import check_output
+    from ..errors import JitterscopeError
     from ..fleet import fleet_text, parse_group_key, run_fleet, write_fleet_report
+    if args.output:  # before the work: a refused output (an input's name, an existing file) should not cost a fleet
+        check_output(args.output, inputs=paths, overwrite=args.force, error=JitterscopeError)
     fleet = run_fleet(paths, by=parse_group_key(by_words), scheduler=args.scheduler, workers=args.workers,
                       progress=not args.no_progress and sys.stderr.isatty(), noise=args.noise / 100,
                       confidence=args.confidence / 100)
     if args.output:
-        info = write_fleet_report(fleet, args.output)
+        info = write_fleet_report(fleet, args.output, inputs=paths, overwrite=args.force)
         print(f"{info.path}: {info.pages} pages", file=sys.stderr)
     if args.json:
         print(json.dumps(fleet.to_json(), indent=1, allow_nan=False))

@@ -8,7 +8,7 @@ import json
 from ..errors import ImportFormatError
 from ..format import jsonable
 from ..io import IMPORT_FORMATS, TRACE_FORMATS  # light: io/names.py
-from .options import number, usage_error
+from .options import DURATION_HELP, duration, number, usage_error
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,17 +31,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--turbostat-start", type=number(min=0, max=1e11, unit="s"), metavar="EPOCH_SECONDS",
                         help="with --onto: wall-clock time the first turbostat interval began (needed when "
                              "turbostat ran without --show Time_Of_Day_Seconds)")
-    parser.add_argument("--turbostat-interval", type=number(min=0, max=86_400, inclusive=False, unit="s"),
-                        metavar="SECONDS",
-                        help="with --onto: turbostat's --interval (default: from its time column, else 5)")
+    parser.add_argument("--turbostat-interval", type=duration(max=86_400), metavar="DURATION",
+                        help=f"with --onto: turbostat's --interval, {DURATION_HELP} (default: from its time "
+                             "column, else 5 s)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors (the exit status says)")
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..dataset import write_dataset
-    from ..io import import_files
+    from ..io import import_to_dataset
     if args.onto is not None:
         return _attach_trace(args) if _is_trace(args) else _attach_timeline(args)
     if _is_trace(args):
@@ -50,16 +49,17 @@ def _run(args: argparse.Namespace) -> int:
     if args.turbostat_start is not None or args.turbostat_interval is not None:
         usage_error("jitterscope import", "--turbostat-start and --turbostat-interval need --onto DATASET "
                     "(they place a turbostat timeline on a dataset's wake-ups)")
-    table, metadata = import_files(args.files, fmt=args.format)
-    path = write_dataset(table, metadata, args.output, overwrite=args.force, inputs=args.files)
+    # streamed: read a chunk at a time, written row group by row group (memory bounded whatever the file's size)
+    imported = import_to_dataset(args.files, args.output, fmt=args.format, overwrite=args.force)
+    path, metadata = imported.path, imported.metadata
     source = metadata.source or {}
     if args.json:
-        print(json.dumps(jsonable({"path": str(path), "kind": metadata.kind, "rows": table.num_rows,
+        print(json.dumps(jsonable({"path": str(path), "kind": metadata.kind, "rows": imported.rows,
                                    "threads": len(metadata.threads), "source": source}), indent=1))
         return 0
     if args.quiet:
         return 0
-    print(f"{path}: {metadata.kind} dataset from {source.get('format')}, {table.num_rows} rows, "
+    print(f"{path}: {metadata.kind} dataset from {source.get('format')}, {imported.rows} rows, "
           f"{len(metadata.threads)} thread(s)")
     for column, how in (source.get("reconstructed") or {}).items():
         print(f"  reconstructed {column}: {how}")

@@ -73,6 +73,62 @@ def number(
     return parse
 
 
+DURATION_UNITS: dict[str, float] = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
+                                    "h": 3600.0, "d": 86400.0}
+"""The suffixes a duration may carry, in seconds; a bare number is seconds."""
+DURATION_HELP = "a number of seconds, or with a unit: 500ms, 10s, 2m, 1h, 1d"
+"""How every duration option's ``--help`` says what it takes."""
+
+
+def duration(*, min: float = 0.0, max: float | None = None) -> Callable[[str], float]:
+    """An argparse ``type`` for a length of time: ``10`` (seconds), ``10s``, ``500ms``, ``2m``, ``1h``, ``1d``.
+
+    The one spelling of durations on every subcommand (``-D/--duration`` of capture, demo and simulate,
+    ``--turbostat-interval``), the units of the capture binary's ``-D`` plus ``ms``, ``us`` and ``ns``.
+
+    Parameters
+    ----------
+    min, max
+        Bounds in seconds: more than ``min`` (0 s is no capture), at most ``max``.
+
+    Returns
+    -------
+    callable
+        ``str -> float`` seconds; raises :class:`argparse.ArgumentTypeError` (NaN, inf, negative, no number,
+        an unknown unit, out of range) with what was expected.
+    """
+    def describe() -> str:
+        high = "" if max is None else f" and <= {_show_seconds(max)}"
+        return f"{DURATION_HELP} (> {_show_seconds(min)}{high})"
+
+    def parse(text: str) -> float:
+        stripped = text.strip()
+        number_part = stripped.rstrip("".join(sorted({c for unit in DURATION_UNITS for c in unit})))
+        unit = stripped[len(number_part):] or "s"
+        value = _parse_number(number_part.strip(), False) if unit in DURATION_UNITS else None
+        if value is None:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a duration: use {DURATION_HELP}")
+        seconds = value * DURATION_UNITS[unit]
+        if not math.isfinite(seconds) or seconds <= min or (max is not None and seconds > max):
+            raise argparse.ArgumentTypeError(f"{text!r} is out of range: expected {describe()}")
+        return seconds
+
+    parse.__name__ = "duration"
+    return parse
+
+
+def format_seconds(seconds: float) -> str:
+    """A duration in seconds as the capture binary's ``-D`` takes it: plain decimal, to the nanosecond."""
+    return f"{seconds:.9f}".rstrip("0").rstrip(".")
+
+
+def _show_seconds(seconds: float) -> str:
+    for unit, scale in (("d", 86400.0), ("h", 3600.0), ("m", 60.0), ("s", 1.0), ("ms", 1e-3)):
+        if seconds >= scale and (seconds / scale).is_integer():
+            return f"{seconds / scale:g}{unit}"
+    return f"{seconds:g}s"
+
+
 def seed() -> Callable[[str], int | float]:
     """The ``--seed`` type of every command that draws random numbers (0 … 2**64 - 1)."""
     return number(integer=True, min=0, max=SEED_MAX)

@@ -36,8 +36,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.anonymize:
         changed = ", ".join(result.anonymized) or "nothing (no identifying values found)"
         print(f"  anonymized: {changed}")
-    from ..dataset import trace_events_path
-    if trace_events_path(args.dataset).is_file():  # the packed file holds samples only: say what stays behind
-        print(f"  note: the kernel trace {trace_events_path(args.dataset)} is not in the packed file; "
+    from ..dataset import trace_events_path, trace_part_paths
+    if trace_part_paths(args.dataset):  # the packed file holds samples only: say what stays behind
+        print(f"  note: the kernel trace {trace_events_path(args.dataset)}/ is not in the packed file; "
               "keep it with the pack or share the dataset directory")
     return 0

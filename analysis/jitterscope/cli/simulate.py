@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from .options import number, seed
+from .options import DURATION_HELP, duration, number, seed
 
 if TYPE_CHECKING:  # for annotations only: the implementation is imported when the command runs
     from ..io import Effect, SimulationSpec
@@ -33,8 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     length = shape.add_mutually_exclusive_group()
     length.add_argument("--samples", type=number(integer=True, min=1, max=10**10),
                         help="wake-ups per thread (default 10000)")
-    length.add_argument("--duration", type=number(min=0, max=10**7, inclusive=False, unit="s"),
-                        help="seconds per thread")
+    length.add_argument("-D", "--duration", type=duration(max=10**7), metavar="DURATION",
+                        help=f"length of the run per thread: {DURATION_HELP}")
     shape.add_argument("--distribution", default="lognormal", choices=("lognormal", "gamma", "exponential", "constant"))
     shape.add_argument("--median-us", type=number(min=0, max=1e9, unit="µs"), default=3.0,
                        help="median base latency in µs (default 3)")

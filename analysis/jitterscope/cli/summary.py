@@ -45,11 +45,11 @@ def _run(args: argparse.Namespace) -> int:
     if (args.spike_us is not None or args.worst != 10) and not args.trace:
         usage_error("jitterscope summary", "--spike-us and --worst go with --trace")
     dataset = open_dataset(args.dataset)
-    attribution = _attribution(dataset, args) if args.trace else None
     summary = summarize(
         dataset, progress=not args.quiet and not args.json and sys.stderr.isatty(), top_k=args.top,
         interval_block=args.interval_stats, tolerance_ns=round(args.tolerance * 1000),
     )
+    attribution = _attribution(dataset, summary, args) if args.trace else None
     if args.json:
         document = summary.to_json()
         if attribution is not None:
@@ -82,13 +82,16 @@ def _gates(args: argparse.Namespace, dataset: object, summary: object) -> int:
     return report(evaluate(args.fail_if, summary_facts(summary, events)), "summary", args.junit)
 
 
-def _attribution(dataset, args: argparse.Namespace):
-    from ..derive import attribute_spikes, latency_ns
-    from ..spectrum import default_threshold_ns
+def _attribution(dataset, summary, args: argparse.Namespace):
+    """attribute_spikes at --spike-us, else at the spectrum's rule from the summary's streamed histogram."""
+    from ..derive import attribute_spikes
+    from ..errors import AnalysisError
+    from ..spectrum import threshold_from_histogram
     if args.spike_us is not None:
         threshold = args.spike_us * 1000.0
+    elif summary.overall.histogram is None or not summary.overall.histogram.count:
+        raise AnalysisError(f"{dataset.path}: no latencies to set a spike threshold from; give --spike-us")
     else:
-        table = dataset.read(["expected_ns", "actual_ns"])
-        threshold = default_threshold_ns(latency_ns(table))
+        threshold = threshold_from_histogram(summary.overall.histogram)
     return attribute_spikes(dataset, threshold)
 

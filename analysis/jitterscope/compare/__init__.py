@@ -2,7 +2,8 @@
 and the environment diff.
 
 Compute: :mod:`.bootstrap`, :mod:`.envdiff`, :mod:`.results` (shared results and helpers),
-:mod:`.samples` (runs with samples), :mod:`.binned` (histogram runs).
+:mod:`.samples` (runs with samples; in memory), :mod:`.stream` (the streaming, mergeable accumulator),
+:mod:`.streamed` (runs with samples, streamed: what ``compare_runs`` does), :mod:`.binned` (histogram runs).
 Views: :mod:`.plots`, :mod:`.pdf` (matplotlib, loaded on first use), :mod:`.tables`, :mod:`.headline` (the
 sentences a comparison leads with).
 """
@@ -24,9 +25,11 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "plot_verdicts",
         ],
         "samples": ["compare_runs", "compare_samples"],
+        "stream": ["CompareStream", "StreamedRun", "grid_keys", "key_bounds"],
+        "streamed": ["METHODS", "compare_streams", "histogram_tests", "prefix_block_length", "stream_run"],
         "results": ["VERDICTS"],
         "tables": [
-            "comparison_tables", "comparison_text", "headline_table", "pair_table", "runs_table",
+            "comparison_tables", "comparison_text", "headline_table", "methods_table", "pair_table", "runs_table",
             "verdict_summary_table",
         ],
     },

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
-from ..dataset import Dataset, Metadata
-from ..derive import pooled_latency, read_thread_series
+from ..dataset import Dataset, Metadata, iter_thread_batches
 from ..errors import AnalysisError
 from ..format import format_change, format_us
 from ..summary import HistogramResult
@@ -77,12 +77,80 @@ class BinnedRun:
 
     @property
     def middle(self) -> np.ndarray:
-        """Representative value of each non-empty bin (midpoint, clipped to the exact extremes)."""
-        return self.histogram._arrays[3]
+        """Representative value of each non-empty bin (midpoint, clipped to the exact extremes).
 
-    @property
+        Computed on each use, like :meth:`ends`: a run of millions of bins keeps only its bins.
+        """
+        return self.middle_at(slice(None))
+
+    def middle_at(self, index: np.ndarray | slice) -> np.ndarray:
+        """:attr:`middle` of the bins at ``index`` only."""
+        h = self.histogram
+        lower = np.asarray(h.bucket_lower_ns, dtype=np.float64)[index]
+        top = np.asarray(h.bucket_upper_ns, dtype=np.float64)[index]
+        if h.discrete:  # a discrete bucket [l, u) holds l … u-1
+            top = top - 1
+        return np.clip((lower + top) / 2, h.min_ns, h.max_ns)
+
+    @cached_property
     def counts(self) -> np.ndarray:
         return np.asarray(self.histogram.bucket_counts, dtype=np.int64)
+
+    def ends(self) -> np.ndarray:
+        """Cumulated counts (computed on each call: kept, they would add a copy of the bins per run)."""
+        return np.cumsum(self.counts)
+
+    def percentiles(self, levels: Sequence[float] | np.ndarray) -> np.ndarray:
+        """Quantiles at ``levels`` (in [0, 1]) as :meth:`HistogramResult.percentiles` gives them.
+
+        From this run's own arrays: the histogram's cached copies of its bins would double the memory
+        of a run with millions of bins.
+        """
+        h = self.histogram
+        position = (h.count - 1) * np.asarray(levels, dtype=np.float64)
+        below = np.floor(position)
+        low, high = self._value_at_rank(below), self._value_at_rank(np.minimum(below + 1, h.count - 1))
+        return low + (position - below) * (high - low)
+
+    def _value_at_rank(self, ranks: np.ndarray) -> np.ndarray:
+        h = self.histogram
+        index = np.minimum(np.searchsorted(self.ends(), ranks, side="right"), self.counts.size - 1)
+        values = np.where(ranks <= 0, h.min_ns, self.middle_at(index))
+        return np.where(ranks >= h.count - 1, h.max_ns, values)
+
+
+def histogram_from_bins(lower_ns: np.ndarray, width_ns: np.ndarray, counts: np.ndarray, *,
+                        min_ns: float | None = None, max_ns: float | None = None) -> HistogramResult:
+    """:meth:`HistogramResult.from_bins` holding numpy arrays, never Python lists (3 x 10^6 bins: 72 MB, not 1 GB).
+
+    Same checks and result otherwise: bins sorted by lower edge, empty ones dropped, extremes the outer edges
+    unless given.
+    """
+    lower = np.asarray(lower_ns, dtype=np.float64)
+    width = np.asarray(width_ns, dtype=np.float64)
+    n = np.asarray(counts, dtype=np.int64)
+    if not (lower.shape == width.shape == n.shape) or lower.ndim != 1:
+        raise AnalysisError("histogram bins: lower, width and counts must be 1-D and of equal length")
+    if np.any(width <= 0) or np.any(n < 0):
+        raise AnalysisError("histogram bins: widths must be > 0 and counts >= 0")
+    if np.any(lower[1:] < lower[:-1]):
+        order = np.argsort(lower, kind="stable")
+        lower, width, n = lower[order], width[order], n[order]
+    keep = n > 0
+    if not keep.all():
+        lower, width, n = lower[keep], width[keep], n[keep]
+    if n.size == 0:
+        raise AnalysisError("histogram bins: all counts are zero; the source recorded no wake-ups")
+    upper = lower + width
+    scratch = np.abs(lower)  # one temporary for the relative width, not three
+    np.maximum(scratch, 1, out=scratch)
+    np.divide(width, scratch, out=scratch)
+    relative_error = float(scratch.max())
+    del scratch
+    return HistogramResult(
+        count=int(n.sum()), min_ns=float(lower[0]) if min_ns is None else min_ns,
+        max_ns=float(upper[-1]) if max_ns is None else max_ns, bucket_lower_ns=lower, bucket_upper_ns=upper,
+        bucket_counts=n, relative_error=relative_error, discrete=False)
 
 
 def read_bins(dataset: Dataset, label: str) -> BinnedRun:
@@ -93,10 +161,8 @@ def read_bins(dataset: Dataset, label: str) -> BinnedRun:
     AnalysisError
         The dataset has no bins (a summary-only source) or no counts.
     """
-    table = dataset.read(["bin_start_ns", "bin_width_ns", "count"])
-    lower = table.column("bin_start_ns").to_numpy().astype(np.float64)
-    width = table.column("bin_width_ns").to_numpy().astype(np.float64)
-    count = table.column("count").to_numpy().astype(np.int64)
+    lower, width, count = (_column(dataset, name, dtype) for name, dtype in (
+        ("bin_start_ns", np.float64), ("bin_width_ns", np.float64), ("count", np.int64)))
     if count.sum() == 0:
         raise AnalysisError(f"{dataset.path}: the histogram dataset has no bin counts (summary-only source?); "
                             "compare needs a histogram (cyclictest -h) or per-wake-up samples")
@@ -104,7 +170,8 @@ def read_bins(dataset: Dataset, label: str) -> BinnedRun:
     maxes = [t.extra.get("max_ns") for t in threads if t.extra.get("max_ns") is not None]
     mins = [t.extra.get("min_ns") for t in threads if t.extra.get("min_ns") is not None]
     overflows = sum(int(t.extra.get("overflows") or 0) for t in threads)
-    top = float(np.max(lower + width))
+    top = float(np.max(lower + width)) if lower.size < 1 << 20 else max(
+        float(np.max(lower[i:i + (1 << 20)] + width[i:i + (1 << 20)])) for i in range(0, lower.size, 1 << 20))
     note = None
     if overflows:
         reach = max(maxes) if maxes else None
@@ -113,22 +180,45 @@ def read_bins(dataset: Dataset, label: str) -> BinnedRun:
                                 "maximum beyond it; re-run the source with a larger histogram (cyclictest -h)")
         lower, width, count = np.r_[lower, top], np.r_[width, reach - top], np.r_[count, overflows]
         note = f"{label}: {overflows} overflow wake-ups put in one bin {format_us(top)} … {format_us(reach)}"
-    histogram = HistogramResult.from_bins(lower, width, count, min_ns=min(mins) if mins else None,
-                                          max_ns=max(maxes) if maxes else None)
+    histogram = histogram_from_bins(lower, width, count, min_ns=min(mins) if mins else None,
+                                    max_ns=max(maxes) if maxes else None)
     rate = float(sum(1e9 / t.interval_ns for t in threads if t.interval_ns > 0))
     return BinnedRun(label, str(dataset.path), dataset.metadata, histogram, rate, note)
 
 
+def _column(dataset: Dataset, name: str, dtype: type) -> np.ndarray:
+    """One column as a numpy array, converted batch by batch (never an Arrow table of it next to its copy)."""
+    pieces = [batch.column(0).to_numpy().astype(dtype) for batch in dataset.iter_batches([name], threads=False)]
+    return np.concatenate(pieces) if pieces else np.zeros(0, dtype=dtype)
+
+
 def bin_samples(dataset: Dataset, label: str, width_ns: float) -> BinnedRun:
-    """A sample dataset's latencies (pooled) binned on ``width_ns`` bins starting at multiples of the width."""
-    series = read_thread_series(dataset)
-    values = pooled_latency(series)
-    lower, count = np.unique(np.floor(values / width_ns) * width_ns, return_counts=True)
-    histogram = HistogramResult.from_bins(lower, np.full(lower.size, width_ns), count,
-                                          min_ns=float(values.min()), max_ns=float(values.max()))
+    """A sample dataset's latencies (pooled) binned on ``width_ns`` bins starting at multiples of the width.
+
+    Streamed: one pass in batches, holding one count per occupied bin.
+    """
+    if dataset.num_rows == 0:
+        raise AnalysisError(f"{dataset.path}: dataset has no rows; capture for longer")
+    bins = np.zeros(0, dtype=np.int64)
+    totals = np.zeros(0, dtype=np.int64)
+    low, high, threads = None, None, set()
+    for info, batch in iter_thread_batches(dataset, ["expected_ns", "actual_ns"], check=False):
+        values = batch.column(1).to_numpy() - batch.column(0).to_numpy()
+        if values.size == 0:
+            continue
+        threads.add(info.thread)
+        low = int(values.min()) if low is None else min(low, int(values.min()))
+        high = int(values.max()) if high is None else max(high, int(values.max()))
+        index, count = np.unique(np.floor(values / width_ns).astype(np.int64), return_counts=True)
+        bins, where = np.unique(np.concatenate([bins, index]), return_inverse=True)
+        totals = np.bincount(where, weights=np.concatenate([totals, count]), minlength=bins.size).astype(np.int64)
+    if low is None:
+        raise AnalysisError(f"{dataset.path}: dataset has no rows; capture for longer")
+    histogram = histogram_from_bins(bins * width_ns, np.full(bins.size, width_ns), totals, min_ns=float(low),
+                                    max_ns=float(high))
     note = f"{label}: per-wake-up samples binned on {width_ns / 1000:g} µs bins to compare with a histogram"
-    return BinnedRun(label, str(dataset.path), dataset.metadata, histogram,
-                     float(sum(s.rate_hz for s in series)), note)
+    rate = float(sum(1e9 / t.interval_ns for t in dataset.metadata.threads if t.thread in threads and t.interval_ns))
+    return BinnedRun(label, str(dataset.path), dataset.metadata, histogram, rate, note)
 
 
 def compare_histograms(
@@ -156,11 +246,12 @@ def compare_histograms(
         A run has no bins or fewer than 100 wake-ups, or bad parameters.
     """
     check_parameters(noise, confidence, n_boot)
-    binned = [read_bins(d, label) for d, label in zip(datasets, labels, strict=True) if d.is_histogram]
+    binned = {i: read_bins(d, label) for i, (d, label) in enumerate(zip(datasets, labels, strict=True))
+              if d.is_histogram}
     width = min(float(np.min(np.subtract(b.histogram.bucket_upper_ns, b.histogram.bucket_lower_ns)))
-                for b in binned)
-    runs = [read_bins(d, label) if d.is_histogram else bin_samples(d, label, width)
-            for d, label in zip(datasets, labels, strict=True)]
+                for b in binned.values())
+    runs = [binned[i] if i in binned else bin_samples(d, label, width)
+            for i, (d, label) in enumerate(zip(datasets, labels, strict=True))]
     return compare_binned(runs, noise=noise, confidence=confidence, n_boot=n_boot, seed=seed,
                           max_resample=max_resample)
 
@@ -203,7 +294,7 @@ def compare_binned(
         check_run_size(run.label, run.histogram.count)
     rng = np.random.default_rng(seed)
     qs = np.array([q for _, q in QUANTILE_METRICS])
-    thresholds = np.array(list(runs[0].histogram.percentiles([q * 100 for _, q in EXCEEDANCE_LEVELS]).values()))
+    thresholds = runs[0].percentiles([q for _, q in EXCEEDANCE_LEVELS])
     draws = [_multinomial_draws(run, qs, thresholds, n_boot, max_resample, rng) for run in runs]
     summaries = _summaries(runs, draws)
     pairs = tuple(_pair(runs[0], runs[i], draws[0], draws[i], summaries[0], summaries[i], thresholds,
@@ -242,13 +333,18 @@ def _multinomial_draws(run: BinnedRun, qs: np.ndarray, thresholds: np.ndarray, n
     n = run.histogram.count
     m = min(n, max_resample)
     h = run.histogram
-    lower = np.clip(np.asarray(h.bucket_lower_ns, dtype=float), h.min_ns, h.max_ns)
-    upper = np.clip(np.asarray(h.bucket_upper_ns, dtype=float), h.min_ns, h.max_ns)
+    # the edges as held (no copies of millions of bins); the quantiles taken at them are clipped to the extremes
+    lower = np.asarray(h.bucket_lower_ns, dtype=float)
+    upper = np.asarray(h.bucket_upper_ns, dtype=float)
+
+    def at_edges(cum: np.ndarray, edge: np.ndarray, size: int) -> np.ndarray:
+        return np.clip(_bin_quantiles(cum, edge, size, qs), h.min_ns, h.max_ns)
+
     scale = np.sqrt(m / n)
-    observed_cum = np.cumsum(run.counts)[None, :]
-    estimates = [_bin_quantiles(observed_cum, edge, n, qs)[0] for edge in (lower, upper)]
-    above = [np.flatnonzero(run.middle > t) for t in thresholds]
-    observed = np.array([run.counts[index].sum() / n for index in above])
+    estimates = [at_edges(run.ends()[None, :], edge, n)[0] for edge in (lower, upper)]
+    # bins are sorted, so the bins whose middle lies above a threshold are a suffix of them
+    above = np.searchsorted(run.middle, thresholds, side="right")
+    observed = np.array([run.counts[start:].sum() / n for start in above])
     p = run.counts / n
     # the replicates in chunks: 1000 replicates of a 3-million-bin histogram at once would be 24 GB
     per_chunk = max(1, DRAW_CELLS // max(p.size, 1))
@@ -256,12 +352,12 @@ def _multinomial_draws(run: BinnedRun, qs: np.ndarray, thresholds: np.ndarray, n
     exceed: list[np.ndarray] = []
     for start in range(0, n_boot, per_chunk):
         counts = rng.multinomial(m, p, size=min(per_chunk, n_boot - start))
-        cum = np.cumsum(counts, axis=1)
+        cum = np.cumsum(counts, axis=1, out=counts)  # in place: the counts themselves are not needed again
         for side, (edge, estimate) in enumerate(zip((lower, upper), estimates, strict=True)):
-            bounds[side].append(estimate + scale * (_bin_quantiles(cum, edge, m, qs) - estimate))
+            bounds[side].append(estimate + scale * (at_edges(cum, edge, m) - estimate))
         chunk = np.empty((counts.shape[0], len(above)))
-        for j, index in enumerate(above):
-            chunk[:, j] = counts[:, index].sum(axis=1) / m
+        for j, start in enumerate(above):  # wake-ups in the bins from ``start`` on
+            chunk[:, j] = (m - (cum[:, start - 1] if start > 0 else 0)) / m
         exceed.append(observed + scale * (chunk - observed))
         del counts, cum
     return _Draws(m, np.concatenate(bounds[0]), np.concatenate(bounds[1]), np.concatenate(exceed), observed)
@@ -337,9 +433,8 @@ def _ratios(da: _Draws, db: _Draws, sa: RunSummary, sb: RunSummary, thresholds: 
 
 def _qq(a: BinnedRun, b: BinnedRun) -> tuple[tuple[float, float], ...]:
     n = min(a.histogram.count, b.histogram.count)
-    levels = np.unique(np.r_[np.linspace(0.0, 0.99, 100), 1 - np.logspace(-2, -np.log10(n), 60)]) * 100
-    return tuple(zip(a.histogram.percentiles(levels).values(), b.histogram.percentiles(levels).values(),
-                     strict=True))
+    levels = np.unique(np.r_[np.linspace(0.0, 0.99, 100), 1 - np.logspace(-2, -np.log10(n), 60)])
+    return tuple(zip(a.percentiles(levels).tolist(), b.percentiles(levels).tolist(), strict=True))
 
 
 def _summaries(runs: Sequence[BinnedRun], draws: Sequence[_Draws]) -> tuple[RunSummary, ...]:
@@ -350,21 +445,27 @@ def _summaries(runs: Sequence[BinnedRun], draws: Sequence[_Draws]) -> tuple[RunS
     for run, d in zip(runs, draws, strict=True):
         h, meta = run.histogram, run.metadata
         levels = 1 - np.logspace(np.log10(0.5), -np.log10(h.count), PLOT_LEVELS)
-        metrics = h.percentiles([q * 100 for _, q in QUANTILE_METRICS])
-        counts = np.histogram(run.middle, edges, weights=run.counts)[0]
+        metrics = run.percentiles([q for _, q in QUANTILE_METRICS]).tolist()
+        # bins sorted by middle: the wake-ups between two edges from the cumulated counts (np.histogram would
+        # sort copies of millions of bins)
         interval = min((t.interval_ns for t in meta.threads), default=0)
+        middle = run.middle
+        cum = np.r_[0, run.ends()]
+        counts = np.diff(cum[np.searchsorted(middle, edges, side="left")])
+        late = int(cum[-1] - cum[np.searchsorted(middle, interval, side="right")]) if interval > 0 else 0
+        del middle, cum
         out.append(RunSummary(
             label=run.label, path=run.path, kind=meta.kind, n=h.count, threads=len(meta.threads),
             cpus=tuple(t.cpu for t in meta.threads),
             intervals_ns=tuple(sorted({t.interval_ns for t in meta.threads})), wakeups_per_s=run.wakeups_per_s,
             max_ns=float(h.max_ns),
-            metrics_ns=(*zip([m for m, _ in QUANTILE_METRICS], metrics.values(), strict=True),
+            metrics_ns=(*zip([m for m, _ in QUANTILE_METRICS], metrics, strict=True),
                         ("max", float(h.max_ns))),
             block_length=1, block_reason="bins: time order lost, multinomial bootstrap (independence assumed)",
             resample_length=d.m, quantile_levels=tuple(levels.tolist()),
-            quantiles_ns=tuple(h.percentiles(levels * 100).values()), hist_edges_ns=tuple(edges.tolist()),
+            quantiles_ns=tuple(run.percentiles(levels).tolist()), hist_edges_ns=tuple(edges.tolist()),
             hist_fraction=tuple((counts / h.count).tolist()),
             # bins whose middle is beyond one interval (a bin straddling it is counted by its middle)
-            late_wakeups=int(run.counts[run.middle > interval].sum()) if interval > 0 else 0,
+            late_wakeups=late,
             missed_periods=sum(t.overruns for t in meta.threads)))
     return tuple(out)

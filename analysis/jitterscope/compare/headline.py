@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from .results import Comparison, MetricChange
 
 TAIL_METRICS = ("p99.9", "p99.99", "max")
+BODY_METRICS = ("p50", "p90")
+"""A change here is not confined to the tail, so the rank and distribution tests can see it."""
 """Metrics a change of which is a change of the tail."""
 CHANGES = ("regressed", "improved")
 ENVIRONMENT_PREFIXES = ("environment.", "settings.", "threads.", "counters.")
@@ -74,9 +76,10 @@ def tail_blind_tests(comparison: Comparison, index: int) -> str:
     """
     pair = comparison.pairs[index - 1]
     tail = [m for m in pair.metrics if m.verdict in CHANGES and m.metric in TAIL_METRICS]
+    body = [m for m in pair.metrics if m.verdict in CHANGES and m.metric in BODY_METRICS]
     tests = [t for t in pair.tests if t.p_value == t.p_value]  # binned data has none (NaN)
-    if not tail or not tests:
-        return ""
+    if not tail or not tests or body:
+        return ""  # a body that moved too is a change the tests can see: nothing is confined to the tail
     cand = comparison.runs[index]
     if cand.late_wakeups:
         share = cand.late_wakeups / cand.n

@@ -10,14 +10,11 @@ import os
 from dataclasses import dataclass
 
 import matplotlib
-from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
 
-from .. import __version__
 from ..dataset import check_output, write_atomically
 from ..errors import JitterscopeError
-from ..format import visible
-from ..render import PAGE_SIZE_IN, REPORT_RC, Page, literal_text, source_date, text_pages
+from ..render import PAGE_SIZE_IN, REPORT_RC, Page, text_pages, write_pdf
 from .plots import (
     plot_compare_ccdf,
     plot_compare_histograms,
@@ -29,6 +26,7 @@ from .samples import Comparison
 from .tables import (
     environment_diff_table,
     headline_table,
+    methods_table,
     pair_table,
     pair_tests_table,
     ratio_table,
@@ -50,8 +48,9 @@ def compare_pages(comparison: Comparison) -> list[Page]:
     # the answer first: what changed and the environment difference that may be its cause
     pages = list(text_pages("compare-summary", "Comparison: what changed, and what differs",
                             [headline_table(comparison), environment_diff_table(comparison)]))
-    pages += text_pages("compare-verdicts", "Verdicts and runs", [verdict_summary_table(comparison),
-                                                                  runs_table(comparison)])
+    pages += text_pages("compare-verdicts", "Verdicts and runs", [
+        verdict_summary_table(comparison), runs_table(comparison),
+        *([methods_table(comparison)] if comparison.methods else [])])
     for i, pair in enumerate(comparison.pairs, start=1):
         runs = (comparison.runs[0], comparison.runs[i])
         fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
@@ -84,23 +83,9 @@ def write_compare_report(
     """
     out = check_output(output, inputs=[run.path for run in comparison.runs], overwrite=overwrite,
                        error=JitterscopeError)
-    when, _ = source_date()
     labels = " vs ".join(r.label for r in comparison.runs)
-    metadata = {"Title": visible(f"jitterscope compare: {labels}"), "Creator": f"jitterscope {__version__}",
-                "CreationDate": when, "ModDate": None}
-    count = 0
     with matplotlib.rc_context(REPORT_RC):
         pages = compare_pages(comparison)
         with write_atomically(out, what="the comparison", error=JitterscopeError) as tmp:
-            with PdfPages(tmp, metadata=metadata) as pdf:
-                for page in pages:
-                    count += 1
-                    engine = page.figure.get_layout_engine()
-                    if engine is not None and "rect" in engine.get():
-                        engine.set(rect=(0.0, 0.03, 1.0, 0.97))  # keep axis labels clear of the footer
-                    page.figure.text(0.01, 0.005, f"jitterscope {__version__} compare · {labels} · "
-                                     f"{when.strftime('%Y-%m-%d %H:%M:%S UTC')}", fontsize=8, color="0.35")
-                    page.figure.text(0.99, 0.005, f"page {count}", fontsize=8, color="0.35", ha="right")
-                    pdf.savefig(literal_text(page.figure))
-                    page.figure.clear()
+            count = write_pdf(pages, tmp, title=f"jitterscope compare: {labels}", footer=f"compare · {labels}")
     return CompareReportInfo(str(out), count)

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from ..errors import AnalysisError
 from ..format import format_change, format_us, jsonable
+from ..tails import gpd
 from .envdiff import EnvironmentDifference
 
 QUANTILE_METRICS: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999), ("p99.99", 0.9999))
@@ -23,6 +25,9 @@ MIN_ABOVE = 10
 """A quantile with fewer wake-ups than this above it (in the smaller run) is judged like the max."""
 PLOT_LEVELS = 160
 HIST_BINS = 120
+ALPHA_MAX = 0.01
+TAIL_FIT_TOP = 200
+"""The tail a level beyond the bootstrap is judged against: a GPD on this many largest values of the other run."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,8 @@ class TestResult:
     statistic: float
     p_value: float
     sentence: str
+    bound: float = 0.0
+    """Most the statistic can differ from the exact one (grid histograms of a streamed run; 0: exact)."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +131,8 @@ class Comparison:
     confidence: float
     n_boot: int
     method: str
+    methods: tuple[tuple[str, str], ...] = ()
+    """(what, how): which parts are exact and which are bounded, and the bound."""
 
     def to_json(self) -> dict[str, Any]:
         from .headline import pair_headline, tail_blind_tests  # text built from this result
@@ -187,3 +196,80 @@ def _intervals(run: RunSummary) -> str:
     return "/".join(f"{i / 1000:g} µs" for i in run.intervals_ns)
 
 
+
+
+def run_notes(runs: tuple[RunSummary, ...]) -> tuple[str, ...]:
+    """Block length and m-out-of-n notes of each run, and how threads are pooled."""
+    notes = []
+    for run in runs:
+        notes.append(f"{run.label}: block length {run.block_length} ({run.block_reason})")
+        if run.resample_length < run.n:
+            notes.append(f"{run.label}: {run.n} wake-ups, bootstrapped m-out-of-n with m = {run.resample_length} "
+                         "and the spread scaled by sqrt(m/n)")
+    notes.append("threads of each run are pooled; quantiles are per wake-up")
+    return tuple(notes)
+
+
+def largest(values: np.ndarray, count: int) -> np.ndarray:
+    """The ``count`` largest values (all, if fewer), ascending."""
+    values = np.asarray(values)
+    if values.size > count:
+        values = np.partition(values, values.size - count)[values.size - count:]
+    return np.sort(values)
+
+
+def tail_change(name: str, top_base: np.ndarray, n_base: int, top_cand: np.ndarray, n_cand: int, a: float, b: float,
+                noise: float, why_no_interval: str) -> MetricChange:
+    """Change of a level too extreme for the bootstrap (the max, or a quantile with few wake-ups above it).
+
+    ``top_base``/``top_cand``: each run's largest values, ascending (at least ``TAIL_FIT_TOP + 1`` of them, or
+    all); ``n_base``/``n_cand``: the runs' sizes.  Regressed when ``b`` is more than ``noise`` above ``a`` and the
+    baseline's fitted tail makes it implausible (chance < ALPHA_MAX, from the upper confidence bound of the tail)
+    that as many of the candidate's wake-ups as did reach ``b``; improved symmetrically with the candidate's tail.
+    """
+    relative = b / a - 1 if a > 0 else np.nan
+    verdict, why = "within noise", f"the change is inside ±{noise:.0%}"
+    if b > a * (1 + noise):
+        count = int(np.count_nonzero(top_cand >= b))
+        chance = _chance_to_reach(top_base, n_base, b, n_cand, count)
+        verdict, why = _tail_verdict("regressed", chance, "baseline", b, n_cand, count)
+    elif b < a * (1 - noise):
+        count = int(np.count_nonzero(top_base >= a))
+        chance = _chance_to_reach(top_cand, n_cand, a, n_base, count)
+        verdict, why = _tail_verdict("improved", chance, "candidate", a, n_base, count)
+    sentence = (f"{name}: {verdict} — {format_us(a)} → {format_us(b)} "
+                f"({format_change(relative)}; {why_no_interval}); {why}")
+    return MetricChange(name, float(a), float(b), float(b - a), None, None, float(relative), None, None, verdict,
+                        sentence)
+
+
+def _chance_to_reach(top: np.ndarray, n: int, level: float, wakeups: int, count: int) -> float | None:
+    """Upper confidence bound of P(at least ``count`` of ``wakeups`` draws from a run's tail exceed ``level``).
+
+    The tail is a GPD fitted to the :data:`TAIL_FIT_TOP` largest values (``top``, ascending, of a run of ``n``):
+    a high threshold, whose model bias is small and whose interval is wide, so the rule errs towards
+    "within noise".
+    """
+    k = min(TAIL_FIT_TOP, n // 5)
+    if k < 50:
+        return None
+    u = float(top[top.size - k - 1])
+    y = top[top > u].astype(float) - u
+    if level <= u:
+        return 1.0
+    if y.size < 10:
+        return None
+    _, _, upper = gpd.exceedance_ci(y, y.size, n, level - u, level=1 - 2 * ALPHA_MAX)
+    return float(stats.poisson.sf(count - 1, wakeups * min(upper, 1.0)))
+
+
+def _tail_verdict(direction: str, chance: float | None, tail_of: str, level: float, wakeups: int,
+                  count: int) -> tuple[str, str]:
+    # a change beyond the noise threshold that chance could explain is not known to be noise: inconclusive
+    if chance is None:
+        return "inconclusive", f"too few wake-ups to fit the {tail_of}'s tail, so this level cannot be judged"
+    reach = f"{count} of {wakeups} wake-ups reach" if count > 1 else f"any of {wakeups} wake-ups reaches"
+    text = f"the {tail_of}'s fitted tail gives at most {chance:.2g} chance that {reach} {format_us(level)}"
+    if chance < ALPHA_MAX:
+        return direction, text
+    return "inconclusive", text + " — plausible by chance, but not shown to be noise"

@@ -28,22 +28,26 @@
 
 Threads of one run are pooled (concatenated in thread order).  Runs with
 different intervals or CPU counts are compared as they are, with a note.
+
+Two implementations judge alike: :func:`compare_runs` streams each dataset once in
+batches (:mod:`.streamed`: Poisson block bootstrap into replicate histograms, tests
+from the merged histograms; memory bounded whatever the size, what is exact and what
+is bounded in the result's ``methods``), and :func:`compare_samples` holds the series
+in memory (exact order statistics, circular block bootstrap, exact tests on a
+subsample): the reference the streamed path is tested against.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
 from ..dataset import Dataset, Metadata
-from ..derive import pooled_latency, read_thread_series
 from ..errors import AnalysisError
-from ..format import format_change, format_p, format_us
-from ..tails import gpd
+from ..format import format_p
 from .binned import compare_histograms
 from .bootstrap import BootstrapDraws, bootstrap_series
 from .envdiff import diff_environments
@@ -53,31 +57,35 @@ from .results import (
     MIN_ABOVE,
     PLOT_LEVELS,
     QUANTILE_METRICS,
+    TAIL_FIT_TOP,
     Comparison,
     ExceedanceRatio,
-    MetricChange,
     PairComparison,
     RunSummary,
     TestResult,
     check_parameters,
     check_run_size,
+    largest,
     pair_notes,
     quantile_change,
+    run_notes,
+    tail_change,
 )
+from .streamed import compare_datasets_streamed
 
-ALPHA_MAX = 0.01
-TAIL_FIT_TOP = 200
 MAX_TEST_SAMPLES = 100_000
 """Rank and distribution tests run on a random subsample of at most this many wake-ups per run."""
-
-
-@dataclass(frozen=True)
-class _Run:
-    label: str
-    path: str
-    metadata: Metadata
-    latency: np.ndarray
-    wakeups_per_s: float
+EXACT_METHODS: tuple[tuple[str, str], ...] = (
+    ("quantiles", "exact order statistics (numpy's linear rule) of the values in memory"),
+    ("intervals", "circular block bootstrap of the whole series (Politis-White block length; m-out-of-n, spread "
+                  "scaled by sqrt(m/n), for long runs)"),
+    ("exceedances", "exact counts above the baseline's quantile"),
+    ("max, tail levels", f"exact values; judged against a GPD fit to the top {TAIL_FIT_TOP} values"),
+    ("Mann-Whitney, Kolmogorov-Smirnov", f"exact, on a random subsample of at most {MAX_TEST_SAMPLES:,} wake-ups "
+                                         "per run"),
+    ("Anderson-Darling k-sample", "exact, on the first 20,000 wake-ups of that subsample per run"),
+)
+"""What each part of an in-memory comparison (:func:`compare_samples`) is."""
 
 
 def compare_runs(
@@ -121,7 +129,9 @@ def compare_runs(
 
     Notes
     -----
-    When any run is histogram-kind, every run is compared as bins
+    Sample datasets are streamed (:func:`~.streamed.compare_datasets_streamed`): each read once in
+    batches, two at a time, into replicate histograms; the result's ``methods`` says which parts are
+    exact and which within a stated bound.  When any run is histogram-kind, every run is compared as bins
     (:func:`jitterscope.compare_binned.compare_histograms`: multinomial bootstrap of the
     counts, which assumes independent wake-ups; max not judged; tests not available).
     """
@@ -134,15 +144,8 @@ def compare_runs(
 
         return compare_histograms(datasets, labels, noise=noise, confidence=confidence, n_boot=n_boot, seed=seed,
                                   max_resample=max_resample)
-    runs = []
-    for label, dataset in zip(labels, datasets, strict=True):
-        series = read_thread_series(dataset)
-        runs.append(_Run(label, str(dataset.path), dataset.metadata, pooled_latency(series),
-                         float(sum(s.rate_hz for s in series))))
-    return compare_samples(runs_latency=[r.latency for r in runs], metadatas=[r.metadata for r in runs],
-                           labels=labels, paths=[r.path for r in runs],
-                           wakeups_per_s=[r.wakeups_per_s for r in runs], noise=noise, confidence=confidence,
-                           n_boot=n_boot, seed=seed, max_resample=max_resample)
+    return compare_datasets_streamed(datasets, labels, noise=noise, confidence=confidence, n_boot=n_boot, seed=seed,
+                                     max_resample=max_resample)
 
 
 def compare_samples(
@@ -158,7 +161,10 @@ def compare_samples(
     seed: int = 0,
     max_resample: int = 200_000,
 ) -> Comparison:
-    """:func:`compare_runs` on latency arrays (ns, wake-up order) with their metadata; the numeric core."""
+    """:func:`compare_runs` on latency arrays (ns, wake-up order) held in memory: exact quantiles and tests.
+
+    The in-memory reference of the streamed path (parameters as for :func:`compare_runs`).
+    """
     check_parameters(noise, confidence, n_boot)
     values = [np.asarray(v, dtype=np.int64) for v in runs_latency]
     for label, v in zip(labels, values, strict=True):
@@ -178,8 +184,8 @@ def compare_samples(
     method = (f"circular block bootstrap, {n_boot} resamples per run, {confidence:.0%} percentile intervals; "
               f"noise threshold ±{noise:.0%}; max (and quantiles with < {MIN_ABOVE} wake-ups above them) judged "
               "against the other run's fitted tail")
-    return Comparison(summaries, pairs, diff_environments(metadatas), _notes(summaries), noise, confidence,
-                      n_boot, method)
+    return Comparison(summaries, pairs, diff_environments(metadatas), run_notes(summaries), noise, confidence,
+                      n_boot, method, methods=EXACT_METHODS)
 
 
 def _compare_pair(
@@ -187,13 +193,14 @@ def _compare_pair(
     run_a: RunSummary, run_b: RunSummary, thresholds: np.ndarray, *, noise: float, confidence: float, seed: int,
 ) -> PairComparison:
     alpha = 1 - confidence
+    top_a, top_b = largest(base, 2 * TAIL_FIT_TOP), largest(cand, 2 * TAIL_FIT_TOP)
     est_a = np.quantile(base, [q for _, q in QUANTILE_METRICS])
     est_b = np.quantile(cand, [q for _, q in QUANTILE_METRICS])
     metrics = []
     for j, (name, q) in enumerate(QUANTILE_METRICS):
         if min(base.size, cand.size) * (1 - q) < MIN_ABOVE:
-            metrics.append(_tail_change(name, base, cand, est_a[j], est_b[j], noise,
-                                        f"fewer than {MIN_ABOVE} wake-ups above {name}: no bootstrap interval"))
+            metrics.append(tail_change(name, top_a, base.size, top_b, cand.size, est_a[j], est_b[j], noise,
+                                       f"fewer than {MIN_ABOVE} wake-ups above {name}: no bootstrap interval"))
             continue
         diff = draws_b.quantiles[:, j] - draws_a.quantiles[:, j]
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -203,68 +210,13 @@ def _compare_pair(
         r_lo, r_hi = np.quantile(rel, [alpha / 2, 1 - alpha / 2]) if rel.size else (np.nan, np.nan)
         relative = est_b[j] / est_a[j] - 1 if est_a[j] > 0 else np.nan
         metrics.append(quantile_change(name, est_a[j], est_b[j], lo, hi, relative, r_lo, r_hi, noise, confidence))
-    metrics.append(_tail_change("max", base, cand, float(base.max()), float(cand.max()), noise,
-                                "no interval: a sample maximum has no consistent bootstrap"))
+    metrics.append(tail_change("max", top_a, base.size, top_b, cand.size, float(base.max()), float(cand.max()), noise,
+                               "no interval: a sample maximum has no consistent bootstrap"))
     return PairComparison(
         baseline=run_a.label, candidate=run_b.label, metrics=tuple(metrics),
         tests=_tests(base, cand, seed), exceedance_ratios=_ratios(base, cand, draws_a, draws_b, thresholds,
                                                                   run_a, run_b, alpha),
         notes=pair_notes(run_a, run_b), qq_ns=_qq(base, cand))
-
-
-def _tail_change(name: str, base: np.ndarray, cand: np.ndarray, a: float, b: float, noise: float,
-                 why_no_interval: str) -> MetricChange:
-    """Change of a level too extreme for the bootstrap (the max, or a quantile with few wake-ups above it).
-
-    Regressed when ``b`` is more than ``noise`` above ``a`` and the baseline's fitted tail makes it
-    implausible (chance < ALPHA_MAX, from the upper confidence bound of the tail) that as many of the
-    candidate's wake-ups as did reach ``b``; improved symmetrically with the candidate's tail.
-    """
-    relative = b / a - 1 if a > 0 else np.nan
-    verdict, why = "within noise", f"the change is inside ±{noise:.0%}"
-    if b > a * (1 + noise):
-        count = int(np.count_nonzero(cand >= b))
-        chance = _chance_to_reach(base, b, cand.size, count)
-        verdict, why = _tail_verdict("regressed", chance, "baseline", b, cand.size, count)
-    elif b < a * (1 - noise):
-        count = int(np.count_nonzero(base >= a))
-        chance = _chance_to_reach(cand, a, base.size, count)
-        verdict, why = _tail_verdict("improved", chance, "candidate", a, base.size, count)
-    sentence = (f"{name}: {verdict} — {format_us(a)} → {format_us(b)} "
-                f"({format_change(relative)}; {why_no_interval}); {why}")
-    return MetricChange(name, float(a), float(b), float(b - a), None, None, float(relative), None, None, verdict,
-                        sentence)
-
-
-def _chance_to_reach(values: np.ndarray, level: float, wakeups: int, count: int) -> float | None:
-    """Upper confidence bound of P(at least ``count`` of ``wakeups`` draws from ``values``' tail exceed ``level``).
-
-    The tail is a GPD fitted to the :data:`TAIL_FIT_TOP` largest values: a high threshold, whose
-    model bias is small and whose interval is wide, so the rule errs towards "within noise".
-    """
-    k = min(TAIL_FIT_TOP, values.size // 5)
-    if k < 50:
-        return None
-    u = float(np.partition(values, values.size - k - 1)[values.size - k - 1])
-    y = values[values > u].astype(float) - u
-    if level <= u:
-        return 1.0
-    if y.size < 10:
-        return None
-    _, _, upper = gpd.exceedance_ci(y, y.size, values.size, level - u, level=1 - 2 * ALPHA_MAX)
-    return float(stats.poisson.sf(count - 1, wakeups * min(upper, 1.0)))
-
-
-def _tail_verdict(direction: str, chance: float | None, tail_of: str, level: float, wakeups: int,
-                  count: int) -> tuple[str, str]:
-    # a change beyond the noise threshold that chance could explain is not known to be noise: inconclusive
-    if chance is None:
-        return "inconclusive", f"too few wake-ups to fit the {tail_of}'s tail, so this level cannot be judged"
-    reach = f"{count} of {wakeups} wake-ups reach" if count > 1 else f"any of {wakeups} wake-ups reaches"
-    text = f"the {tail_of}'s fitted tail gives at most {chance:.2g} chance that {reach} {format_us(level)}"
-    if chance < ALPHA_MAX:
-        return direction, text
-    return "inconclusive", text + " — plausible by chance, but not shown to be noise"
 
 
 def _tests(base: np.ndarray, cand: np.ndarray, seed: int) -> tuple[TestResult, ...]:
@@ -340,17 +292,6 @@ def _run_summaries(values: list[np.ndarray], metadatas: Sequence[Metadata], labe
             late_wakeups=int(np.count_nonzero(v > interval)) if interval > 0 else 0,
             missed_periods=sum(t.overruns for t in meta.threads)))
     return tuple(out)
-
-
-def _notes(runs: tuple[RunSummary, ...]) -> tuple[str, ...]:
-    notes = []
-    for run in runs:
-        notes.append(f"{run.label}: block length {run.block_length} ({run.block_reason})")
-        if run.resample_length < run.n:
-            notes.append(f"{run.label}: {run.n} wake-ups, bootstrapped m-out-of-n with m = {run.resample_length} "
-                         "and the spread scaled by sqrt(m/n)")
-    notes.append("threads of each run are pooled; quantiles are per wake-up")
-    return tuple(notes)
 
 
 def _default_labels(datasets: Sequence[Dataset]) -> list[str]:

@@ -96,6 +96,13 @@ def verdict_summary_table(comparison: Comparison) -> Table:
                  notes=(comparison.method,))
 
 
+def methods_table(comparison: Comparison) -> Table:
+    """Which parts of the comparison are exact and which within a stated bound."""
+    return Table(name="compare-methods", title="Methods: what is exact, what is bounded",
+                 columns=("part", "method and bound"), rows=comparison.methods, formats=("", ""), align=("l", "l"),
+                 notes=(comparison.method,))
+
+
 def environment_diff_table(comparison: Comparison) -> Table:
     """What differs between the runs' metadata; one column per run."""
     labels = [r.label for r in comparison.runs]
@@ -113,6 +120,8 @@ def comparison_tables(comparison: Comparison) -> list[Table]:
     """All tables of a comparison, in report order."""
     tables = [headline_table(comparison), environment_diff_table(comparison), verdict_summary_table(comparison),
               runs_table(comparison)]
+    if comparison.methods:
+        tables.append(methods_table(comparison))
     for i, pair in enumerate(comparison.pairs, start=1):
         tables += [pair_table(pair, comparison, i), ratio_table(pair, i), pair_tests_table(pair, i, comparison)]
     return tables

@@ -3,7 +3,7 @@
 Modules: :mod:`.schema` (columns and version), :mod:`.metadata` (the metadata document),
 :mod:`.files` (open, iterate, write), :mod:`.invariants` and :mod:`.validate` (the contract
 check), :mod:`.atomic` (write-to-temporary-then-rename), :mod:`.trace` (the kernel events table
-``_trace/events.parquet`` inside a dataset directory).
+``_trace/part-NNNNN.parquet`` inside a dataset directory).
 """
 
 import lazy_loader as _lazy
@@ -14,12 +14,16 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
         "atomic": ["check_output", "write_atomically", "write_directory_atomically"],
-        "files": ["Dataset", "iter_thread_batches", "open_dataset", "write_dataset"],
+        "files": [
+            "Dataset", "DatasetStream", "column_values", "iter_thread_batches", "open_dataset", "stream_dataset",
+            "write_dataset",
+        ],
         "metadata": ["Metadata", "ThreadInfo"],
         "schema": ["COUNTER_COLUMNS", "SAMPLE_COLUMNS", "sample_schema"],
         "trace": [
-            "TRACE_COLUMNS", "TRACE_DIR", "TRACE_EVENTS", "TRACE_FILE", "TraceEvents", "events_from_rows",
-            "read_trace_events", "trace_events_path", "trace_schema", "write_trace_events",
+            "TRACE_COLUMNS", "TRACE_DIR", "TRACE_EVENTS", "TRACE_FILE", "TraceEvents", "TraceTable",
+            "events_from_rows", "open_trace", "read_trace_events", "trace_events_path", "trace_part_paths",
+            "trace_schema", "write_trace_events",
         ],
         "validate": ["validate_dataset"],
     },

@@ -67,6 +67,7 @@ _TEXT = {"type": "string", "maxLength": MAX_TEXT}
 _TEXT_OR_NULL = {"type": ["string", "null"], "maxLength": MAX_TEXT}
 _INT_OR_NULL = {"type": ["integer", "null"], "minimum": -INT64_MAX - 1, "maximum": INT64_MAX}
 _TEXTS = {"type": "array", "items": _TEXT}
+_SHARE_OR_NULL = {"type": ["number", "null"], "minimum": 0, "maximum": 1}
 
 THREAD_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -94,6 +95,8 @@ _ENVIRONMENT: dict[str, Any] = {
         )},
         "preempt_rt": {"type": ["boolean", "null"]},
         "hz": _INT_OR_NULL, "rt_runtime_us": _INT_OR_NULL, "rt_period_us": _INT_OR_NULL,
+        "smt_active": _INT_OR_NULL,
+        "cpu_siblings": {"type": "object", "additionalProperties": _TEXT},
         "cpufreq": {
             "type": "object",
             "additionalProperties": {
@@ -159,7 +162,16 @@ METADATA_SCHEMA: dict[str, Any] = {
         },
         "status": {
             "type": ["object", "null"],
-            "properties": {"state": _TEXT, "reason": _TEXT_OR_NULL, "flushes": _COUNT},
+            "properties": {
+                "state": _TEXT, "reason": _TEXT_OR_NULL, "flushes": _COUNT,
+                "cpu_load": {
+                    "type": ["object", "null"],
+                    "properties": {"since": _TEXT, "cpus": {"type": "object", "additionalProperties": {
+                        "type": "object",
+                        "properties": {"ticks": _COUNT, "busy": _SHARE_OR_NULL, "steal": _SHARE_OR_NULL},
+                    }}},
+                },
+            },
         },
         "source": {
             "type": ["object", "null"],

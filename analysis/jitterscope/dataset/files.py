@@ -13,8 +13,10 @@ from __future__ import annotations
 import itertools
 import json
 import os
+from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +32,11 @@ from .metadata import Metadata, ThreadInfo
 from .schema import HISTOGRAM_COLUMNS, SAMPLE_COLUMNS, histogram_schema, sample_schema
 
 PART_GLOB = "part-*.parquet"
+READER_THREAD_PREFIX = "jitterscope-read"
+"""Name prefix of the read-ahead thread of :meth:`Dataset.iter_batches` (tests look for it)."""
+PREFETCH = 2
+"""Row groups decoded ahead of the one being used: two keep the reader busy while the caller checks and splits
+a batch and its workers compute."""
 
 
 @dataclass(frozen=True)
@@ -54,32 +61,35 @@ class Dataset:
         return all(c in self.schema.names for c in columns)
 
     def iter_batches(
-        self, columns: Sequence[str] | None = None, *, prefetch: bool = True,
+        self, columns: Sequence[str] | None = None, *, threads: bool = True,
     ) -> Iterator[pa.RecordBatch]:
         """Yield record batches in file order (parts in name order, row groups in order).
 
-        With ``prefetch`` the next row group is decoded in a background thread
+        With ``threads`` the next ``PREFETCH`` row groups are decoded in a background thread
         while the caller works on the current one (pyarrow and numpy release the
-        GIL), so at most two row groups are in memory.
+        GIL), their columns in parallel on pyarrow's CPU pool, so at most ``PREFETCH + 1``
+        row groups are in memory.  Without, everything runs in the calling thread, one
+        row group at a time: one core, for callers that get their parallelism
+        from running many readers at once (a fleet's Dask tasks).
         """
         wanted = list(columns) if columns is not None else list(self.schema.names)
         absent = [c for c in wanted if c not in self.schema.names]
         if absent:
             raise SchemaError(f"{self.path}: dataset has no column(s) {', '.join(absent)}")
         groups = self._row_groups()
-        if not prefetch:
+        if not threads:
             for file, parquet, group in groups:
-                yield from _read_group(file, parquet, group, wanted).to_batches()
+                yield from _read_group(file, parquet, group, wanted, use_threads=False).to_batches()
             return
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="jitterscope-read") as pool:
-            pending: Future[pa.Table] | None = None
+        # one reader thread: three reading row groups of one ParquetFile at once hung here (pyarrow)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix=READER_THREAD_PREFIX) as pool:
+            pending: deque[Future[pa.Table]] = deque()
             for file, parquet, group in groups:
-                future = pool.submit(_read_group, file, parquet, group, wanted)
-                if pending is not None:
-                    yield from pending.result().to_batches()
-                pending = future
-            if pending is not None:
-                yield from pending.result().to_batches()
+                pending.append(pool.submit(_read_group, file, parquet, group, wanted, use_threads=True))
+                if len(pending) > PREFETCH:
+                    yield from pending.popleft().result().to_batches()
+            while pending:
+                yield from pending.popleft().result().to_batches()
 
     def _row_groups(self) -> Iterator[tuple[Path, pq.ParquetFile, int]]:
         for file in self.files:
@@ -95,7 +105,7 @@ class Dataset:
 
 
 def iter_thread_batches(
-    dataset: Dataset, columns: Sequence[str], *, check: bool = True,
+    dataset: Dataset, columns: Sequence[str], *, check: bool = True, threads: bool = True,
 ) -> Iterator[tuple[ThreadInfo, pa.RecordBatch]]:
     """Yield ``(thread info, batch)`` with the rows of one thread per batch, in bounded memory.
 
@@ -115,6 +125,10 @@ def iter_thread_batches(
         increasing ``seq`` and ``expected_ns``, steps that are whole multiples of
         the interval and agree with ``overruns``, drops equal to the ``seq`` gaps)
         and raise at the first violation.
+    threads
+        Read ahead in a background thread and decode on pyarrow's thread pool
+        (as :meth:`Dataset.iter_batches`); False keeps the reading on the
+        calling thread, one core.
 
     Raises
     ------
@@ -130,17 +144,53 @@ def iter_thread_batches(
     checked = ["cpu", "seq", "expected_ns", "actual_ns"] + (["overruns"] if dataset.has("overruns") else [])
     needed = list(dict.fromkeys(["thread", *columns, *(checked if check else [])]))
     checker = InvariantChecker(dataset.metadata, where=str(dataset.path), strict=True)
-    for batch in dataset.iter_batches(needed):
-        threads = batch.column("thread").to_numpy()
-        for thread, rows in _split_by_thread(threads, batch):
+    for batch in dataset.iter_batches(needed, threads=threads):
+        thread_of_row = column_values(batch, "thread")
+        for thread, rows in _split_by_thread(thread_of_row, batch):
             info = checker.info(thread)
             assert info is not None  # strict: an unknown thread raised
             if check:
-                arrays = [rows.column(c).to_numpy() for c in checked]
+                arrays = [column_values(rows, c) for c in checked]
                 checker.check(thread, *arrays[:4], arrays[4] if len(arrays) > 4 else None)
             yield info, rows.select(columns)
     if check:
         checker.finish(dataset.has("overruns"))
+
+
+_NUMPY_TYPES = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
+                pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64,
+                pa.float32(): np.float32, pa.float64(): np.float64}
+
+
+def column_values(batch: pa.RecordBatch | pa.Table, column: str | int) -> np.ndarray:
+    """One column as a numpy array: a read-only view of Arrow's buffer for fixed-width numbers without nulls.
+
+    The same values as ``batch.column(column).to_numpy()``, which imports pandas on its first call in a
+    process (pyarrow's conversion initialises its pandas support: 0.2 s of CPU, more on a busy machine) even
+    where no pandas object is made; reading a column needs none of it.  Other columns (nulls, several chunks,
+    other types) go through ``to_numpy``.
+
+    Parameters
+    ----------
+    batch
+        A record batch or table.
+    column
+        Its name or index.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    values = batch.column(column)
+    if isinstance(values, pa.ChunkedArray):
+        if values.num_chunks != 1:
+            return values.to_numpy()
+        values = values.chunk(0)
+    dtype = _NUMPY_TYPES.get(values.type)
+    if dtype is None or values.null_count:
+        return values.to_numpy(zero_copy_only=False)
+    itemsize = np.dtype(dtype).itemsize
+    return np.frombuffer(values.buffers()[1], dtype=dtype, count=len(values), offset=values.offset * itemsize)
 
 
 def _split_by_thread(threads: np.ndarray, batch: pa.RecordBatch) -> Iterator[tuple[int, pa.RecordBatch]]:
@@ -233,13 +283,7 @@ def write_dataset(
     the table was made from) are never overwritten; an existing ``path`` only with ``overwrite``.
     """
     out = check_output(path, inputs=inputs, overwrite=overwrite)
-    expected = histogram_schema() if metadata.kind == "histogram" else sample_schema(
-        [c for c in table.column_names if c in {col.name for col in SAMPLE_COLUMNS}]
-    )
-    extra = set(table.column_names) - set(expected.names)
-    if extra:
-        raise SchemaError(f"not dataset columns: {', '.join(sorted(extra))}")
-    table = table.select(expected.names).cast(expected).replace_schema_metadata(metadata.to_kv())
+    table = _contract_table(table, metadata.kind).replace_schema_metadata(metadata.to_kv())
     _check_columns(table.schema, metadata.kind, str(out))
     with write_atomically(out) as tmp:
         pq.write_table(
@@ -247,6 +291,138 @@ def write_dataset(
             use_dictionary=False, write_statistics=True,
         )
     return out
+
+
+def _contract_table(table: pa.Table, kind: str) -> pa.Table:
+    """``table`` with the contract's column types, in contract order (unknown columns refused)."""
+    expected = histogram_schema() if kind == "histogram" else sample_schema(
+        [c for c in table.column_names if c in {col.name for col in SAMPLE_COLUMNS}]
+    )
+    extra = set(table.column_names) - set(expected.names)
+    if extra:
+        raise SchemaError(f"not dataset columns: {', '.join(sorted(extra))}")
+    return table.select(expected.names).cast(expected)
+
+
+class DatasetStream:
+    """A dataset file being written row group by row group (from :func:`stream_dataset`).
+
+    :meth:`write` tables of one kind and one set of columns, in any number; :meth:`finish` with the
+    metadata once everything is written (metadata that counts rows can only be known then).  Rows are
+    buffered up to one row group, so memory is bounded by ``row_group_size`` rows, not by the dataset.
+    """
+
+    def __init__(self, tmp: Path, out: Path, compression: str, row_group_size: int) -> None:
+        self._tmp, self._out = tmp, out
+        self._compression, self._row_group_size = compression, row_group_size
+        self._writer: pq.ParquetWriter | None = None
+        self._kind: str | None = None
+        self._schema: pa.Schema | None = None
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self.rows = 0
+        """Rows written so far (buffered ones included)."""
+        self.metadata: Metadata | None = None
+
+    def write(self, table: pa.Table, kind: str) -> None:
+        """Add ``table``'s rows (``kind``: ``"histogram"`` or a sample kind; the same columns every time)."""
+        table = _contract_table(table, kind)
+        if self._schema is None:
+            self._kind, self._schema = kind, table.schema
+        elif table.schema != self._schema or (kind == "histogram") != (self._kind == "histogram"):
+            raise SchemaError(f"{self._out}: a table with columns {table.column_names} written after "
+                              f"{self._schema.names}; one dataset has one set of columns")
+        if table.num_rows == 0:
+            return
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        self.rows += table.num_rows
+        if self._pending_rows >= self._row_group_size:
+            self._flush(whole_groups_only=True)
+
+    def discard(self) -> None:
+        """Forget every row written so far (an importer that must start over, e.g. a second pass)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self._tmp.unlink(missing_ok=True)
+        self._pending, self._pending_rows, self.rows = [], 0, 0
+        self._kind = self._schema = None
+
+    def finish(self, metadata: Metadata) -> None:
+        """Write the buffered rows and the footer with ``metadata`` (its kind must be that of the rows)."""
+        if self._schema is None:
+            raise SchemaError(f"{self._out}: nothing was written (not even the columns); no dataset to finish")
+        if (metadata.kind == "histogram") != (self._kind == "histogram"):
+            raise SchemaError(f"{self._out}: {metadata.kind} metadata for rows of kind {self._kind}")
+        _check_columns(self._schema, metadata.kind, str(self._out))
+        self._flush(whole_groups_only=False)
+        writer = self._open()
+        # the Arrow schema is not stored (store_schema=False), so readers take this key-value metadata
+        writer.add_key_value_metadata(metadata.to_kv())
+        writer.close()
+        self._writer = None
+        self.metadata = metadata
+
+    def _open(self) -> pq.ParquetWriter:
+        if self._writer is None:
+            assert self._schema is not None
+            self._writer = pq.ParquetWriter(
+                self._tmp, self._schema, compression=self._compression, use_dictionary=False,
+                write_statistics=True, store_schema=False,
+            )
+        return self._writer
+
+    def _flush(self, *, whole_groups_only: bool) -> None:
+        if not self._pending:
+            return
+        table = pa.concat_tables(self._pending)  # no copy: the writer takes the chunks as they are
+        keep = table.num_rows % self._row_group_size if whole_groups_only else 0
+        head = table.slice(0, table.num_rows - keep)
+        if head.num_rows:
+            self._open().write_table(head, row_group_size=self._row_group_size)
+        self._pending = [table.slice(table.num_rows - keep)] if keep else []
+        self._pending_rows = keep
+
+    def _close(self) -> None:
+        """Close the file if it is open (an unfinished stream: its temporary is then removed)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+@contextmanager
+def stream_dataset(
+    path: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    inputs: Sequence[str | os.PathLike[str]] = (),
+    compression: str = "zstd",
+    row_group_size: int = 1 << 20,
+) -> Iterator[DatasetStream]:
+    """Write a dataset at ``path`` row group by row group: the file appears only when complete.
+
+    The output is checked as by :func:`write_dataset` before anything is read or written; rows go into a
+    temporary beside it, renamed over ``path`` when the block ends after :meth:`DatasetStream.finish`.  An
+    error, Ctrl-C or SIGTERM inside the block (or a block that never calls ``finish``) leaves no file and
+    no temporary.
+
+    Examples
+    --------
+    >>> with stream_dataset("out.parquet") as stream:  # doctest: +SKIP
+    ...     for table in tables:
+    ...         stream.write(table, "import")
+    ...     stream.finish(metadata)
+    """
+    out = check_output(path, inputs=inputs, overwrite=overwrite)
+    with write_atomically(out) as tmp:
+        stream = DatasetStream(tmp, out, compression, row_group_size)
+        try:
+            yield stream
+        finally:
+            stream._close()
+        if stream.metadata is None:
+            raise SchemaError(f"{out}: the dataset was not finished (no metadata written); nothing was kept")
 
 
 def _dataset_files(root: Path) -> list[Path]:
@@ -298,9 +474,10 @@ def _check_columns(schema: pa.Schema, kind: str, where: str) -> pa.Schema:
     return schema.remove_metadata()
 
 
-def _read_group(file: Path, parquet: pq.ParquetFile, group: int, columns: list[str]) -> pa.Table:
+def _read_group(file: Path, parquet: pq.ParquetFile, group: int, columns: list[str], *,
+                use_threads: bool) -> pa.Table:
     try:
-        return parquet.read_row_group(group, columns=columns)
+        return parquet.read_row_group(group, columns=columns, use_threads=use_threads)
     except (OSError, pa.ArrowException) as exc:
         raise DatasetError(
             f"{file}: row group {group} cannot be read ({_one_line(exc)}); "

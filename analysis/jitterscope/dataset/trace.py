@@ -1,4 +1,4 @@
-"""The events table: kernel trace events stored inside a dataset (``_trace/events.parquet``).
+"""The events table: kernel trace events stored inside a dataset (``_trace/part-NNNNN.parquet``).
 
 The Python half of the "Trace events" contract in ``docs/dataset-format.md``;
 ``capture/trace.h`` is the C half (``TRACE_COLUMNS``, ``enum trace_event_code``)
@@ -6,18 +6,26 @@ and ``tests/test_contract.py`` keeps the three equal.  The directory name starts
 with ``_`` so that ``pyarrow.dataset`` and DuckDB's ``PATH/*.parquet`` read the
 samples of a capture directory without it.
 
+A capture writes the table as the samples' part container does (parts of ``--part-seconds``,
+row groups of ``--group-seconds``, each flush one rename of a complete file); the strings and
+settings of the **last** part cover every part (the dictionary only grows).  Read it with
+:func:`open_trace` (the parts' footers; rows in bounded memory with
+:meth:`TraceTable.iter_batches`) or :func:`read_trace_events` (everything in memory).
+
 Version history
 ---------------
 1 (2026-12-01)
     First version: twelve fixed-width columns, strings in ``jitterscope.trace_strings``,
-    settings and losses in ``jitterscope.trace``.
+    settings and losses in ``jitterscope.trace``; one file ``_trace/events.parquet``.
+1 (2026-12-01, issue 13)
+    The capture writes parts ``_trace/part-NNNNN.parquet``; the single file still reads.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,8 +39,10 @@ from .atomic import write_atomically
 from .schema import Column
 
 TRACE_DIR = "_trace"
-TRACE_FILE = "events.parquet"
+TRACE_FILE = "events.parquet"  # the one file of captures before the events parts: read, never written
+TRACE_PART_GLOB = "part-*.parquet"
 TRACE_VERSION = 1
+TRACE_BATCH_ROWS = 65536  # rows per batch when streaming (a page of the capture's columns is 128 Ki values)
 
 # One row per kernel event, in the order the capture writes them; -1 = not applicable.
 TRACE_COLUMNS: tuple[Column, ...] = (
@@ -115,41 +125,157 @@ class TraceEvents:
         return pa.Table.from_arrays(arrays, schema=trace_schema()).replace_schema_metadata(meta)
 
 
+    def iter_batches(self, columns: Sequence[str] | None = None,
+                     batch_rows: int = TRACE_BATCH_ROWS) -> Iterator[dict[str, np.ndarray]]:
+        """The rows in order, ``batch_rows`` at a time (the in-memory twin of :meth:`TraceTable.iter_batches`)."""
+        names = list(columns) if columns is not None else [c.name for c in TRACE_COLUMNS]
+        for start in range(0, self.num_rows, batch_rows):
+            yield {n: self.columns[n][start:start + batch_rows] for n in names}
+
+
 def trace_events_path(dataset_path: str | os.PathLike[str]) -> Path:
-    """Where a dataset directory keeps its events table."""
-    return Path(dataset_path) / TRACE_DIR / TRACE_FILE
+    """The directory in which a dataset directory keeps its events table (``_trace``)."""
+    return Path(dataset_path) / TRACE_DIR
 
 
-def read_trace_events(dataset_path: str | os.PathLike[str]) -> TraceEvents | None:
-    """Read the events table of a dataset directory; ``None`` when it has none.
+def trace_part_paths(dataset_path: str | os.PathLike[str]) -> tuple[Path, ...]:
+    """The files of a dataset's events table in name order: its parts, else the older single file; () if none."""
+    where = trace_events_path(dataset_path)
+    if not Path(dataset_path).is_dir() or not where.is_dir():
+        return ()
+    parts = tuple(sorted(where.glob(TRACE_PART_GLOB)))
+    if parts:
+        return parts
+    single = where / TRACE_FILE
+    return (single,) if single.is_file() else ()
+
+
+def _trace_metadata(path: Path, kv: Mapping[bytes, bytes]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    try:
+        info = json.loads(kv.get(b"jitterscope.trace", b"{}")) or {}
+        strings = json.loads(kv.get(b"jitterscope.trace_strings", b"[]"))
+    except ValueError:
+        raise SchemaError(f"{path}: jitterscope.trace metadata is not valid JSON") from None
+    if not isinstance(info, dict) or not isinstance(strings, list) or not all(isinstance(x, str) for x in strings):
+        raise SchemaError(f"{path}: jitterscope.trace must be an object and jitterscope.trace_strings a list of "
+                          "strings (docs/dataset-format.md, Trace events)")
+    return info, tuple(strings)
+
+
+@dataclass(frozen=True)
+class TraceTable:
+    """The events table of a dataset as its files' footers describe it; rows are read on demand.
+
+    ``info`` and ``strings`` are the last part's (they cover every part); ``part_rows`` the
+    rows of each file in ``parts``.
+    """
+
+    parts: tuple[Path, ...]
+    part_rows: tuple[int, ...]
+    strings: tuple[str, ...]
+    info: Mapping[str, Any]
+    part_strings: tuple[int, ...] = ()  # the dictionary length each part's footer carried
+
+    @property
+    def num_rows(self) -> int:
+        return sum(self.part_rows)
+
+    @property
+    def source(self) -> str:
+        return str(self.parts[0].parent) if len(self.parts) > 1 else str(self.parts[0])
+
+    @property
+    def resolution_ns(self) -> int:
+        return int(self.info.get("resolution_ns") or 1000)
+
+    def string(self, index: int) -> str:
+        """The text of a string index (``-1`` is "")."""
+        return self.strings[index] if 0 <= index < len(self.strings) else ""
+
+    def iter_batches(self, columns: Sequence[str] | None = None,
+                     batch_rows: int = TRACE_BATCH_ROWS) -> Iterator[dict[str, np.ndarray]]:
+        """The rows in file order (parts in name order), ``batch_rows`` at a time: bounded memory.
+
+        Raises
+        ------
+        DatasetError
+            A part cannot be read.
+        """
+        names = list(columns) if columns is not None else [c.name for c in TRACE_COLUMNS]
+        for path in self.parts:
+            try:
+                with pq.ParquetFile(path) as handle:
+                    for batch in handle.iter_batches(batch_size=batch_rows, columns=names, use_threads=False):
+                        yield {n: batch.column(n).to_numpy() for n in names}
+            except (OSError, pa.ArrowException) as exc:
+                raise DatasetError(f"{path}: cannot read the events table ({exc}); the trace is damaged") from None
+
+    def lost_by_cpu(self) -> dict[int, int]:
+        """Events the kernel lost per CPU (its ``overrun`` + ``dropped`` counters, else the LOST rows; streamed)."""
+        lost = (self.info.get("lost") or {}).get("per_cpu")
+        if lost:
+            return {int(e["cpu"]): int(e.get("overrun", 0)) + int(e.get("dropped", 0)) for e in lost}
+        out: dict[int, int] = {}
+        for batch in self.iter_batches(["cpu", "event", "value"]):
+            rows = batch["event"] == TRACE_EVENTS["lost"]
+            for cpu, value in zip(batch["cpu"][rows].tolist(), batch["value"][rows].tolist(), strict=True):
+                out[cpu] = out.get(cpu, 0) + max(int(value), 0)
+        return out
+
+    def read(self) -> TraceEvents:
+        """Every row in memory (small traces, tests; the analyses stream with :meth:`iter_batches`)."""
+        chunks = list(self.iter_batches())
+        columns = {c.name: (np.concatenate([b[c.name] for b in chunks]) if chunks else
+                            np.zeros(0, np.int64 if c.arrow_type == pa.int64() else np.int32)) for c in TRACE_COLUMNS}
+        return TraceEvents(columns=columns, strings=self.strings, info=dict(self.info), source=self.source)
+
+
+def open_trace(dataset_path: str | os.PathLike[str]) -> TraceTable | None:
+    """Open the events table of a dataset directory from its footers; ``None`` when it has none.
 
     Raises
     ------
     SchemaError
-        The file's columns or metadata break the contract.
+        A part's columns or metadata break the contract.
     DatasetError
-        The file cannot be read.
+        A part cannot be read.
     """
-    path = trace_events_path(dataset_path)
-    if not Path(dataset_path).is_dir() or not path.exists():
+    paths = trace_part_paths(dataset_path)
+    if not paths:
         return None
-    try:
-        table = pq.read_table(path)
-    except (OSError, pa.ArrowException) as exc:
-        raise DatasetError(f"{path}: cannot read the events table ({exc}); the trace is damaged") from None
-    got = [(f.name, f.type) for f in table.schema]
     want = [(c.name, c.arrow_type) for c in TRACE_COLUMNS]
-    if got != want:
-        raise SchemaError(f"{path}: columns {[n for n, _ in got]} are not the events table's "
-                          f"{[n for n, _ in want]} (docs/dataset-format.md, Trace events)")
-    kv = table.schema.metadata or {}
-    try:
-        info = json.loads(kv.get(b"jitterscope.trace", b"{}")) or {}
-        strings = tuple(json.loads(kv.get(b"jitterscope.trace_strings", b"[]")))
-    except ValueError:
-        raise SchemaError(f"{path}: jitterscope.trace metadata is not valid JSON") from None
-    columns = {c.name: table.column(c.name).to_numpy() for c in TRACE_COLUMNS}
-    return TraceEvents(columns=columns, strings=strings, info=info, source=str(path))
+    rows: list[int] = []
+    lengths: list[int] = []
+    info: dict[str, Any] = {}
+    strings: tuple[str, ...] = ()
+    for path in paths:
+        try:
+            meta = pq.read_metadata(path)
+            schema = meta.schema.to_arrow_schema()
+        except (OSError, pa.ArrowException) as exc:
+            raise DatasetError(f"{path}: cannot read the events table ({exc}); the trace is damaged") from None
+        got = [(f.name, f.type) for f in schema]
+        if got != want:
+            raise SchemaError(f"{path}: columns {[n for n, _ in got]} are not the events table's "
+                              f"{[n for n, _ in want]} (docs/dataset-format.md, Trace events)")
+        info, strings = _trace_metadata(path, meta.metadata or {})
+        rows.append(int(meta.num_rows))
+        lengths.append(len(strings))
+    return TraceTable(parts=paths, part_rows=tuple(rows), strings=strings, info=info, part_strings=tuple(lengths))
+
+
+def read_trace_events(dataset_path: str | os.PathLike[str]) -> TraceEvents | None:
+    """Read the whole events table of a dataset directory (every part) into memory; ``None`` when it has none.
+
+    Raises
+    ------
+    SchemaError
+        The files' columns or metadata break the contract.
+    DatasetError
+        A file cannot be read.
+    """
+    table = open_trace(dataset_path)
+    return table.read() if table is not None else None
 
 
 def events_from_rows(rows: Sequence[Sequence[int]], strings: Sequence[str], info: Mapping[str, Any],
@@ -162,11 +288,15 @@ def events_from_rows(rows: Sequence[Sequence[int]], strings: Sequence[str], info
 
 
 def write_trace_events(events: TraceEvents, dataset_path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-    """Write ``events`` as the events table of the dataset directory ``dataset_path``."""
-    path = trace_events_path(dataset_path)
-    if path.exists() and not overwrite:
-        raise DatasetError(f"{path}: already exists; pass --force to replace the trace")
+    """Write ``events`` as the events table of the dataset directory ``dataset_path`` (one part)."""
+    existing = trace_part_paths(dataset_path)
+    if existing and not overwrite:
+        raise DatasetError(f"{existing[0]}: already exists; pass --force to replace the trace")
+    path = trace_events_path(dataset_path) / "part-00000.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
+    for old in existing:
+        if old != path:
+            old.unlink()
     with write_atomically(path) as tmp:
         pq.write_table(events.to_table(), tmp, compression="zstd", use_dictionary=False)
     return path

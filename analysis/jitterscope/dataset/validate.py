@@ -3,12 +3,16 @@
 Opening checks the container, metadata and columns (one reason, since
 nothing after it can be read); a full pass then checks every row against the
 per-thread invariants (:mod:`jitterscope.invariants`) and reads every row
-group, so a truncated or damaged part is found too.
+group, so a truncated or damaged part is found too.  A dataset directory's
+kernel trace (``_trace``, "Trace events") is checked too, streamed part by part:
+its columns, clock, event codes and string indices, each CPU's times in order
+across every part, the parts' names, row counts and string lists.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +22,7 @@ import numpy as np
 from ..errors import JitterscopeError
 from .files import open_dataset
 from .invariants import InvariantChecker
+from .trace import TRACE_EVENTS, open_trace
 
 _CHECKED = ("thread", "cpu", "seq", "expected_ns", "actual_ns")
 
@@ -89,9 +94,96 @@ def validate_dataset(path: str | os.PathLike[str]) -> Validation:
         checker.problems.append(f"the row groups claim {dataset.num_rows} rows, {rows_read} could be read")
     if not meta.threads and rows_read:
         checker.problems.append("metadata jitterscope.threads is empty but the data has rows")
+    if os.path.isdir(dataset.path):
+        checker.problems.extend(_validate_trace(dataset.path, notes))
     problems = tuple(checker.problems)
     return Validation(path=str(dataset.path), valid=not problems, kind=meta.kind, rows=rows_read,
                       threads=len(meta.threads), problems=problems, notes=tuple(notes))
+
+
+_STRING_COLUMNS = ("comm", "name", "other_comm")
+_MAX_TRACE_PROBLEMS = 20
+
+
+def _validate_trace(path: str | os.PathLike[str], notes: list[str]) -> list[str]:
+    """The events table's problems (none when there is no trace); a note says what it holds."""
+    import pyarrow.parquet as pq
+    try:
+        table = open_trace(path)
+    except JitterscopeError as exc:
+        return [f"kernel trace: {exc}"]
+    if table is None:
+        return []
+    where = f"{path}/_trace"
+    problems: list[str] = []
+    names = [p.name for p in table.parts]
+    if names[0] != "events.parquet" and names != [f"part-{i:05d}.parquet" for i in range(len(names))]:
+        problems.append(f"kernel trace: {where} parts are not part-00000.parquet, part-00001.parquet, ... in "
+                        f"order (found {', '.join(names[:5])}{', ...' if len(names) > 5 else ''})")
+    info = table.info
+    recorded = "mono" if "instance" in info else ("as recorded" if "source" in info else None)
+    if info.get("clock") not in ("mono", "as recorded") or (recorded and info.get("clock") != recorded):
+        problems.append(f"kernel trace: clock {info.get('clock')!r} in jitterscope.trace; a capture's trace is "
+                        "'mono' (the samples' CLOCK_MONOTONIC), an import's 'as recorded'")
+    if "rows" in info and info["rows"] != table.num_rows:
+        problems.append(f"kernel trace: jitterscope.trace says {info['rows']} events, the parts hold "
+                        f"{table.num_rows}")
+    strings = table.strings
+    for part, count in zip(table.parts[:-1], table.part_strings[:-1], strict=True):
+        kv = pq.read_metadata(part).metadata or {}
+        try:
+            earlier = json.loads(kv.get(b"jitterscope.trace_strings", b"[]"))
+        except ValueError:
+            earlier = None
+        if earlier is None or list(strings[:count]) != earlier:
+            problems.append(f"kernel trace: {part.name}'s string list is not the start of the last part's: its "
+                            "string indices would name other strings")
+    last_ts: dict[int, int] = {}
+    codes = max(TRACE_EVENTS.values())
+    rows = 0
+    try:
+        for part, claimed in zip(table.parts, table.part_rows, strict=True):
+            read = 0
+            one = dataclasses.replace(table, parts=(part,), part_rows=(claimed,))
+            for batch in one.iter_batches(["ts_ns", "cpu", "event", *_STRING_COLUMNS]):
+                read += batch["ts_ns"].size
+                _check_trace_batch(batch, last_ts, codes, len(strings), part.name, problems)
+                if len(problems) >= _MAX_TRACE_PROBLEMS:
+                    break
+            rows += read
+            if read != claimed and len(problems) < _MAX_TRACE_PROBLEMS:
+                problems.append(f"kernel trace: {part.name} claims {claimed} events, {read} could be read")
+    except JitterscopeError as exc:
+        problems.append(f"kernel trace: {exc}")
+    if not problems:
+        state = info.get("state")
+        lost = (info.get("lost") or {}).get("total")
+        notes.append(f"kernel trace: {rows} events in {len(table.parts)} part(s), CPUs {sorted(last_ts)}, clock "
+                     f"{info.get('clock')}" + (f", {lost} lost by the kernel" if lost else "")
+                     + (f", state '{state}'" if state and state != "complete" else ""))
+    return problems[:_MAX_TRACE_PROBLEMS]
+
+
+def _check_trace_batch(batch: dict[str, np.ndarray], last_ts: dict[int, int], max_code: int, n_strings: int,
+                       part: str, problems: list[str]) -> None:
+    bad = (batch["event"] < 0) | (batch["event"] > max_code)
+    if bad.any():
+        problems.append(f"kernel trace: {part} has {int(bad.sum())} event code(s) outside 0-{max_code} "
+                        f"(first {int(batch['event'][bad][0])})")
+    for column in _STRING_COLUMNS:
+        values = batch[column]
+        bad = (values < -1) | (values >= n_strings)
+        if bad.any():
+            problems.append(f"kernel trace: {part} column {column} has {int(bad.sum())} string index(es) outside "
+                            f"-1-{n_strings - 1} (first {int(values[bad][0])})")
+    ts, cpu = batch["ts_ns"], batch["cpu"]
+    for c in np.unique(cpu).tolist():
+        mine = ts[cpu == c]
+        before = last_ts.get(c)
+        if (before is not None and mine[0] < before) or (mine.size > 1 and bool((np.diff(mine) < 0).any())):
+            problems.append(f"kernel trace: {part} CPU {c}'s event times go backwards (each CPU's events must be in "
+                            "time order across the parts)")
+        last_ts[c] = int(mine[-1])
 
 
 def _threads_in(threads: Any) -> list[int]:

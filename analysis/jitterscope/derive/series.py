@@ -1,9 +1,8 @@
-"""Per-thread latency series in wake-up order, in memory: the input of compare (and of tests of tails).
+"""Per-thread latency series in wake-up order, in memory (for tests, notebooks and the in-memory compare).
 
-Block bootstraps need each thread's whole series (autocorrelation, block
-resampling), so unlike the streaming accumulators of :mod:`jitterscope.tailacc` and
-:mod:`jitterscope.stats` this holds one int64 per wake-up (8 bytes; 10^7 wake-ups
-= 80 MB).  Rows are ordered by ``seq`` within a thread, as the contract allows
+Unlike the streaming accumulators (summary, tails, power, compare's
+:mod:`jitterscope.compare.stream`), this holds one int64 per wake-up (8 bytes;
+10^7 wake-ups = 80 MB).  Rows are ordered by ``seq`` within a thread, as the contract allows
 rows of different threads to interleave.
 """
 

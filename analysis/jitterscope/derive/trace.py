@@ -12,7 +12,11 @@ Method (per CPU): the events are swept in time order keeping the context
 stack (a task from ``sched_switch``; IRQs, vectors and softirqs nest on it;
 an NMI, recorded at its end with its duration, is inserted as an interval), so
 every instant between the first and last event belongs to exactly one context
-(the innermost).  A window's share of a context is their overlap divided by
+(the innermost).  Bounded memory: the wake-ups stream thread by thread
+(:func:`jitterscope.dataset.iter_thread_batches`) and each CPU's events stream
+alongside (every part of the events table, 65,536 rows at a time), the sweep
+holding only the segments the coming windows can still meet; what is kept is a
+count per cause and the spikes themselves.  A window's share of a context is their overlap divided by
 the window's length.  A cause is *present* in a wake-up when it holds at least
 ``max(2 × resolution, 10 % of the delay)`` of its window.
 
@@ -31,13 +35,14 @@ resolution (1 µs for ``mono`` text), so shares carry about ±1 µs per context.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..dataset import TRACE_EVENTS, Dataset, TraceEvents, read_trace_events
+from ..dataset import TRACE_EVENTS, Dataset, TraceEvents, TraceTable, iter_thread_batches, open_trace
 from ..errors import AnalysisError
 from ..power import RiskRatio, holm, risk_ratio
 
@@ -228,70 +233,122 @@ _ENTRY = {TRACE_EVENTS["irq_entry"]: "irq", TRACE_EVENTS["vector_entry"]: "vecto
 _EXIT = {TRACE_EVENTS["irq_exit"]: "irq", TRACE_EVENTS["vector_exit"]: "vector",
          TRACE_EVENTS["softirq_exit"]: "softirq"}
 _NMI_ENTRY, _NMI_EXIT = -1, -2  # synthetic, from the NMI event's duration
+_SWEEP_COLUMNS = ("ts_ns", "cpu", "event", "number", "name", "other_pid", "other_prio", "other_comm", "value")
+_FOREVER = int(np.iinfo(np.int64).max)
+WINDOW_CHUNK = 4096  # wake-ups matched against the timeline at a time (bounds the segments held)
 
 
-def _cpu_rows(events: TraceEvents, cpu: int) -> dict[str, list[int]]:
-    c = events.columns
-    on = np.flatnonzero(c["cpu"] == cpu)
-    ev = c["event"][on]
+def _cpu_rows(batch: Mapping[str, np.ndarray], cpu: int, floor_ns: int | None) -> dict[str, list[int]]:
+    """One batch's events of ``cpu`` in time order, each NMI as a synthetic entry and exit.
+
+    An NMI is recorded at its end with its duration; its entry is clamped to ``floor_ns``, the last
+    time already swept (an NMI straddling two batches loses the part before the batch).
+    """
+    on = np.flatnonzero(batch["cpu"] == cpu)
+    ev = batch["event"][on]
     nmi = on[ev == TRACE_EVENTS["nmi"]]
-    order_ts = np.concatenate([c["ts_ns"][on], c["ts_ns"][nmi] - c["value"][nmi], c["ts_ns"][nmi]])
+    nmi_start = batch["ts_ns"][nmi] - batch["value"][nmi]
+    if floor_ns is not None:
+        nmi_start = np.maximum(nmi_start, floor_ns)
+    order_ts = np.concatenate([batch["ts_ns"][on], nmi_start, batch["ts_ns"][nmi]])
     rows = np.concatenate([on, nmi, nmi])
     codes = np.concatenate([ev, np.full(nmi.size, _NMI_ENTRY), np.full(nmi.size, _NMI_EXIT)])
     keep = codes != TRACE_EVENTS["nmi"]
     order = np.lexsort((np.arange(rows.size)[keep], order_ts[keep]))
     rows, codes, ts = rows[keep][order], codes[keep][order], order_ts[keep][order]
-    return {"ts": ts.tolist(), "code": codes.tolist(), "number": c["number"][rows].tolist(),
-            "name": c["name"][rows].tolist(), "other_pid": c["other_pid"][rows].tolist(),
-            "other_prio": c["other_prio"][rows].tolist(), "other_comm": c["other_comm"][rows].tolist()}
+    return {"ts": ts.tolist(), "code": codes.tolist(), "number": batch["number"][rows].tolist(),
+            "name": batch["name"][rows].tolist(), "other_pid": batch["other_pid"][rows].tolist(),
+            "other_prio": batch["other_prio"][rows].tolist(), "other_comm": batch["other_comm"][rows].tolist()}
 
 
-def _sweep(events: TraceEvents, cpu: int, labels: _Labels, own: set[int]) -> _CpuTimeline | None:
-    """Disjoint segments (start, end, innermost context) over the traced span of one CPU."""
-    r = _cpu_rows(events, cpu)
-    if not r["ts"]:
-        return None
-    starts: list[int] = []
-    ends: list[int] = []
-    ids: list[int] = []
-    gaps: list[tuple[int, int]] = []
-    task, stack = 2, []  # unknown until the first sched_switch
-    prev = r["ts"][0]
-    lost_at: int | None = None
-    for i, t in enumerate(r["ts"]):
-        code = r["code"][i]
-        if lost_at is not None and code != TRACE_EVENTS["lost"]:
-            gaps.append((lost_at, t))
-            lost_at = None
-        if t > prev:
-            current = stack[-1][1] if stack else task
-            if ids and ids[-1] == current and ends[-1] == prev:
-                ends[-1] = t
+class _CpuSweep:
+    """The context timeline of one CPU, swept from the events as the windows need it (bounded memory).
+
+    The events are streamed batch by batch (every part, in order) keeping the context stack (a task from
+    ``sched_switch``; IRQs, vectors and softirqs nest on it; NMIs as intervals), so every instant between
+    the CPU's first and last event belongs to exactly one context.  Only the segments the coming windows
+    can still meet are held: :meth:`drop_before` forgets what ends before the next window starts.
+    """
+
+    def __init__(self, events: Any, cpu: int, labels: _Labels, own: set[int]) -> None:
+        self.events, self.cpu, self.labels, self.own = events, cpu, labels, own
+        self._batches = events.iter_batches(_SWEEP_COLUMNS)
+        self.exhausted = False
+        self.first_ns: int | None = None
+        self.prev: int | None = None
+        self.task, self.stack = 2, []  # unknown until the first sched_switch
+        self.lost_at: int | None = None
+        self.gaps: list[tuple[int, int]] = []
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.ids: list[int] = []
+
+    def advance(self, until_ns: int) -> None:
+        """Sweep on until the last event seen is at or after ``until_ns`` (or there are no more)."""
+        while not self.exhausted and (self.prev is None or self.prev < until_ns):
+            batch = next(self._batches, None)
+            if batch is None:
+                self.exhausted = True
+                if self.lost_at is not None:
+                    self.gaps.append((self.lost_at, _FOREVER))
+                    self.lost_at = None
             else:
-                starts.append(prev)
-                ends.append(t)
-                ids.append(current)
-            prev = t
-        if code in _ENTRY:
-            kind = _ENTRY[code]
-            stack.append((kind, labels.context(kind, r["number"][i], events.string(r["name"][i]))))
-        elif code in _EXIT or code == _NMI_EXIT:
-            kind = "nmi" if code == _NMI_EXIT else _EXIT[code]
-            depth = next((k for k in range(len(stack) - 1, -1, -1) if stack[k][0] == kind), None)
-            if depth is not None:
-                del stack[depth:]
-        elif code == _NMI_ENTRY:
-            stack.append(("nmi", labels.context("nmi", -1, events.string(r["name"][i]))))
-        elif code == TRACE_EVENTS["switch"]:
-            stack = []  # no switch happens inside an interrupt: anything open was lost
-            task = labels.task(r["other_pid"][i], events.string(r["other_comm"][i]), r["other_prio"][i], own, cpu)
-        elif code == TRACE_EVENTS["lost"]:
-            lost_at = t if lost_at is None else lost_at
-            stack, task = [], 2
-    if lost_at is not None:
-        gaps.append((lost_at, np.iinfo(np.int64).max))
-    return _CpuTimeline(np.asarray(starts, np.int64), np.asarray(ends, np.int64), np.asarray(ids, np.int64),
-                        r["ts"][0], r["ts"][-1], gaps)
+                self._sweep(_cpu_rows(batch, self.cpu, self.prev))
+
+    def _sweep(self, r: dict[str, list[int]]) -> None:
+        if not r["ts"]:
+            return
+        events, labels, starts, ends, ids = self.events, self.labels, self.starts, self.ends, self.ids
+        if self.first_ns is None:
+            self.first_ns = self.prev = r["ts"][0]
+        task, stack, prev, lost_at = self.task, self.stack, self.prev, self.lost_at
+        for i, t in enumerate(r["ts"]):
+            code = r["code"][i]
+            if lost_at is not None and code != TRACE_EVENTS["lost"]:
+                self.gaps.append((lost_at, t))
+                lost_at = None
+            if t > prev:
+                current = stack[-1][1] if stack else task
+                if ids and ids[-1] == current and ends[-1] == prev:
+                    ends[-1] = t
+                else:
+                    starts.append(prev)
+                    ends.append(t)
+                    ids.append(current)
+                prev = t
+            if code in _ENTRY:
+                kind = _ENTRY[code]
+                stack.append((kind, labels.context(kind, r["number"][i], events.string(r["name"][i]))))
+            elif code in _EXIT or code == _NMI_EXIT:
+                kind = "nmi" if code == _NMI_EXIT else _EXIT[code]
+                depth = next((k for k in range(len(stack) - 1, -1, -1) if stack[k][0] == kind), None)
+                if depth is not None:
+                    del stack[depth:]
+            elif code == _NMI_ENTRY:
+                stack.append(("nmi", labels.context("nmi", -1, events.string(r["name"][i]))))
+            elif code == TRACE_EVENTS["switch"]:
+                stack = []  # no switch happens inside an interrupt: anything open was lost
+                task = labels.task(r["other_pid"][i], events.string(r["other_comm"][i]), r["other_prio"][i],
+                                   self.own, self.cpu)
+            elif code == TRACE_EVENTS["lost"]:
+                lost_at = t if lost_at is None else lost_at
+                stack, task = [], 2
+        self.task, self.stack, self.prev, self.lost_at = task, stack, prev, lost_at
+
+    def timeline(self) -> _CpuTimeline | None:
+        """The segments held now (``None``: the CPU has no event at all)."""
+        if self.first_ns is None:
+            return None
+        assert self.prev is not None
+        gaps = self.gaps + ([(self.lost_at, _FOREVER)] if self.lost_at is not None else [])
+        return _CpuTimeline(np.asarray(self.starts, np.int64), np.asarray(self.ends, np.int64),
+                            np.asarray(self.ids, np.int64), self.first_ns, self.prev, gaps)
+
+    def drop_before(self, ns: int) -> None:
+        """Forget the segments that end at or before ``ns`` (no later window can meet them)."""
+        keep = bisect.bisect_right(self.ends, ns)
+        if keep:
+            del self.starts[:keep], self.ends[:keep], self.ids[:keep]
 
 
 # ---- windows ---------------------------------------------------------------------------------
@@ -324,29 +381,13 @@ def _window_status(tl: _CpuTimeline | None, a: np.ndarray, b: np.ndarray, unplac
     return status
 
 
-@dataclass
-class _Windows:
-    """Every wake-up of the dataset with its status and its sparse (window, cause, ns) overlaps."""
-
-    thread: np.ndarray
-    cpu: np.ndarray
-    seq: np.ndarray
-    a: np.ndarray
-    b: np.ndarray
-    status: np.ndarray
-    pair_win: np.ndarray
-    pair_label: np.ndarray
-    pair_ns: np.ndarray
-
-
-def _sum_pairs(pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_labels: int,
+def _sum_pairs(win: np.ndarray, lab: np.ndarray, ns: np.ndarray, n_labels: int,
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One (window, cause, ns) per window and cause: the segments of a cause inside a window summed."""
-    if not pairs:
+    if not win.size:
         empty = np.zeros(0, np.int64)
         return empty, empty, empty
-    win, lab, ns = (np.concatenate(p).astype(np.int64) for p in zip(*pairs, strict=True))
-    keys, inverse = np.unique(win * n_labels + lab, return_inverse=True)
+    keys, inverse = np.unique(win.astype(np.int64) * n_labels + lab, return_inverse=True)
     total = np.bincount(inverse, weights=ns).astype(np.int64)
     return keys // n_labels, keys % n_labels, total
 
@@ -359,30 +400,86 @@ def _own_tids(dataset: Dataset) -> dict[int, set[int]]:
     return own
 
 
-def _unplaced_loss(events: TraceEvents, cpu: int) -> bool:
-    """Losses the kernel counted on cpu that no LOST row places in time."""
-    counted = events.lost_by_cpu().get(cpu, 0)
-    rows = (events.columns["cpu"] == cpu) & (events.columns["event"] == TRACE_EVENTS["lost"])
-    return counted > 0 and not rows.any()
+def _lost_row_cpus(events: Any) -> set[int]:
+    """CPUs with at least one LOST row (one streamed pass over two columns)."""
+    cpus: set[int] = set()
+    for batch in events.iter_batches(["cpu", "event"]):
+        cpus.update(np.unique(batch["cpu"][batch["event"] == TRACE_EVENTS["lost"]]).tolist())
+    return cpus
 
 
-def _windows(dataset: Dataset, events: TraceEvents, labels: _Labels) -> _Windows:
-    table = dataset.read(["thread", "cpu", "seq", "expected_ns", "actual_ns"])
-    col = {n: table.column(n).to_numpy() for n in table.column_names}
+class _Tally:
+    """What the attribution keeps of the windows as they stream by: counts per cause, and the spikes."""
+
+    def __init__(self, threshold_ns: float, min_ns: int) -> None:
+        self.threshold_ns, self.min_ns = threshold_ns, min_ns
+        self.n_wakeups = self.n_complete = self.n_complete_spikes = 0
+        self.windows_present = np.zeros(0, np.int64)
+        self.spikes_present = np.zeros(0, np.int64)
+        self.total_ns = np.zeros(0, np.int64)
+        self.spikes: list[SpikeAttribution] = []
+
+    def _grow(self, n: int) -> None:
+        if self.total_ns.size < n:
+            pad = n - self.total_ns.size
+            self.windows_present, self.spikes_present, self.total_ns = (
+                np.concatenate([x, np.zeros(pad, np.int64)])
+                for x in (self.windows_present, self.spikes_present, self.total_ns))
+
+    def add(self, thread: np.ndarray, cpu: np.ndarray, seq: np.ndarray, a: np.ndarray, b: np.ndarray,
+            status: np.ndarray, pairs: tuple[np.ndarray, np.ndarray, np.ndarray], labels: _Labels) -> None:
+        win, lab, ns = pairs
+        delay = b - a
+        spike = delay > self.threshold_ns
+        complete = status == 0
+        self.n_wakeups += int(a.size)
+        self.n_complete += int(complete.sum())
+        self.n_complete_spikes += int((spike & complete).sum())
+        self._grow(len(labels.causes))
+        n = self.total_ns.size
+        done = complete[win]
+        present = (ns >= np.maximum(self.min_ns, PRESENT_SHARE * delay[win])) & done
+        self.total_ns += np.bincount(lab[done], weights=ns[done], minlength=n).astype(np.int64)
+        self.windows_present += np.bincount(lab[present], minlength=n)
+        self.spikes_present += np.bincount(lab[present & spike[win]], minlength=n)
+        in_spike = spike[win]
+        per_window: dict[int, list[tuple[int, int]]] = {}
+        for i, label, took in zip(win[in_spike].tolist(), lab[in_spike].tolist(), ns[in_spike].tolist(),
+                                  strict=True):
+            per_window.setdefault(i, []).append((label, took))
+        names = {0: STATUS_ATTRIBUTED, 1: STATUS_INCOMPLETE, 2: STATUS_UNTRACED}
+        for i in np.flatnonzero(spike).tolist():
+            self.spikes.append(_spike(int(thread[i]), int(cpu[i]), int(seq[i]), int(a[i]), int(b[i]),
+                                      per_window.get(i, []), labels, names[int(status[i])]))
+
+
+def _stream_windows(dataset: Dataset, events: Any, lost: Mapping[int, int], labels: _Labels, tally: _Tally) -> None:
+    """Every wake-up, thread by thread in file order, against its CPU's timeline swept alongside."""
     own = _own_tids(dataset)
-    status = np.zeros(table.num_rows, np.int8)
-    pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for cpu in np.unique(col["cpu"]).tolist():
-        rows = np.flatnonzero(col["cpu"] == cpu)
-        a, b = col["expected_ns"][rows], col["actual_ns"][rows]
-        tl = _sweep(events, cpu, labels, own.get(cpu, set()))
-        status[rows] = _window_status(tl, a, b, _unplaced_loss(events, cpu))
-        if tl is not None and tl.starts.size:
-            win, lab, ns = _overlaps(tl, a, b)
-            pairs.append((rows[win], lab, ns))
-    win, lab, ns = _sum_pairs(pairs, len(labels.causes))
-    return _Windows(col["thread"], col["cpu"], col["seq"], col["expected_ns"], col["actual_ns"], status,
-                    win, lab, ns)
+    lost_rows = _lost_row_cpus(events) if any(lost.values()) else set()
+    sweeps: dict[tuple[int, int], _CpuSweep] = {}
+    for _info, batch in iter_thread_batches(dataset, ["thread", "cpu", "seq", "expected_ns", "actual_ns"],
+                                            check=False):
+        col = {n: batch.column(n).to_numpy() for n in batch.schema.names}
+        for cpu in np.unique(col["cpu"]).tolist():
+            on_cpu = np.flatnonzero(col["cpu"] == cpu)
+            key = (int(col["thread"][on_cpu[0]]), int(cpu))
+            sweep = sweeps.get(key)
+            if sweep is None:
+                sweep = sweeps[key] = _CpuSweep(events, int(cpu), labels, own.get(int(cpu), set()))
+            unplaced = lost.get(int(cpu), 0) > 0 and int(cpu) not in lost_rows
+            # a few thousand windows at a time: the sweep holds only the segments of their span
+            for start in range(0, on_cpu.size, WINDOW_CHUNK):
+                rows = on_cpu[start:start + WINDOW_CHUNK]
+                a, b = col["expected_ns"][rows], col["actual_ns"][rows]
+                sweep.advance(int(b.max()))
+                tl = sweep.timeline()
+                status = _window_status(tl, a, b, unplaced)
+                pairs = (np.zeros(0, np.int64),) * 3
+                if tl is not None and tl.starts.size:
+                    pairs = _sum_pairs(*_overlaps(tl, a, b), len(labels.causes))
+                tally.add(col["thread"][rows], col["cpu"][rows], col["seq"][rows], a, b, status, pairs, labels)
+                sweep.drop_before(int(a.max()))
 
 
 # ---- the attribution -------------------------------------------------------------------------
@@ -396,42 +493,34 @@ def _unexplained_note(dataset: Dataset) -> str:
             "the kernel); hypervisor, SMI and hardware cannot be told apart here (no smi counter column)")
 
 
-def _spike(w: _Windows, i: int, per_window: dict[int, list[tuple[int, int]]], labels: _Labels,
+def _spike(thread: int, cpu: int, seq: int, a: int, b: int, pairs: list[tuple[int, int]], labels: _Labels,
            status: str) -> SpikeAttribution:
-    delay = int(w.b[i] - w.a[i])
+    delay = b - a
     contributions: tuple[Contribution, ...] = ()
     unexplained = longest = None
     if status == STATUS_ATTRIBUTED:
-        causes = sorted(((ns, lab) for lab, ns in per_window.get(i, []) if lab >= len(_NEUTRAL)), reverse=True)
+        causes = sorted(((ns, lab) for lab, ns in pairs if lab >= len(_NEUTRAL)), reverse=True)
         explained = sum(ns for ns, _ in causes)
         unexplained = max(delay - explained, 0)
         contributions = tuple(Contribution(labels.causes[lab].label, labels.causes[lab].kind, int(ns),
                                            ns / delay if delay > 0 else 0.0) for ns, lab in causes)
         top = contributions[0] if contributions else None
         longest = top.cause if top and top.ns >= unexplained else KIND_UNEXPLAINED
-    return SpikeAttribution(thread=int(w.thread[i]), cpu=int(w.cpu[i]), seq=int(w.seq[i]),
-                            expected_ns=int(w.a[i]), actual_ns=int(w.b[i]), delay_ns=delay, status=status,
-                            contributions=contributions, unexplained_ns=unexplained, longest=longest)
+    return SpikeAttribution(thread=thread, cpu=cpu, seq=seq, expected_ns=a, actual_ns=b, delay_ns=delay,
+                            status=status, contributions=contributions, unexplained_ns=unexplained, longest=longest)
 
 
-def _cause_stats(w: _Windows, labels: _Labels, complete: np.ndarray, spike: np.ndarray,
-                 present: np.ndarray, spikes: Sequence[SpikeAttribution], min_ns: int) -> tuple[CauseStat, ...]:
-    n_complete, n_spikes = int(complete.sum()), int((spike & complete).sum())
-    rows = present & complete[w.pair_win]
+def _cause_stats(tally: _Tally, labels: _Labels, spikes: Sequence[SpikeAttribution]) -> tuple[CauseStat, ...]:
+    n_complete, n_spikes = tally.n_complete, tally.n_complete_spikes
     longest: dict[str, int] = {}
     for s in spikes:
         if s.longest:
             longest[s.longest] = longest.get(s.longest, 0) + 1
-    candidates = np.unique(w.pair_label[rows & spike[w.pair_win]])
     stats: list[tuple[Cause, int, int, int, RiskRatio | None]] = []
-    for lab in candidates.tolist():
+    for lab in np.flatnonzero(tally.spikes_present).tolist():
         if lab < len(_NEUTRAL):
             continue
-        mine = rows & (w.pair_label == lab)
-        in_windows = np.unique(w.pair_win[mine])
-        n_in = int(in_windows.size)
-        s_in = int(spike[in_windows].sum())
-        total = int(w.pair_ns[(w.pair_label == lab) & complete[w.pair_win]].sum())
+        s_in, n_in, total = (int(x[lab]) for x in (tally.spikes_present, tally.windows_present, tally.total_ns))
         risk = (risk_ratio(s_in, n_in, n_spikes - s_in, n_complete - n_in)
                 if 0 < n_in < n_complete else None)
         stats.append((labels.causes[lab], s_in, n_in, total, risk))
@@ -444,7 +533,8 @@ def _cause_stats(w: _Windows, labels: _Labels, complete: np.ndarray, spike: np.n
     return tuple(sorted(out, key=lambda s: (-s.spikes_present, -s.total_ns, s.cause.label)))
 
 
-def attribute_spikes(dataset: Dataset, threshold_ns: float, *, events: TraceEvents | None = None) -> TraceAttribution:
+def attribute_spikes(dataset: Dataset, threshold_ns: float, *,
+                     events: TraceEvents | TraceTable | None = None) -> TraceAttribution:
     """Explain every wake-up later than ``threshold_ns`` from the dataset's kernel trace.
 
     Parameters
@@ -469,30 +559,18 @@ def attribute_spikes(dataset: Dataset, threshold_ns: float, *, events: TraceEven
         raise AnalysisError(f"{dataset.path}: a histogram dataset has no wake-up windows to attribute")
     if not threshold_ns > 0:
         raise AnalysisError(f"spike threshold must be positive, got {threshold_ns} ns")
-    events = events if events is not None else read_trace_events(dataset.path)
+    events = events if events is not None else open_trace(dataset.path)
     if events is None:
         raise AnalysisError(f"{dataset.path}: no kernel trace in this dataset; capture with "
                             "'jitterscope-capture --trace -o DIR' or attach one with "
                             "'jitterscope import TRACE --onto DATASET -o OUT'")
     labels = _Labels()
-    w = _windows(dataset, events, labels)
-    delay = w.b - w.a
-    spike = delay > threshold_ns
-    complete = w.status == 0
-    min_ns = 2 * events.resolution_ns
-    present = w.pair_ns >= np.maximum(min_ns, PRESENT_SHARE * delay[w.pair_win])
-    per_window: dict[int, list[tuple[int, int]]] = {}
-    in_spike = spike[w.pair_win]
-    for i, lab, ns in zip(w.pair_win[in_spike].tolist(), w.pair_label[in_spike].tolist(),
-                          w.pair_ns[in_spike].tolist(), strict=True):
-        per_window.setdefault(i, []).append((lab, ns))
-    names = {0: STATUS_ATTRIBUTED, 1: STATUS_INCOMPLETE, 2: STATUS_UNTRACED}
-    order = np.flatnonzero(spike)
-    order = order[np.argsort(-delay[order], kind="stable")]
-    spikes = tuple(_spike(w, i, per_window, labels, names[int(w.status[i])]) for i in order.tolist())
-    causes = _cause_stats(w, labels, complete, spike, present, spikes, min_ns)
-    notes = []
+    tally = _Tally(float(threshold_ns), 2 * events.resolution_ns)
     lost = events.lost_by_cpu()
+    _stream_windows(dataset, events, lost, labels, tally)
+    spikes = tuple(sorted(tally.spikes, key=lambda s: -s.delay_ns))  # stable: file order among equals
+    causes = _cause_stats(tally, labels, spikes)
+    notes = []
     if any(lost.values()):
         notes.append(f"{sum(lost.values())} trace event(s) lost by the kernel; the wake-ups they touch say "
                      "'incomplete trace' and are left out of the causes")
@@ -503,8 +581,8 @@ def attribute_spikes(dataset: Dataset, threshold_ns: float, *, events: TraceEven
         notes.append("event times are the trace ring buffer's ns time stamps (trace_clock mono); each context's "
                      "time includes the cost of its own tracepoints")
     return TraceAttribution(
-        threshold_ns=float(threshold_ns), resolution_ns=events.resolution_ns, n_wakeups=int(delay.size),
-        n_windows=int(complete.sum()), n_spikes=int(spike.sum()),
+        threshold_ns=float(threshold_ns), resolution_ns=events.resolution_ns, n_wakeups=tally.n_wakeups,
+        n_windows=tally.n_complete, n_spikes=len(spikes),
         n_attributed=sum(s.status == STATUS_ATTRIBUTED for s in spikes),
         n_incomplete=sum(s.status == STATUS_INCOMPLETE for s in spikes),
         n_untraced=sum(s.status == STATUS_UNTRACED for s in spikes), lost_events=lost, spikes=spikes,

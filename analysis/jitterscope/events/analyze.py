@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as scipy_stats
 
-from ..dataset import Dataset, iter_thread_batches, read_trace_events
+from ..dataset import Dataset, iter_thread_batches, open_trace
 from ..derive import attribute_spikes
 from ..errors import AnalysisError
 from ..format import format_us
@@ -162,7 +162,7 @@ def _sources(dataset: Dataset, offset: int | None, relative_threshold: float,
 
 def _trace_source(dataset: Dataset, threshold_ns: float, notes: list[str]) -> CauseSource | None:
     """The kernel-trace source when the dataset carries an events table (same threshold as the events)."""
-    events = read_trace_events(dataset.path) if Path(dataset.path).is_dir() else None
+    events = open_trace(dataset.path) if Path(dataset.path).is_dir() else None
     if events is None:
         return None
     attribution = attribute_spikes(dataset, threshold_ns, events=events)

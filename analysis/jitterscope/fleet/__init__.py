@@ -16,7 +16,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
         "analyze": ["analyze_fleet", "compare_consecutive", "merge_group", "quantile_intervals"],
-        "engine": ["SERIAL", "run_fleet"],
+        "engine": ["SERIAL", "SINGLE_CORE_ENV", "local_cluster", "run_fleet"],
         "keys": ["GroupKey", "cmdline_parameters", "configuration_keys", "governor_of", "parse_group_key"],
         "pdf": ["write_fleet_report"],
         "plots": ["plot_fleet_over_time", "plot_fleet_ranking", "plot_key_separation", "plot_machine_history"],

@@ -4,8 +4,13 @@ Each dataset is one task (:func:`~jitterscope.fleet.tasks.summarize_run`) on a
 dask.distributed cluster: a :class:`~distributed.LocalCluster` with one
 single-threaded worker process per core by default (the tasks are CPU-bound
 numpy, so processes, not threads), or an existing cluster at ``scheduler``
-(``tcp://HOST:PORT``).  The comparisons of each machine's consecutive runs are
-tasks too, fed the records' futures so the histograms stay on the workers.  A
+(``tcp://HOST:PORT``).  Each task is single-core wherever it runs: it reads
+and decodes in its own thread (``summarize_run(threads=False)``: no read-ahead
+thread, not pyarrow's thread pool), and the LocalCluster's workers start with
+pyarrow's and the BLAS libraries' pools at one thread (:data:`SINGLE_CORE_ENV`),
+so N workers use N cores and one worker is the honest baseline.  The
+comparisons of each machine's consecutive runs are tasks too, fed the records'
+futures so the histograms stay on the workers.  A
 worker lost mid-run loses its tasks; the scheduler runs them again elsewhere (a
 LocalCluster's nanny also restarts the process), so the results are the same.
 ``scheduler="serial"`` runs the same functions in this process, without Dask.
@@ -25,6 +30,14 @@ from .results import Fleet
 from .tasks import RunRecord, SkippedDataset, summarize_run
 
 SERIAL = "serial"
+SINGLE_CORE_ENV: dict[str, str] = {
+    "OMP_NUM_THREADS": "1",  # OpenMP, and the size of pyarrow's CPU pool (Arrow reads it)
+    "ARROW_IO_THREADS": "1",  # pyarrow's I/O pool
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+"""The environment of a LocalCluster's worker processes (Dask's default configuration sets the BLAS ones too; a
+site configuration may not)."""
 CONNECT_TIMEOUT = "10s"
 """How long to try reaching a scheduler given by address before saying it cannot be reached."""
 
@@ -100,21 +113,44 @@ def _run_serial(paths: list[str], by: GroupKey, progress: bool, noise: float, co
 
 
 def _connect(scheduler: str | None, workers: int | None) -> Any:
-    from distributed import Client, LocalCluster
+    from distributed import Client
     if scheduler is None:
         # the CPUs this process may run on (a container or taskset may allow fewer than the machine has)
         count = workers if workers is not None else len(os.sched_getaffinity(0)) or 1
-        if count < 1:
-            raise JitterscopeError(f"--workers must be >= 1, got {count}")
-        # one single-threaded process per core: the tasks hold the GIL in numpy loops part of the time
-        cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=40)
-        return _ClusterClient(Client(cluster), cluster)
+        return local_cluster(count)
     try:
         return _ClusterClient(Client(scheduler, timeout=CONNECT_TIMEOUT), None)
     except (OSError, TimeoutError) as exc:
         raise JitterscopeError(f"cannot reach the Dask scheduler at {scheduler} ({exc}); start one with "
                                "'dask scheduler' and 'dask worker ADDRESS', or leave out --scheduler") from None
+
+
+def local_cluster(workers: int, *, silence_logs: int = 40) -> Any:
+    """Start the fleet's LocalCluster: ``workers`` single-threaded worker processes, each confined to one core.
+
+    Parameters
+    ----------
+    workers
+        Worker processes (>= 1).
+    silence_logs
+        Level below which the cluster's log messages are dropped (``logging.ERROR`` by default).
+
+    Returns
+    -------
+    context manager
+        Yields a :class:`distributed.Client` of the cluster; leaving it closes both.
+    """
+    from distributed import Client, LocalCluster
+    if workers < 1:
+        raise JitterscopeError(f"--workers must be >= 1, got {workers}")
+    # one single-threaded process per core: the tasks hold the GIL in numpy loops part of the time
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                           silence_logs=silence_logs, env=dict(SINGLE_CORE_ENV))
+    try:
+        return _ClusterClient(Client(cluster), cluster)
+    except BaseException:
+        cluster.close()
+        raise
 
 
 class _ClusterClient:
@@ -137,7 +173,8 @@ def _summaries(client: Any, paths: list[str], progress: bool) -> tuple[list[Any]
     from distributed import as_completed
     from tqdm import tqdm
     # pure=False: a file may have changed since a previous call with the same path
-    futures = client.map(summarize_run, paths, pure=False, retries=2)
+    # threads=False: one core per task, the workers are the parallelism (see the module's docstring)
+    futures = client.map(summarize_run, paths, threads=False, pure=False, retries=2)
     with tqdm(total=len(futures), desc="fleet", unit="dataset", disable=not progress) as bar:
         for _ in as_completed(futures):
             bar.update(1)

@@ -8,17 +8,15 @@ fonts, ``SOURCE_DATE_EPOCH`` for reproducible bytes, text pages for tables), as 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import matplotlib
-from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
 
-from .. import __version__
-from ..dataset import write_atomically
+from ..dataset import check_output, write_atomically
 from ..errors import JitterscopeError
-from ..render import PAGE_SIZE_IN, REPORT_RC, Page, Table, source_date, text_pages
+from ..render import PAGE_SIZE_IN, REPORT_RC, Page, Table, text_pages, write_pdf
 from .plots import plot_fleet_over_time, plot_fleet_ranking, plot_key_separation, plot_machine_history
 from .results import Fleet
 from .tables import flagged_table, history_table, key_table, ranking_table, skipped_table, summary_lines
@@ -90,34 +88,21 @@ def _method(fleet: Fleet) -> Table:
                  rows=tuple(rows), notes=fleet.notes)
 
 
-def write_fleet_report(fleet: Fleet, output: str | os.PathLike[str]) -> FleetReportInfo:
+def write_fleet_report(fleet: Fleet, output: str | os.PathLike[str], *, inputs: Sequence[str] = (),
+                       overwrite: bool = False) -> FleetReportInfo:
     """Write the fleet PDF (vector, Type 42 fonts, reproducible under ``SOURCE_DATE_EPOCH``).
+
+    The datasets in ``inputs`` are never overwritten; an existing ``output`` only with ``overwrite``.
 
     Raises
     ------
     JitterscopeError
         The output cannot be written.
     """
-    out = Path(output)
-    if out.is_dir() or not out.parent.exists():
-        raise JitterscopeError(f"{out}: cannot write there; give a file in an existing directory, e.g. -o fleet.pdf")
-    when, _ = source_date()
+    out = check_output(output, inputs=inputs, overwrite=overwrite, error=JitterscopeError)
     title = f"{fleet.runs} runs by {fleet.by}"
-    metadata = {"Title": f"jitterscope fleet: {title}", "Creator": f"jitterscope {__version__}",
-                "CreationDate": when, "ModDate": None}
-    count = 0
     with matplotlib.rc_context(REPORT_RC):
         pages = fleet_pages(fleet)
         with write_atomically(out, what="the fleet report", error=JitterscopeError) as tmp:
-            with PdfPages(tmp, metadata=metadata) as pdf:
-                for page in pages:
-                    count += 1
-                    engine = page.figure.get_layout_engine()
-                    if engine is not None and "rect" in engine.get():
-                        engine.set(rect=(0.0, 0.03, 1.0, 0.97))  # keep axis labels clear of the footer
-                    page.figure.text(0.01, 0.005, f"jitterscope {__version__} fleet · {title} · "
-                                     f"{when.strftime('%Y-%m-%d %H:%M:%S UTC')}", fontsize=8, color="0.35")
-                    page.figure.text(0.99, 0.005, f"page {count}", fontsize=8, color="0.35", ha="right")
-                    pdf.savefig(page.figure)
-                    page.figure.clear()
+            count = write_pdf(pages, tmp, title=f"jitterscope fleet: {title}", footer=f"fleet · {title}")
     return FleetReportInfo(str(out), count)

@@ -74,13 +74,18 @@ class RunRecord:
         return int(self.moments.max or 0)
 
 
-def summarize_run(path: str) -> RunRecord | SkippedDataset:
+def summarize_run(path: str, *, threads: bool = True) -> RunRecord | SkippedDataset:
     """Summarize one dataset in one streaming pass; a bad dataset comes back as :class:`SkippedDataset`.
 
     Parameters
     ----------
     path
         A dataset file or directory.
+    threads
+        Read ahead and decode in pyarrow's threads (the fastest for one dataset in this
+        process). False keeps the task on one core: a fleet's Dask tasks, whose parallelism is
+        one task per worker core, so that a worker does not compete with its neighbours for
+        cores and one worker's speed is the honest baseline of the scaling.
 
     Returns
     -------
@@ -91,25 +96,25 @@ def summarize_run(path: str) -> RunRecord | SkippedDataset:
 
     Notes
     -----
-    Memory: the dataset's prefetching reader holds at most two row groups; the histogram
-    holds O(octaves x 1024) counts.
+    Memory: the dataset's reader holds at most two row groups (one without ``threads``); the
+    histogram holds O(octaves x 1024) counts.
     """
     try:
-        return _summarize(path)
+        return _summarize(path, threads)
     except JitterscopeError as exc:
         line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         # the messages start with the path; the table has a column for it
         return SkippedDataset(str(path), line.removeprefix(f"{path}: "))
 
 
-def _summarize(path: str) -> RunRecord:
+def _summarize(path: str, threads: bool) -> RunRecord:
     dataset = open_dataset(path)
     meta = dataset.metadata
     if dataset.is_histogram:
         raise JitterscopeError(f"{path}: a histogram-kind dataset (kind histogram) has bins of its own, which do not "
                                "merge with the fleet's HDR histograms; import the tool's per-wake-up output instead")
     histogram, moments = LatencyHistogram(), Moments()
-    for _, batch in iter_thread_batches(dataset, ["expected_ns", "actual_ns"]):
+    for _, batch in iter_thread_batches(dataset, ["expected_ns", "actual_ns"], threads=threads):
         latency = batch.column(1).to_numpy() - batch.column(0).to_numpy()
         histogram.update(latency)
         moments.update(latency)

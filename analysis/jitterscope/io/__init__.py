@@ -16,7 +16,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     submod_attrs={
         "capture": ["capture_binary", "capture_dataset", "demo_output_dir", "realtime_refusal", "run_capture"],
         "export": ["export_dataset"],
-        "importers": ["FORMATS", "detect", "import_files"],
+        "importers": ["FORMATS", "ImportedDataset", "detect", "import_files", "import_to_dataset"],
         "importers.cyclictest_json": ["parse_cmdline"],
         "importers.cyclictest_verbose": ["reconstruct", "resolve_intervals"],
         "importers.ftrace": ["check_alignment", "read_trace_text", "sniff_trace", "with_source"],
@@ -25,8 +25,12 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "pack": ["anonymize_metadata", "content_sha256", "pack_dataset", "sort_keys", "verify_pack"],
         "simulate.effects": [
             "Drops", "Effect", "IdleStates", "PStates", "PeriodicDisturbance", "SMIs", "SharedStalls", "Stalls",
+            "TransitionSMIs",
         ],
         "simulate.power": ["simulate_story"],
+        "simulate.recovery": [
+            "PlantedRecovery", "PlantedRow", "RecordedGaps", "planted_recovery", "recorded_gaps", "recover_planted",
+        ],
         "simulate.simulation": [
             "BaseLatency", "SimulationSpec", "SpecError", "load_spec", "simulate", "spec_from_options",
             "write_simulation",

@@ -1,7 +1,11 @@
 """``export``: write a dataset in formats other tools read.
 
 * ``csv``: every column plus ``latency_ns`` (sample datasets) or the bins
-  (histogram datasets), streamed batch by batch.
+  (histogram datasets), streamed batch by batch; a dataset with a kernel trace
+  also gets ``FILE.trace.csv`` beside (``FILE`` without its ``.csv``): every
+  event of every part, event codes and string indices as their text.
+* the other formats have no place for kernel events: the result says plainly
+  that the trace was not exported.
 * ``rt-tests-json``: the shape of ``cyclictest --json`` (rt-tests
   ``file_version`` 1, with its ``"cmdline:"`` key spelling): per thread a
   histogram of whole µs (latencies truncated toward zero, as cyclictest does),
@@ -28,7 +32,16 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from .. import __version__
-from ..dataset import Dataset, check_output, open_dataset, write_atomically
+from ..dataset import (
+    TRACE_COLUMNS,
+    TRACE_EVENTS,
+    Dataset,
+    TraceTable,
+    check_output,
+    open_dataset,
+    open_trace,
+    write_atomically,
+)
 from ..errors import AnalysisError, DatasetError
 from ..summary import HistogramResult, LatencyHistogram
 from .names import EXPORT_FORMATS
@@ -85,19 +98,69 @@ def export_dataset(
     if thread is not None and thread not in known:
         raise DatasetError(f"{source}: has no thread {thread} (threads: {', '.join(map(str, known))})")
     threads = known if thread is None else (thread,)
+    trace = open_trace(dataset.path) if Path(dataset.path).is_dir() else None
     if fmt == "csv":
+        trace_out = None
+        if trace is not None:  # checked before anything is written: both files or neither
+            trace_out = check_output(trace_csv_path(out), inputs=[source], overwrite=overwrite)
         with write_atomically(out) as tmp:
             rows = _write_csv(dataset, tmp, thread)
-        return ExportResult(str(out), fmt, rows, threads)
+        notes: tuple[str, ...] = ()
+        if trace is not None and trace_out is not None:
+            with write_atomically(trace_out) as tmp:
+                events = _write_trace_csv(trace, tmp)
+            notes = (f"kernel trace: {events} event(s) of {len(trace.parts)} part(s) written to {trace_out} "
+                     f"(every CPU and thread: --thread selects samples only)",)
+        return ExportResult(str(out), fmt, rows, threads, notes)
     histograms = _histograms(dataset, threads)
     if fmt == "rt-tests-json":
         text, notes = _rt_tests_json(dataset, histograms)
     else:
         merged = _merge(list(histograms.values()))
         text, notes = _hgrm(merged), ("values in µs",)
+    if trace is not None:
+        notes = (*notes, f"the kernel trace ({trace.num_rows} events in {dataset.path}/_trace) is not exported: "
+                         f"{fmt} has no place for it; --format csv writes it beside the samples")
     with write_atomically(out) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return ExportResult(str(out), fmt, sum(h.count for h in histograms.values()), threads, tuple(notes))
+
+
+def trace_csv_path(output: str | os.PathLike[str]) -> Path:
+    """Where ``export --format csv`` writes a dataset's kernel trace: ``FILE.trace.csv`` beside ``FILE(.csv)``."""
+    out = Path(output)
+    stem = out.name[:-4] if out.name.lower().endswith(".csv") else out.name
+    return out.with_name(f"{stem}.trace.csv")
+
+
+_TRACE_TEXT = ("comm", "name", "other_comm")  # string-index columns, written as their text
+
+
+def _write_trace_csv(trace: TraceTable, out: Path) -> int:
+    """Every event of every part, streamed: event names and strings as text, the numbers as they are."""
+    codes = {code: name for name, code in TRACE_EVENTS.items()}
+    event_names = np.asarray([codes.get(i, f"code {i}") for i in range(max(codes) + 1)] + ["unknown"], dtype=object)
+    strings = np.asarray([*trace.strings, ""], dtype=object)  # index -1 (and any out of range): ""
+    fields = [pa.field(c.name, pa.string() if c.name in (*_TRACE_TEXT, "event") else c.arrow_type)
+              for c in TRACE_COLUMNS]
+    schema = pa.schema(fields)
+    rows = 0
+    with pacsv.CSVWriter(out, schema) as writer:
+        for batch in trace.iter_batches():
+            arrays = []
+            for c in TRACE_COLUMNS:
+                values = batch[c.name]
+                if c.name == "event":
+                    index = np.where((values >= 0) & (values < event_names.size - 1), values, event_names.size - 1)
+                    arrays.append(pa.array(event_names[index], pa.string()))
+                elif c.name in _TRACE_TEXT:
+                    index = np.where((values >= 0) & (values < strings.size - 1), values, strings.size - 1)
+                    arrays.append(pa.array(strings[index], pa.string()))
+                else:
+                    arrays.append(pa.array(values, c.arrow_type))
+            writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
+            rows += len(batch["ts_ns"])
+    return rows
 
 
 # ---- CSV -----------------------------------------------------------------------------------------------

@@ -12,7 +12,10 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
         "paper": ["FIGURE_WIDTHS_IN", "PNG_DPI", "fit_for_paper"],
-        "pages": ["PAGE_SIZE_IN", "Page", "REPORT_RC", "new_page", "note_page", "source_date", "text_pages"],
+        "pages": [
+            "CHARS_PER_LINE", "LINES_PER_PAGE", "PAGE_SIZE_IN", "Page", "REPORT_RC", "new_page", "note_page",
+            "source_date", "text_pages", "write_pdf",
+        ],
         "style": ["colour", "literal_text", "plain_log_axis", "plot_note", "plot_text_page"],
         "table": [
             "P_VALUE", "tables_text",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -12,13 +12,16 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..errors import JitterscopeError
-from .style import plot_note, plot_text_page
+from .style import literal_text, plot_note, plot_text_page
 from .table import Table, text_header_lines, to_text
 
 PAGE_SIZE_IN = (11.69, 8.27)
 """A4 landscape: wide tables fit, and a figure reads well printed on A4 or Letter."""
 
-LINES_PER_PAGE = 46
+LINES_PER_PAGE = 50
+"""10 pt text lines a page holds below its heading: the text axes are 0.90 × 8.27 in = 536 pt high, the heading
+takes 24 pt, so 51 lines fit; one is kept spare (:func:`~.style.plot_text_page` draws mono lines 10 pt apart,
+a block title 14 pt + a 6 pt gap after each block, the banner 36 pt)."""
 CHARS_PER_LINE = 150
 
 REPORT_RC: dict[str, Any] = {
@@ -71,19 +74,29 @@ def note_page(name: str, title: str, message: str) -> Page:
 def text_pages(name: str, heading: str, tables: Sequence[Table], *, banner: str | None = None) -> Iterator[Page]:
     """Typeset tables as monospace text pages, continuing onto further pages as needed."""
     pages: list[list[tuple[str, list[str]]]] = [[]]
-    used = 4 if banner else 0
+    used = 3.6 if banner else 0.0  # in 10 pt lines, as plot_text_page advances
     for table in tables:
         lines = to_text(table, max_width=CHARS_PER_LINE)
         header = lines[:text_header_lines(lines)]
         title = "" if len(tables) == 1 and table.title == heading else table.title
         while lines:
-            room = LINES_PER_PAGE - used - (2 if title else 0)  # the block title and a gap
+            room = int(LINES_PER_PAGE - used - (1.4 if title else 0.0))  # the block title
+            if len(header) < room < len(lines):
+                # split before the closing rule and the notes: a continued table must carry rows, not only its
+                # header and notes (the last two rows go over with them)
+                closing = max(i for i, line in enumerate(lines) if line.startswith("─"))
+                if room >= closing:
+                    room = closing - 2 if closing - 2 > len(header) else 0
+                # and never inside a row: a wrapped last cell's next lines are blank up to that column
+                last = _last_column_start(header, table)
+                while room > len(header) and last and not lines[room][:last].strip():
+                    room -= 1
             if room < min(len(header) + 4, len(lines)) and pages[-1]:
                 pages.append([])
                 used = 0
                 continue
             pages[-1].append((title, lines[:room]))
-            used += min(room, len(lines)) + (2 if title else 1)
+            used += min(room, len(lines)) + (1.4 if title else 0.0) + 0.6  # the block and the gap after it
             lines = lines[room:]
             if lines:  # continue on the next page under the same header
                 lines = header + lines
@@ -91,6 +104,13 @@ def text_pages(name: str, heading: str, tables: Sequence[Table], *, banner: str 
     for number, blocks in enumerate(pages):
         page = _text_page(name, number, heading, blocks, banner if number == 0 else None, plot_text_page)
         yield Page(page.name, page.figure, tuple(tables) if number == 0 else (), kind="text")
+
+
+def _last_column_start(header: list[str], table: Table) -> int:
+    """Where the last column starts in a table's text lines (0 when the header does not show it)."""
+    names = next((line for line in header if line.strip() and not line.startswith("─")), "")
+    title = str(table.columns[-1]).strip()
+    return max(names.rfind(title), 0) if title else 0
 
 
 def _text_page(name: str, page_no: int, heading: str, blocks: list[tuple[str, list[str]]],
@@ -114,3 +134,49 @@ def source_date() -> tuple[datetime, bool]:
     return datetime.now(UTC).replace(microsecond=0), False
 
 
+
+
+def write_pdf(pages: Iterable[Page], path: str | os.PathLike[str], *, title: str, footer: str) -> int:
+    """Write ``pages`` as one PDF with a footer and page numbers, the way every jitterscope PDF looks.
+
+    Vector pages with Type 42 fonts (the caller draws them under :data:`REPORT_RC`), text that can come
+    from a dataset drawn literally (no mathtext), the creation date from ``SOURCE_DATE_EPOCH`` when set
+    (reproducible bytes).  Each figure is cleared once written, so a long document holds one page at a time.
+
+    Parameters
+    ----------
+    pages
+        The pages, in order (a generator is fine).
+    path
+        Where to write: the temporary file of :func:`jitterscope.dataset.write_atomically`.
+    title
+        The PDF's Title (dataset text, made visible).
+    footer
+        The footer's left part, e.g. ``"compare · a vs b"``; the version, the date and the page number are added.
+
+    Returns
+    -------
+    int
+        The number of pages written.
+    """
+    from matplotlib.backends.backend_pdf import PdfPages
+
+    from .. import __version__
+    from ..format import visible
+
+    when, _ = source_date()
+    metadata = {"Title": visible(title), "Creator": f"jitterscope {__version__}", "CreationDate": when,
+                "ModDate": None}
+    count = 0
+    with PdfPages(path, metadata=metadata) as pdf:
+        for page in pages:
+            count += 1
+            engine = page.figure.get_layout_engine()
+            if engine is not None and "rect" in engine.get():
+                engine.set(rect=(0.0, 0.03, 1.0, 0.97))  # keep axis labels clear of the footer
+            page.figure.text(0.01, 0.005, f"jitterscope {__version__} {footer} · "
+                             f"{when.strftime('%Y-%m-%d %H:%M:%S UTC')}", fontsize=8, color="0.35")
+            page.figure.text(0.99, 0.005, f"page {count}", fontsize=8, color="0.35", ha="right")
+            pdf.savefig(literal_text(page.figure))
+            page.figure.clear()
+    return count

@@ -43,12 +43,15 @@ def colour(index: int, total: int = 10) -> Any:
 
 
 def literal_text(figure: Figure) -> Figure:
-    """Draw every text of ``figure`` literally: no mathtext, no control characters; call it before saving.
+    """Draw every text of ``figure`` literally: no mathtext, no control characters, no missing glyphs; call it
+    before saving.
 
     Text in a figure may come from a dataset (hostnames, command lines, degraded reasons), which is data, never
     markup: two ``$`` in a hostname would otherwise start matplotlib's mathtext parser (a crash on
-    ``a $\\frac{1}{$``) and ESC or NUL would make the SVG invalid XML. jitterscope's own labels use no mathtext,
-    so this holds for every text alike.
+    ``a $\\frac{1}{$``) and ESC or NUL would make the SVG invalid XML. A character the text's font cannot draw
+    (a private-use code point, a rare script) is written as its escape (``\\U000ea86e``) instead of an empty box
+    and a matplotlib warning on the user's terminal. jitterscope's own labels use no mathtext, so this holds
+    for every text alike.
     """
     own = _axis_texts(figure)
     for text in figure.findobj(Text):
@@ -56,10 +59,35 @@ def literal_text(figure: Figure) -> Figure:
             continue  # tick labels and offsets: matplotlib's formatters write them, with mathtext (10^3)
         text.set_parse_math(False)
         content = text.get_text()
-        shown = visible(content)
+        shown = _drawable(visible(content), _glyphs(text))
         if shown != content:
             text.set_text(shown)
     return figure
+
+
+def _glyphs(text: Text) -> frozenset[int]:
+    """The code points the font ``text`` is drawn with has glyphs for."""
+    from matplotlib import font_manager
+
+    return _font_charmap(font_manager.findfont(text.get_fontproperties()))
+
+
+_CHARMAPS: dict[str, frozenset[int]] = {}
+
+
+def _font_charmap(path: str) -> frozenset[int]:
+    if path not in _CHARMAPS:
+        from matplotlib.ft2font import FT2Font
+
+        _CHARMAPS[path] = frozenset(FT2Font(path).get_charmap())
+    return _CHARMAPS[path]
+
+
+def _drawable(text: str, glyphs: frozenset[int]) -> str:
+    if all(ord(c) in glyphs or c in "\n\t" for c in text):
+        return text
+    return "".join(c if ord(c) in glyphs or c in "\n\t" else
+                   (f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}") for c in text)
 
 
 def _axis_texts(figure: Figure) -> set[int]:

@@ -11,6 +11,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     submod_attrs={
         "build": ["register_section", "write_report"],
         "findings": ["FlagCheck", "RedFlag", "configuration_flags", "next_steps", "parse_cpu_list"],
-        "sections.provenance": ["ground_truth_table"],
+        "sections.planted": ["planted_table"],
+        "sections.provenance": ["simulation_spec_table"],
     },
 )

@@ -35,9 +35,9 @@ stems under ``--figures``.  The context carries the dataset, the one-pass
 summary and timeline every section may use, and :meth:`ReportContext.shared`
 to compute anything else once for all sections.
 
-Orders in use: 5 findings (page 1), 10 provenance and summary, 20 distributions, 30 latency over
-time, 35 period, 40 spectra, 50 power management (frequency, SMI, idle),
-60 tails, 80 events (the catalogue of spike events), 100 reproducibility appendix.
+Orders in use: 5 findings (page 1), 6 planted versus recovered (simulations), 10 provenance and summary, 20
+distributions, 30 latency over time, 35 period, 40 spectra, 50 power management (frequency, SMI, idle), 60
+tails, 80 events (the catalogue of spike events), 100 reproducibility appendix.
 """
 
 from __future__ import annotations
@@ -82,6 +82,7 @@ from ..summary import Summary, TimelineResult, compute_timeline, summarize
 SECTION_MODULES: tuple[str, ...] = (
     # One line per module that registers sections; imported in this order, sections sorted by `order`.
     "jitterscope.report.sections.findings",
+    "jitterscope.report.sections.planted",
     "jitterscope.report.sections.provenance",
     "jitterscope.report.sections.summary",
     "jitterscope.report.sections.power",

@@ -21,6 +21,10 @@ DEEP_IDLE_US = 10
 """An enabled idle state with an exit latency of at least this (µs) is deep enough to show in latency."""
 LOAD_P = 0.01
 LOAD_RATIO = 2.0
+SIBLING_BUSY = 0.10
+"""An SMT sibling of a measured CPU busy at least this share of the run shares its core's pipeline enough to show."""
+STEAL_SHARE = 0.001
+"""A hypervisor stealing at least this share of a measured CPU's time is evidence of virtualisation and of its cost."""
 
 
 @dataclass(frozen=True)
@@ -125,8 +129,10 @@ def configuration_flags(metadata: Metadata, events: Any | None = None) -> FlagCh
                              + (f" of sched_rt_period_us = {period}" if period is not None else ""),
                              "sysctl kernel.sched_rt_runtime_us=-1 (a busy RT thread is otherwise stopped for the rest "
                              "of each period)"))
-    unknown.append("SMT siblings of the measured CPUs (their load is not recorded)")
-    virtual = _virtualised(env)
+    sibling_flag, sibling_unknown = _busy_siblings(env, metadata.status, measured)
+    flags += [sibling_flag] if sibling_flag else []
+    unknown += [sibling_unknown] if sibling_unknown else []
+    virtual = "; ".join(x for x in (_virtualised(env), _steal(metadata.status, measured)) if x)
     if virtual:
         flags.append(RedFlag("virtualised", virtual,
                              "measure on bare metal, or pin the vCPUs to dedicated host cores (host scheduling and "
@@ -162,6 +168,53 @@ def configuration_flags(metadata: Metadata, events: Any | None = None) -> FlagCh
                                  "keep the load constant while measuring, or capture each load on its own and "
                                  "compare them (jitterscope compare)"))
     return FlagCheck(flags=tuple(flags), not_checked=tuple(unknown))
+
+
+def _cpu_load(status: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The status's per-CPU load since the capture started ({cpu: {"busy", "steal", "ticks"}}), or None."""
+    load = (status or {}).get("cpu_load")
+    cpus = load.get("cpus") if isinstance(load, Mapping) else None
+    return cpus if isinstance(cpus, Mapping) and cpus else None
+
+
+def _busy_siblings(env: Mapping[str, Any], status: Mapping[str, Any] | None,
+                   measured: Sequence[int]) -> tuple[RedFlag | None, str | None]:
+    """The "SMT siblings busy" flag, or what could not be checked (topology or load not recorded)."""
+    topology = env.get("cpu_siblings") if env else None
+    if not isinstance(topology, Mapping) or not measured:
+        return None, "SMT siblings of the measured CPUs (topology not recorded)"
+    siblings = {cpu: sorted((parse_cpu_list(topology.get(str(cpu))) or set()) - set(measured)) for cpu in measured}
+    if env.get("smt_active") == 0 or not any(siblings.values()):
+        return None, None  # no core is shared with an unmeasured CPU: nothing to flag
+    load = _cpu_load(status)
+    if load is None:
+        return None, "SMT siblings of the measured CPUs (their load is not recorded)"
+    busy = []
+    for cpu, twins in siblings.items():
+        for twin in twins:
+            share = (load.get(str(twin)) or {}).get("busy")
+            if isinstance(share, (int, float)) and share >= SIBLING_BUSY:
+                busy.append((twin, cpu, float(share)))
+    if not busy:
+        return None, None
+    evidence = ", ".join(f"CPU {twin} (sibling of measured CPU {cpu}) busy {share:.0%}" for twin, cpu, share in busy)
+    twins = sorted({twin for twin, _, _ in busy})
+    which = f"CPU{'s' if len(twins) > 1 else ''} {_cpu_text(twins)}"
+    return RedFlag("SMT siblings of measured CPUs busy", evidence + " of the run (/proc/stat)",
+                   f"keep the siblings idle: take {which} offline (echo 0 > /sys/devices/system/cpu/cpuN/online), "
+                   "boot with nosmt, or isolate them together with the measured CPUs"), None
+
+
+def _steal(status: Mapping[str, Any] | None, measured: Sequence[int]) -> str | None:
+    """Evidence of a hypervisor taking the measured CPUs' time (steal ticks in /proc/stat), or None."""
+    load = _cpu_load(status)
+    if load is None:
+        return None
+    stolen = [(cpu, float(share)) for cpu in measured
+              if isinstance(share := (load.get(str(cpu)) or {}).get("steal"), (int, float)) and share >= STEAL_SHARE]
+    if not stolen:
+        return None
+    return "the hypervisor stole " + ", ".join(f"{share:.1%} of CPU {cpu}" for cpu, share in stolen) + " during the run"
 
 
 def _virtualised(env: Mapping[str, Any]) -> str | None:

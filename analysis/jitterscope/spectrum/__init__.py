@@ -25,7 +25,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         ],
         "plots": ["plot_isi", "plot_lomb_scargle", "plot_psd", "plot_spectrogram", "plot_spike_psd", "table_peaks"],
         "sources": ["Source", "alias_candidates", "attribute", "default_sources", "parse_sources"],
-        "spikes": ["InterSpikeIntervals", "IsiAccumulator", "default_threshold_ns"],
+        "spikes": ["InterSpikeIntervals", "IsiAccumulator", "default_threshold_ns", "threshold_from_histogram"],
         "tables": ["peak_table"],
         "text": ["PEAKS_SHOWN", "fap_text", "format_spectral_analysis", "peaks_by_family"],
         "welch": ["Psd", "Spectrogram", "WelchAccumulator"],

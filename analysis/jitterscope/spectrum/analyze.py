@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..dataset import Dataset
-from ..derive import latency_ns
+from ..dataset import Dataset, column_values
 from ..errors import AnalysisError
 from .lombscargle import LombScargleSpectrum, lomb_scargle
 from .peaks import FloorTest, Peak, assess_noise_floor, find_welch_peaks, group_harmonics, order_by_family
@@ -332,10 +331,8 @@ def analyze_spectra(dataset: Dataset, options: SpectralOptions | None = None, *,
                                            info.drops + info.overruns > 0, options)
     known = {info.thread for info in dataset.metadata.threads}
     for batch in dataset.iter_batches(["thread", "expected_ns", "actual_ns"]):
-        threads = batch.column(0).to_numpy()
-        expected = batch.column(1).to_numpy()
-        actual = batch.column(2).to_numpy()
-        latency = latency_ns(batch)
+        threads, expected, actual = (column_values(batch, i) for i in range(3))
+        latency = actual - expected  # derive.latency_ns, without its to_numpy (which imports pandas)
         for thread, rows in _rows_by_thread(threads):
             if thread not in known:
                 raise AnalysisError(f"{dataset.path}: rows of thread {thread} but no metadata for it; "

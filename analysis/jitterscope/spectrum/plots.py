@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.axes import Axes
 
+from ..format import format_thread_cpu
 from . import InterSpikeIntervals, Peak, Psd, Spectrogram, ThreadSpectra
 from .text import PEAKS_SHOWN, peaks_by_family
 
@@ -21,11 +22,12 @@ def plot_psd(thread: ThreadSpectra, ax: Axes) -> None:
     """
     psd = thread.psd
     if psd is None:
-        ax.set_title(f"CPU {thread.cpu} (thread {thread.thread}): latency PSD")
+        ax.set_title(f"{format_thread_cpu(thread.thread, thread.cpu)}: latency PSD")
         ax.text(0.5, 0.5, "no Welch spectrum (gaps): see the Lomb-Scargle peaks", ha="center", transform=ax.transAxes)
         return
     welch_peaks = thread.method != "lomb-scargle"
-    ax.set_title(f"CPU {thread.cpu} (thread {thread.thread}): latency PSD, Welch {psd.average} of {psd.n_segments} "
+    who = format_thread_cpu(thread.thread, thread.cpu)
+    ax.set_title(f"{who}: latency PSD, Welch {psd.average} of {psd.n_segments} "
                  f"segments of {psd.nperseg / psd.fs_hz:.3g} s, record {psd.n_samples / psd.fs_hz:.4g} s, "
                  f"n={thread.samples}" + ("" if welch_peaks else " (peaks: Lomb-Scargle, below)"))
     f, p = psd.frequencies_hz[1:], psd.psd[1:]
@@ -46,7 +48,7 @@ def plot_lomb_scargle(thread: ThreadSpectra, ax: Axes) -> None:
         ax.set_axis_off()
         return
     used = f"first {ls.n_used} of {thread.samples}" if ls.n_used < thread.samples else f"all {ls.n_used}"
-    ax.set_title(f"CPU {thread.cpu} (thread {thread.thread}): Lomb-Scargle on actual times, {used} wake-ups, "
+    ax.set_title(f"{format_thread_cpu(thread.thread, thread.cpu)}: Lomb-Scargle on actual times, {used} wake-ups, "
                  f"span {ls.span_s:.4g} s, Baluev FAP < {ls.alpha:g}")
     ax.loglog(ls.frequencies_hz, np.maximum(ls.power, np.finfo(float).tiny), lw=0.5, color="C0",
               label="Lomb-Scargle power")

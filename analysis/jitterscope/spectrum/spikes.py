@@ -9,6 +9,7 @@ this module keeps the intervals between consecutive spikes, in log-spaced bins
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,16 @@ def default_threshold_ns(latency_ns: np.ndarray) -> float:
     """
     p25, p50, p75 = np.percentile(np.asarray(latency_ns, dtype=np.float64), [25, 50, 75])
     return float(p50 + 10.0 * max(p75 - p25, 1.0))
+
+
+def threshold_from_histogram(histogram: Any) -> float:
+    """:func:`default_threshold_ns` from a streamed latency histogram (bounded memory, any dataset size).
+
+    ``histogram`` is a :class:`jitterscope.summary.HistogramResult` (the summary's HDR histogram); its
+    quartiles are good to its relative error (0.1 %), so the threshold is too.
+    """
+    q = histogram.percentiles([25.0, 50.0, 75.0])
+    return float(q[50.0] + 10.0 * max(q[75.0] - q[25.0], 1.0))
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ they compute no statistics.
 
 from __future__ import annotations
 
+from ..format import format_thread_cpu
 from ..render import P_VALUE, Table
 from . import MIN_CYCLES, SpectralAnalysis
 from .text import PEAKS_SHOWN, peaks_by_family
@@ -29,9 +30,11 @@ def peak_table(analysis: SpectralAnalysis) -> Table:
     rows = []
     methods = []
     for thread in analysis.threads:
-        methods.append(f"CPU {thread.cpu}: {thread.method_text}, span {thread.span_s:.4g} s")
+        who = format_thread_cpu(thread.thread, thread.cpu)
+        methods.append(f"{who}: {thread.method_text}, span {thread.span_s:.4g} s")
         for mark, peak in enumerate(peaks_by_family(thread.peaks, PEAKS_SHOWN)[0], start=1):
-            rows.append((thread.cpu, mark, "LS" if thread.method == "lomb-scargle" else "Welch", thread.span_s,
+            rows.append((thread.cpu if thread.cpu >= 0 else f"? (thread {thread.thread})", mark,
+                         "LS" if thread.method == "lomb-scargle" else "Welch", thread.span_s,
                          peak.frequency_hz, peak.period_s * 1e3, peak.frequency_hz * thread.span_s, peak.snr, peak.fap,
                          f"{peak.harmonic_group}" + (f" ×{peak.harmonic_number}" if peak.harmonic_number > 1 else ""),
                          ", ".join(f"{c:.6g}" for c in peak.alias_candidates_hz[1:3]), peak.likely_source or "-"))
@@ -48,5 +51,6 @@ def peak_table(analysis: SpectralAnalysis) -> Table:
                "listed before further harmonics of any one.  A disturbance above fs/2 appears folded; the alias "
                "candidates are the true frequencies it may have.", *methods,
                # how each thread was analysed (a Lomb-Scargle reduction, gaps): said under the table
-               *(f"CPU {thread.cpu}: {note}" for thread in analysis.threads for note in thread.notes)),
+               *(f"{format_thread_cpu(thread.thread, thread.cpu)}: {note}" for thread in analysis.threads
+                 for note in thread.notes)),
     )

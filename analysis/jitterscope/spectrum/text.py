@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..format import format_p
+from ..format import format_p, format_thread_cpu
 from . import MIN_CYCLES, Peak, SpectralAnalysis, ThreadSpectra
 
 _HEADER = ("freq Hz", "period", "power", "SNR", "FAP", "group", "alias candidates Hz", "likely source")
@@ -72,7 +72,7 @@ def format_thread(thread: ThreadSpectra, alpha: float, *, top: int = 20) -> str:
         resolution = thread.lomb_scargle.resolution_hz
     else:
         resolution = thread.psd.bin_width_hz if thread.psd is not None else math.nan
-    lines = [f"thread {thread.thread} (CPU {thread.cpu}): fs {thread.fs_hz:g} Hz, n={thread.samples}, "
+    lines = [f"{format_thread_cpu(thread.thread, thread.cpu)}: fs {thread.fs_hz:g} Hz, n={thread.samples}, "
              f"{thread.method_text}, span {thread.span_s:.4g} s, resolution {resolution:.4g} Hz, "
              f"spikes > {thread.isi.threshold_ns / 1000:.4g} µs: {thread.isi.spikes}"]
     lines += [f"  note: {note}" for note in thread.notes]

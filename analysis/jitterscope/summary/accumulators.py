@@ -50,19 +50,21 @@ class Moments:
         self.min: int | None = None
         self.max: int | None = None
 
-    def update(self, values_ns: np.ndarray) -> Moments:
+    def update(self, values_ns: np.ndarray, *, extremes: tuple[int, int] | None = None) -> Moments:
+        """Add values (int ns); ``extremes``: their (min, max) when the caller knows them already."""
         values = np.asarray(values_ns)
         if values.size == 0:
             return self
         # deviations from the batch's first value keep the sums small (float64 exact below 2**53)
         reference = int(values[0])
-        deviation = values.astype(np.float64)
-        deviation -= reference
+        deviation = np.subtract(values, reference, dtype=np.float64)  # one pass: converted and shifted
         total = float(deviation.sum())
         n = values.size
         mean = reference + total / n
-        m2 = max(float(np.dot(deviation, deviation)) - total * total / n, 0.0)
-        self._combine(n, mean, m2, int(values.min()), int(values.max()))
+        # einsum, not np.dot: BLAS threads spin on a busy machine and cost several times the sum itself
+        m2 = max(float(np.einsum("i,i->", deviation, deviation)) - total * total / n, 0.0)
+        low, high = (int(values.min()), int(values.max())) if extremes is None else extremes
+        self._combine(n, mean, m2, low, high)
         return self
 
     def _combine(self, n: int, mean: float, m2: float, low: int | None, high: int | None) -> None:
@@ -149,17 +151,20 @@ class TopSpikes:
         candidates = np.arange(latency.size) if threshold is None else np.flatnonzero(latency >= threshold)
         if candidates.size > self.k:
             candidates = candidates[np.argpartition(-latency[candidates], self.k)[: self.k]]
-        padded = np.concatenate([previous, latency])
+        # the previous batch's last w latencies and this one's first w: the "before" of the first rows
+        head = np.concatenate([previous, latency[:w]])
         for index in candidates.tolist():
-            start = index + previous.size
+            before = latency[index - w:index] if index >= w else head[max(0, previous.size + index - w):
+                                                                      previous.size + index]
             self._spikes.append(Spike(
                 thread=thread, cpu=cpu, seq=int(seq[index]), actual_ns=int(actual_ns[index]),
-                latency_ns=int(latency[index]),
-                before_ns=tuple(int(v) for v in padded[max(0, start - w):start]),
+                latency_ns=int(latency[index]), before_ns=tuple(int(v) for v in before),
                 after_ns=tuple(int(v) for v in latency[index + 1:index + 1 + w]),
             ))
         self._trim()
-        self._tail[thread] = padded[-w:] if w else np.zeros(0, np.int64)
+        # a copy: the caller may reuse its latency buffer for the next batch
+        self._tail[thread] = (latency[-w:].copy() if latency.size >= w else np.concatenate([previous, latency])[-w:]
+                              ) if w else np.zeros(0, np.int64)
         return self
 
     def _complete_after(self, thread: int, latency: np.ndarray) -> None:
@@ -363,7 +368,8 @@ class CyclictestResult:
         return _to_json(self)
 
 
-def cyclictest_us(actual_ns: np.ndarray, expected_ns: np.ndarray, *, sorted_expected: bool = False) -> np.ndarray:
+def cyclictest_us(actual_ns: np.ndarray, expected_ns: np.ndarray, *, sorted_expected: bool = False,
+                  latency_ns: np.ndarray | None = None, extremes: tuple[int, int] | None = None) -> np.ndarray:
     """Per-wake-up latency in µs exactly as cyclictest's ``calcdiff(now, next)`` computes it.
 
     ``1e6 * (sec(now) - sec(next)) + (nsec(now) - nsec(next)) / 1000`` with C's
@@ -371,14 +377,15 @@ def cyclictest_us(actual_ns: np.ndarray, expected_ns: np.ndarray, *, sorted_expe
     field wrapped (a whole second lies in ``(expected, actual]``) and the
     latency is not a whole µs.  With ``sorted_expected`` (one thread's rows in
     order) the wrapped rows are found by searching the few second boundaries
-    instead of dividing every row.
+    instead of dividing every row.  ``latency_ns`` (``actual - expected``) and its ``extremes`` (min, max),
+    when the caller has them, save passes.
     """
     actual = np.asarray(actual_ns, dtype=np.int64)
     expected = np.asarray(expected_ns, dtype=np.int64)
-    latency = actual - expected
+    latency = actual - expected if latency_ns is None else np.asarray(latency_ns, dtype=np.int64)
     if latency.size == 0:
         return latency
-    low, high = int(latency.min()), int(latency.max())
+    low, high = (int(latency.min()), int(latency.max())) if extremes is None else extremes
     if 0 <= low and high < _SECOND:
         floor_us = latency // 1000  # numpy divides by a scalar without a hardware division per element
         wrapped = _wrapped_rows(expected, latency, high) if sorted_expected else None
@@ -425,9 +432,11 @@ class CyclictestStats:
         self.act = 0
 
     def update(self, actual_ns: np.ndarray, expected_ns: np.ndarray, *, sorted_expected: bool = False,
-               ) -> CyclictestStats:
-        """Add rows of the thread; ``sorted_expected``: ``expected_ns`` is increasing (a faster path)."""
-        us = cyclictest_us(actual_ns, expected_ns, sorted_expected=sorted_expected)
+               latency_ns: np.ndarray | None = None, extremes: tuple[int, int] | None = None) -> CyclictestStats:
+        """Add rows of the thread; ``sorted_expected``: ``expected_ns`` is increasing (a faster path);
+        ``latency_ns`` and its ``extremes``: see :func:`cyclictest_us`."""
+        us = cyclictest_us(actual_ns, expected_ns, sorted_expected=sorted_expected, latency_ns=latency_ns,
+                           extremes=extremes)
         if us.size == 0:
             return self
         self.cycles += us.size

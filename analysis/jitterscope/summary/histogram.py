@@ -12,7 +12,7 @@ are exact.  Same idea as Gil Tene's HdrHistogram (hdrhistogram.org).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -21,8 +21,12 @@ import numpy as np
 
 from ..errors import AnalysisError
 
+CHUNK_BUCKETS = 1 << 20
+"""Buckets processed at a time by reductions over a histogram: temporaries stay a few MiB however many
+buckets it has (10^7 bins of an imported histogram), and a histogram of fewer buckets is done in one go."""
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, eq=False)
 class HistogramResult:
     """A frozen histogram: non-empty buckets in ascending order, exact count/min/max.
 
@@ -30,16 +34,50 @@ class HistogramResult:
     ``bucket_lower_ns[i] <= v < bucket_upper_ns[i]``.  ``discrete`` says the
     values are integers (so a bucket ``[l, u)`` holds ``l .. u-1``); binned
     imports (``from_bins``) are continuous.
+
+    The buckets are read-only numpy arrays (any sequence given is converted): edges int64 for
+    :class:`LatencyHistogram` results (object, exact Python ints, only for edges beyond the int64 range),
+    float64 for bins; counts int64.  Only non-empty buckets are kept (the histogram is sparse), and the
+    statistics work on them a chunk of :data:`CHUNK_BUCKETS` at a time, so a 10^7-bin histogram costs its
+    three arrays and a few MiB more.  ``to_json`` gives them as lists.
     """
 
     count: int
     min_ns: int | float
     max_ns: int | float
-    bucket_lower_ns: tuple[int | float, ...]
-    bucket_upper_ns: tuple[int | float, ...]
-    bucket_counts: tuple[int, ...]
+    bucket_lower_ns: np.ndarray
+    bucket_upper_ns: np.ndarray
+    bucket_counts: np.ndarray
     relative_error: float = 1e-3
     discrete: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("bucket_lower_ns", "bucket_upper_ns", "bucket_counts"):
+            value = getattr(self, name)
+            array = value if isinstance(value, np.ndarray) else np.asarray(
+                value if isinstance(value, list | tuple) else list(value))
+            if array.size == 0:
+                array = np.zeros(0, np.int64)
+            if name == "bucket_counts" and array.dtype != np.int64:
+                array = array.astype(np.int64)
+            if array.ndim != 1:
+                raise AnalysisError(f"histogram {name} must be 1-D, got shape {array.shape}")
+            if array.flags.writeable:
+                array = array.view()
+                array.flags.writeable = False  # frozen: a result is never changed under its users
+            object.__setattr__(self, name, array)
+        if not self.bucket_lower_ns.size == self.bucket_upper_ns.size == self.bucket_counts.size:
+            raise AnalysisError("histogram buckets: lower, upper and counts must be of equal length")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HistogramResult):
+            return NotImplemented
+        return (self.count, self.min_ns, self.max_ns, self.relative_error, self.discrete) == (
+            other.count, other.min_ns, other.max_ns, other.relative_error, other.discrete) and all(
+            np.array_equal(getattr(self, n), getattr(other, n))
+            for n in ("bucket_lower_ns", "bucket_upper_ns", "bucket_counts"))
+
+    __hash__ = None  # type: ignore[assignment]  # holds arrays
 
     @classmethod
     def from_bins(
@@ -58,43 +96,101 @@ class HistogramResult:
             raise AnalysisError("histogram bins: lower, width and counts must be 1-D and of equal length")
         if np.any(width <= 0) or np.any(n < 0):
             raise AnalysisError("histogram bins: widths must be > 0 and counts >= 0")
-        order = np.argsort(lower, kind="stable")
-        lower, width, n = lower[order], width[order], n[order]
-        keep = n > 0
-        lower, width, n = lower[keep], width[keep], n[keep]
+        relative_error = _max_relative_width(lower, width)
+        upper = lower + width
+        del width
+        return cls.from_edges(lower, upper, n, min_ns=min_ns, max_ns=max_ns, relative_error=relative_error)
+
+    @classmethod
+    def from_edges(
+        cls, lower_ns: np.ndarray, upper_ns: np.ndarray, counts: np.ndarray, *, min_ns: float | None = None,
+        max_ns: float | None = None, relative_error: float | None = None,
+    ) -> HistogramResult:
+        """A histogram from bins given by their edges ``[lower, upper)`` (float64), e.g. read batch by batch.
+
+        Arrays already in order with no empty bin are kept as they are (no copy).  ``relative_error``: the
+        largest ``width / max(|lower|, 1)``, when the caller has it (computed otherwise).
+
+        Raises
+        ------
+        AnalysisError
+            Shapes differ, an upper edge is not above its lower one, a count is negative, or every count is 0.
+        """
+        lower = np.asarray(lower_ns, dtype=np.float64)
+        upper = np.asarray(upper_ns, dtype=np.float64)
+        n = np.asarray(counts, dtype=np.int64)
+        if not (lower.shape == upper.shape == n.shape) or lower.ndim != 1:
+            raise AnalysisError("histogram bins: lower, upper and counts must be 1-D and of equal length")
+        if np.any(upper <= lower) or np.any(n < 0):
+            raise AnalysisError("histogram bins: widths must be > 0 and counts >= 0")
+        if relative_error is None:
+            relative_error = _max_relative_width(lower, upper - lower)
+        if lower.size > 1 and not np.all(lower[1:] >= lower[:-1]):
+            order = np.argsort(lower, kind="stable")
+            lower, upper, n = lower[order], upper[order], n[order]
+        if not np.all(n > 0):
+            keep = n > 0
+            lower, upper, n = lower[keep], upper[keep], n[keep]
         if n.size == 0:
             raise AnalysisError("histogram bins: all counts are zero; the source recorded no wake-ups")
         return cls(
             count=int(n.sum()),
             min_ns=float(lower[0]) if min_ns is None else min_ns,
-            max_ns=float(lower[-1] + width[-1]) if max_ns is None else max_ns,
-            bucket_lower_ns=tuple(lower.tolist()), bucket_upper_ns=tuple((lower + width).tolist()),
-            bucket_counts=tuple(int(c) for c in n), relative_error=float(np.max(width / np.maximum(np.abs(lower), 1))),
+            max_ns=float(upper[-1]) if max_ns is None else max_ns,
+            bucket_lower_ns=lower, bucket_upper_ns=upper, bucket_counts=n, relative_error=float(relative_error),
             discrete=False,
         )
 
-    # ---- derived arrays, computed once -------------------------------------------------
+    # ---- derived values, a chunk of buckets at a time ----------------------------------------------
     @cached_property
     def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        lower = np.asarray(self.bucket_lower_ns, dtype=np.float64)
-        upper = np.asarray(self.bucket_upper_ns, dtype=np.float64)
-        counts = np.asarray(self.bucket_counts, dtype=np.int64)
+        """(lower, top, counts, middle) as float arrays over every bucket (full-size: for small histograms)."""
+        return self._slice(0, self.bucket_counts.size)
+
+    def _slice(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(lower, top, counts, middle) of buckets ``start:stop`` as float64/int64 arrays."""
+        lower = np.asarray(self.bucket_lower_ns[start:stop], dtype=np.float64)
+        upper = np.asarray(self.bucket_upper_ns[start:stop], dtype=np.float64)
+        counts = self.bucket_counts[start:stop]
         top = upper - 1 if self.discrete else upper
         middle = (lower + top) / 2
         # the extreme buckets' representatives cannot lie outside the exact extremes
-        middle = np.clip(middle, self.min_ns, self.max_ns)
+        np.clip(middle, self.min_ns, self.max_ns, out=middle)
         return lower, top, counts, middle
+
+    def _chunks(self) -> Iterator[tuple[int, int]]:
+        size = self.bucket_counts.size
+        for start in range(0, max(size, 1), CHUNK_BUCKETS):
+            yield start, min(start + CHUNK_BUCKETS, size)
+
+    def _middle_at(self, index: np.ndarray) -> np.ndarray:
+        """Bucket midpoints (as in :meth:`_slice`) at the given indices only."""
+        lower = np.asarray(self.bucket_lower_ns[index], dtype=np.float64)
+        upper = np.asarray(self.bucket_upper_ns[index], dtype=np.float64)
+        middle = (lower + (upper - 1 if self.discrete else upper)) / 2
+        return np.clip(middle, self.min_ns, self.max_ns)
+
+    def _average(self, of: Callable[[np.ndarray], np.ndarray]) -> float:
+        """Count-weighted mean of ``of(middle)`` over the buckets, as ``numpy.average`` (chunk sums added)."""
+        if self.bucket_counts.size <= CHUNK_BUCKETS:
+            _, _, counts, middle = self._slice(0, self.bucket_counts.size)
+            return float(np.average(of(middle), weights=counts))
+        total = 0.0
+        for start, stop in self._chunks():
+            _, _, counts, middle = self._slice(start, stop)
+            total += float(np.multiply(of(middle), counts).sum())
+        return total / int(self.bucket_counts.sum())
 
     def _require_data(self) -> None:
         if self.count == 0:
             raise AnalysisError("histogram is empty: there are no wake-ups to compute statistics of")
 
-    def _value_at_rank(self, ranks: np.ndarray) -> np.ndarray:
+    def _value_at_rank(self, ranks: np.ndarray, cumulative: _Cumulative | None = None) -> np.ndarray:
         """Estimated value of the order statistics at 0-based ``ranks``."""
-        _, _, counts, middle = self._arrays
-        ends = np.cumsum(counts)
-        index = np.searchsorted(ends, ranks, side="right")
-        values = middle[np.minimum(index, middle.size - 1)]
+        cumulative = _Cumulative(self.bucket_counts) if cumulative is None else cumulative
+        size = self.bucket_counts.size
+        index = cumulative.first_above(np.asarray(ranks).astype(np.int64))
+        values = self._middle_at(np.minimum(index, size - 1))
         values = np.where(ranks <= 0, self.min_ns, values)
         return np.where(ranks >= self.count - 1, self.max_ns, values)
 
@@ -116,17 +212,19 @@ class HistogramResult:
         position = (self.count - 1) * q / 100.0
         below = np.floor(position)
         frac = position - below
-        low = self._value_at_rank(below)
-        high = self._value_at_rank(np.minimum(below + 1, self.count - 1))
+        cumulative = _Cumulative(self.bucket_counts)
+        low = self._value_at_rank(below, cumulative)
+        high = self._value_at_rank(np.minimum(below + 1, self.count - 1), cumulative)
         values = low + frac * (high - low)
         return {float(k): float(v) for k, v in zip(q, values, strict=True)}
 
     def ccdf(self) -> tuple[np.ndarray, np.ndarray]:
         """``(x_ns, p_exceed)``: for each bucket's top value x, the fraction of values above x."""
         self._require_data()
-        _, top, counts, _ = self._arrays
-        x = np.minimum(top, self.max_ns)
-        return x, (self.count - np.cumsum(counts)) / self.count
+        top = np.asarray(self.bucket_upper_ns, dtype=np.float64)
+        top = top - 1 if self.discrete else top.copy()
+        x = np.minimum(top, self.max_ns, out=top)
+        return x, (self.count - np.cumsum(self.bucket_counts)) / self.count
 
     def mode_ns(self, resolution: float = 0.05) -> float:
         """The densest value: centre of the bin with the most values per ns.
@@ -135,8 +233,64 @@ class HistogramResult:
         finer ones would make the mode of integer-ns data a matter of noise.
         """
         self._require_data()
-        _, _, counts, middle = self._arrays
         step = math.log1p(resolution)
+        runs = self._mode_runs(resolution, step)
+        if runs is None:  # buckets overlap (bins of several widths): group the whole array at once
+            return self._mode_unsorted(resolution, step)
+        firsts, ends, totals = runs
+        middle = self._middle_at(firsts)
+        magnitude = np.abs(middle)
+        small = magnitude < 1 / resolution
+        k = np.floor(np.log(np.maximum(magnitude, 1.0)) / step)
+        width = np.where(small, 1.0, np.exp((k + 1) * step) - np.exp(k * step))
+        best = int(np.argmax(totals / width))
+        start, stop = int(firsts[best]), int(ends[best])
+        _, _, counts, members = self._slice(start, stop)
+        return float(np.average(members, weights=counts))
+
+    def _mode_key(self, middle: np.ndarray, resolution: float, step: float) -> np.ndarray:
+        key = np.abs(middle)
+        small = key < 1 / resolution
+        np.maximum(key, 1.0, out=key)
+        np.log(key, out=key)
+        key /= step
+        np.floor(key, out=key)
+        key += 1e6
+        np.copysign(key, middle, out=key)  # sign(middle) * (1e6 + k); a middle of +-0 is small
+        key[small] = np.round(middle[small])
+        return key
+
+    def _mode_runs(self, resolution: float, step: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(first bucket, end, count) of each run of buckets in one mode bin, if the bins come in order.
+
+        Buckets in ascending order that do not overlap have midpoints in order, so each mode bin is one run
+        of consecutive buckets; None when they are not in order.
+        """
+        firsts, ends, totals = [], [], []
+        last_key = None
+        for start, stop in self._chunks():
+            if stop <= start:
+                break
+            _, _, counts, middle = self._slice(start, stop)
+            key = self._mode_key(middle, resolution, step)
+            if np.any(key[1:] < key[:-1]) or (last_key is not None and key[0] < last_key):
+                return None
+            breaks = np.flatnonzero(key[1:] != key[:-1]) + 1
+            starts = np.concatenate([[0], breaks])
+            sums = np.add.reduceat(counts, starts)
+            if last_key is not None and key[0] == last_key:  # the run goes on from the chunk before
+                totals[-1] += int(sums[0])
+                ends[-1] = start + (int(breaks[0]) if breaks.size else stop - start)
+                starts, sums = starts[1:], sums[1:]
+            bounds = np.append(starts, stop - start)
+            firsts.extend((start + starts).tolist())
+            ends.extend((start + bounds[1:]).tolist())
+            totals.extend(sums.tolist())
+            last_key = key[-1]
+        return np.asarray(firsts, np.int64), np.asarray(ends, np.int64), np.asarray(totals, np.float64)
+
+    def _mode_unsorted(self, resolution: float, step: float) -> float:
+        _, _, counts, middle = self._arrays
         magnitude = np.abs(middle)
         small = magnitude < 1 / resolution
         k = np.floor(np.log(np.maximum(magnitude, 1.0)) / step)
@@ -151,40 +305,143 @@ class HistogramResult:
     def mad_ns(self) -> float:
         """Median absolute deviation from the median (unscaled), from bucket midpoints."""
         self._require_data()
-        _, _, counts, middle = self._arrays
         median = self.percentile(50)
-        deviation = np.abs(middle - median)
-        order = np.argsort(deviation, kind="stable")
-        return _weighted_median(deviation[order], counts[order])
+        total = self.count
+        cumulative = _Cumulative(self.bucket_counts)
+        # the deviations |middle - median| of buckets in order fall towards the median and rise after it: two
+        # sorted runs, whose merged order statistics are found by bisection (no sort of every bucket)
+        lo = self._deviation_at_rank((total - 1) // 2, median, cumulative)
+        hi = self._deviation_at_rank(total // 2, median, cumulative)
+        return float((lo + hi) / 2)
+
+    def _deviation_at_rank(self, rank: int, median: float, cumulative: _Cumulative) -> float:
+        """Element ``rank`` (0-based) of every value's ``|middle - median|`` in ascending order.
+
+        The same number as sorting the buckets' deviations (each counted ``count`` times), found without the
+        sort when the midpoints are in order: deviations fall over the buckets below the median and rise
+        over the rest, so the weight of values within ``d`` of the median, and on each side the smallest
+        deviation whose weight passes ``rank``, are found by bisection.
+        """
+        if not self._in_order:
+            _, _, counts, middle = self._arrays
+            deviation = np.abs(middle - median)
+            order = np.argsort(deviation, kind="stable")
+            cumulative = np.cumsum(counts[order])
+            return float(deviation[order][np.searchsorted(cumulative, rank, side="right")])
+        size = self.bucket_counts.size
+        split = _bisect(0, size, lambda j: self._middle(j) >= median)  # [0, split) below the median
+
+        def deviation(j: int) -> float:
+            return abs(self._middle(j) - median)
+
+        def weight_within(d: float) -> int:
+            first = _bisect(0, split, lambda j: deviation(j) <= d)  # below: deviations fall with j
+            stop = _bisect(split, size, lambda j: deviation(j) > d)  # above: they rise with j
+            return cumulative.through(stop - 1) - (cumulative.through(first - 1) if first else 0) if stop > first else 0
+
+        best = math.inf
+        below = _bisect(0, split, lambda p: weight_within(deviation(split - 1 - p)) > rank)
+        if below < split:
+            best = deviation(split - 1 - below)
+        above = _bisect(0, size - split, lambda p: weight_within(deviation(split + p)) > rank)
+        if above < size - split:
+            best = min(best, deviation(split + above))
+        return best
+
+    def _middle(self, index: int) -> float:
+        return float(self._middle_at(np.array([index]))[0])
+
+    @cached_property
+    def _in_order(self) -> bool:
+        """Whether the bucket midpoints never decrease (disjoint buckets in order: every result but odd bins)."""
+        last = -math.inf
+        for start, stop in self._chunks():
+            if stop <= start:
+                break
+            middle = self._slice(start, stop)[3]
+            if np.any(middle[1:] < middle[:-1]) or middle[0] < last:
+                return False
+            last = float(middle[-1])
+        return True
 
     def mean_ns(self) -> float:
         """Mean from bucket midpoints (use :class:`Moments` for the exact one)."""
         self._require_data()
-        _, _, counts, middle = self._arrays
-        return float(np.average(middle, weights=counts))
+        return self._average(lambda middle: middle)
+
+    def std_ns(self, mean_ns: float | None = None) -> float:
+        """Standard deviation of the bucket midpoints about ``mean_ns`` (default: :meth:`mean_ns`)."""
+        self._require_data()
+        mean = self.mean_ns() if mean_ns is None else float(mean_ns)
+        return math.sqrt(self._average(lambda middle: (middle - mean) ** 2))
 
     def to_json(self) -> dict[str, Any]:
         return {
             "count": self.count, "min_ns": self.min_ns, "max_ns": self.max_ns,
             "relative_error": self.relative_error, "discrete": self.discrete,
-            "bucket_lower_ns": list(self.bucket_lower_ns), "bucket_upper_ns": list(self.bucket_upper_ns),
-            "bucket_counts": list(self.bucket_counts),
+            "bucket_lower_ns": self.bucket_lower_ns.tolist(), "bucket_upper_ns": self.bucket_upper_ns.tolist(),
+            "bucket_counts": self.bucket_counts.tolist(),
         }
 
 
-def _weighted_median(sorted_values: np.ndarray, weights: np.ndarray) -> float:
-    total = int(weights.sum())
-    ends = np.cumsum(weights)
-    # same convention as percentile(50): average the two middle order statistics
-    lo = sorted_values[np.searchsorted(ends, (total - 1) // 2, side="right")]
-    hi = sorted_values[np.searchsorted(ends, total // 2, side="right")]
-    return float((lo + hi) / 2)
+class _Cumulative:
+    """Cumulative bucket counts without the full ``cumsum``: each chunk's total, and a chunk's cumsum when asked.
+
+    ``first_above(ranks)`` is ``numpy.searchsorted(cumsum(counts), ranks, side="right")``; ``through(i)`` is
+    ``cumsum(counts)[i]``.  Memory: one chunk of :data:`CHUNK_BUCKETS`, not one int64 per bucket.
+    """
+
+    def __init__(self, counts: np.ndarray) -> None:
+        self.counts = counts
+        self.step = CHUNK_BUCKETS
+        self.chunk_ends = np.cumsum([int(counts[i:i + self.step].sum()) for i in range(0, counts.size, self.step)],
+                                    dtype=np.int64)
+        self._held: tuple[int, np.ndarray] | None = None
+
+    def _chunk(self, chunk: int) -> np.ndarray:
+        if self._held is None or self._held[0] != chunk:
+            offset = int(self.chunk_ends[chunk - 1]) if chunk else 0
+            self._held = chunk, np.cumsum(self.counts[chunk * self.step:(chunk + 1) * self.step]) + offset
+        return self._held[1]
+
+    def through(self, index: int) -> int:
+        return int(self._chunk(index // self.step)[index % self.step])
+
+    def first_above(self, ranks: np.ndarray) -> np.ndarray:
+        chunks = np.searchsorted(self.chunk_ends, ranks, side="right")
+        out = np.full(ranks.shape, self.counts.size, dtype=np.int64)
+        for chunk in np.unique(chunks).tolist():
+            if chunk >= self.chunk_ends.size:
+                continue  # past the last bucket (ranks >= count)
+            mine = chunks == chunk
+            out[mine] = chunk * self.step + np.searchsorted(self._chunk(chunk), ranks[mine], side="right")
+        return out
+
+
+def _bisect(lo: int, hi: int, passes: Callable[[int], bool]) -> int:
+    """The first index in ``[lo, hi)`` for which ``passes`` holds (``hi`` if none); ``passes`` must be monotone."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if passes(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _max_relative_width(lower: np.ndarray, width: np.ndarray) -> float:
+    """``max(width / max(|lower|, 1))`` a chunk at a time (exact: a maximum does not depend on the chunking)."""
+    if lower.size == 0:
+        return 0.0
+    return max(float(np.max(width[i:i + CHUNK_BUCKETS] / np.maximum(np.abs(lower[i:i + CHUNK_BUCKETS]), 1)))
+               for i in range(0, lower.size, CHUNK_BUCKETS))
 
 
 _EXACT = 1 << 53  # int64 magnitudes below this convert to float64 exactly
-# Values below 8.4 ms (nearly every latency and period error) index through a table: one gather
-# instead of four passes.  32 MiB, built on the first large batch.
-_LUT_SIZE = 1 << 23
+# Values below 1 ms (nearly every latency and period error) index through a table: one gather instead of
+# four passes, and int64 entries, which bincount takes without a converted copy.  8 MiB, built in ~10 ms on
+# the first large batch (a larger table cost more to build than it saved on a 10^7-row summary).
+_LUT_SIZE = 1 << 20
 _LUT_MIN_BATCH = 1 << 14
 _LUTS: dict[int, np.ndarray] = {}
 
@@ -210,20 +467,26 @@ class LatencyHistogram:
         self.min_ns: int | None = None
         self.max_ns: int | None = None
 
-    def update(self, values_ns: np.ndarray) -> LatencyHistogram:
-        """Add values (int64 ns)."""
+    def update(self, values_ns: np.ndarray, *, extremes: tuple[int, int] | None = None) -> LatencyHistogram:
+        """Add values (int64 ns); ``extremes``: their (min, max) when the caller knows them already."""
         values = np.asarray(values_ns)
         if values.size == 0:
             return self
         if values.dtype.kind not in "iu":
             raise AnalysisError(f"LatencyHistogram takes integer ns values, got dtype {values.dtype}")
         values = values.astype(np.int64, copy=False)
-        low, high = int(values.min()), int(values.max())
+        low, high = (int(values.min()), int(values.max())) if extremes is None else extremes
         self.min_ns = low if self.min_ns is None else min(self.min_ns, low)
         self.max_ns = high if self.max_ns is None else max(self.max_ns, high)
         self.count += values.size
         if low >= 0:
-            self._positive = _add(self._positive, np.bincount(self._index(values, low)))
+            self._positive = _add(self._positive, np.bincount(self._index(values, low, high)))
+        elif -_LUT_SIZE < low and high < _LUT_SIZE and values.size >= _LUT_MIN_BATCH:
+            # both signs (period errors) through one table of signed values: one gather, one count
+            table, block = self._signed_lookup()
+            counts = np.bincount(table.take(values + (_LUT_SIZE - 1)), minlength=2 * block)
+            self._positive = _add(self._positive, counts[:block])
+            self._negative = _add(self._negative, counts[block:])
         elif -low < _EXACT and high < _EXACT:
             # one pass for both signs: negative magnitudes counted in a second block of indices
             negative = values < 0
@@ -241,12 +504,12 @@ class LatencyHistogram:
             self._negative = _add(self._negative, np.bincount(self._index(magnitude)))
         return self
 
-    def _index(self, magnitude: np.ndarray, low: int | None = None) -> np.ndarray:
-        """Bucket index of non-negative values (int64 or uint64); ``low``: their minimum, if known."""
+    def _index(self, magnitude: np.ndarray, low: int | None = None, top: int | None = None) -> np.ndarray:
+        """Bucket index of non-negative values (int64 or uint64); ``low``, ``top``: their extremes, if known."""
         s = self.sub_bits
         if magnitude.size == 0:
             return np.zeros(0, dtype=np.int64)
-        top = int(magnitude.max())
+        top = int(magnitude.max()) if top is None else top
         if top < (1 << s):
             return magnitude.astype(np.int64)
         if top < _LUT_SIZE and magnitude.size >= _LUT_MIN_BATCH and magnitude.dtype == np.int64:
@@ -276,9 +539,20 @@ class LatencyHistogram:
             # computed without the table (it does not exist yet): the exact float64-bits path
             index = values.astype(np.float64).view(np.int64) >> (52 - self.sub_bits)
             index -= (1023 + self.sub_bits - 1) << self.sub_bits
-            table = np.where(values < (1 << self.sub_bits), values, index).astype(np.int32)
+            table = np.where(values < (1 << self.sub_bits), values, index)
             _LUTS[self.sub_bits] = table
         return table
+
+    def _signed_lookup(self) -> tuple[np.ndarray, int]:
+        """``(table, block)``: ``table[v + _LUT_SIZE - 1]`` is the bucket of ``v`` for ``|v| < _LUT_SIZE``, the
+        positive buckets as they are and the negative ones (by magnitude) after ``block`` of them."""
+        key = -self.sub_bits
+        table = _LUTS.get(key)
+        positive = self._lookup()
+        block = int(positive[-1]) + 1
+        if table is None:
+            table = _LUTS[key] = np.concatenate([block + positive[1:][::-1], positive])
+        return table, block
 
     def _bounds(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Inclusive lower and exclusive upper value of non-negative bucket indices."""
@@ -348,9 +622,17 @@ class LatencyHistogram:
         return HistogramResult(
             count=self.count, min_ns=0 if self.min_ns is None else self.min_ns,
             max_ns=0 if self.max_ns is None else self.max_ns,
-            bucket_lower_ns=tuple(int(v) for v in lower), bucket_upper_ns=tuple(int(v) for v in upper),
-            bucket_counts=tuple(int(v) for v in counts), relative_error=2.0 ** -self.sub_bits,
+            bucket_lower_ns=_int_edges(lower), bucket_upper_ns=_int_edges(upper),
+            bucket_counts=counts.astype(np.int64), relative_error=2.0 ** -self.sub_bits,
         )
+
+
+def _int_edges(edges: np.ndarray) -> np.ndarray:
+    """Bucket edges (Python ints) as int64, or as exact Python ints (object) where one is beyond int64."""
+    try:
+        return np.asarray(edges.tolist(), dtype=np.int64)
+    except OverflowError:
+        return np.asarray(edges.tolist(), dtype=object)
 
 
 def _add(total: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -12,14 +12,18 @@ interval blocks; the ``overall`` row merges the threads.
 from __future__ import annotations
 
 import dataclasses
-import math
+import os
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 from tqdm import tqdm
 
-from ..dataset import Dataset, ThreadInfo, iter_thread_batches
+from ..dataset import Dataset, ThreadInfo, column_values, iter_thread_batches
 from ..errors import AnalysisError
 from .accumulators import (
     CyclictestResult,
@@ -160,10 +164,12 @@ class _ThreadAccumulators:
 
     def update(self, seq: np.ndarray, expected: np.ndarray, actual: np.ndarray, overruns: np.ndarray | None) -> None:
         latency = actual - expected
-        self.histogram.update(latency)
-        self.moments.update(latency)
+        extremes = (int(latency.min()), int(latency.max())) if latency.size else None  # found once, used thrice
+        self.histogram.update(latency, extremes=extremes)
+        self.moments.update(latency, extremes=extremes)
         self.spikes.update(self.info.thread, self.info.cpu, seq, actual, latency)
-        self.cyclictest.update(actual, expected, sorted_expected=True)  # iter_thread_batches checked the order
+        # iter_thread_batches checked the order
+        self.cyclictest.update(actual, expected, sorted_expected=True, latency_ns=latency, extremes=extremes)
         if overruns is not None:
             self.overruns += int(overruns.sum())
         # periods within the batch, and the one joining it to the previous batch; a period across a drop is none
@@ -175,6 +181,38 @@ class _ThreadAccumulators:
             error = np.concatenate([[actual[0] - self.last[1] - self.info.interval_ns], error])
         self.period_error.update(error)
         self.last = (int(seq[-1]), int(actual[-1]))
+
+
+class _OrderedWorkers:
+    """Runs the updates of each measuring thread in order, on one of ``workers`` threads.
+
+    The updates of one thread must stay in order (spikes and periods look across batches), those of different
+    threads are independent: thread ``t`` always goes to the same worker, and at most two batches per worker
+    wait, which bounds memory to a few row groups.
+    """
+
+    def __init__(self, workers: int) -> None:
+        self._pools = [ThreadPoolExecutor(max_workers=1, thread_name_prefix="jitterscope-summary")
+                       for _ in range(workers)]
+        self._slots: dict[int, int] = {}
+        self._pending: deque[Future[None]] = deque()
+
+    def submit(self, thread: int, update: Callable[..., None], *args: Any) -> None:
+        while len(self._pending) >= 2 * len(self._pools):
+            self._pending.popleft().result()  # re-raises what the update raised
+        slot = self._slots.setdefault(thread, len(self._slots) % len(self._pools))
+        self._pending.append(self._pools[slot].submit(update, *args))
+
+    def finish(self) -> None:
+        while self._pending:
+            self._pending.popleft().result()
+
+    def __enter__(self) -> _OrderedWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for pool in self._pools:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def summarize(
@@ -224,17 +262,21 @@ def summarize(
     columns = ["seq", "expected_ns", "actual_ns"] + (["overruns"] if has_overruns else [])
     accumulators: dict[int, _ThreadAccumulators] = {}
     intervals = None if interval_block is None else IntervalStats(interval_block, tolerance_ns)
+    workers = max(1, min(len(dataset.metadata.threads), os.cpu_count() or 1))
     with tqdm(total=dataset.num_rows, unit="rows", unit_scale=True, disable=not progress,
-              desc="summary", leave=False) as bar:
+              desc="summary", leave=False) as bar, _OrderedWorkers(workers) as pool:
         for info, batch in iter_thread_batches(dataset, columns):
-            arrays = [batch.column(i).to_numpy() for i in range(batch.num_columns)]
+            arrays = [column_values(batch, i) for i in range(batch.num_columns)]
             acc = accumulators.get(info.thread)
             if acc is None:
                 acc = accumulators[info.thread] = _ThreadAccumulators(info, top_k)
-            acc.update(arrays[0], arrays[1], arrays[2], arrays[3] if has_overruns else None)
+            overruns = arrays[3] if has_overruns else None
+            # each thread's batches in order on one worker; threads in parallel (numpy drops the GIL in its loops)
+            pool.submit(info.thread, acc.update, arrays[0], arrays[1], arrays[2], overruns)
             if intervals is not None:
                 intervals.update(info.thread, info.interval_ns, arrays[0], arrays[2])
             bar.update(batch.num_rows)
+        pool.finish()
     if not accumulators:
         raise AnalysisError(f"{dataset.path}: the dataset has no rows (no wake-ups were recorded)")
     if not has_overruns:  # no column (an import that fires every target): the count its metadata reconstructs
@@ -370,42 +412,76 @@ def _overall(
 
 def _summarize_histogram(dataset: Dataset) -> Summary:
     """Summary of a histogram-kind dataset: statistics from the bins, extremes from the source."""
-    table = dataset.read(["thread", "cpu", "bin_start_ns", "bin_width_ns", "count"])
-    thread_col = table.column("thread").to_numpy()
     settings = _policy(dataset.metadata.granted)
+    bins = _read_bins(dataset)
     summaries = []
-    lowers, widths, counts = [], [], []
+    histograms = []
     for info in dataset.metadata.threads:
-        rows = thread_col == info.thread
-        lower = table.column("bin_start_ns").to_numpy()[rows]
-        width = table.column("bin_width_ns").to_numpy()[rows]
-        count = table.column("count").to_numpy()[rows]
-        if count.sum() == 0:
+        lower, upper, count, relative_error = bins.pop(info.thread, (None, None, None, 0.0))
+        if count is None or count.sum() == 0:
             continue
         extra = info.extra
-        histogram = HistogramResult.from_bins(lower, width, count, min_ns=extra.get("min_ns"),
-                                              max_ns=extra.get("max_ns"))
-        lowers.append(lower)
-        widths.append(width)
-        counts.append(count)
+        histogram = HistogramResult.from_edges(lower, upper, count, min_ns=extra.get("min_ns"),
+                                               max_ns=extra.get("max_ns"), relative_error=relative_error)
+        del lower, upper, count  # the histogram holds them (no copy when in order)
+        histograms.append(histogram)
         summaries.append(_binned_summary(histogram, info, settings, extra.get("avg_ns")))
     if not summaries:
         raise AnalysisError(f"{dataset.path}: the histogram dataset has no counts (no wake-ups were recorded)")
-    merged = HistogramResult.from_bins(np.concatenate(lowers), np.concatenate(widths), np.concatenate(counts),
-                                       min_ns=min(s.min_ns for s in summaries),
-                                       max_ns=max(s.max_ns for s in summaries))
+    low, high = min(s.min_ns for s in summaries), max(s.max_ns for s in summaries)
+    if len(histograms) == 1:  # the bins of all threads are those of the one: no second copy of 10^7 bins
+        merged = dataclasses.replace(histograms[0], min_ns=low, max_ns=high)
+    else:
+        merged = HistogramResult.from_edges(
+            np.concatenate([h.bucket_lower_ns for h in histograms]),
+            np.concatenate([h.bucket_upper_ns for h in histograms]),
+            np.concatenate([h.bucket_counts for h in histograms]),
+            min_ns=low, max_ns=high, relative_error=max(h.relative_error for h in histograms))
     overall = _binned_summary(merged, ThreadInfo(thread=OVERALL, cpu=OVERALL, interval_ns=0), settings, None)
     overall = dataclasses.replace(overall, interval_ns=None, overruns=sum(s.overruns for s in summaries),
                                   drops=sum(s.drops for s in summaries))
     return Summary(threads=tuple(summaries), overall=overall, dataset=_provenance(dataset))
 
 
+def _read_bins(dataset: Dataset) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, float]]:
+    """Each thread's bins as (lower, upper, count, largest relative width), read a row group at a time.
+
+    Two reads: the thread column alone (to size each thread's arrays), then the bins straight into those
+    arrays, so memory holds the bins once (float64 edges, int64 counts) and one row group, not the table.
+    """
+    sizes: dict[int, int] = {}
+    for batch in dataset.iter_batches(["thread"], threads=False):
+        threads, counts = np.unique(batch.column(0).to_numpy(), return_counts=True)
+        for thread, n in zip(threads.tolist(), counts.tolist(), strict=True):
+            sizes[thread] = sizes.get(thread, 0) + n
+    bins = {t: (np.empty(n, np.float64), np.empty(n, np.float64), np.empty(n, np.int64)) for t, n in sizes.items()}
+    filled = dict.fromkeys(sizes, 0)
+    widest = dict.fromkeys(sizes, 0.0)
+    for batch in dataset.iter_batches(["thread", "bin_start_ns", "bin_width_ns", "count"], threads=False):
+        thread_col = batch.column(0).to_numpy()
+        columns = [batch.column(i).to_numpy() for i in (1, 2, 3)]
+        for thread in np.unique(thread_col).tolist():
+            rows = slice(None) if thread_col[0] == thread_col[-1] == thread else thread_col == thread
+            start, width, count = (c[rows] for c in columns)
+            lower, upper, counts = bins[thread]
+            at, n = filled[thread], start.size
+            lower[at:at + n] = start
+            np.add(lower[at:at + n], width, out=upper[at:at + n])  # in float64, as from_bins computes it
+            counts[at:at + n] = count
+            widest[thread] = max(widest[thread], float(np.max(width / np.maximum(np.abs(start), 1))))
+            filled[thread] = at + n
+        del batch, thread_col, columns
+        # Arrow's allocator keeps freed row groups for reuse (~100 MB over 10^7 bins): hand them back, the
+        # bins we keep are numpy's
+        pa.default_memory_pool().release_unused()
+    return {t: (*bins[t], widest[t]) for t in bins}
+
+
 def _binned_summary(
     histogram: HistogramResult, info: ThreadInfo, settings: dict[str, Any], avg_ns: float | None,
 ) -> ThreadSummary:
-    _, _, counts, middle = histogram._arrays
     mean = float(avg_ns) if avg_ns is not None else histogram.mean_ns()
-    std = math.sqrt(float(np.average((middle - mean) ** 2, weights=counts)))
+    std = histogram.std_ns(mean)
     return ThreadSummary(
         thread=info.thread, cpu=info.cpu, tid=info.tid, policy=settings.get("policy"),
         priority=settings.get("priority"), interval_ns=info.interval_ns or None, n=histogram.count,

@@ -20,7 +20,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "rates": ["DECLUSTER_GAP", "RATE_LEVELS_NS", "EventRate", "count_events", "event_rates", "poisson_interval"],
         "plots": ["plot_mean_residual_life", "plot_parameter_stability", "plot_return_levels", "plot_tail_qq"],
         "tables": [
-            "tail_checks_table", "tail_events_table", "tail_fit_table", "tails_tables", "tails_text",
+            "tail_checks_table", "tail_events_table", "tail_fit_table", "tail_levels_table", "tails_tables",
+            "tails_text",
         ],
     },
 )

@@ -192,6 +192,10 @@ class TailsReport:
     threads: tuple[TailFit, ...]
     skipped: tuple[tuple[int, str], ...]
     promise: str = EVT_PROMISE
+    levels_ns: tuple[float, ...] = ()
+    """The levels asked for (``--level-us``), in ns: each thread's P(latency > level) is in its
+    ``exceedance_probabilities`` unless withheld (beyond the observed maximum of a fit that does not
+    extrapolate)."""
 
     def to_json(self) -> dict[str, Any]:
         return jsonable(dataclasses.asdict(self), inf_as_string=True)
@@ -454,7 +458,12 @@ def fit_summary(
                 above = 0
             exceed.append((level, Interval(above / n, *_binomial_interval(above, n, confidence))))
         elif extrapolated:
-            exceed.append((level, Interval(*gpd.exceedance_ci(y, k, n, level - u, confidence, fit))))
+            estimate = gpd.exceedance_ci(y, k, n, level - u, confidence, fit)
+            # beyond the data the model is asked no further than its longest return period (once per day at this
+            # rate), as for the return levels: a level whose whole interval is rarer than that is withheld (said
+            # as "rarer than once per day"), not printed as 1e-158 (the profile's grid ends there too)
+            if level <= observed_max or estimate[2] >= 1 / (rate * RETURN_PERIODS_S[-1][1]):
+                exceed.append((level, Interval(*estimate)))
     returns = []
     curve = []
     if extrapolated:
@@ -532,7 +541,7 @@ def analyze_tails(
     if not fits:
         reason = skipped[0][1] if skipped else "no threads"
         raise AnalysisError(f"{dataset.path}: no thread can be tail-fitted ({reason}); capture for longer")
-    return TailsReport(str(dataset.path), tuple(fits), tuple(skipped))
+    return TailsReport(str(dataset.path), tuple(fits), tuple(skipped), levels_ns=tuple(float(x) for x in levels_ns))
 
 
 def summarize_threads(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..format import format_us, us_value
+from ..format import format_thread_cpu, format_us, us_value
 from ..render import Table, tables_text
 from .fit import TailFit, TailsReport, shape_text
 
@@ -61,6 +61,42 @@ def tail_events_table(report: TailsReport) -> Table:
                "maximum",))
 
 
+def tail_levels_table(report: TailsReport) -> Table:
+    """Per thread and asked level (``--level-us``): P(latency > level) per wake-up and per hour, and where it comes
+    from: the fraction recorded, the fit beyond its threshold, or withheld (beyond the largest recorded latency
+    of a fit that does not extrapolate, as its return levels are)."""
+    conf = report.threads[0].confidence if report.threads else 0.9
+    rows, withheld = [], []
+    for f in report.threads:
+        known = dict(f.exceedance_probabilities)
+        per_hour = f.rate_hz * 3600.0  # wake-ups per hour
+        for level in report.levels_ns:
+            p = known.get(level)
+            if p is None:
+                why = "rarer than once per day" if f.extrapolated else f"beyond the max {format_us(f.observed_max_ns)}"
+                rows.append((f.thread, f.cpu, us_value(level), None, None, None, None, None, None, f"withheld: {why}"))
+                withheld.append((f.thread, f.extrapolated))
+                continue
+            source = "GPD fit" if level > f.threshold_ns and f.extrapolated else "recorded fraction"
+            rows.append((f.thread, f.cpu, us_value(level), p.estimate, p.lower, p.upper, p.estimate * per_hour,
+                         p.lower * per_hour, p.upper * per_hour, source))
+    notes = [f"P(> level) per wake-up with its {conf:.0%} interval (recorded fraction: Clopper-Pearson; GPD fit: "
+             "profile likelihood above the threshold u); per hour = P x the thread's wake-up rate"]
+    for thread, extrapolated in dict.fromkeys(withheld):
+        notes.append(f"thread {thread}: " + (
+            "a level rarer than once per day is beyond what the fit is asked (its return levels stop at a day; "
+            "the 1/day level is in the tail fits)" if extrapolated else
+            "no probability beyond the largest recorded latency: the fit does not extrapolate (see the tail fits' "
+            "notes); the large events table counts what was recorded"))
+    return Table(
+        name="tails-levels", title="Asked levels: how often latency exceeds them",
+        columns=("thread", "CPU", "level [µs]", "P(>level) [/wake-up]", "low", "high", "per hour", "low", "high",
+                 "from"),
+        rows=tuple(rows),
+        formats=("{:d}", "{:d}", "{:.6g}", "{:.3e}", "{:.3e}", "{:.3e}", "{:.4g}", "{:.4g}", "{:.4g}", ""),
+        notes=tuple(notes))
+
+
 def tail_checks_table(fit: TailFit) -> Table:
     """The assumption checks of one thread, each with its sentence."""
     rows = tuple((c.name, c.statistic, c.p_value, "pass" if c.passed else "FAIL") for c in fit.checks)
@@ -85,13 +121,16 @@ def tail_checks_table(fit: TailFit) -> Table:
                          f"{r.per_hour:.3g} per hour [{r.per_hour_lower:.3g} … {r.per_hour_upper:.3g}], "
                          f"largest recorded {format_us(fit.observed_max_ns)}")
     notes += [c.sentence for c in fit.checks]
-    return Table(name=f"tails-checks-{fit.thread}", title=f"Thread {fit.thread} (CPU {fit.cpu}): assumptions",
+    return Table(name=f"tails-checks-{fit.thread}", title=f"{format_thread_cpu(fit.thread, fit.cpu)}: assumptions",
                  columns=("check", "statistic", "p-value", "result"), rows=rows,
                  formats=("", "{:.4g}", "{:.2g}", ""), notes=tuple(notes))
 
 
 def tails_tables(report: TailsReport) -> list[Table]:
-    return [tail_fit_table(report), tail_events_table(report), *(tail_checks_table(f) for f in report.threads)]
+    """The fit table, the asked levels (when ``--level-us`` asked for some), the events counted, the checks."""
+    levels = [tail_levels_table(report)] if report.levels_ns else []
+    return [tail_fit_table(report), *levels, tail_events_table(report),
+            *(tail_checks_table(f) for f in report.threads)]
 
 
 def tails_text(report: TailsReport) -> str:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -51,7 +52,8 @@ from . import (
     rtla_timerlat,
     turbostat,
 )
-from ._build import build_cyclictest_verbose, build_histogram, build_jitterdebugger, build_summary_only
+from ._build import build_histogram, build_summary_only
+from ._build_samples import Sink, TableSink, build_cyclictest_verbose, build_jitterdebugger
 from ._common import Parsed
 
 SNIFF_BYTES = 64 * 1024
@@ -113,7 +115,10 @@ def detect(path: str | os.PathLike[str]) -> str:
 def import_files(
     paths: Sequence[str | os.PathLike[str]], fmt: str | None = None
 ) -> tuple[pa.Table, Metadata]:
-    """Import the files of one run; returns (table, metadata) for ``write_dataset``.
+    """Import the files of one run into memory; returns (table, metadata) for ``write_dataset``.
+
+    The whole table is held in memory: to import a large file, use :func:`import_to_dataset`, which writes
+    row group by row group in bounded memory (the same rows and metadata).
 
     Parameters
     ----------
@@ -138,7 +143,60 @@ def import_files(
     UnknownFormatError, ImportFormatError
         A file is of no known format, is corrupt, or the files are not one run.
     """
+    sink = TableSink()
+    metadata = _import(_expand(paths), fmt, sink)
+    return sink.table(), metadata
+
+
+@dataclass(frozen=True)
+class ImportedDataset:
+    """What :func:`import_to_dataset` wrote."""
+
+    path: Path
+    metadata: Metadata
+    rows: int
+
+
+def import_to_dataset(
+    paths: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], *, fmt: str | None = None,
+    overwrite: bool = False,
+) -> ImportedDataset:
+    """Import the files of one run into the dataset file ``output``, in memory bounded by one chunk.
+
+    Sample files (cyclictest ``-v``, jitterdebugger ``samples.raw``) are read a chunk at a time and written
+    row group by row group (:func:`jitterscope.dataset.stream_dataset`): the output appears only when
+    complete, and a failure leaves no file.  Rows and metadata are those of :func:`import_files`, save the
+    order of rows of different threads (interleaved chunk by chunk; each thread's rows in order, as the
+    contract asks).
+
+    Parameters
+    ----------
+    paths, fmt
+        As for :func:`import_files`.
+    output
+        The ``.parquet`` file to write; never one of ``paths``.
+    overwrite
+        Replace an existing ``output`` (``--force``).
+
+    Raises
+    ------
+    UnknownFormatError, ImportFormatError
+        As for :func:`import_files`.
+    DatasetError
+        The output cannot be written there.
+    """
+    from ...dataset import stream_dataset
+
     files = _expand(paths)
+    # the paths as given too: an output inside a jitterdebugger directory given as input is refused
+    with stream_dataset(output, overwrite=overwrite, inputs=[*paths, *files]) as stream:
+        metadata = _import(files, fmt, stream)
+        stream.finish(metadata)
+        rows = stream.rows
+    return ImportedDataset(path=Path(output), metadata=metadata, rows=rows)
+
+
+def _import(files: list[Path], fmt: str | None, sink: Sink) -> Metadata:
     if not files:
         raise ImportFormatError("no input files given")
     if fmt is not None and fmt not in FORMATS:
@@ -159,19 +217,24 @@ def import_files(
     resolution = next((c.resolution_ns for c in companions if c.resolution_ns), None)
     if any(c.settings.get("options", {}).get("nsecs") for c in companions):
         resolution = 1
-    primary = _parse(files[primary_index], formats[primary_index], resolution)
-    if primary.format == "cyclictest-quiet":
-        cyclictest_quiet.scale(primary, resolution or 1000)
     for comp in companions:
         if comp.format == "cyclictest-quiet":
             cyclictest_quiet.scale(comp, resolution or 1000)
-    if primary.format == "cyclictest-verbose":
-        return build_cyclictest_verbose(primary, companions)
-    if primary.format == "jitterdebugger-samples":
-        return build_jitterdebugger(primary, companions)
+    primary_path, primary_format = files[primary_index], formats[primary_index]
+    if primary_format == "cyclictest-verbose":
+        return build_cyclictest_verbose(cyclictest_verbose.VerboseReader(primary_path), companions, sink)
+    if primary_format == "jitterdebugger-samples":
+        return build_jitterdebugger(jitterdebugger.SamplesReader(primary_path, resolution or 1000), companions,
+                                    sink)
+    primary = _parse(primary_path, primary_format, resolution)
+    if primary.format == "cyclictest-quiet":
+        cyclictest_quiet.scale(primary, resolution or 1000)
     if primary.role == "histogram":
-        return build_histogram(primary, companions)
-    return build_summary_only(primary, companions)
+        table, metadata = build_histogram(primary, companions)
+    else:
+        table, metadata = build_summary_only(primary, companions)
+    sink.write(table, metadata.kind)
+    return metadata
 
 
 def _expand(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -228,4 +291,4 @@ def _parse(path: Path, fmt: str, resolution_ns: int | None) -> Parsed:
     raise UnknownFormatError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
 
 
-__all__ = ["FORMATS", "detect", "import_files"]
+__all__ = ["FORMATS", "ImportedDataset", "detect", "import_files", "import_to_dataset"]

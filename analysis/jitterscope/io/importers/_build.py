@@ -10,6 +10,7 @@ nothing is missing means the files are not from the same run.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,170 +19,13 @@ import pyarrow as pa
 from ... import __version__
 from ...dataset import Metadata, ThreadInfo
 from ...errors import ImportFormatError
-from ._common import Parsed, SourceSummary, ThreadSamples
-from .cyclictest_quiet import scale as scale_summaries
-from .cyclictest_verbose import reconstruct, resolve_intervals
-
-
-def build_cyclictest_verbose(primary: Parsed, companions: list[Parsed]) -> tuple[pa.Table, Metadata]:
-    if primary.summaries:  # "-v -q": the summary lines are in the same file
-        embedded = Parsed(format="cyclictest-quiet", path=primary.path, role="summary", summaries=primary.summaries)
-        companions = [*companions, embedded]
-    options: dict[str, Any] = {}
-    resolution = None
-    for comp in companions:
-        options.update(comp.settings.get("options", {}))
-        if comp.format == "cyclictest-json":
-            resolution = comp.resolution_ns
-    if options.get("nsecs"):
-        resolution = 1
-    notes = list(primary.notes)
-    if resolution is None:
-        resolution = 1000
-        notes.append("latencies taken as µs: cyclictest -v output does not say its unit (-N prints ns); "
-                     "give the --json file to know")
-    headers = primary.settings["interval_headers_us"]
-    intervals_us, how_interval = resolve_intervals(headers, options)
-    for comp in companions:
-        if comp.format == "cyclictest-quiet" and comp.resolution_ns is None:
-            scale_summaries(comp, resolution)
-    quiet = next((c for c in companions if c.format == "cyclictest-quiet"), None)
-    if quiet is not None and len(quiet.summaries) == len(headers):
-        intervals_us = [s.interval_ns // 1000 for s in quiet.summaries]
-        how_interval = "from the I: field of cyclictest's summary lines"
-    reconstructed = {
-        "expected_ns": ("seq * interval (plus skipped periods) from 0 at each thread's first wake-up: cyclictest -v "
-                        f"prints no absolute times; interval {how_interval}"),
-        "actual_ns": "expected_ns + the printed latency "
-                     f"({'ns' if resolution == 1 else 'µs, truncated by cyclictest'})",
-        "overruns": ("periods cyclictest skipped silently after a late wake-up: a wake-up L ns late (a printed "
-                     "µs value taken as its upper end) skips (L - 1) // interval periods"),
-        "cpu": "from the --json file's per-thread cpu, else -1 (unknown)",
-    }
-    if options.get("relative"):
-        notes.append("cyclictest ran with -r (relative timer): wake-up targets were not on a fixed grid, so "
-                     "expected_ns is only approximate")
-    if options.get("oscope", 1) > 1:
-        notes.append(f"cyclictest ran with -o {options['oscope']}: each line is the maximum of "
-                     f"{options['oscope']} wake-ups")
-    summaries = _merged_summaries(companions)
-    known = {s.thread for s in primary.samples}
-    if summaries and set(summaries) != known:
-        raise ImportFormatError(f"{primary.path}: threads {sorted(known)} but {other_path(companions)} describe "
-                                f"threads {sorted(summaries)}; the files are not from the same run")
-    columns: dict[str, list[np.ndarray]] = {k: [] for k in ("cpu", "thread", "seq", "expected_ns", "actual_ns",
-                                                             "overruns", "smi")}
-    threads = []
-    has_smi = primary.samples[0].smi_delta is not None
-    if has_smi:
-        reconstructed["smi"] = "running sum of the per-wake-up SMI counts of --smi, from 0"
-    for samples, interval_us in zip(primary.samples, intervals_us, strict=True):
-        interval_ns = interval_us * 1000
-        latency = samples.latency_ns * resolution
-        try:
-            expected, overruns = reconstruct(latency, samples.seq, interval_ns, resolution)
-        except ValueError as exc:
-            raise ImportFormatError(f"{primary.path}: not valid cyclictest-verbose output: thread "
-                                    f"{samples.thread}: {exc}; the file is damaged") from None
-        summary = summaries.get(samples.thread)
-        cpu = summary.cpu if summary is not None and summary.cpu is not None else -1
-        n = len(samples.seq)
-        columns["cpu"].append(np.full(n, cpu, np.int32))
-        columns["thread"].append(np.full(n, samples.thread, np.int32))
-        columns["seq"].append(samples.seq)
-        columns["expected_ns"].append(expected)
-        columns["actual_ns"].append(expected + latency)
-        columns["overruns"].append(overruns.astype(np.int32))
-        if has_smi:
-            columns["smi"].append(np.cumsum(samples.smi_delta))
-        extra = _check_against(samples.thread, latency, samples.seq, summary, "cyclictest", notes, primary)
-        threads.append(ThreadInfo(
-            thread=samples.thread, cpu=cpu, tid=summary.tid if summary is not None else None,
-            interval_ns=interval_ns, samples=n, drops=_gaps(samples.seq), overruns=int(overruns.sum()), extra=extra,
-        ))
-    if not has_smi:
-        del columns["smi"]
-    table = pa.table({k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in columns.items()})
-    return table, _metadata("import", threads, primary, companions, reconstructed, notes)
-
-
-def build_jitterdebugger(primary: Parsed, companions: list[Parsed]) -> tuple[pa.Table, Metadata]:
-    notes = list(primary.notes)
-    summaries = _merged_summaries(companions)
-    stdout = next((c for c in companions if c.format == "jitterdebugger-stdout"), None)
-    results = next((c for c in companions if c.format == "jitterdebugger-results"), None)
-    if results is not None and results.resolution_ns != primary.resolution_ns:
-        raise ImportFormatError(f"{primary.path}: samples were read in µs but {results.path} says "
-                                f"resolution_in_ns={results.resolution_ns}; re-run the import (internal order error)")
-    reconstructed = {
-        "expected_ns": ("first target + seq * interval: jitterdebugger's targets lie on a grid of its interval; "
-                        "the first target is the one consistent with every record (each says the target lies "
-                        "in (actual - (latency + 1 unit), actual - latency]), so actual_ns - expected_ns "
-                        "truncated to the recorded unit gives back each recorded latency exactly, and finer"),
-        "interval_ns": "median step of (actual_ns - recorded latency), rounded to the recorded unit: "
-                       "samples.raw and results.json do not record the interval",
-        "seq": "grid index of each target from the first record's: wake-ups missing from samples.raw "
-               "(jitterdebugger's ring drops silently) appear as seq gaps",
-        "overruns": ("threads[].overruns, not a column (jitterdebugger fires every target, late ones at once): "
-                     "the catch-up wake-ups, whose target had passed when the previous wake-up happened, are the "
-                     "periods jitterscope-capture would have counted as overruns and skipped; "
-                     "threads[].late_wakeups counts the wake-ups later than one interval"),
-        "cpu": ("the A: (affinity) field of jitterdebugger's stdout" if stdout else
-                "ASSUMED: thread i on CPU i (jitterdebugger's default, all online CPUs in order); "
-                "give its stdout to know"),
-    }
-    columns: dict[str, list[np.ndarray]] = {k: [] for k in ("cpu", "thread", "seq", "expected_ns", "actual_ns")}
-    threads = []
-    expected_threads = sorted(summaries) if summaries else [s.thread for s in primary.samples]
-    by_thread = {s.thread: s for s in primary.samples}
-    unknown = sorted(set(by_thread) - set(expected_threads))
-    if unknown:
-        raise ImportFormatError(f"{primary.path}: holds samples of thread(s) {unknown} that the results/stdout files "
-                                "do not know; the files are not from the same run")
-    for thread in expected_threads:
-        samples = by_thread.get(thread) or ThreadSamples(thread, np.zeros(0, np.int64), np.zeros(0, np.int64),
-                                                         np.zeros(0, np.int64))
-        summary = summaries.get(thread)
-        cpu = summary.cpu if summary is not None and summary.cpu is not None and stdout else thread
-        assert samples.actual_ns is not None
-        n = len(samples.seq)
-        interval_ns, seq, expected = _grid_targets(samples.actual_ns, samples.latency_ns, primary.resolution_ns or 1000,
-                                                   thread, primary, notes)
-        columns["cpu"].append(np.full(n, cpu, np.int32))
-        columns["thread"].append(np.full(n, thread, np.int32))
-        columns["seq"].append(seq)
-        columns["expected_ns"].append(expected)
-        columns["actual_ns"].append(samples.actual_ns)
-        extra = _check_against(thread, samples.latency_ns, seq, summary, "jitterdebugger", notes, primary)
-        overruns, late = _catch_up_overruns(expected, samples.actual_ns, interval_ns)
-        extra["late_wakeups"] = late
-        if overruns or late:
-            notes.append(f"thread {thread}: {late} wake-ups later than one interval; {overruns} catch-up wake-ups "
-                         "(targets already passed) counted as overruns, as the capture counts skipped periods")
-        threads.append(ThreadInfo(thread=thread, cpu=cpu, interval_ns=interval_ns, samples=n, drops=_gaps(seq),
-                                  overruns=overruns, tid=summary.tid if summary else None, extra=extra))
-    table = pa.table({k: np.concatenate(v) for k, v in columns.items()})
-    return table, _metadata("import", threads, primary, companions, reconstructed, notes)
-
-
-def _catch_up_overruns(expected_ns: np.ndarray, actual_ns: np.ndarray, interval_ns: int) -> tuple[int, int]:
-    """(periods the capture would have skipped, wake-ups later than one interval) of one thread's rows.
-
-    A loop that fires every target (jitterdebugger) wakes at once for each target that passed during a
-    stall; the capture skips those targets and counts them as overruns.  So the capture's count is the
-    number of wake-ups whose target was not after the previous wake-up.
-    """
-    expected = np.asarray(expected_ns, dtype=np.int64)
-    actual = np.asarray(actual_ns, dtype=np.int64)
-    catch_up = int(np.sum(expected[1:] <= actual[:-1])) if expected.size > 1 else 0
-    late = int(np.sum(actual - expected > interval_ns)) if interval_ns > 0 else 0
-    return catch_up, late
+from ._common import Parsed, SourceSummary
 
 
 def build_histogram(primary: Parsed, companions: list[Parsed]) -> tuple[pa.Table, Metadata]:
     notes = list(primary.notes)
     summaries = {s.thread: s for s in primary.summaries}
-    others = _merged_summaries(companions)
+    others = merged_summaries(companions)
     options: dict[str, Any] = dict(primary.settings.get("options", {}))
     for comp in companions:
         options.update(comp.settings.get("options", {}))
@@ -219,7 +63,7 @@ def build_histogram(primary: Parsed, companions: list[Parsed]) -> tuple[pa.Table
         notes.append("interval unknown: the histogram does not record it (interval_ns = 0)")
     table = pa.table({k: np.concatenate(v) for k, v in rows.items()})
     reconstructed = {"bin_start_ns": f"value * {primary.resolution_ns or 1000} ns (bins of one printed unit)"}
-    return table, _metadata("histogram", threads, primary, companions, reconstructed, notes)
+    return table, metadata_for("histogram", threads, primary, companions, reconstructed, notes)
 
 
 def build_summary_only(primary: Parsed, companions: list[Parsed]) -> tuple[pa.Table, Metadata]:
@@ -228,7 +72,7 @@ def build_summary_only(primary: Parsed, companions: list[Parsed]) -> tuple[pa.Ta
     if primary.format != "periodic-timer":
         notes.append("no samples and no histogram: the source printed only count/min/avg/max per thread; every "
                      "wake-up is counted as an overflow (in no bin), so only those four numbers are known")
-    merged = _merged_summaries([primary, *companions])
+    merged = merged_summaries([primary, *companions])
     for s in primary.summaries:
         other = merged[s.thread]
         cpu = s.cpu if s.cpu is not None else other.cpu
@@ -240,14 +84,14 @@ def build_summary_only(primary: Parsed, companions: list[Parsed]) -> tuple[pa.Ta
                    **s.extra},
         ))
     empty = {k: np.zeros(0, np.int64) for k in ("thread", "cpu", "bin_start_ns", "bin_width_ns", "count")}
-    return pa.table(empty), _metadata("histogram", threads, primary, companions, {}, notes)
+    return pa.table(empty), metadata_for("histogram", threads, primary, companions, {}, notes)
 
 
 def other_path(companions: list[Parsed]) -> str:
     return ", ".join(str(c.path) for c in companions) or "the companion file"
 
 
-def _merged_summaries(companions: list[Parsed]) -> dict[int, SourceSummary]:
+def merged_summaries(companions: list[Parsed]) -> dict[int, SourceSummary]:
     """Per-thread summaries from companions; JSON files first, then text (later ones fill gaps)."""
     merged: dict[int, SourceSummary] = {}
     ordered = sorted(companions, key=lambda c: 0 if c.format.endswith(("json", "results")) else 1)
@@ -268,10 +112,40 @@ def _merged_summaries(companions: list[Parsed]) -> dict[int, SourceSummary]:
     return merged
 
 
-def _check_against(thread: int, latency_ns: np.ndarray, seq: np.ndarray, summary: SourceSummary | None,
-                   tool: str, notes: list[str], primary: Parsed) -> dict[str, Any]:
+@dataclass
+class LatencyTally:
+    """One thread's samples as far as its summary check needs them: count, extremes, sum, seq span."""
+
+    n: int = 0
+    low: int = 0
+    high: int = 0
+    total: int = 0  # exact (Python int)
+    first_seq: int = 0
+    last_seq: int = 0
+
+    def update(self, latency_ns: np.ndarray, seq: np.ndarray) -> None:
+        """Add the thread's next samples (``seq`` increasing, after the ones before)."""
+        if seq.size == 0:
+            return
+        low, high = int(latency_ns.min()), int(latency_ns.max())
+        if self.n == 0:
+            self.low, self.high, self.first_seq = low, high, int(seq[0])
+        else:
+            self.low, self.high = min(self.low, low), max(self.high, high)
+        self.n += int(seq.size)
+        self.total += int(latency_ns.sum())
+        self.last_seq = int(seq[-1])
+
+    @property
+    def gaps(self) -> int:
+        """Wake-ups missing between the first and the last sample (seq gaps)."""
+        return self.last_seq - self.first_seq - (self.n - 1) if self.n > 1 else 0
+
+
+def check_against(thread: int, tally: LatencyTally, summary: SourceSummary | None,
+                  tool: str, notes: list[str], primary: Parsed) -> dict[str, Any]:
     """Compare one thread's samples with what the tool reported; note missing samples."""
-    n = len(seq)
+    n = tally.n
     if summary is None:
         return {}
     extra: dict[str, Any] = {"source_count": summary.count, "source_min_ns": summary.min_ns,
@@ -283,29 +157,29 @@ def _check_against(thread: int, latency_ns: np.ndarray, seq: np.ndarray, summary
     missing = summary.count - n
     extra["missing"] = missing
     if missing:
-        gaps = _gaps(seq)
+        gaps = tally.gaps
         where = "after the last sample" if not gaps else f"{gaps} as seq gaps, {missing - gaps} after the last sample"
         notes.append(f"{tool} printed {n} samples for thread {thread} but counted {summary.count} wake-ups: "
                      f"{missing} missing ({where}); its own min/avg/max cover them")
         return extra
     if n == 0:
         return extra
-    mismatch = _stats_mismatch(latency_ns, summary)
+    mismatch = _stats_mismatch(tally, summary)
     if mismatch:
         raise ImportFormatError(f"{primary.path}: thread {thread}'s samples give {mismatch}; the files are not "
                                 "from the same run")
     return extra
 
 
-def _stats_mismatch(latency_ns: np.ndarray, summary: SourceSummary) -> str:
-    low, high = int(latency_ns.min()), int(latency_ns.max())
+def _stats_mismatch(tally: LatencyTally, summary: SourceSummary) -> str:
+    low, high = tally.low, tally.high
     if summary.min_ns is not None and low != summary.min_ns:
         return f"min {low} ns where the summary says {summary.min_ns} ns"
     if summary.max_ns is not None and high != summary.max_ns:
         return f"max {high} ns where the summary says {summary.max_ns} ns"
     if summary.avg_ns is None:
         return ""
-    total, n, unit = int(latency_ns.sum()), len(latency_ns), summary.unit_ns
+    total, n, unit = tally.total, tally.n, summary.unit_ns
     if summary.avg_truncated:
         # C's (long)(sum / n) in the printed unit: truncation toward zero
         same = int(total / unit / n) == round(summary.avg_ns / unit)
@@ -317,37 +191,7 @@ def _stats_mismatch(latency_ns: np.ndarray, summary: SourceSummary) -> str:
     return ""
 
 
-def _grid_targets(actual: np.ndarray, recorded: np.ndarray, unit: int, thread: int, primary: Parsed,
-                  notes: list[str]) -> tuple[int, np.ndarray, np.ndarray]:
-    """(interval, seq, expected_ns) of wake-ups whose targets lie on a grid, from their truncated latencies."""
-    rough = actual - recorded  # each true target is in (rough - unit, rough]
-    if len(rough) < 2:
-        return 0, np.arange(len(rough), dtype=np.int64), rough
-    interval = round(float(np.median(np.diff(rough))) / unit) * unit
-    seq = np.rint((rough - rough[0]) / interval).astype(np.int64) if interval > 0 else np.zeros(0, np.int64)
-    if interval <= 0 or np.any(np.diff(seq) <= 0):
-        raise ImportFormatError(f"{primary.path}: thread {thread}'s wake-up targets are not on a grid of one "
-                                "interval; not jitterdebugger samples.raw as known (or damaged)")
-    base = rough - seq * interval  # each record's bound on the first target: first <= base, first > base - unit
-    upper, lower = int(base.min()), int((base - unit + 1).max())
-    if lower <= upper:
-        first = (lower + upper) // 2
-        notes.append(f"thread {thread}: the grid of targets is pinned down to {upper - lower + 1} ns by the "
-                     f"{len(seq)} records (latencies are exact to that, not just to the recorded unit)")
-    else:
-        first = int(np.median(base))
-        expected = first + seq * interval
-        off = int(np.count_nonzero((actual - expected) // unit * unit != recorded))
-        notes.append(f"thread {thread}: the targets are not exactly on one grid ({off} of {len(seq)} records "
-                     f"disagree by up to {(upper - lower) / 1000:.3f} µs); grid from the median")
-    return interval, seq, first + seq * interval
-
-
-def _gaps(seq: np.ndarray) -> int:
-    return int(np.sum(np.diff(seq) - 1)) if len(seq) > 1 else 0
-
-
-def _metadata(kind: str, threads: list[ThreadInfo], primary: Parsed, companions: list[Parsed],
+def metadata_for(kind: str, threads: list[ThreadInfo], primary: Parsed, companions: list[Parsed],
               reconstructed: dict[str, str], notes: list[str]) -> Metadata:
     environment: dict[str, Any] = {}
     settings: dict[str, Any] = {}

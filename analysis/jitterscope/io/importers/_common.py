@@ -122,7 +122,7 @@ def read_text(path: Path, fmt: str) -> str:
                    "the file is binary or damaged") from None
 
 
-CHUNK_BYTES = 8 << 20
+CHUNK_BYTES = 4 << 20
 """Text read at a time by :func:`iter_line_chunks`: memory for the text is bounded by this, not the file size."""
 
 
@@ -164,6 +164,30 @@ def iter_line_chunks(path: Path, fmt: str, chunk_bytes: int | None = None) -> It
             yield line, chunk
             line += chunk.count(b"\n")
             offset += len(chunk)
+
+
+def iter_lines(path: Path, fmt: str) -> Iterator[tuple[int, str]]:
+    """Yield ``(line number, line)`` of a text file read a few MiB at a time: the lines of
+    ``text.split("\\n")`` of the whole file (a file ending in a newline ends with an empty line), without
+    holding the file.
+
+    Raises
+    ------
+    ImportFormatError
+        The file cannot be read or is not text (the first byte that is not UTF-8, with its offset).
+    """
+    last = 0
+    ends_with_newline = True  # an empty file reads as one empty line, as "".split("\\n") does
+    for first_line, chunk in iter_line_chunks(path, fmt):
+        lines = chunk.decode("utf-8").split("\n")
+        ends_with_newline = chunk.endswith(b"\n")
+        if ends_with_newline:
+            lines.pop()  # the empty piece after the chunk's last newline: the next chunk starts there
+        for number, line in enumerate(lines, first_line):
+            yield number, line
+            last = number
+    if ends_with_newline:
+        yield last + 1, ""
 
 
 def _check_utf8(chunk: bytes, offset: int, fmt: str, path: Path) -> None:

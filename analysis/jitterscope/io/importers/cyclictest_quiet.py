@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ._common import Parsed, SourceSummary, fail, read_text, show
+from ._common import Parsed, SourceSummary, fail, iter_lines, show
 
 FORMAT = "cyclictest-quiet"
 
@@ -42,9 +42,9 @@ def summary_from_line(raw: str) -> SourceSummary | None:
 
 
 def parse(path: Path) -> Parsed:
-    text = read_text(path, FORMAT)
+    lines = iter_lines(path, FORMAT)  # a few MiB at a time, not the whole file
     found: dict[int, SourceSummary] = {}
-    for number, raw in enumerate(text.split("\n"), 1):
+    for number, raw in lines:
         line = _ESCAPE.sub("", raw)
         summary = summary_from_line(line)
         if summary is not None:

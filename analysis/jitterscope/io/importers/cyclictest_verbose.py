@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -52,38 +54,86 @@ def sniff(head: bytes) -> bool:
 
 
 def parse(path: Path) -> Parsed:
-    """Read a cyclictest ``-v`` log into per-thread latency series (unit not yet known).
+    """Read a whole cyclictest ``-v`` log into per-thread latency series (unit not yet known).
 
-    The file is read a few MiB at a time (:func:`iter_line_chunks`): a chunk of plain
-    ``thread:cycle:latency`` lines (all but the preamble and the closing summary) is parsed with numpy in
-    one go; any other chunk line by line, with the same checks and messages.  Samples are kept as int64
-    arrays, not Python lists.
+    The in-memory form of :class:`VerboseReader` (the importer itself streams: it never holds every sample).
     """
-    state = _State(path)
-    for first_line, chunk in iter_line_chunks(path, FORMAT):
-        if state.headers and state.smi_mode is not True and _fast_chunk(chunk, first_line, state):
-            continue
-        for number, line in enumerate(chunk.decode("utf-8").split("\n"), first_line):
-            state.line(number, line)
-    headers, summaries = state.headers, state.summaries
-    if not headers:
-        raise fail(FORMAT, path, "preamble", "no 'Thread N Interval:' header", "was cyclictest run with -v?")
-    if not state.blocks:
-        raise fail(FORMAT, path, "body", "no sample lines", "the run printed nothing; is the file complete?")
-    parsed = Parsed(format=FORMAT, path=path, role="samples", summaries=summaries)
-    parsed.settings["interval_headers_us"] = [headers[t] for t in sorted(headers)]
+    reader = VerboseReader(path)
+    blocks: dict[int, list[SampleBlock]] = {}
+    for chunk in reader.chunks():
+        for block in chunk:
+            blocks.setdefault(block.thread, []).append(block)
+    parsed = reader.parsed()
     empty = np.zeros(0, np.int64)
-    for thread in sorted(headers):
-        state.flush(thread)
-        blocks = state.blocks.get(thread, [])
-        seq = np.concatenate([b[0] for b in blocks]) if blocks else empty
+    for thread in sorted(reader.headers):
+        mine = blocks.get(thread, [])
         parsed.samples.append(ThreadSamples(
             thread=thread,
-            seq=seq,
-            latency_ns=np.concatenate([b[1] for b in blocks]) if blocks else empty,  # still in the source's unit
-            smi_delta=(np.concatenate([b[2] for b in blocks]) if blocks else empty) if state.smi_mode else None,
+            seq=np.concatenate([b.seq for b in mine]) if mine else empty,
+            latency_ns=np.concatenate([b.latency for b in mine]) if mine else empty,  # still in the source's unit
+            smi_delta=(np.concatenate([b.smi_delta for b in mine]) if mine else empty) if reader.smi_mode else None,
         ))
     return parsed
+
+
+@dataclass(frozen=True)
+class SampleBlock:
+    """Consecutive samples of one thread, as printed (latency in the source's unit)."""
+
+    thread: int
+    seq: np.ndarray  # int64 cycle numbers, increasing
+    latency: np.ndarray  # int64
+    smi_delta: np.ndarray  # int64 SMIs counted during each cycle (zeros without --smi)
+
+
+class VerboseReader:
+    """A cyclictest ``-v`` log read a few MiB at a time (:func:`iter_line_chunks`).
+
+    :meth:`chunks` yields, for each chunk of the file, its samples as one :class:`SampleBlock` per thread
+    (threads in increasing order); memory holds one chunk, whatever the file's size.  A chunk of plain
+    ``thread:cycle:latency`` lines (all but the preamble and the closing summary) is parsed with numpy in
+    one go, any other line by line, with the same checks and messages.  Once :meth:`chunks` is exhausted,
+    :attr:`headers`, :attr:`summaries` (``-v -q`` prints them at exit) and :attr:`smi_mode` describe the whole
+    file, and :meth:`parsed` gives them as a :class:`Parsed` without samples.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._state = _State(path)
+
+    @property
+    def headers(self) -> dict[int, int]:
+        """``Thread N Interval:`` values (µs) by thread; complete before the first sample (the log's order)."""
+        return self._state.headers
+
+    @property
+    def summaries(self) -> list[SourceSummary]:
+        return self._state.summaries
+
+    @property
+    def smi_mode(self) -> bool:
+        return bool(self._state.smi_mode)
+
+    def chunks(self) -> Iterator[list[SampleBlock]]:
+        """Yield each chunk's samples; raise :class:`ImportFormatError` naming the line on bad input."""
+        state = self._state
+        for first_line, chunk in iter_line_chunks(self.path, FORMAT):
+            if not (state.headers and state.smi_mode is not True and _fast_chunk(chunk, first_line, state)):
+                for number, line in enumerate(chunk.decode("utf-8").split("\n"), first_line):
+                    state.line(number, line)
+            taken = state.take()
+            if taken:
+                yield taken
+        if not state.headers:
+            raise fail(FORMAT, self.path, "preamble", "no 'Thread N Interval:' header", "was cyclictest run with -v?")
+        if not state.seen_samples:
+            raise fail(FORMAT, self.path, "body", "no sample lines", "the run printed nothing; is the file complete?")
+
+    def parsed(self) -> Parsed:
+        """What the file said besides its samples (call after :meth:`chunks` is exhausted)."""
+        parsed = Parsed(format=FORMAT, path=self.path, role="samples", summaries=self.summaries)
+        parsed.settings["interval_headers_us"] = [self.headers[t] for t in sorted(self.headers)]
+        return parsed
 
 
 class _State:
@@ -94,7 +144,8 @@ class _State:
         self.headers: dict[int, int] = {}
         self.summaries: list[SourceSummary] = []  # "-v -q" also prints the summary lines at exit
         self.smi_mode: bool | None = None
-        self.blocks: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+        self.seen_samples = False
+        self.blocks: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}  # the current chunk's
         self.last_cycle: dict[int, int] = {}
         self._pending: dict[int, tuple[list[int], list[int], list[int]]] = {}  # the slow path's current lists
 
@@ -103,10 +154,25 @@ class _State:
         if pending and pending[0]:
             self.blocks.setdefault(thread, []).append(tuple(np.asarray(v, dtype=np.int64) for v in pending))
 
+    def take(self) -> list[SampleBlock]:
+        """The samples read since the last call, one block per thread in thread order; forgotten here."""
+        for thread in list(self._pending):
+            self.flush(thread)
+        taken = []
+        for thread in sorted(self.blocks):
+            parts = self.blocks[thread]
+            if not parts:
+                continue
+            seq, latency, smi = (p[0] if len(parts) == 1 else np.concatenate(p) for p in zip(*parts, strict=True))
+            taken.append(SampleBlock(thread=thread, seq=seq, latency=latency, smi_delta=smi))
+        self.blocks = {}
+        return taken
+
     def add_block(self, thread: int, seq: np.ndarray, latency: np.ndarray) -> None:
         self.flush(thread)
         self.blocks.setdefault(thread, []).append((seq, latency, np.zeros(seq.size, np.int64)))
         self.last_cycle[thread] = int(seq[-1])
+        self.seen_samples = True
 
     def line(self, number: int, line: str) -> None:
         path = self.path
@@ -133,14 +199,15 @@ class _State:
             lats.append(latency)
             smis.append(0 if smi is None else smi)
             self.last_cycle[thread] = cycle
-            self.blocks.setdefault(thread, [])
+            self.seen_samples = True
             if len(seqs) >= 1 << 16:  # bounded lists: into numpy every 65536 lines
                 self.flush(thread)
             return
         match = _HEADER.fullmatch(line)
         if match:
             thread, interval = int(match[1]), int(match[2])
-            if self.blocks or thread in self.headers or thread != len(self.headers) or not 0 < interval <= 10_000_000:
+            if self.seen_samples or thread in self.headers or thread != len(self.headers) or not (
+                    0 < interval <= 10_000_000):
                 raise fail(FORMAT, path, f"line {number}", f"unexpected header {show(line)}")
             self.headers[thread] = interval
             return
@@ -167,7 +234,7 @@ def _fast_chunk(chunk: bytes, first_line: int, state: _State) -> bool:
     text = np.frombuffer(chunk, np.uint8)
     newlines = np.flatnonzero(text == 10)
     colon = text == 58
-    colons = np.cumsum(colon)
+    colons = np.cumsum(colon, dtype=np.int32)  # int32: a chunk is far below 2 GiB (a quarter of int64 memory)
     per_line = np.diff(np.concatenate([[0], colons[newlines]]))
     if per_line.size == 0 or np.any(per_line != 2):
         return False
@@ -175,7 +242,7 @@ def _fast_chunk(chunk: bytes, first_line: int, state: _State) -> bool:
         return False  # "1 :2" is no sample line
     separator = (text == 32) | colon | (text == 10)
     starts = ~separator & np.concatenate([[True], separator[:-1]])
-    tokens_per_line = np.diff(np.concatenate([[0], np.cumsum(starts)[newlines]]))
+    tokens_per_line = np.diff(np.concatenate([[0], np.cumsum(starts, dtype=np.int32)[newlines]]))
     if np.any(tokens_per_line != 3):
         return False
     minus = np.flatnonzero(text == 45)

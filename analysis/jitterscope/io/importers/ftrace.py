@@ -2,7 +2,7 @@
 
 Like turbostat's timeline this is not latency data: it attaches to a dataset of
 the same run (``jitterscope import TRACE --onto DATASET -o OUT``), as the
-dataset's events table (``_trace/events.parquet``, the contract's "Trace
+dataset's events table (``_trace/part-NNNNN.parquet``, the contract's "Trace
 events"), and only when its clock can be aligned with the dataset's: the
 timestamps must be seconds with a fraction (a counter clock such as
 ``x86-tsc`` prints bare integers) and most events must fall within the

@@ -19,22 +19,24 @@ them, and the importer reports the difference.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from ...errors import ImportFormatError
 from ._common import (
     Parsed,
     SourceSummary,
     ThreadHistogram,
     ThreadSamples,
     fail,
+    iter_lines,
     json_histogram,
     json_int,
     json_number,
-    read_bytes,
     read_json,
-    read_text,
     show,
 )
 from .cyclictest_json import sysinfo_environment
@@ -73,48 +75,122 @@ def sniff_samples(head: bytes, size: int) -> bool:
                 & (records["tv_nsec"] < 10**9)) and np.all(records["tv_sec"] >= 0))
 
 
+CHUNK_RECORDS = 1 << 18
+"""Records read at a time by :class:`SamplesReader` (7 MiB): memory is bounded by this, not the file's size."""
+
+
 def parse_samples(path: Path, resolution_ns: int = 1000) -> Parsed:
-    data = read_bytes(path)
-    fmt = SAMPLES_FORMAT
-    if not data:
-        raise fail(fmt, path, "byte 0", "the file is empty", "jitterdebugger wrote no samples (was -s given?)")
-    whole = len(data) - len(data) % RECORD.itemsize
-    if whole != len(data):
-        raise fail(fmt, path, f"byte {whole}", f"{len(data)} bytes is not a whole number of 28-byte records "
-                   f"(the last record is cut after {len(data) - whole} bytes)",
-                   f"truncate the file to {whole} bytes to import the complete records")
-    records = np.frombuffer(data, dtype=RECORD)
-    _check_field(records["cpuid"] >= MAX_THREADS, "thread index (u32 at offset 0)", records["cpuid"], fmt, path)
-    _check_field((records["tv_nsec"] < 0) | (records["tv_nsec"] >= 10**9), "tv_nsec (i8 at offset 12)",
-                 records["tv_nsec"], fmt, path)
-    _check_field((records["tv_sec"] < 0) | (records["tv_sec"] > 1 << 40), "tv_sec (i8 at offset 4)",
-                 records["tv_sec"], fmt, path)
-    _check_field(records["val"] > MAX_LATENCY_NS // resolution_ns, "latency (u64 at offset 20)",
-                 records["val"], fmt, path)
-    parsed = Parsed(format=fmt, path=path, role="samples", resolution_ns=resolution_ns)
-    actual = records["tv_sec"].astype(np.int64) * 10**9 + records["tv_nsec"].astype(np.int64)
-    for thread in np.unique(records["cpuid"]):
-        index = np.flatnonzero(records["cpuid"] == thread)
-        times = actual[index]
-        backwards = np.flatnonzero(np.diff(times) <= 0)
-        if len(backwards):
-            where = int(index[backwards[0] + 1])
-            raise fail(fmt, path, f"byte {where * RECORD.itemsize} (record {where})",
-                       f"thread {int(thread)}'s time does not increase ({int(times[backwards[0] + 1])} ns after "
-                       f"{int(times[backwards[0]])} ns)", "the file is damaged")
+    """Read a whole ``samples.raw`` into per-thread series (the importer streams it with :class:`SamplesReader`)."""
+    reader = SamplesReader(path, resolution_ns)
+    pieces: dict[int, list[ThreadRecords]] = {}
+    for chunk in reader.chunks():
+        for part in chunk:
+            pieces.setdefault(part.thread, []).append(part)
+    parsed = reader.parsed()
+    for thread in sorted(pieces):
+        parts = pieces[thread]
+        times = np.concatenate([p.actual_ns for p in parts])
         parsed.samples.append(ThreadSamples(
-            thread=int(thread), seq=np.arange(len(index), dtype=np.int64),
-            latency_ns=records["val"][index].astype(np.int64) * resolution_ns, actual_ns=times,
+            thread=thread, seq=np.arange(len(times), dtype=np.int64),
+            latency_ns=np.concatenate([p.latency_ns for p in parts]), actual_ns=times,
         ))
     return parsed
 
 
-def _check_field(bad: np.ndarray, name: str, values: np.ndarray, fmt: str, path: Path) -> None:
+@dataclass(frozen=True)
+class ThreadRecords:
+    """One thread's records within a chunk, in file order."""
+
+    thread: int
+    actual_ns: np.ndarray  # int64, CLOCK_MONOTONIC after waking
+    latency_ns: np.ndarray  # int64, the recorded latency in ns
+
+
+class SamplesReader:
+    """A ``samples.raw`` read :data:`CHUNK_RECORDS` records at a time; :meth:`chunks` may be iterated again.
+
+    Each chunk's records are checked (thread index, tv_sec, tv_nsec, latency in range; each thread's time
+    increasing, also across chunks) and split by thread.  A refusal names the byte and record.
+    """
+
+    def __init__(self, path: Path, resolution_ns: int = 1000) -> None:
+        self.path, self.resolution_ns = path, resolution_ns
+        fmt = SAMPLES_FORMAT
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            raise ImportFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        if not size:
+            raise fail(fmt, path, "byte 0", "the file is empty", "jitterdebugger wrote no samples (was -s given?)")
+        whole = size - size % RECORD.itemsize
+        if whole != size:
+            raise fail(fmt, path, f"byte {whole}", f"{size} bytes is not a whole number of 28-byte records "
+                       f"(the last record is cut after {size - whole} bytes)",
+                       f"truncate the file to {whole} bytes to import the complete records")
+        self.records = size // RECORD.itemsize
+
+    def parsed(self) -> Parsed:
+        return Parsed(format=SAMPLES_FORMAT, path=self.path, role="samples", resolution_ns=self.resolution_ns)
+
+    def chunks(self) -> Iterator[list[ThreadRecords]]:
+        """Yield each chunk's records as one :class:`ThreadRecords` per thread, threads in increasing order."""
+        fmt, path, resolution_ns = SAMPLES_FORMAT, self.path, self.resolution_ns
+        last_time: dict[int, int] = {}
+        try:
+            handle = path.open("rb")
+        except OSError as exc:
+            raise ImportFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        with handle:
+            for first in range(0, self.records, CHUNK_RECORDS):
+                try:
+                    data = handle.read(min(CHUNK_RECORDS, self.records - first) * RECORD.itemsize)
+                except OSError as exc:
+                    raise ImportFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+                if len(data) % RECORD.itemsize or not data:
+                    raise ImportFormatError(f"{path}: the file shrank while it was read; is it being written to?")
+                records = np.frombuffer(data, dtype=RECORD)
+                _check_field(records["cpuid"] >= MAX_THREADS, "thread index (u32 at offset 0)", records["cpuid"],
+                             fmt, path, first)
+                _check_field((records["tv_nsec"] < 0) | (records["tv_nsec"] >= 10**9), "tv_nsec (i8 at offset 12)",
+                             records["tv_nsec"], fmt, path, first)
+                _check_field((records["tv_sec"] < 0) | (records["tv_sec"] > 1 << 40), "tv_sec (i8 at offset 4)",
+                             records["tv_sec"], fmt, path, first)
+                _check_field(records["val"] > MAX_LATENCY_NS // resolution_ns, "latency (u64 at offset 20)",
+                             records["val"], fmt, path, first)
+                actual = records["tv_sec"].astype(np.int64) * 10**9 + records["tv_nsec"].astype(np.int64)
+                latency = records["val"].astype(np.int64) * resolution_ns
+                ids = records["cpuid"]
+                order = np.argsort(ids, kind="stable")
+                threads, starts = np.unique(ids[order], return_index=True)
+                bounds = np.append(starts, ids.size)
+                chunk = []
+                for thread, begin, end in zip(threads.tolist(), bounds[:-1].tolist(), bounds[1:].tolist(),
+                                              strict=True):
+                    index = order[begin:end]
+                    times = actual[index]
+                    before = last_time.get(thread)
+                    steps = np.diff(times, prepend=times[0] if before is None else before)
+                    if before is None:
+                        steps[0] = 1
+                    backwards = np.flatnonzero(steps <= 0)
+                    if len(backwards):
+                        at = int(backwards[0])
+                        where = first + int(index[at])
+                        previous = int(times[at - 1]) if at else before
+                        raise fail(fmt, path, f"byte {where * RECORD.itemsize} (record {where})",
+                                   f"thread {thread}'s time does not increase ({int(times[at])} ns after "
+                                   f"{previous} ns)", "the file is damaged")
+                    last_time[thread] = int(times[-1])
+                    chunk.append(ThreadRecords(thread=thread, actual_ns=times, latency_ns=latency[index]))
+                yield chunk
+
+
+def _check_field(bad: np.ndarray, name: str, values: np.ndarray, fmt: str, path: Path, first: int = 0) -> None:
     wrong = np.flatnonzero(bad)
     if len(wrong):
-        record = int(wrong[0])
+        record = first + int(wrong[0])
         raise fail(fmt, path, f"byte {record * RECORD.itemsize} (record {record})",
-                   f"{name} is {int(values[record])}, which is impossible",
+                   f"{name} is {int(values[wrong[0]])}, which is impossible",
                    "the file is damaged or not a jitterdebugger samples.raw")
 
 
@@ -153,9 +229,9 @@ def parse_results(path: Path) -> Parsed:
 
 def parse_stdout(path: Path) -> Parsed:
     fmt = STDOUT_FORMAT
-    text = read_text(path, fmt)
+    lines = iter_lines(path, fmt)  # a few MiB at a time, not the whole file
     found: dict[int, SourceSummary] = {}
-    for number, raw in enumerate(text.split("\n"), 1):
+    for number, raw in lines:
         line = _ESCAPE.sub("", raw)
         match = _STDOUT_LINE.fullmatch(line)
         if match:

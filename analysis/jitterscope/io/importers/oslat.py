@@ -33,15 +33,16 @@ from ._common import (
     SourceSummary,
     ThreadHistogram,
     fail,
+    iter_lines,
     json_histogram,
     json_int,
     json_number,
-    read_text,
     show,
 )
 from .cyclictest_json import load_rt_tests_json, sysinfo_environment
 
 FORMAT = "oslat"
+_VERSION = re.compile(r"oslat V (\S+)")
 JSON_FORMAT = "oslat-json"
 
 _BUCKET = re.compile(r"\s*(\d{1,9}) \(us\):\s+(\d{1,15}(?:\s+\d{1,15})*)\s*(\(including overflows\))?\s*")
@@ -60,13 +61,16 @@ def sniff_json(head: bytes) -> bool:
 
 
 def parse(path: Path) -> Parsed:
-    text = read_text(path, FORMAT)
+    lines = iter_lines(path, FORMAT)  # a few MiB at a time, not the whole file
     fields: dict[str, list[str]] = {}
     labels: list[int] = []
     rows: list[list[int]] = []
     overflow_label = None
     in_results = False
-    for number, line in enumerate(text.split("\n"), 1):
+    version = None
+    for number, line in lines:
+        if version is None:
+            version = _VERSION.search(line)
         match = _FIELD.fullmatch(line)
         if match:
             if match[1] == "Core":
@@ -105,7 +109,7 @@ def parse(path: Path) -> Parsed:
                        "the file is truncated")
     parsed = Parsed(format=FORMAT, path=path, role="histogram", resolution_ns=1000)
     table = np.asarray(rows, dtype=np.int64)
-    parsed.tool = {"name": "oslat", "version": _version(text)}
+    parsed.tool = {"name": "oslat", "version": version[1] if version else "unknown"}
     for index, cpu in enumerate(cores):
         maximum = _int(fields["Maximum"][index], path, "Maximum:")
         _add_thread(parsed, index, cpu, np.asarray(labels, np.int64), table[:, index], overflow_label,
@@ -177,7 +181,3 @@ def _float(text: str, path: Path) -> float:
         raise fail(FORMAT, path, "Average:", f"{show(text)} is not a number")
     return float(text)
 
-
-def _version(text: str) -> str:
-    match = re.search(r"oslat V (\S+)", text)
-    return match[1] if match else "unknown"

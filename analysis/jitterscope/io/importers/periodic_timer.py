@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ._common import Parsed, SourceSummary, fail, read_text, show
+from ._common import Parsed, SourceSummary, fail, iter_lines, show
 
 FORMAT = "periodic-timer"
 
@@ -40,12 +40,12 @@ def sniff(head: bytes) -> bool:
 
 
 def parse(path: Path) -> Parsed:
-    text = read_text(path, FORMAT)
+    lines = iter_lines(path, FORMAT)  # a few MiB at a time, not the whole file
     blocks: dict[int, list[dict]] = {}
     cpus: dict[int, int] = {}
     thread = 0
     pending: dict | None = None
-    for number, line in enumerate(text.split("\n"), 1):
+    for number, line in lines:
         match = _PERIOD.fullmatch(line)
         if match:
             if pending is not None:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import Parsed, SourceSummary, ThreadHistogram, fail, read_text, show
+from ._common import Parsed, SourceSummary, ThreadHistogram, fail, iter_lines, show
 
 FORMAT = "rtla-timerlat-hist"
 
@@ -44,13 +44,13 @@ def sniff(head: bytes) -> bool:
 
 
 def parse(path: Path) -> Parsed:
-    text = read_text(path, FORMAT)
+    lines = iter_lines(path, FORMAT)  # a few MiB at a time, not the whole file
     unit_ns = 1000
     columns: list[tuple[str, int]] | None = None
     index_values: list[int] = []
     rows: list[list[int]] = []
     stats: dict[str, list[str]] = {}
-    for number, line in enumerate(text.split("\n"), 1):
+    for number, line in lines:
         words = line.split()
         if not words:
             continue

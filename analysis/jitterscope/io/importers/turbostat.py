@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._common import fail, read_text, show
+from ._common import fail, iter_lines, show
 
 FORMAT = "turbostat"
 TOPOLOGY = ("Package", "Die", "Node", "Core", "CPU", "APIC", "X2APIC")
@@ -61,11 +61,11 @@ def read_turbostat(path: str | os.PathLike[str]) -> pa.Table:
         No header line, a row that does not fit its header, or a value that is not a number.
     """
     file = Path(path)
-    text = read_text(file, FORMAT)
+    lines = iter_lines(file, FORMAT)  # a few MiB at a time, not the whole file
     header: list[str] | None = None
     interval = -1
     rows: list[tuple[int, list[str]]] = []
-    for number, line in enumerate(text.split("\n"), 1):
+    for number, line in lines:
         words = line.split()
         if not words:
             continue

@@ -153,6 +153,15 @@ def ground_truth_list(values: np.ndarray) -> dict[str, Any]:
     return out
 
 
+def append_ground_truth(entry: dict[str, Any], values: np.ndarray) -> None:
+    """Add ``values`` to a growing event list ``{"count", "values"}`` (kept up to the list limit)."""
+    entry["count"] += int(values.size)
+    room = GROUND_TRUTH_LIST_LIMIT - len(entry["values"])
+    entry["values"] += values[:max(room, 0)].tolist()
+    if entry["count"] > len(entry["values"]):
+        entry["truncated"] = True
+
+
 def _applies_to(threads: tuple[int, ...] | None, thread: int) -> bool:
     return threads is None or thread in threads
 
@@ -384,6 +393,7 @@ class Stalls(Effect):
 
     With probability ``probability`` per wake-up, latency grows by
     ``periods`` intervals, so ``floor(latency / interval)`` periods are skipped.
+    Ground truth: the stalled wake-ups' ``expected_ns``, per thread.
     """
 
     type: ClassVar[str] = "stalls"
@@ -395,11 +405,13 @@ class Stalls(Effect):
             raise ValueError("stalls: probability in [0, 1] and periods > 0")
 
     def prepare(self, run: SimulationRun) -> None:
-        run.ground_truth["stalls"] = self.to_json()
+        run.ground_truth["stalls"] = {**self.to_json(), "stalled_expected_ns": {}}
 
     def apply(self, run: SimulationRun, chunk: ThreadChunk) -> None:
         hit = chunk.rng.random(chunk.slots.size) < self.probability
         chunk.latency_ns += np.where(hit, self.periods * run.interval_ns, 0.0)
+        truth = run.ground_truth["stalls"]["stalled_expected_ns"]
+        append_ground_truth(truth.setdefault(str(chunk.thread), {"count": 0, "values": []}), chunk.expected_ns[hit])
 
 
 @register_effect
@@ -511,11 +523,7 @@ class IdleStates(Effect):
         # rows come from the slots of the chunk just applied (an overrun-skipped slot is simply absent)
         deep = np.isin(rows.expected_ns, run.state["idle"].get(rows.thread, np.empty(0, np.int64)))
         truth = run.ground_truth["idle"]["deep_expected_ns"].setdefault(str(rows.thread), {"count": 0, "values": []})
-        truth["count"] += int(deep.sum())
-        room = GROUND_TRUTH_LIST_LIMIT - len(truth["values"])
-        truth["values"] += rows.expected_ns[deep][:room].tolist()
-        if truth["count"] > len(truth["values"]):
-            truth["truncated"] = True
+        append_ground_truth(truth, rows.expected_ns[deep])
         if not {"mperf", "aperf"} <= set(rows.columns) or rows.seq.size == 0:
             return
         tsc, mperf, aperf = rows.columns["tsc"], rows.columns["mperf"], rows.columns["aperf"]

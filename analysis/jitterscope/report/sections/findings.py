@@ -10,6 +10,7 @@ red flags, each with its action, and what to run next.  Hashes and raw metadata 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,6 +21,7 @@ from ...render import Page, Table, key_value_table, text_pages
 from ..build import ReportContext, register_section
 from ..findings import configuration_flags, next_steps
 from .events import shared_events
+from .planted import shared_recovery
 from .provenance import SIMULATED_BANNER
 
 SPECTRAL_LINES = 3  # periodic disturbances named on page 1
@@ -36,28 +38,44 @@ def findings_section(ctx: ReportContext) -> Sequence[Page]:
         events = shared_events(ctx)
     except AnalysisError as exc:
         problems.append(f"events not computed: {exc}")
-    tables: list[Table] = [_what_happened(ctx, events, problems)]
-    if events is not None:
-        tables += [_worst_per_cpu(ctx, events), event_rates_table(events, name="findings-rates")]
-    tables.append(_causes(ctx, events))
+    what = _what_happened(ctx, events, problems)
+    causes = _causes(ctx, events)
     check = configuration_flags(meta, events)
-    tables.append(Table(
+    flag_notes = ((("Not checked (not recorded): " + "; ".join(check.not_checked) + ".") if check.not_checked else
+                   "Every check could be made from the metadata.",)
+                  + (("The environment of a simulation is what its spec claims.",) if meta.kind == "simulation"
+                     else ()))
+    flags = Table(
         name="findings-red-flags", title="Configuration red flags (from the recorded environment and settings)",
         columns=("flag", "evidence → action that removes it"),
         # one wrapped last column: text tables shorten the other columns, and neither half may be cut
         rows=tuple((f.name, f"{f.evidence} → {f.action}") for f in check.flags) or (("none", "-"),),
-        formats=("", ""), align=("l", "l"),
-        notes=(("Not checked (not recorded): " + "; ".join(check.not_checked) + ".") if check.not_checked else
-               "Every check could be made from the metadata.",)
-        + (("The environment of a simulation is what its spec claims.",) if meta.kind == "simulation" else ()),
-    ))
+        formats=("", ""), align=("l", "l"), notes=flag_notes,
+    )
     has_counters = any(ctx.dataset.has(c) for c in ("smi", "aperf", "mperf")) or meta.timeline is not None
     steps = next_steps(meta, events, check, has_counters=has_counters)
-    tables.append(Table(name="findings-next", title="What to run next", columns=("#", "step"),
-                        rows=tuple((i, step) for i, step in enumerate(steps, start=1)), formats=("", ""),
-                        align=("r", "l")))
+    next_table = Table(name="findings-next", title="What to run next", columns=("#", "step"),
+                       rows=tuple((i, step) for i, step in enumerate(steps, start=1)), formats=("", ""),
+                       align=("r", "l"))
+    # Page 1 has about 50 lines.  On it the worst wake-up of each CPU and the event rates are rows of "What
+    # happened", and the red flags and the next steps share one table (a title and a header less); --figures
+    # gets each table whole.
+    actions = Table(
+        name="findings-actions", title="What to change (red flags from the recorded environment and settings) "
+                                       "and what to run next",
+        columns=("", "evidence → action that removes it / step"),
+        rows=tuple((f.name, f"{f.evidence} → {f.action}") for f in check.flags) or (("no red flag", "-"),),
+        formats=("", ""), align=("l", "l"), notes=flag_notes)
+    actions = replace(actions, rows=actions.rows + tuple((f"next {i}", step) for i, step in next_table.rows))
+    exported = [what]
+    if events is not None:
+        exported += [_worst_per_cpu(ctx, events), event_rates_table(events, name="findings-rates")]
+    exported += [causes, flags, next_table]
     banner = SIMULATED_BANNER if meta.kind == "simulation" else None
-    return list(text_pages("findings", f"Findings: {ctx.dataset.path.name}", tables, banner=banner))
+    pages = list(text_pages("findings", f"Findings: {ctx.dataset.path.name}", [what, causes, actions],
+                            banner=banner))
+    pages[0] = replace(pages[0], tables=tuple(exported))
+    return pages
 
 
 def _cpu(cpu: int, thread: int) -> str:
@@ -100,6 +118,15 @@ def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str
             top = max(known, key=lambda t: t.max_ns or 0.0)
             items.append(("worst wake-up", f"{format_us(top.max_ns)} on {_cpu(top.cpu, top.thread)}; when is not "
                                            "recorded (the source kept no wake-up times)"))
+    if events is not None and len(ctx.summary.threads) > 1:
+        # the worst wake-up overall has its own row: this one names the other CPUs' worst
+        worst_rows = _worst_per_cpu(ctx, events).rows
+        worst_rows = tuple(row for row in worst_rows if worst is None or row[1] != worst.thread)
+        if worst_rows:
+            items.append(("other CPUs' worst", "; ".join(
+                f"{who} {format_us(worst_us * 1e3)} at {at:,.3f} s"
+                + (f" (event on {where}: {causes})" if where != "-" else "")
+                for who, _, worst_us, at, where, causes in worst_rows)))
     if events is not None:
         multi = [e for e in events.events if len(e.threads) > 1]
         items.append(("events", f"{len(events.events):,} (a wake-up later than {format_us(events.threshold_ns)}: "
@@ -113,12 +140,34 @@ def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str
         missed = sum(e.missed_periods for e in events.events)
         items.append(("missed periods", f"{missed:,} in events (overruns, seq gaps, catch-up wake-ups); overruns: "
                                         f"{overall.overruns if overall.overruns is not None else 'n/a'}"))
+        if events.rates:
+            items.append(("event rates", _rates_text(events)))
         if events.halves is not None and events.events:
             h = events.halves
             items.append(("over time", f"{h.first:,} events in the first half, {h.second:,} in the second "
                                        f"({format_p(h.p_value)}, exact test of a constant rate)"))
+    if "planted" in ctx.sections:
+        recovery = shared_recovery(ctx)
+        if recovery is not None:
+            items.append(("planted effects", f"{recovery.tally()} (simulation; the table follows this page)"))
     items += [("note", problem) for problem in problems]
     return key_value_table("findings-summary", "What happened", items, headers=("what", "finding"))
+
+
+def _rates_text(events: Events) -> str:
+    """"86 above 100 µs (30,963/h, 95% CI 24,766–38,239); 4 above 1 ms = one interval (...)": one line."""
+    parts: list[str] = []
+    shown: dict[tuple[int, float], int] = {}
+    for rate in events.rates:
+        key = (rate.count, rate.level_ns)
+        if key in shown:  # "above one interval" of a 1 ms interval is "above 1 ms"
+            same = rate.label.removeprefix('above ').split(' (')[0]
+            parts[shown[key]] = parts[shown[key]].replace(" (", f" = {same} (", 1)
+            continue
+        shown[key] = len(parts)
+        parts.append(f"{rate.count:,} {rate.label} ({rate.rate_per_s * 3600:,.0f}/h, 95% CI "
+                     f"{rate.ci_low_per_s * 3600:,.0f}–{rate.ci_high_per_s * 3600:,.0f})")
+    return "; ".join(parts) + f"; exact Poisson intervals over {events.observed_s:,.1f} s"
 
 
 def _when(ctx: ReportContext, events: Events | None, actual_ns: int) -> str:
@@ -180,8 +229,8 @@ def _causes(ctx: ReportContext, events: Events | None) -> Table:
     return Table(name="findings-causes", title="Why: causes and their evidence",
                  columns=("cause", "how many", "evidence"),
                  rows=tuple(rows), formats=("", "", ""), align=("l", "l", "l"),
-                 notes=("An event can have several causes. Power-management lines are correlate's verdicts "
-                        "(risk ratios with 95 % CIs, Holm-adjusted p, Cliff's delta) over all wake-ups.",))
+                 notes=("An event can have several causes; power-management lines are correlate's verdicts over all "
+                        "wake-ups.",))
 
 
 def _power_verdicts(ctx: ReportContext) -> list[str]:
@@ -193,8 +242,34 @@ def _power_verdicts(ctx: ReportContext) -> list[str]:
     except AnalysisError as exc:
         return [f"not computed: {exc}"]
     if not result.available:
-        return [result.reason]
-    return list(result.verdicts)
+        # the reason lists every counter's failure (four lines on a VM): page 1 says what it means, the power
+        # section has the details
+        head = result.reason.split(";", 1)[0]
+        head += ")" if head.count("(") > head.count(")") else ""
+        return [f"{head}: no SMI, frequency or idle test (the power section says why)"]
+    return _one_claim_line(result.verdicts)
+
+
+CLAIM_PREFIX = "Claimed vs measured: "
+
+
+def _one_claim_line(verdicts: Sequence[str]) -> list[str]:
+    """correlate's verdicts with its per-CPU claim checks as one line: the first CPU's, naming the others.
+
+    Page 1 has no room for one near-identical sentence per CPU; the power section lists each.
+    """
+    claims = [v for v in verdicts if v.startswith(CLAIM_PREFIX)]
+    if len(claims) < 2:
+        return list(verdicts)
+    others = [claim.rsplit("(", 1)[-1].rstrip(").") for claim in claims[1:]]
+    merged = claims[0].rstrip(".") + f"; {', '.join(others)} disagree too (the power section has each)."
+    out: list[str] = []
+    for verdict in verdicts:
+        if verdict == claims[0]:
+            out.append(merged)
+        elif verdict not in claims:
+            out.append(verdict)
+    return out
 
 
 def _spectral_lines(ctx: ReportContext) -> list[str]:

@@ -4,7 +4,7 @@ After the findings page: what was measured (kind, rows, threads, files), the
 latency summary and the counters.  The appendix says how to make the same
 report again (tool and library versions, parameters, hashes, the command) and
 holds the raw records: settings as asked and granted, the import source, the
-planted truth of a simulation, the environment.
+seed and spec of a simulation, the environment.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def provenance_section(ctx: ReportContext) -> Sequence[Page | Table]:
 
 
 def raw_metadata_tables(ctx: ReportContext) -> list[Table]:
-    """The recorded settings, import source, planted truth and environment, for the appendix."""
+    """The recorded settings, import source, a simulation's seed and spec, and the environment, for the appendix."""
     meta = ctx.dataset.metadata
     tables = []
     if meta.settings:
@@ -45,27 +45,28 @@ def raw_metadata_tables(ctx: ReportContext) -> list[Table]:
     if meta.source:
         tables.append(key_value_table("source", "Imported from", meta.source, headers=("field", "value")))
     if meta.ground_truth:
-        tables.append(ground_truth_table(meta.ground_truth))
+        tables.append(simulation_spec_table(meta.ground_truth))
     tables.append(environment_snapshot_table(meta.environment))
     return tables
 
 
 PLANTED_LIST_SHOWN = 8
-"""Planted event lists longer than this are shown as their count, first and last value."""
+"""Lists longer than this are shown as their count, first and last value."""
 
 
-def ground_truth_table(ground_truth: Mapping[str, Any]) -> Table:
-    """The planted truth of a simulation, one parameter per row.
+def simulation_spec_table(ground_truth: Mapping[str, Any]) -> Table:
+    """How a simulation was made: its seed and spec, one parameter per row (to make it again).
 
-    Parameters are listed in full; the planted event lists (transition times,
-    SMI times, ... thousands of values) are shown as their count with the first
-    and last value: the full lists stay in the dataset's metadata.
+    What each effect drew (SMI times, transitions, stalls ...) is not repeated here: the planted-versus-recovered
+    table after page 1 sets every planted effect beside what was recovered, and the dataset's metadata key
+    ``jitterscope.ground_truth`` holds every planted value.
     """
     rows: list[tuple[str, Any]] = []
-    _flatten_planted("", ground_truth, rows)
-    return key_value_table("ground-truth", "Planted ground truth (simulation)", rows, headers=("field", "value"),
-                           notes=("Event lists are summarised; the dataset's metadata key jitterscope.ground_truth "
-                                  "holds every planted value.",))
+    _flatten_planted("", {k: v for k, v in ground_truth.items() if k in ("seed", "spec")}, rows)
+    return key_value_table("simulation-spec", "Simulation: seed and spec", rows, headers=("field", "value"),
+                           notes=("What each effect planted, and what the analyses recovered of it: the "
+                                  "planted-versus-recovered table after page 1. Every planted value is in the "
+                                  "dataset's metadata key jitterscope.ground_truth.",))
 
 
 def _flatten_planted(prefix: str, value: Any, rows: list[tuple[str, Any]]) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from matplotlib.figure import Figure
 
 from ...errors import AnalysisError
+from ...format import format_thread_cpu
 from ...render import PAGE_SIZE_IN, Page, Table, note_page
 from ...tails import (
     EVT_PROMISE,
@@ -44,7 +45,7 @@ def tails_section(ctx: ReportContext) -> Sequence[Page | Table]:
         state = ("assumptions hold" if fit.assumptions_ok and fit.extrapolated else
                  "ASSUMPTIONS NOT MET — indicative only" if fit.extrapolated else
                  "the tail mixes mechanisms — no extrapolation")
-        fig.suptitle(f"Tail of thread {fit.thread} (CPU {fit.cpu}): {shape_text(fit.xi, fit.xi_se)}, {state}",
+        fig.suptitle(f"Tail of {format_thread_cpu(fit.thread, fit.cpu)}: {shape_text(fit.xi, fit.xi_se)}, {state}",
                      fontsize=12, weight="bold", color="black" if fit.assumptions_ok else "#b00000")
         items.append(Page(f"tails-thread-{fit.thread}", fig))
     fit_table = tail_fit_table(report)

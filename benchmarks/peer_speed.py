@@ -1,0 +1,189 @@
+"""Issue 11: `summary` against DuckDB and `spectrum` against scipy.signal.welch, on the same file, in one run.
+
+Usage: python benchmarks/peer_speed.py [--sizes 1e7 1e8] [--keep DIR] [--steps summary duckdb ...] [--repeat 1]
+
+The datasets are the simulated ones *with counters* of ``streaming_memory.py`` (2 threads at 100 µs), cached in
+--keep as ``power-ROWS.parquet`` (simulated there if missing).  Each step runs in a fresh interpreter, so its
+time and peak RSS are its own:
+
+  summary      jitterscope.summary.summarize(open_dataset(PATH))
+  summary-cli  ``jitterscope summary PATH -q`` in process (its imports and printing timed too)
+  duckdb       DuckDB's per-thread query of the same numbers summary prints: count, min, max, mean, population
+               stddev and quantile_cont at p50 .. p99.999 of actual_ns - expected_ns, GROUP BY thread
+               (DuckDB's default threads: every core)
+  spectrum     jitterscope.spectrum.analyze_spectra(open_dataset(PATH))
+  welch        pyarrow reading each thread's expected_ns and actual_ns into memory, then scipy.signal.welch on
+               its latency series with the segment length, overlap and window spectrum uses (Hann, nperseg/2,
+               constant detrend, density, mean average)
+
+Checks printed: summary's percentiles equal DuckDB's within the histogram's error (relative_error of the value, or
+1 ns), its count/min/max exactly and its mean and stddev within 1e-9 relative; the Welch PSD equal to scipy's
+within 1e-6 relative (the same segments when a thread has no gaps).  Ratios: summary / duckdb (target <= 1.0) and
+spectrum / welch (target <= 2.0).  Timings on a shared machine vary: say its load average with the numbers
+(printed at the start and end of each size).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from _common import run_step, work_dir
+
+PERCENTILES = ("50", "90", "99", "99.9", "99.99", "99.999")  # summary.PERCENTILES (checked below)
+
+SETUP_LIB = "from jitterscope.dataset import open_dataset\n"
+
+STEPS: dict[str, tuple[str, str]] = {  # name -> (untimed setup, timed step)
+    "summary": (SETUP_LIB + "from jitterscope.summary import summarize\n", """
+summary = summarize(open_dataset(PATH))
+with open(OUT + "/summary.json", "w") as out:
+    json.dump({str(t.thread): {"n": t.n, "min": t.min_ns, "max": t.max_ns, "mean": t.mean_ns, "std": t.std_ns,
+                               "relative_error": t.histogram.relative_error, "percentiles": t.percentiles}
+               for t in summary.threads}, out)
+"""),
+    "summary-cli": ("", """
+import contextlib, io
+from jitterscope.cli import main
+with contextlib.redirect_stdout(io.StringIO()) as printed:
+    status = main(["summary", PATH, "-q"])
+assert status == 0, status
+assert "99.99" in printed.getvalue()
+"""),
+    "duckdb": ("import duckdb\n", f"""
+quantiles = {[float(q) / 100 for q in PERCENTILES]!r}
+rows = duckdb.connect().execute(
+    "SELECT thread, count(*), min(lat), max(lat), avg(lat), stddev_pop(lat), quantile_cont(lat, ?) "
+    "FROM (SELECT thread, actual_ns - expected_ns AS lat FROM read_parquet(?)) GROUP BY thread ORDER BY thread",
+    [quantiles, PATH]).fetchall()
+with open(OUT + "/duckdb.json", "w") as out:
+    json.dump({{str(r[0]): {{"n": r[1], "min": r[2], "max": r[3], "mean": r[4], "std": r[5],
+                            "percentiles": dict(zip({list(PERCENTILES)!r}, r[6]))}} for r in rows}}, out)
+"""),
+    "spectrum": (SETUP_LIB + "from jitterscope.spectrum import analyze_spectra\n", """
+analysis = analyze_spectra(open_dataset(PATH))
+with open(OUT + "/spectrum.json", "w") as out:
+    json.dump({str(t.thread): {"nperseg": t.psd.nperseg, "noverlap": t.psd.noverlap, "gaps": t.gaps,
+                               "psd": t.psd.psd.tolist(), "peaks": [p.frequency_hz for p in t.peaks]}
+               for t in analysis.threads}, out)
+"""),
+    "welch": ("""
+import numpy as np, pyarrow.dataset as pads, pyarrow.parquet as pq, scipy.signal
+from jitterscope.spectrum import default_nperseg
+threads = json.loads(pq.ParquetFile(PATH).schema_arrow.metadata[b"jitterscope.threads"])
+""", """
+source = pads.dataset(PATH, format="parquet")
+spectra = {}
+for info in threads:
+    # what a user would write: one thread's columns into memory, latency as float64, scipy's Welch
+    table = source.to_table(columns=["expected_ns", "actual_ns"], filter=pads.field("thread") == info["thread"])
+    latency = np.subtract(table.column("actual_ns").to_numpy(), table.column("expected_ns").to_numpy(),
+                          dtype=np.float64)
+    del table
+    nperseg = default_nperseg(latency.size)
+    _, psd = scipy.signal.welch(latency, fs=1e9 / info["interval_ns"], window="hann", nperseg=nperseg,
+                                noverlap=nperseg // 2, detrend="constant", scaling="density", average="mean")
+    spectra[str(info["thread"])] = {"nperseg": nperseg, "psd": psd.tolist()}
+    del latency
+with open(OUT + "/welch.json", "w") as out:
+    json.dump(spectra, out)
+"""),
+}
+PAIRS = {"summary": ("duckdb", 1.0), "summary-cli": ("duckdb", 1.0), "spectrum": ("welch", 2.0)}
+
+
+def check_summary(ours: dict, peer: dict) -> list[str]:
+    """Lines saying how summary's numbers compare with DuckDB's, thread by thread (a MISMATCH line when not equal)."""
+    lines = []
+    for thread in sorted(peer, key=int):
+        mine, theirs = ours[thread], peer[thread]
+        exact = all(mine[k] == theirs[k] for k in ("n", "min", "max"))
+        moments = all(abs(mine[k] - theirs[k]) <= 1e-9 * max(abs(theirs[k]), 1.0) for k in ("mean", "std"))
+        worst = 0.0
+        within = True
+        for q in PERCENTILES:
+            a, b = mine["percentiles"][q], theirs["percentiles"][q]
+            error = abs(a - b)
+            allowed = max(mine["relative_error"] * abs(b), 1.0)
+            worst = max(worst, error / allowed)
+            within &= error <= allowed
+        verdict = "agree" if exact and moments and within else "MISMATCH"
+        lines.append(f"  thread {thread}: count/min/max {'equal' if exact else 'DIFFER'}, mean/std "
+                     f"{'within 1e-9' if moments else 'DIFFER'}, percentiles within "
+                     f"{worst:.2f} x the HDR bound ({mine['relative_error']:.1e} of the value or 1 ns): {verdict}")
+    return lines
+
+
+def check_spectrum(ours: dict, peer: dict) -> list[str]:
+    import numpy as np
+
+    lines = []
+    for thread in sorted(peer, key=int):
+        mine, theirs = ours[thread], peer[thread]
+        a, b = np.asarray(mine["psd"]), np.asarray(theirs["psd"])
+        if mine["nperseg"] != theirs["nperseg"] or a.shape != b.shape:
+            lines.append(f"  thread {thread}: segment lengths differ ({mine['nperseg']} vs {theirs['nperseg']}): "
+                         "MISMATCH")
+            continue
+        relative = float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-300)))
+        same = relative <= 1e-6
+        note = "" if same or mine["gaps"] == 0 else f" (thread has {mine['gaps']} gaps: segments differ there)"
+        lines.append(f"  thread {thread}: nperseg {mine['nperseg']}, Welch PSD within {relative:.1e} relative of "
+                     f"scipy's: {'agree' if same else 'MISMATCH'}{note}; peaks at "
+                     f"{', '.join(f'{f:.4g}' for f in mine['peaks'][:4]) or 'none'} Hz")
+    return lines
+
+
+def dataset_for(work: Path, rows: int) -> Path:
+    """``work/power-ROWS.parquet``: the dataset with counters that streaming_memory.py measures (simulated once)."""
+    from streaming_memory import simulate_with_counters
+
+    return simulate_with_counters(work, rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", type=float, default=[1e7])
+    parser.add_argument("--keep", type=Path, help="directory holding (or to cache) power-ROWS.parquet")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per step; the best time counts")
+    parser.add_argument("--steps", nargs="+", default=list(STEPS), choices=list(STEPS))
+    args = parser.parse_args()
+    from jitterscope.summary import PERCENTILES as printed
+
+    assert tuple(printed) == PERCENTILES, f"summary prints {printed}; update PERCENTILES here"
+    work = work_dir(args.keep)
+    scratch = work_dir(None)
+    print(f"{'rows':>12} {'step':>12} {'seconds':>9} {'peak RSS':>10}")
+    for size in args.sizes:
+        rows = int(size)
+        path = dataset_for(work, rows)
+        print(f"# load average before {rows:.0e}: {' '.join(f'{v:.2f}' for v in os.getloadavg())} "
+              f"({os.cpu_count()} CPUs)")
+        results = {}
+        for name in args.steps:
+            setup, code = STEPS[name]
+            runs = [run_step(name, code, path, scratch, setup="import json\n" + setup) for _ in range(args.repeat)]
+            results[name] = {"seconds": min(r["seconds"] for r in runs), "rss_mb": max(r["rss_mb"] for r in runs)}
+            print(f"{rows:>12} {name:>12} {results[name]['seconds']:9.2f} {results[name]['rss_mb']:8.0f} MB",
+                  flush=True)
+        for name, (peer, target) in PAIRS.items():
+            if name in results and peer in results:
+                ratio = results[name]["seconds"] / results[peer]["seconds"]
+                print(f"{rows:>12} {name + ' / ' + peer:>24}: {ratio:5.2f}x  target <= {target:g}x: "
+                      f"{'met' if ratio <= target else 'MISSED'}")
+        outputs = {name: json.loads((scratch / f"{name}.json").read_text())
+                   for name in ("summary", "duckdb", "spectrum", "welch") if name in results}
+        if "summary" in outputs and "duckdb" in outputs:
+            print("\n".join(["summary vs DuckDB:", *check_summary(outputs["summary"], outputs["duckdb"])]))
+        if "spectrum" in outputs and "welch" in outputs:
+            lines = check_spectrum(outputs["spectrum"], outputs["welch"])
+            print("\n".join(["spectrum vs scipy.signal.welch:", *lines]))
+        print(f"# load average after {rows:.0e}: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

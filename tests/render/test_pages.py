@@ -1,0 +1,40 @@
+"""Text pages: tables continue onto further pages, and a continued table carries rows, not only its notes."""
+
+from __future__ import annotations
+
+from jitterscope.render import LINES_PER_PAGE, Table, text_pages
+
+
+def _page_texts(pages) -> list[str]:
+    return ["\n".join(text.get_text() for text in page.figure.axes[0].texts) for page in pages]
+
+
+def _table(rows: int) -> Table:
+    return Table(name="t", title="Heading", columns=("row", "value"),
+                 rows=tuple((f"r{i:02d}", "x" * 20) for i in range(rows)), formats=("", ""),
+                 notes=("first note", "second note"))
+
+
+def test_a_table_whose_notes_do_not_fit_carries_its_last_rows_over() -> None:
+    # rule, header, rule, the rows, the closing rule: the rows fill the page exactly, the two notes do not fit
+    rows = LINES_PER_PAGE - 4
+    texts = _page_texts(list(text_pages("t", "Heading", [_table(rows)])))
+    assert len(texts) == 2
+    last, before = f"r{rows - 1:02d}", f"r{rows - 2:02d}"
+    assert last in texts[1] and before in texts[1] and "second note" in texts[1]
+    assert last not in texts[0] and f"r{rows - 3:02d}" in texts[0]
+
+
+def test_a_table_that_fits_stays_on_one_page() -> None:
+    texts = _page_texts(list(text_pages("t", "Heading", [_table(LINES_PER_PAGE - 7)])))
+    assert len(texts) == 1 and "second note" in texts[0]
+
+
+def test_a_split_never_falls_inside_a_wrapped_row() -> None:
+    # every row wraps its last cell onto a second line: a page must end after a whole row
+    long = "word " * 40
+    table = Table(name="w", title="Heading", columns=("row", "text"),
+                  rows=tuple((f"r{i:02d}", long) for i in range(LINES_PER_PAGE)), formats=("", ""))
+    for text in _page_texts(list(text_pages("w", "Heading", [table]))):
+        body = [line for line in text.splitlines() if line.startswith(("r", " ")) and "word" in line]
+        assert body and body[0].startswith("r") and not body[-1].startswith("r"), body[-2:]
