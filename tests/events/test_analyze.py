@@ -136,3 +136,25 @@ def test_histogram_data_is_refused_with_a_message(tmp_path) -> None:
     assert main(["import", "tests/data/formats/ct-hist.txt", "-o", str(out)]) == 0
     with pytest.raises(AnalysisError, match="histogram-only"):
         find_events(open_dataset(out))
+
+
+def test_a_body_mode_too_common_to_be_spikes_raises_the_default_threshold(tmp_path) -> None:
+    # one wake-up in ten exits deep idle (+30 µs) and a 7 Hz disturbance adds 200 µs: with a budget of 500 late
+    # wake-ups the robust rule's threshold (crossed by ~6,000 idle exits) rises above the idle mode, and the 7 Hz
+    # spikes are still every event; the rule says what happened
+    from jitterscope.events import default_threshold_ns
+    from jitterscope.summary import summarize
+    ds = _dataset(tmp_path, (IdleStates(deep_probability=0.1, exit_latency_ns=30_000),
+                             PeriodicDisturbance(frequency_hz=7, amplitude_ns=200_000, width_ns=1_000_000)))
+    summary = summarize(ds)
+    plain, _ = default_threshold_ns(summary, max_late=10**9)
+    assert plain < 30_000
+    threshold, rule = default_threshold_ns(summary, max_late=500)
+    assert 30_000 < threshold < 200_000
+    assert "too common to be spikes" in rule and "raised to" in rule and "give --threshold" in rule
+    events = find_events(ds, threshold_ns=threshold)
+    assert sum(e.wakeups for e in events.events) <= 500 + 20  # the budget, within the histogram's bucket
+    assert sum(e.peak_latency_ns > 150_000 for e in events.events) >= 0.95 * 7 * 30  # every 7 Hz spike kept
+    assert len(events.events) < 0.1 * 6_000  # not the idle exits
+    # under the budget the rule is the robust one, unchanged
+    assert default_threshold_ns(summary, max_late=10**9)[1].startswith("median")

@@ -21,14 +21,22 @@ from ..format import format_us
 from ..power import DEFAULT_THRESHOLD, decode_timeline
 from ..summary import Summary, summarize
 from .causes import COUNTERS, CauseSource, trace_source, turbostat_source
-from .defaults import LEVELS, MAX_DEFAULT_THRESHOLD_NS, MIN_EXCESS_NS, ROBUST_SD, TRANSITION_WINDOW
+from .defaults import (
+    LEVELS,
+    MAX_DEFAULT_LATE,
+    MAX_DEFAULT_THRESHOLD_NS,
+    MIN_EXCESS_NS,
+    ROBUST_SD,
+    TRANSITION_WINDOW,
+)
 from .detect import COUNTER_COLUMNS, ThreadEpisodes, merge_episodes
 from .results import Episode, Event, Events, HalvesTest, RateInterval
 
 
-def default_threshold_ns(summary: Summary) -> tuple[float, str]:
+def default_threshold_ns(summary: Summary, *, max_late: int = MAX_DEFAULT_LATE) -> tuple[float, str]:
     """The late-wake-up threshold from the latency distribution: median + 10 robust SD, at least median + 5 µs,
-    at most 100 µs (so that the count of events above 100 µs is complete).
+    at most 100 µs (so that the count of events above 100 µs is complete); raised, saying so, to the level
+    that ``max_late`` wake-ups exceed when more than that exceed it (read from the summary's histogram).
 
     Returns
     -------
@@ -51,7 +59,26 @@ def default_threshold_ns(summary: Summary) -> tuple[float, str]:
             if robust >= floor else f"median {format_us(median)} + {format_us(MIN_EXCESS_NS)} (floor)")
     if value > MAX_DEFAULT_THRESHOLD_NS:
         value, rule = MAX_DEFAULT_THRESHOLD_NS, f"capped at {format_us(MAX_DEFAULT_THRESHOLD_NS)} ({rule} is above)"
-    return float(value), rule
+    return _within_budget(overall, float(value), rule, max_late)
+
+
+def _within_budget(overall: Any, value: float, rule: str, max_late: int) -> tuple[float, str]:
+    """``value`` unless more than ``max_late`` wake-ups exceed it; then the lowest histogram level they do not."""
+    histogram = overall.histogram
+    if histogram is None or not histogram.count:
+        return value, rule
+    x, p_exceed = histogram.ccdf()
+    above = p_exceed * histogram.count
+    at = int(np.searchsorted(x, value, side="left"))  # the first bucket top at or above the threshold
+    late = float(above[at - 1]) if at > 0 else float(histogram.count)  # wake-ups above that bucket's floor
+    if late <= max_late:
+        return value, rule
+    within = np.flatnonzero(above <= max_late)
+    raised = float(x[within[0]]) if within.size else float(histogram.max_ns)
+    return max(raised, value), (
+        f"{rule} = {format_us(value)} is exceeded by about {late:,.0f} of {histogram.count:,} wake-ups "
+        f"({late / histogram.count:.1%}), too common to be spikes and more than the {max_late:,} events one pass "
+        f"holds; raised to {format_us(raised)}, which about {max_late:,} exceed (give --threshold for another)")
 
 
 def find_events(

@@ -22,3 +22,9 @@ MAX_DEFAULT_THRESHOLD_NS = 100_000
 DISPLAY_EVENTS = 20_000
 """The event raster draws at most this many marks: every event up to it, else the largest peak of each run of k
 consecutive events (850,000 marks took 150 s to write into the PDF at 10^7 wake-ups; the figure says so)."""
+
+MAX_DEFAULT_LATE = 100_000
+"""Without ``--threshold``, at most this many wake-ups may be late: when the robust rule's threshold is exceeded
+by more (a body mode such as idle exits in one wake-up of ten is not a spike), the threshold rises to the level
+that many exceed, and the rule says so.  It also bounds the events' memory (one record per event) whatever the
+dataset's size."""
