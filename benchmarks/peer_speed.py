@@ -55,7 +55,9 @@ assert "99.99" in printed.getvalue()
 """),
     "duckdb": ("import duckdb\n", f"""
 quantiles = {[float(q) / 100 for q in PERCENTILES]!r}
-rows = duckdb.connect().execute(
+connection = duckdb.connect()
+connection.execute("SET enable_progress_bar = false")  # it prints to stdout on queries over 2 s (1e8 rows)
+rows = connection.execute(
     "SELECT thread, count(*), min(lat), max(lat), avg(lat), stddev_pop(lat), quantile_cont(lat, ?) "
     "FROM (SELECT thread, actual_ns - expected_ns AS lat FROM read_parquet(?)) GROUP BY thread ORDER BY thread",
     [quantiles, PATH]).fetchall()

@@ -68,7 +68,7 @@ print("# compare:", "; ".join(f"{m.metric} {m.verdict}" for m in result.pairs[0]
 """,
     "report": """
 from jitterscope.report import write_report
-info = write_report(PATH, OUT + "/report.pdf")
+info = write_report(PATH, OUT + "/report.pdf", overwrite=True)  # --keep: the last run's report is there
 print("# sections:", ", ".join(f"{name} {secs:.1f} s" for name, secs in info.seconds), file=sys.stderr)
 """,
 }
