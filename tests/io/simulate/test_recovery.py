@@ -96,6 +96,22 @@ def test_effects_planted_too_weak_are_missed(tmp_path) -> None:
     assert verdicts["pstates: coupling"] == "recovered"  # nothing coupled, nothing attributed
 
 
+def test_idle_exits_below_the_event_threshold_rest_on_correlate(tmp_path) -> None:
+    # 30 µs exits in one wake-up of ten, events only above 100 µs: no idle exit can be an event, so the
+    # verdict is correlate's low-C0 attribution (recovered), not "partly" for the events' 0 found
+    spec = SimulationSpec(threads=2, samples=20_000,
+                          effects=(IdleStates(deep_probability=0.1, exit_latency_ns=30_000),))
+    ds = open_dataset(write_simulation(spec, tmp_path / "idle.parquet", 4))
+    correlation = correlate_dataset(ds)[0]
+    assert any(c.startswith("c0 ") and yes for c, yes in correlation.attributed.items())
+    recovery = recover_planted(ds, events=find_events(ds, threshold_ns=100_000), correlation=correlation,
+                               spectra=None)
+    row = next(r for r in recovery.rows if r.effect == "idle")
+    assert row.verdict == "recovered" and "below the events' threshold" in row.recovered
+    blind = recover_planted(ds, events=find_events(ds, threshold_ns=100_000), correlation=None, spectra=None)
+    assert next(r for r in blind.rows if r.effect == "idle").verdict == "not checked"
+
+
 def test_a_claim_where_nothing_was_planted_is_a_false_positive() -> None:
     # hand-made results: correlate attributes latency to transitions although no coupling was planted
     from types import SimpleNamespace

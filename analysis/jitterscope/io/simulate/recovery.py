@@ -632,6 +632,8 @@ def _smi_rows(key: str, truth: Mapping[str, Any], ctx: _Context) -> list[Planted
     elif (found is not None and values["visible"] and _share_verdict(seen, values["visible"]) == RECOVERED
           and attributed is not False):
         verdict = RECOVERED
+    elif found is None and attributed:
+        verdict = RECOVERED
     elif (found or 0) > 0 or attributed:
         verdict = PARTLY
     else:
@@ -766,14 +768,19 @@ def _idle(key: str, truth: Mapping[str, Any], ctx: _Context) -> list[PlantedRow]
                " of the interval before")
     slack = ctx.interval_ns
     tolerance = (f"an event with cause idle exit within ±1 interval of each (≥ {SHARE_RECOVERED:.0%} found); "
-                 "correlate attributes a low-C0 bin")
+                 "correlate attributes a low-C0 bin (alone, when the exit latency is below the events' threshold)")
     if count == 0:
         return [PlantedRow(key, planted, "nothing to recover: the run drew no deep-idle wake-up", tolerance,
                            NOT_CHECKED)]
     parts: list[str] = []
     values: dict[str, Any] = {"planted": count}
     found = None
-    if ctx.events is not None:
+    exit_ns = float(truth.get("exit_latency_ns") or 0)
+    if ctx.events is not None and 0 < exit_ns < ctx.events.threshold_ns:
+        # below the threshold no idle exit is an event, by design: the verdict rests on correlate alone
+        parts.append(f"no idle exit is an event: the exit latency {format_us(exit_ns)} is below the events' "
+                     f"threshold {format_us(ctx.events.threshold_ns)}")
+    elif ctx.events is not None:
         found = compared = 0
         cut = False
         for thread, (times, _, truncated) in lists.items():
@@ -799,6 +806,8 @@ def _idle(key: str, truth: Mapping[str, Any], ctx: _Context) -> list[PlantedRow]
     if found is None and attributed is None:
         verdict = NOT_CHECKED
     elif found is not None and found >= SHARE_RECOVERED * values["compared"]:
+        verdict = RECOVERED
+    elif found is None and attributed:
         verdict = RECOVERED
     elif (found or 0) > 0 or attributed:
         verdict = PARTLY
