@@ -349,19 +349,19 @@ def _assert_named(result, bursts: np.ndarray, slack_ns: int, match) -> None:
 
 
 def _skip_if_switches_dropped(dataset: Path, pid: int, bursts: int) -> None:
-    """Skip, saying why, when the kernel recorded the spinner's runs without the switches into it.
+    """Skip, saying why, when the kernel recorded the spinner's runs without any switch into or out of it.
 
-    Seen on this VM's kernel after hours of tests: the switch out of a task is traced, the switch into the
-    next one intermittently not (its own text trace shows the same), so nothing can name the task that ran.
-    Attribution cannot be judged then; with the switches present, it must name the spinner.
+    Seen on this VM's kernel after hours of tests: the switch into a task is intermittently not traced
+    (its own text trace shows the same); attribution then infers the run from the switch out of it.  With
+    neither end traced nothing can name the task; with either, attribution must name the spinner.
     """
     events = read_trace_events(dataset)
     switch = events.columns["event"] == TRACE_EVENTS["switch"]
     into = int(np.count_nonzero(switch & (events.columns["other_pid"] == pid)))
     out_of = int(np.count_nonzero(switch & (events.columns["pid"] == pid)))
-    if into < 0.5 * bursts:
+    if max(into, out_of) < 0.5 * bursts:
         pytest.skip(f"the kernel traced {into} switches into the spinner (pid {pid}) and {out_of} out of it for "
-                    f"{bursts} bursts: it dropped the switch-ins, so no attribution can name the spinner")
+                    f"{bursts} bursts: no attribution can name it")
 
 
 def test_higher_priority_fifo_spinner_is_named_by_comm_and_pid(run_capture, tmp_path: Path, cpu: int) -> None:
