@@ -119,40 +119,6 @@ class BinnedRun:
         return np.where(ranks >= h.count - 1, h.max_ns, values)
 
 
-def histogram_from_bins(lower_ns: np.ndarray, width_ns: np.ndarray, counts: np.ndarray, *,
-                        min_ns: float | None = None, max_ns: float | None = None) -> HistogramResult:
-    """:meth:`HistogramResult.from_bins` holding numpy arrays, never Python lists (3 x 10^6 bins: 72 MB, not 1 GB).
-
-    Same checks and result otherwise: bins sorted by lower edge, empty ones dropped, extremes the outer edges
-    unless given.
-    """
-    lower = np.asarray(lower_ns, dtype=np.float64)
-    width = np.asarray(width_ns, dtype=np.float64)
-    n = np.asarray(counts, dtype=np.int64)
-    if not (lower.shape == width.shape == n.shape) or lower.ndim != 1:
-        raise AnalysisError("histogram bins: lower, width and counts must be 1-D and of equal length")
-    if np.any(width <= 0) or np.any(n < 0):
-        raise AnalysisError("histogram bins: widths must be > 0 and counts >= 0")
-    if np.any(lower[1:] < lower[:-1]):
-        order = np.argsort(lower, kind="stable")
-        lower, width, n = lower[order], width[order], n[order]
-    keep = n > 0
-    if not keep.all():
-        lower, width, n = lower[keep], width[keep], n[keep]
-    if n.size == 0:
-        raise AnalysisError("histogram bins: all counts are zero; the source recorded no wake-ups")
-    upper = lower + width
-    scratch = np.abs(lower)  # one temporary for the relative width, not three
-    np.maximum(scratch, 1, out=scratch)
-    np.divide(width, scratch, out=scratch)
-    relative_error = float(scratch.max())
-    del scratch
-    return HistogramResult(
-        count=int(n.sum()), min_ns=float(lower[0]) if min_ns is None else min_ns,
-        max_ns=float(upper[-1]) if max_ns is None else max_ns, bucket_lower_ns=lower, bucket_upper_ns=upper,
-        bucket_counts=n, relative_error=relative_error, discrete=False)
-
-
 def read_bins(dataset: Dataset, label: str) -> BinnedRun:
     """The pooled bins of a histogram-kind dataset (overflows in one extra bin up to the recorded max).
 
@@ -180,7 +146,7 @@ def read_bins(dataset: Dataset, label: str) -> BinnedRun:
                                 "maximum beyond it; re-run the source with a larger histogram (cyclictest -h)")
         lower, width, count = np.r_[lower, top], np.r_[width, reach - top], np.r_[count, overflows]
         note = f"{label}: {overflows} overflow wake-ups put in one bin {format_us(top)} … {format_us(reach)}"
-    histogram = histogram_from_bins(lower, width, count, min_ns=min(mins) if mins else None,
+    histogram = HistogramResult.from_bins(lower, width, count, min_ns=min(mins) if mins else None,
                                     max_ns=max(maxes) if maxes else None)
     rate = float(sum(1e9 / t.interval_ns for t in threads if t.interval_ns > 0))
     return BinnedRun(label, str(dataset.path), dataset.metadata, histogram, rate, note)
@@ -214,7 +180,7 @@ def bin_samples(dataset: Dataset, label: str, width_ns: float) -> BinnedRun:
         totals = np.bincount(where, weights=np.concatenate([totals, count]), minlength=bins.size).astype(np.int64)
     if low is None:
         raise AnalysisError(f"{dataset.path}: dataset has no rows; capture for longer")
-    histogram = histogram_from_bins(bins * width_ns, np.full(bins.size, width_ns), totals, min_ns=float(low),
+    histogram = HistogramResult.from_bins(bins * width_ns, np.full(bins.size, width_ns), totals, min_ns=float(low),
                                     max_ns=float(high))
     note = f"{label}: per-wake-up samples binned on {width_ns / 1000:g} µs bins to compare with a histogram"
     rate = float(sum(1e9 / t.interval_ns for t in dataset.metadata.threads if t.thread in threads and t.interval_ns))

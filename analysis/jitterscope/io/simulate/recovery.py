@@ -627,18 +627,23 @@ def _smi_rows(key: str, truth: Mapping[str, Any], ctx: _Context) -> list[Planted
         values.update(attributed=attributed, **_risk_values(test))
     else:
         parts.append(f"correlate not checked: {ctx.power_missing()}")
-    if found is None and attributed is None:
-        verdict = NOT_CHECKED
-    elif (found is not None and values["visible"] and _share_verdict(seen, values["visible"]) == RECOVERED
-          and attributed is not False):
-        verdict = RECOVERED
-    elif found is None and attributed:
-        verdict = RECOVERED
-    elif (found or 0) > 0 or attributed:
-        verdict = PARTLY
-    else:
-        verdict = MISSED
+    events_recovered = (found is not None and bool(values["visible"]) and attributed is not False
+                        and _share_verdict(seen, values["visible"]) == RECOVERED)
+    verdict = _events_and_correlate(found, events_recovered, attributed)
     return [PlantedRow(key, planted, "; ".join(parts), tolerance, verdict, values)]
+
+
+def _events_and_correlate(found: int | None, events_recovered: bool, attributed: bool | None) -> str:
+    """The verdict of an effect judged by the events (``found``; None: not judged by them) and correlate
+    (``attributed``; None: not checked): recovered when the events' rule holds, or correlate alone when the
+    events cannot judge it; partly when either saw some of it."""
+    if found is None and attributed is None:
+        return NOT_CHECKED
+    if events_recovered or (found is None and attributed):
+        return RECOVERED
+    if (found or 0) > 0 or attributed:
+        return PARTLY
+    return MISSED
 
 
 def _delays_a_wakeup(times: np.ndarray, duration_ns: float, ctx: _Context) -> np.ndarray:
@@ -803,16 +808,8 @@ def _idle(key: str, truth: Mapping[str, Any], ctx: _Context) -> list[PlantedRow]
         values["attributed_bins"] = bins
     else:
         parts.append(f"correlate not checked: {ctx.power_missing()}")
-    if found is None and attributed is None:
-        verdict = NOT_CHECKED
-    elif found is not None and found >= SHARE_RECOVERED * values["compared"]:
-        verdict = RECOVERED
-    elif found is None and attributed:
-        verdict = RECOVERED
-    elif (found or 0) > 0 or attributed:
-        verdict = PARTLY
-    else:
-        verdict = MISSED
+    events_recovered = found is not None and found >= SHARE_RECOVERED * values["compared"]
+    verdict = _events_and_correlate(found, events_recovered, attributed)
     return [PlantedRow(key, planted, "; ".join(parts), tolerance, verdict, values)]
 
 
