@@ -36,38 +36,37 @@ POWER_COLUMNS = ["thread", "cpu", "seq", "expected_ns", "actual_ns", "tsc", "ape
 
 LATENCY_COLUMNS = ["thread", "seq", "expected_ns", "actual_ns"]
 
+IMPORTS = {  # each step's imports, run untimed beside SETUP (as the floor's numpy and pyarrow are): start-up is
+    # benchmarks/startup.py's measure, not this one's
+    "power": "from jitterscope.dataset import open_dataset\nfrom jitterscope.power import correlate_dataset\n",
+    "summary": "from jitterscope.dataset import open_dataset\nfrom jitterscope.summary import summarize\n",
+    "spectrum": "from jitterscope.dataset import open_dataset\nfrom jitterscope.spectrum import analyze_spectra\n",
+    "tails": "from jitterscope.dataset import open_dataset\nfrom jitterscope.tails import analyze_tails\n",
+    "compare": "from jitterscope.dataset import open_dataset\nfrom jitterscope.compare import compare_runs\n",
+    "report": "from jitterscope.report import write_report\n",
+}
+
 STEPS: dict[str, str] = {
     "floor": floor_step(POWER_COLUMNS),
     "latfloor": floor_step(LATENCY_COLUMNS),
     "power": """
-from jitterscope.dataset import open_dataset
-from jitterscope.power import correlate_dataset
 result, _ = correlate_dataset(open_dataset(PATH))
 print("# attributed:", dict(result.attributed), file=sys.stderr)
 """,
     "summary": """
-from jitterscope.dataset import open_dataset
-from jitterscope.summary import summarize
 summarize(open_dataset(PATH))
 """,
     "spectrum": """
-from jitterscope.dataset import open_dataset
-from jitterscope.spectrum import analyze_spectra
 analyze_spectra(open_dataset(PATH))
 """,
     "tails": """
-from jitterscope.dataset import open_dataset
-from jitterscope.tails import analyze_tails
 analyze_tails(open_dataset(PATH))
 """,
     "compare": """
-from jitterscope.dataset import open_dataset
-from jitterscope.compare import compare_runs
 result = compare_runs([open_dataset(PATH), open_dataset(PATH)])
 print("# compare:", "; ".join(f"{m.metric} {m.verdict}" for m in result.pairs[0].metrics), file=sys.stderr)
 """,
     "report": """
-from jitterscope.report import write_report
 info = write_report(PATH, OUT + "/report.pdf", overwrite=True)  # --keep: the last run's report is there
 print("# sections:", ", ".join(f"{name} {secs:.1f} s" for name, secs in info.seconds), file=sys.stderr)
 """,
@@ -109,7 +108,7 @@ def main() -> int:
         steps = ["floor", *(["latfloor"] if "compare" in args.steps else []),
                  *[s for s in args.steps if s not in ("floor", "latfloor")]]
         for name in steps:
-            results[name] = run_step(name, STEPS[name], path, work, setup=SETUP)
+            results[name] = run_step(name, STEPS[name], path, work, setup=SETUP + IMPORTS.get(name, ""))
         floor = results["floor"]["seconds"]
         for name, result in results.items():
             ratio = result["seconds"] / floor

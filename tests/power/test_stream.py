@@ -293,3 +293,189 @@ def test_streamed_quantiles_and_ranks_are_within_their_stated_bounds(story):
         assert value == pytest.approx(np.percentile(inside, q), rel=1e-3), name
     exact = rank_test(inside, outside)
     assert abs(test.rank.u - exact.u) <= test.rank.u_bound
+
+
+def test_c0_bins_outside_is_the_other_bins_and_the_unbinned_rest(story):
+    """The C0 bins' outside is merged from the other bins' inside (condition_masks partitions the eligible rows):
+    the same counts as the direct masks, including C0 values outside every bin (above 1 here)."""
+    counters = read_counters(story)
+    result = correlate(counters, story.metadata.environment, n_surrogates=0)
+    series = counters.series[0]
+    near = _near(series, result.frequency.transitions[0], result.window)
+    smi = np.nan_to_num(series.smi_delta) > 0
+    eligible = np.isfinite(series.c0) & ~smi & ~near
+    edges = result.params["c0_edges"]
+    seen = 0
+    for low, high in itertools.pairwise(edges):
+        test = next((t for t in result.tests if t.scope == "cpu 0" and t.condition == f"c0 {low:g}-{high:g}"), None)
+        if test is None:
+            continue
+        upper = series.c0 <= high if high == edges[-1] else series.c0 < high
+        inside = eligible & (series.c0 >= low) & upper
+        assert (test.n_in, test.n_out) == (int(inside.sum()), int((eligible & ~inside).sum()))
+        assert test.quantiles_out_ns["max"] == series.latency_ns[eligible & ~inside].max()
+        seen += 1
+    assert seen >= 2
+
+
+def test_c0_partition_counts_equal_direct_masks_with_values_in_no_bin():
+    from jitterscope.power.stream import C0_REST, condition_masks
+
+    rng = np.random.default_rng(11)
+    n = 5000
+    c0 = rng.random(n) * 1.2  # a sixth above every bin
+    c0[rng.random(n) < 0.05] = np.nan
+    smi = np.where(rng.random(n) < 0.05, 1.0, 0.0)
+    s = CounterSeries(0, 0, 2.4e9, "metadata", np.arange(n), np.arange(n) * 1000, rng.integers(0, 10**6, n),
+                      np.full(n, 2e9), c0, smi, CounterQuality(n, n, {}))
+    near = rng.random(n) < 0.02
+    edges = (0.0, 0.05, 0.5, 1.0)
+    names = {f"c0 {a:g}-{b:g}": "" for a, b in itertools.pairwise(edges)}
+    masks = condition_masks(s, near, edges, names, turbostat=False, c0_prefix="c0 ", transition="transition",
+                            smi_name="smi")
+    counts = {name: ConditionCounts((5e5,)).update(s.latency_ns[inside], s.latency_ns[:0])
+              for name, (inside, _) in masks.items()}
+    eligible = np.isfinite(c0) & ~(smi > 0) & ~near
+    assert int(masks[C0_REST][0].sum()) == int((eligible & (c0 > 1.0)).sum()) > 500
+    for name in names:
+        outside = ConditionCounts((5e5,))
+        for other in [*(counts[o] for o in names if o != name), counts[C0_REST]]:
+            outside.add_outside(other)
+        direct = eligible & ~masks[name][0]
+        assert outside.outside.result() == ConditionCounts((5e5,)).update(s.latency_ns[:0],
+                                                                          s.latency_ns[direct]).outside.result()
+        assert outside.exceed_out[0] == np.sum(s.latency_ns[direct] > 5e5)
+
+
+def test_lagged_ranks_reset_pairs_only_within_runs():
+    """A RankSample's runs: pairs never span a gap, and the ranks stay those of the whole series."""
+    rng = np.random.default_rng(12)
+    x = rng.integers(0, 500, 6000)
+    y = (np.roll(x, 2) + rng.integers(0, 200, 6000)).astype(np.float64)
+    runs = [(100, 1500), (1500, 2000), (3000, 4700)]  # the first two touch: one run
+    ranks = LaggedRanks(LatencyHistogram(1e-3).update(x), LatencyHistogram(1e-3).update(y.astype(np.int64)),
+                        max_lag=4)
+    fed = None
+    for lo, hi in runs:
+        if lo != fed:
+            ranks.reset()
+        ranks.update(x[lo:hi], y[lo:hi])
+        fed = hi
+    got = ranks.result()
+    rx, ry = stats.rankdata(x), stats.rankdata(y)
+    for k, lag in enumerate(range(-4, 5)):
+        pairs = [(i, i + lag) for lo, hi in ((100, 2000), (3000, 4700)) for i in range(lo, hi) if lo <= i + lag < hi]
+        a, b = rx[[p[0] for p in pairs]], ry[[p[1] for p in pairs]]
+        assert got.n[k] == len(pairs)
+        assert got.r[k] == pytest.approx(float(np.corrcoef(a, b)[0, 1]), abs=1e-10)
+    assert int(np.argmax(got.r)) == 4 + 2
+
+
+def test_rank_sample_chooses_whole_blocks_and_every_row_when_small():
+    from jitterscope.power.stream import RankSample
+
+    everything = RankSample(5000, np.random.SeedSequence(1), sample_rows=5000, block_rows=100)
+    assert everything.note is None and everything.segments(1234, 300) == [(0, 300)]
+    sample = RankSample(100_050, np.random.SeedSequence(1), sample_rows=10_000, block_rows=1000)
+    assert int(sample.chosen.sum()) == 10 and sample.chosen.size == 101
+    rng = np.random.default_rng(2)
+    used = np.zeros(100_050, dtype=bool)
+    start = 0
+    for part in _chunks(100_050, rng, 30):
+        n = part.stop - part.start
+        for lo, hi in sample.segments(start, n):
+            assert 0 <= lo < hi <= n and not used[start + lo:start + hi].any()
+            used[start + lo:start + hi] = True
+        start += n
+    expected = np.repeat(sample.chosen, 1000)[:100_050]
+    assert np.array_equal(used, expected)
+    assert "10 blocks of 1,000" in sample.note and "of 100,050" in sample.note
+    again = RankSample(100_050, np.random.SeedSequence(1), sample_rows=10_000, block_rows=1000)
+    assert np.array_equal(again.chosen, sample.chosen)  # seeded: the same blocks every run
+
+
+def test_event_sums_gather_equals_the_circular_formula():
+    from jitterscope.power.association import event_sums
+
+    rng = np.random.default_rng(13)
+    for length, lag in ((1000, 10), (60, 3), (5000, 1)):
+        x = rng.normal(size=length + 2 * lag)
+        events = rng.integers(0, length, 17)
+        shifts = rng.integers(2 * lag + 1, length - 2 * lag - 1, 30)
+        lags = np.arange(-lag, lag + 1)
+        where = (events[None, :, None] + shifts[:, None, None] + lags[None, None, :]) % length
+        for hole in (False, True):
+            if hole:
+                x[lag + 5] = np.nan
+            block = x[lag:lag + length]
+            _, _, total, count = event_sums(x, lag, length, events, max_lag=lag, shifts=shifts)
+            assert np.allclose(total, np.nansum(block[where], axis=1))
+            assert np.array_equal(count, np.isfinite(block[where]).sum(axis=1))
+
+
+def test_scan_from_row_group_statistics_equals_reading_the_columns(tmp_path, monkeypatch):
+    """Counter widths and all-zero checks from the statistics when each row group holds one thread, else read."""
+    from jitterscope.dataset import Dataset
+
+    table, metadata = simulate_story("performance", 3, seconds=20, threads=1)
+    single = open_dataset(write_dataset(table, metadata, tmp_path / "one.parquet", row_group_size=3000))
+    maxima = single.thread_maxima(["aperf", "mperf", "smi"])
+    assert maxima == {0: {name: int(table.column(name).to_numpy().max()) for name in ("aperf", "mperf", "smi")}}
+    with_stats = scan_counters(single)
+    monkeypatch.setattr(Dataset, "thread_maxima", lambda self, columns: None)
+    assert scan_counters(single) == with_stats
+    monkeypatch.undo()
+    two, metadata = simulate_story("performance", 3, seconds=20, threads=2)
+    threads = two.column("thread").to_numpy()
+    assert threads[0] != threads[-1] and threads.size < 3000  # one row group holds both threads: read them
+    mixed = open_dataset(write_dataset(two, metadata, tmp_path / "two.parquet", row_group_size=3000))
+    assert mixed.thread_maxima(["aperf"]) is None
+    by_thread = open_dataset(write_dataset(two, metadata, tmp_path / "split.parquet",
+                                           row_group_size=int(np.count_nonzero(threads == threads[0]))))
+    assert sorted(by_thread.thread_maxima(["aperf"])) == [0, 1]
+
+
+def test_streamed_lagged_correlation_beyond_the_sample_size_uses_the_stated_blocks(story, monkeypatch):
+    from jitterscope.power import stream
+    from jitterscope.power.stream import RankSample
+
+    counters = read_counters(story)
+    full, _ = correlate_dataset(story, n_surrogates=0)
+    assert all(link.correlation.sample is None for link in full.cross_correlations)
+    monkeypatch.setattr(stream, "RANK_SAMPLE_ROWS", 3000)
+    monkeypatch.setattr(stream, "RANK_BLOCK_ROWS", 500)
+    sampled, _ = correlate_dataset(story, n_surrogates=0)
+    assert sampled.verdicts == full.verdicts and sampled.tests == full.tests  # only the lagged ranks are sampled
+    rows = {q["thread"]: q["rows"] for q in sampled.counter_quality}
+    by_cpu = {q["cpu"]: q["thread"] for q in sampled.counter_quality}
+    for link, whole in zip(sampled.cross_correlations, full.cross_correlations, strict=True):
+        c = link.correlation
+        thread = by_cpu[link.cpu]
+        chosen = RankSample(rows[thread], np.random.SeedSequence([0, thread, 2])).chosen
+        assert chosen is not None and c.sample and "6 blocks of 500" in c.sample
+        blocks = np.flatnonzero(chosen)
+        runs = np.split(blocks, np.flatnonzero(np.diff(blocks) > 1) + 1)
+        spans = [(r[0] * 500, min((r[-1] + 1) * 500, rows[thread])) for r in runs]
+        series = next(s for s in counters.series if s.thread == thread)
+        other = (series.c0 if link.other == "C0 residency"
+                 else np.abs(np.diff(np.concatenate(([np.nan], series.f_eff_hz)))))
+        for lag, n in zip(c.lags, c.n, strict=True):  # pairs (latency[t], other[t + lag]) inside one run
+            assert n == sum(int(np.isfinite(other[max(lo, lo + lag):min(hi, hi + lag)]).sum()) for lo, hi in spans)
+        finite = np.isfinite(c.r) & np.isfinite(whole.correlation.r)
+        assert np.all(np.abs(np.asarray(c.r)[finite] - np.asarray(whole.correlation.r)[finite])
+                      <= 5 / np.sqrt(min(c.n)))
+
+
+@pytest.mark.parametrize("pieces", [[1, 499], [2, 498], [5, 495], [3, 4, 493], [250, 250]])
+def test_lagged_ranks_with_pieces_shorter_than_the_lag_equal_one_piece(pieces):
+    """A thread's row group can hold fewer wake-ups than the lag (found: the spans went negative, pairs were
+    lost, and a piece of 5 raised a broadcast error)."""
+    rng = np.random.default_rng(14)
+    x, y = rng.integers(0, 500, 500), rng.integers(0, 500, 500).astype(np.float64)
+    hx, hy = LatencyHistogram(1e-3).update(x), LatencyHistogram(1e-3).update(y.astype(np.int64))
+    whole = LaggedRanks(hx, hy, max_lag=10).update(x, y).result()
+    ranks, at = LaggedRanks(hx, hy, max_lag=10), 0
+    for size in pieces:
+        ranks.update(x[at:at + size], y[at:at + size])
+        at += size
+    assert ranks.result().n == whole.n and np.allclose(ranks.result().r, whole.r, atol=1e-12)

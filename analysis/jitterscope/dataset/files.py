@@ -91,6 +91,34 @@ class Dataset:
             while pending:
                 yield from pending.popleft().result().to_batches()
 
+    def thread_maxima(self, columns: Sequence[str]) -> dict[int, dict[str, int]] | None:
+        """Each thread's largest value of integer ``columns``, from the row groups' statistics alone.
+
+        What a query engine's filter would use, without decoding a page.  ``None`` (read the values
+        instead) unless every row group holds one thread (``thread`` minimum equal to its maximum, as
+        the capture and the writers here lay them out) and carries a minimum and maximum of every
+        column, none negative (an unsigned counter past 2**63 reads as negative in int64).
+        """
+        maxima: dict[int, dict[str, int]] = {}
+        for _, parquet, group in self._row_groups():
+            meta = parquet.metadata.row_group(group)
+            if meta.num_rows == 0:
+                continue
+            names = {meta.column(i).path_in_schema: i for i in range(meta.num_columns)}
+            ranges = {}
+            for name in ("thread", *columns):
+                stats = meta.column(names[name]).statistics if name in names else None
+                if stats is None or not stats.has_min_max or not isinstance(stats.max, int) or stats.min < 0:
+                    return None
+                ranges[name] = (stats.min, stats.max)
+            low, high = ranges.pop("thread")
+            if low != high:
+                return None
+            mine = maxima.setdefault(int(low), {})
+            for name, (_, top) in ranges.items():
+                mine[name] = max(mine.get(name, 0), int(top))
+        return maxima
+
     def _row_groups(self) -> Iterator[tuple[Path, pq.ParquetFile, int]]:
         for file in self.files:
             parquet = _open_parquet(file)

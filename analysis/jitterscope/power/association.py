@@ -86,6 +86,7 @@ class CrossCorrelation:
     r: tuple[float, ...]
     n: tuple[int, ...]
     null_band: tuple[float, ...]
+    sample: str | None = None  # which wake-ups, when not all of them (a streamed pass's RankSample)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -301,14 +302,22 @@ def event_sums(x: np.ndarray, left: int, length: int, events: np.ndarray, *, max
     shifts = np.asarray(shifts, dtype=np.int64)
     surrogate_sum = np.zeros((shifts.size, lags.size))
     surrogate_count = np.zeros((shifts.size, lags.size), dtype=np.int64)
-    if ev.size:
+    if ev.size and shifts.size:
+        # the block wrapped by max_lag on either side: the lags of a shifted event are one contiguous window
+        # of it, (e + shift + lag) mod length for every lag, so each (shift, event) gathers one row of 2·max_lag+1
+        wrapped = np.concatenate([block[length - max_lag:], block, block[:max_lag]]) if max_lag else block
+        windows = np.lib.stride_tricks.sliding_window_view(wrapped, lags.size)
+        finite = bool(np.isfinite(block).all())
         # chunks keep the (surrogates, events, lags) block near 4 M values whatever the event count
         chunk = max(1, 4_000_000 // (ev.size * lags.size))
         for i in range(0, shifts.size, chunk):
-            where = (ev[None, :, None] + shifts[i:i + chunk, None, None] + lags[None, None, :]) % length
-            taken = block[where]
-            surrogate_sum[i:i + chunk] = np.nansum(taken, axis=1)
-            surrogate_count[i:i + chunk] = np.sum(np.isfinite(taken), axis=1)
+            taken = windows[(ev[None, :] + shifts[i:i + chunk, None]) % length]
+            if finite:  # the usual case (latency is never missing): plain sums, every pair counted
+                surrogate_sum[i:i + chunk] = taken.sum(axis=1)
+                surrogate_count[i:i + chunk] = ev.size
+            else:
+                surrogate_sum[i:i + chunk] = np.nansum(taken, axis=1)
+                surrogate_count[i:i + chunk] = np.sum(np.isfinite(taken), axis=1)
     return observed_sum, observed_count, surrogate_sum, surrogate_count
 
 

@@ -59,6 +59,7 @@ from .association import (
 from .cpufreq import ClaimCheck, FrequencyAnalysis, Transitions, claim_check, claimed_hz
 from .defaults import DEFAULT_C0_EDGES, DEFAULT_MIN_DWELL, DEFAULT_THRESHOLD
 from .stream import (
+    C0_REST,
     C0_SCALE,
     RELATIVE_ERROR,
     ConditionCounts,
@@ -67,6 +68,7 @@ from .stream import (
     EventBlocks,
     LaggedRanks,
     ProfileResult,
+    RankSample,
     SmiCounts,
     ThreadFacts,
     condition_masks,
@@ -183,7 +185,9 @@ METHODS = {
     "quantiles": "HDR histogram, relative error 0.1 %, max exact",
     "rank_test": "Mann-Whitney U from histograms; exact U within ±rank.u_bound (pairs in one bucket as ties)",
     "lagged_correlation": "Spearman from histogram mid-ranks (values in one bucket share a rank: latency and "
-                          "|Δf_eff| in 0.1 % buckets, C0 residency in 1 ppm buckets)",
+                          "|Δf_eff| in 0.1 % buckets, C0 residency in 1 ppm buckets), over every wake-up up to "
+                          "1,048,576 per thread, beyond that over a seeded uniform sample of 16,384-wake-up blocks "
+                          "of that many (n and the null band are the sample's)",
     "event_average": "circular-shift surrogates within blocks of at least 1,048,576 wake-ups "
                      "(the whole series when shorter than twice that)",
 }
@@ -401,6 +405,8 @@ def _correlate_chunks(
                                           timeline, near.get(p.facts.thread)) for p in profiled}
     run_per_thread(batches(), lambda chunk: passes[chunk.thread].update(chunk))
     ordered = [passes[p.facts.thread] for p in profiled]
+    for tp in ordered:
+        tp.finish()
     tests = _adjust(_tests(ordered, alpha))
     triggers = tuple(t for tp in ordered for t in tp.triggers(window))
     links = tuple(link for tp in ordered for link in tp.links())
@@ -495,6 +501,9 @@ class _ThreadPass:
                 label = f"after an interval with C0 residency {low:.0%}–{high:.0%}"
                 self.labels[f"{C0_PREFIX}{low:g}-{high:g}"] = label
         self.counts = {c: ConditionCounts(tuple(thresholds)) for c in self.labels}
+        self.c0_bins = [c for c in self.labels if c.startswith(C0_PREFIX)]
+        if self.c0_bins:
+            self.counts[C0_REST] = ConditionCounts(tuple(thresholds))
         self.smi = SmiCounts() if facts.has_smi else None
         self.events: EventBlocks | None = None
         self.ranks: list[tuple[str, LaggedRanks]] = []
@@ -512,6 +521,8 @@ class _ThreadPass:
                 self.ranks.append(("C0 residency", LaggedRanks(profile.latency_histogram, profile.c0,
                                                               max_lag=max_lag)))
         self.display = DisplayRows(facts.rows)
+        self.sample = RankSample(facts.rows, np.random.SeedSequence([seed, facts.thread, 2]))
+        self._fed_to = 0  # thread row after the last one the lagged ranks saw
         self._previous_f = np.nan
 
     def update(self, chunk: CounterSeries) -> None:
@@ -521,20 +532,43 @@ class _ThreadPass:
         masks = condition_masks(chunk, near, self.edges, self.labels, turbostat=self.near_rows is not None,
                                 c0_prefix=C0_PREFIX, transition=TRANSITION, smi_name=SMI)
         latency = chunk.latency_ns
+        outsides: dict[int, np.ndarray] = {}
+        none = latency[:0]
         for condition, (inside, outside) in masks.items():
-            self.counts[condition].update(latency[inside], latency[outside])
+            if outside is not None and id(outside) not in outsides:
+                outsides[id(outside)] = latency[outside]
+            self.counts[condition].update(latency[inside], none if outside is None else outsides[id(outside)])
         if self.smi is not None:
             self.smi.update(latency, chunk.smi_delta, self.thresholds[0])
         if self.events is not None:
             self.events.update(latency, self.rows + np.flatnonzero(np.nan_to_num(chunk.smi_delta) > 0))
-        for other, ranks in self.ranks:
-            if other == "C0 residency":
-                ranks.update(latency, chunk.c0 * C0_SCALE)
-            else:
-                ranks.update(latency, np.abs(np.diff(np.concatenate(([self._previous_f], chunk.f_eff_hz)))))
+        if self.ranks:
+            self._update_ranks(chunk)
         self._previous_f = float(chunk.f_eff_hz[-1])
         self.display.update(chunk)
         self.rows += n
+
+    def _update_ranks(self, chunk: CounterSeries) -> None:
+        change = np.abs(np.diff(np.concatenate(([self._previous_f], chunk.f_eff_hz))))
+        for lo, hi in self.sample.segments(self.rows, chunk.seq.size):
+            if self.rows + lo != self._fed_to:
+                for _, ranks in self.ranks:
+                    ranks.reset()
+            latency_ranks = self.ranks[0][1].x_ranks_of(chunk.latency_ns[lo:hi])  # every pair's x is latency
+            for other, ranks in self.ranks:
+                other_values = chunk.c0[lo:hi] * C0_SCALE if other == "C0 residency" else change[lo:hi]
+                ranks.update_ranks(latency_ranks, other_values)
+            self._fed_to = self.rows + hi
+
+    def finish(self) -> None:
+        """After the last chunk: each C0 bin's outside from the other bins' inside and the unbinned rest."""
+        rest = self.counts.pop(C0_REST, None)
+        if rest is None:
+            return
+        insides = {c: self.counts[c].copy() for c in self.c0_bins}
+        for c in self.c0_bins:
+            for other in [*(insides[o] for o in self.c0_bins if o != c), rest]:
+                self.counts[c].add_outside(other)
 
     def triggers(self, window: int) -> list[EventTrigger]:
         if self.events is None:
@@ -543,7 +577,8 @@ class _ThreadPass:
                 for name, average in self.events.result(peak_halfwidth=window)]
 
     def links(self) -> list[LaggedLink]:
-        return [LaggedLink(self.facts.cpu, other, ranks.result()) for other, ranks in self.ranks]
+        return [LaggedLink(self.facts.cpu, other, replace(ranks.result(), sample=self.sample.note))
+                for other, ranks in self.ranks]
 
 
 def _tests(passes: Sequence[_ThreadPass], alpha: float) -> list[ConditionTest]:

@@ -27,7 +27,9 @@ What is exact and what is bounded (stated in the result's ``params["methods"]``)
 - Mann-Whitney U and Cliff's delta: from the histograms, pairs in one bucket counted as ties,
   so U is within ±``rank.u_bound`` of the exact U (in the result);
 - Spearman ranks of the lagged correlations: mid-ranks of histogram buckets (values in one
-  bucket share a rank: latency in ns and |Δf_eff| in Hz in 0.1 % buckets, C0 in 1 ppm buckets);
+  bucket share a rank: latency in ns and |Δf_eff| in Hz in 0.1 % buckets, C0 in 1 ppm buckets),
+  over every wake-up up to :data:`RANK_SAMPLE_ROWS` per thread, beyond that over a seeded uniform
+  sample of blocks (:class:`RankSample`; the n and null band are the sample's);
 - event-triggered surrogates: the events are shifted circularly *within* blocks of at least
   :data:`EVENT_BLOCK_ROWS` wake-ups (one block, the whole series, when it has fewer than twice that);
 - the default spike threshold, when the series is read from a dataset: the p99 / median / MAD rule
@@ -60,6 +62,10 @@ DISPLAY_ROWS = 200_000
 C0_SCALE = 1e6
 """C0 residency is ranked in ppm, on a histogram with one bucket per ppm (:data:`C0_RELATIVE_ERROR`)."""
 C0_RELATIVE_ERROR = 2.0 ** -20  # every integer below 2**20 > 10**6 ppm gets its own bucket
+RANK_SAMPLE_ROWS = 1 << 20
+"""Wake-ups per thread the lagged rank correlations use at most (:class:`RankSample`)."""
+RANK_BLOCK_ROWS = 1 << 14
+"""Consecutive wake-ups per block of that sample (far longer than the lags, so few pairs are lost at its edges)."""
 TIF_BIN_MHZ = 100.0
 IN_FLIGHT = 2
 """Batches read ahead of the workers at most (:func:`run_per_thread`): bounds memory to a few row groups."""
@@ -289,6 +295,12 @@ class ConditionCounts:
     def copy(self) -> ConditionCounts:
         return ConditionCounts(self.thresholds).merge(self)
 
+    def add_outside(self, other: ConditionCounts) -> ConditionCounts:
+        """Count ``other``'s inside wake-ups as outside this condition (conditions that partition the rows)."""
+        self.outside.merge(other.inside)
+        self.exceed_out += other.exceed_in
+        return self
+
 
 @dataclass
 class SmiCounts:
@@ -392,6 +404,33 @@ class EventBlocks:
         return out
 
 
+def _centred_ranks(hist: LatencyHistogram, values: np.ndarray, centre: float) -> np.ndarray:
+    out = np.full(values.size, np.nan)
+    finite = np.isfinite(values)
+    if finite.all():
+        return hist.mid_ranks(np.rint(values).astype(np.int64)) - centre
+    if finite.any():
+        out[finite] = hist.mid_ranks(np.rint(values[finite]).astype(np.int64)) - centre
+    return out
+
+
+class _RangeSums:
+    """Sums of ``values[i0:i1]`` for ranges that start in the first ``head`` values and end in the last
+    ``tail``: the whole sum less a prefix and a suffix, so one pass over the values serves every range."""
+
+    def __init__(self, values: np.ndarray, head: int, tail: int) -> None:
+        self.size = values.size
+        self.total = float(values.sum())
+        self.head = np.concatenate(([0.0], np.cumsum(values[:head])))
+        self.tail_start = max(self.size - tail, 0)
+        self.tail = np.concatenate((np.cumsum(values[self.tail_start:][::-1])[::-1], [0.0]))
+
+    def between(self, i0: int, i1: int) -> float:
+        if i1 <= i0:
+            return 0.0
+        return self.total - float(self.head[i0]) - float(self.tail[i1 - self.tail_start])
+
+
 class LaggedRanks:
     """Accumulator: Spearman correlation of ``x[t]`` with ``y[t + lag]`` from histogram mid-ranks.
 
@@ -408,34 +447,42 @@ class LaggedRanks:
         self._carry_a = np.zeros(0)
         self._carry_b = np.zeros(0)
 
-    def _ranks(self, hist: LatencyHistogram, values: np.ndarray, centre: float) -> np.ndarray:
-        out = np.full(values.size, np.nan)
-        finite = np.isfinite(values)
-        if finite.any():
-            out[finite] = hist.mid_ranks(np.rint(values[finite]).astype(np.int64)) - centre
-        return out
+    def reset(self) -> LaggedRanks:
+        """The next rows do not follow the last ones (a gap in a :class:`RankSample`): pair nothing across."""
+        self._carry_a, self._carry_b = np.zeros(0), np.zeros(0)
+        return self
+
+    def x_ranks_of(self, x: np.ndarray) -> np.ndarray:
+        """Centred ranks of ``x`` (for :meth:`update_ranks`: one computation serves every pair sharing x)."""
+        return _centred_ranks(self.x_ranks, x, self.x_centre)
 
     def update(self, x: np.ndarray, y: np.ndarray) -> LaggedRanks:
-        a = np.concatenate([self._carry_a, self._ranks(self.x_ranks, x, self.x_centre)])
-        b = np.concatenate([self._carry_b, self._ranks(self.y_ranks, y, self.y_centre)])
+        return self.update_ranks(self.x_ranks_of(x), y)
+
+    def update_ranks(self, x_ranks: np.ndarray, y: np.ndarray) -> LaggedRanks:
+        """:meth:`update` with the chunk's x already ranked (:meth:`x_ranks_of`)."""
+        a = np.concatenate([self._carry_a, x_ranks])
+        b = np.concatenate([self._carry_b, _centred_ranks(self.y_ranks, y, self.y_centre)])
         old, size = self._carry_a.size, a.size
         spans = []
         for lag in self.lags:
             # each pair once: in the chunk where its later member arrives; pairs (a[j - lag], b[j])
-            start = max(old, lag) if lag >= 0 else max(old, -lag)
+            start = min(max(old, abs(int(lag))), size)  # a piece shorter than the lag: no pair ends in it
             i0, i1 = (start - lag, size - lag) if lag >= 0 else (start, size)
             spans.append((i0, i1, i0 + lag, i1 + lag))
         b0 = np.nan_to_num(b)
         if np.isfinite(a).all():
-            # the usual case (latency is never missing): prefix sums, minus the few pairs whose b is missing,
-            # and one dot product per lag
+            # the usual case (latency is never missing): whole-chunk sums less the few values outside each lag's
+            # span (every span starts within old + max_lag of the start and ends within max_lag of the end),
+            # minus the few pairs whose b is missing, and one dot product per lag
             missing = np.flatnonzero(~np.isfinite(b))
-            prefix = [np.concatenate(([0.0], np.cumsum(v))) for v in (a, a * a, b0, b0 * b0)]
+            head = old + self.max_lag + 1
+            ranged = [_RangeSums(v, head, self.max_lag + 1) for v in (a, a * a, b0, b0 * b0)]
             for k, (i0, i1, j0, j1) in enumerate(spans):
                 bad = missing[(missing >= j0) & (missing < j1)]
                 gone = a[bad - self.lags[k]]
-                sa, saa, sb, sbb = (p[e] - p[s_] for p, (s_, e) in zip(
-                    prefix, ((i0, i1), (i0, i1), (j0, j1), (j0, j1)), strict=True))
+                sa, saa = ranged[0].between(i0, i1), ranged[1].between(i0, i1)
+                sb, sbb = ranged[2].between(j0, j1), ranged[3].between(j0, j1)
                 self.sums[k] += ((j1 - j0) - bad.size, sa - gone.sum(), sb, saa - _dot(gone, gone), sbb,
                                  _dot(a[i0:i1], b0[j0:j1]))
         else:
@@ -463,6 +510,52 @@ class LaggedRanks:
         band = [1.96 / np.sqrt(k) if k > 3 else float("nan") for k in n]
         return CrossCorrelation(lags=tuple(int(v) for v in self.lags), r=tuple(r), n=tuple(n),
                                 null_band=tuple(float(v) for v in band))
+
+
+class RankSample:
+    """The wake-ups of one thread its lagged correlations use: every one up to :data:`RANK_SAMPLE_ROWS`, else a
+    uniform random sample (seeded) of :data:`RANK_BLOCK_ROWS`-wake-up blocks, that many wake-ups in all.
+
+    Pairs are taken within runs of consecutive chosen blocks, so each lag's n counts the pairs used and the
+    null band (±1.96/√n) is the sample's.  The ranks still come from the whole thread's histograms.
+    """
+
+    def __init__(self, rows: int, seed: np.random.SeedSequence, *, sample_rows: int | None = None,
+                 block_rows: int | None = None) -> None:
+        self.rows = rows
+        self.block_rows = block_rows or RANK_BLOCK_ROWS
+        limit = sample_rows or RANK_SAMPLE_ROWS
+        self.chosen: np.ndarray | None = None
+        if rows > limit:
+            blocks = -(-rows // self.block_rows)
+            picked = np.random.default_rng(seed).choice(blocks, size=max(1, limit // self.block_rows),
+                                                        replace=False)
+            self.chosen = np.zeros(blocks, dtype=bool)
+            self.chosen[picked] = True
+
+    @property
+    def note(self) -> str | None:
+        """What the sample is, for the result (None: every wake-up is used)."""
+        if self.chosen is None:
+            return None
+        used = min(int(self.chosen.sum()) * self.block_rows, self.rows)
+        return (f"a uniform random sample of {int(self.chosen.sum()):,} blocks of {self.block_rows:,} consecutive "
+                f"wake-ups ({used:,} of {self.rows:,}); ranks from every wake-up")
+
+    def segments(self, start: int, n: int) -> list[tuple[int, int]]:
+        """The runs ``[lo, hi)`` (positions in a chunk of ``n`` rows from thread row ``start``) to use."""
+        if self.chosen is None:
+            return [(0, n)] if n else []
+        first, last = start // self.block_rows, (start + n - 1) // self.block_rows
+        out: list[tuple[int, int]] = []
+        for block in np.flatnonzero(self.chosen[first:last + 1]) + first:
+            lo = max(int(block) * self.block_rows - start, 0)
+            hi = min((int(block) + 1) * self.block_rows - start, n)
+            if out and out[-1][1] == lo:
+                out[-1] = (out[-1][0], hi)
+            else:
+                out.append((lo, hi))
+        return out
 
 
 class DisplayRows:
@@ -520,27 +613,41 @@ class DisplayRows:
                              quality=t.quality)
 
 
+C0_REST = "c0 outside every bin"
+"""Key of :func:`condition_masks`'s eligible wake-ups whose C0 lies in no bin (their outside only)."""
+
+
 def condition_masks(chunk: CounterSeries, near: np.ndarray, edges: Sequence[float], conditions: Mapping[str, str],
                     *, turbostat: bool, c0_prefix: str, transition: str,
-                    smi_name: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+                    smi_name: str) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
     """Condition -> (inside, outside) masks of a chunk, each away from the other events.
 
     ``near``: the chunk's wake-ups near a transition (±window wake-ups of a detected one, or, with
     ``turbostat``, in a turbostat interval next to a frequency change: then wake-ups outside the
     timeline are neither in nor out).  ``conditions``: the thread's (decided on the whole thread).
+
+    Where two conditions' outside masks are the same rows, they are the same array (index once).  The
+    C0 bins partition the eligible wake-ups, so their outside is ``None``: a bin's outside is the
+    other bins' inside plus the eligible wake-ups in no bin, given under :data:`C0_REST` (merging
+    histograms is exact and cheaper than counting two thirds of the rows once more per bin).
     """
-    known = np.isfinite(chunk.f_eff_hz) if turbostat else np.ones(chunk.seq.size, dtype=bool)
+    known = None if not turbostat else np.isfinite(chunk.f_eff_hz)
     smi_known = np.isfinite(chunk.smi_delta)
     smi = smi_known & (np.nan_to_num(chunk.smi_delta) > 0)
-    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    away = ~near & ~smi
+    every_smi_known = bool(smi_known.all())
+    out: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
     if transition in conditions:
-        out[transition] = (near & ~smi, known & ~near & ~smi)
+        out[transition] = (near & ~smi, away if known is None else known & away)
     if smi_name in conditions:
-        out[smi_name] = (smi & ~near, smi_known & ~smi & ~near)
+        out[smi_name] = (smi & ~near, away if every_smi_known else smi_known & away)
     if any(c.startswith(c0_prefix) for c in conditions):
-        eligible = np.isfinite(chunk.c0) & ~smi & ~near
+        eligible = np.isfinite(chunk.c0) & away
+        binned = np.zeros_like(eligible)
         for low, high in itertools.pairwise(edges):
             last = high == edges[-1]
             inside = eligible & (chunk.c0 >= low) & ((chunk.c0 <= high) if last else (chunk.c0 < high))
-            out[f"{c0_prefix}{low:g}-{high:g}"] = (inside, eligible & ~inside)
+            binned |= inside
+            out[f"{c0_prefix}{low:g}-{high:g}"] = (inside, None)
+        out[C0_REST] = (eligible & ~binned, None)
     return out
