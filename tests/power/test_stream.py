@@ -479,3 +479,76 @@ def test_lagged_ranks_with_pieces_shorter_than_the_lag_equal_one_piece(pieces):
         ranks.update(x[at:at + size], y[at:at + size])
         at += size
     assert ranks.result().n == whole.n and np.allclose(ranks.result().r, whole.r, atol=1e-12)
+
+
+def test_near_seqs_marks_the_rows_within_the_window_of_any_mark():
+    from jitterscope.power.correlate import _near_seqs
+
+    rng = np.random.default_rng(15)
+    for _ in range(100):
+        seq = np.sort(rng.choice(10_000, int(rng.integers(1, 3000)), replace=False)).astype(np.int64)
+        marks = np.sort(rng.choice(12_000, int(rng.integers(0, 30)), replace=False)).astype(np.int64) - 1000
+        window = int(rng.integers(0, 5))
+        expected = (np.abs(seq[:, None] - marks[None, :]) <= window).any(axis=1) if marks.size else seq < 0
+        assert np.array_equal(_near_seqs(seq, marks, window), expected)
+
+
+def _levels_series(rng: np.random.Generator) -> CounterSeries:
+    """Frequency levels with blips, one level lasting ~20 chunks of 997 rows: its transition stays pending
+    (the level's first long segment is still open) across many chunks before the detector can decide it."""
+    pieces = [(2.0e9, 3000), (3.0e9, 1), (2.0e9, 120), (2.4e9, 20_000), (2.41e9, 2), (3.0e9, 2), (2.4e9, 500),
+              (1.6e9, 4000), (1.6e9 * 1.2, 1), (1.6e9, 3000)]
+    f = np.concatenate([np.full(n, level) for level, n in pieces]) * (1 + rng.normal(0, 0.002, sum(n for _, n in
+                                                                                                  pieces)))
+    n = f.size
+    latency = rng.gamma(4.0, 5_000.0, n).astype(np.int64)
+    c0 = rng.random(n)
+    smi = np.where(rng.random(n) < 0.01, 1.0, 0.0)
+    seq = np.arange(n) + 3
+    seq[10_000:] += 7  # a gap in seq (dropped wake-ups): nearness is by seq, not by row
+    return CounterSeries(0, 0, 2.4e9, "metadata", seq, seq * 100_000, latency, f, c0, smi, CounterQuality(n, n, {}))
+
+
+def test_one_pass_in_small_chunks_equals_one_chunk_and_the_direct_masks(monkeypatch):
+    """Rows near a jump wait until the detector decides whether it is a transition: counted in chunks of 997
+    the conditions equal one chunk's and the masks computed directly from the final transitions."""
+    from jitterscope.derive import CounterSet
+
+    module = __import__("jitterscope.power.correlate", fromlist=["CHUNK_ROWS"])
+    series = _levels_series(np.random.default_rng(16))
+    counters = CounterSet(series=(series,), available=True, reason="")
+    whole = correlate(counters, None, thresholds_ns=[40_000.0], n_surrogates=20)
+    monkeypatch.setattr(module, "CHUNK_ROWS", 997)
+    chunked = correlate(counters, None, thresholds_ns=[40_000.0], n_surrogates=20)
+    assert chunked.tests == whole.tests and chunked.event_averages == whole.event_averages
+    transitions = whole.frequency.transitions[0]
+    # hand-placed: after the 2.0 GHz level's last long segment (3000 + 1 + 120), and after the 2.4 GHz one's
+    # (+ 20,000 + 2 + 2 + 500); the blips and the 20 % blip on 1.6 GHz are no transitions
+    assert transitions.index == (3121, 23625)
+    near = _near(series, transitions, whole.window)
+    smi = series.smi_delta > 0
+    test = next(t for t in whole.tests if t.condition == "transition")
+    assert (test.n_in, test.n_out) == (int((near & ~smi).sum()), int((~near & ~smi).sum()))
+    assert test.exceedance[0].risk.exceed_in == int((series.latency_ns[near & ~smi] > 40_000).sum())
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_smi_spikes_given_or_from_the_histograms_equal_direct_counts(story, given):
+    """With a given threshold SMI spikes are counted as the rows pass; without, from histograms at the pooled
+    threshold (the top of its bucket): either way the counts of the rows themselves."""
+    counters = read_counters(story)
+    latency = np.concatenate([s.latency_ns for s in counters.series])
+    threshold = [float(np.percentile(latency, 99))] if given else None
+    result, _ = correlate_dataset(story, thresholds_ns=threshold, n_surrogates=0)
+    t = result.thresholds_ns[0]
+    share = next(s for s in result.smi_shares if s.scope == "all")
+    known = np.concatenate([np.isfinite(s.smi_delta) for s in counters.series])
+    smi = np.concatenate([np.nan_to_num(s.smi_delta) > 0 for s in counters.series])
+    assert share.spikes == int((known & (latency > t)).sum()) > 10
+    assert share.spikes_with_smi == int((smi & (latency > t)).sum()) > 0
+    for test in result.tests:
+        if test.scope == "cpu 0" and test.condition == "smi":
+            series = counters.series[0]
+            near = _near(series, result.frequency.transitions[0], result.window)
+            s0 = np.nan_to_num(series.smi_delta) > 0
+            assert test.exceedance[0].risk.exceed_in == int((series.latency_ns[s0 & ~near] > t).sum())

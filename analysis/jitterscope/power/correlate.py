@@ -179,7 +179,7 @@ class Correlation:
 
 
 CHUNK_ROWS = 1 << 18
-"""An in-memory series goes through the streaming passes in chunks of this many rows."""
+"""An in-memory series goes through the streaming pass in chunks of this many rows."""
 METHODS = {
     "exceedance": "exact counts; risk ratio with Katz CI, Fisher's exact p",
     "quantiles": "HDR histogram, relative error 0.1 %, max exact",
@@ -194,13 +194,14 @@ METHODS = {
 
 
 def correlate_dataset(dataset: Dataset, **params: Any) -> tuple[Correlation, CounterSet]:
-    """Stream the counters of ``dataset`` through :func:`correlate`'s passes; returns figure rows too.
+    """Stream the counters of ``dataset`` through :func:`correlate`'s pass; returns figure rows too.
 
     Keyword arguments are those of :func:`correlate` plus ``read_k`` (see
     :func:`jitterscope.derive.derive_counters`) and ``threads`` (thread indices to
-    analyse; default all).  Memory is bounded whatever the dataset's size: the dataset is read
-    three times (a scan, then the two passes of :mod:`.stream`) one row group at a time, the
-    threads' derivation and accumulators in parallel (:func:`~.stream.run_per_thread`).  The
+    analyse; default all).  Memory is bounded whatever the dataset's size: a scan reads the columns
+    the derivation needs of the whole thread first (``read_cycles``; the counters' widths come from the
+    row groups' statistics where they can), then one pass (:mod:`.stream`) reads everything one row group
+    at a time, the threads' derivation and accumulators in parallel (:func:`~.stream.run_per_thread`).  The
     :class:`CounterSet` returned holds, per thread, the rows kept for figures
     (:class:`~.stream.DisplayRows`: every row up to 200,000 per thread, else the latest-latency one
     of each run of k).  Without ``thresholds_ns`` the spike threshold is the rule of
@@ -228,6 +229,7 @@ def correlate_dataset(dataset: Dataset, **params: Any) -> tuple[Correlation, Cou
     scan = scan_counters(dataset, read_k=read_k, threads=threads)
     result, display = _correlate_chunks(
         lambda: iter_counter_batches(dataset, scan, read_k=read_k), dataset.metadata.environment,
+        rows={t.thread: t.rows for t in scan.threads},
             reason=lambda facts: unavailable_reason(facts, scan.missing, scan.meta_counters), **params)
     return result, CounterSet(series=tuple(display), available=result.available, reason=result.reason)
 
@@ -310,7 +312,8 @@ def correlate(
                                          for start in range(0, max(s.seq.size, 1), CHUNK_ROWS))
 
     result, _ = _correlate_chunks(
-        batches, environment, thresholds_ns=thresholds_ns, window=window, alpha=alpha,
+        batches, environment, rows={s.thread: int(s.seq.size) for s in series}, thresholds_ns=thresholds_ns,
+        window=window, alpha=alpha,
         relative_threshold=relative_threshold, min_dwell=min_dwell, c0_edges=c0_edges, max_lag=max_lag,
         n_surrogates=n_surrogates, seed=seed, timeline=timeline, near=near,
         available=counters.available, reason=lambda facts: counters.reason, threshold_method=method)
@@ -336,6 +339,7 @@ def _correlate_chunks(
     batches: Callable[[], Iterable[tuple[int, Callable[[], Iterable[CounterSeries]]]]],
     environment: Mapping[str, Any] | None,
     *,
+    rows: Mapping[int, int],
     thresholds_ns: Sequence[float] | None = None,
     window: int = 2,
     alpha: float = 0.01,
@@ -351,39 +355,49 @@ def _correlate_chunks(
     reason: Callable[[Sequence[ThreadFacts]], str] | None = None,
     threshold_method: str = "HDR histogram (within 0.1 %)",
 ) -> tuple[Correlation, list[CounterSeries]]:
-    """The two streaming passes over ``batches()``, and the verdicts.
+    """One streaming pass over ``batches()``, and the verdicts.
 
     ``batches()`` yields ``(thread, derive)``: ``derive()`` gives the next chunks of that thread, in
     order; the threads' work runs in parallel (:func:`~.stream.run_per_thread`), each thread's in order.
+    ``rows``: each thread's wake-ups (from the scan), for the figure rows and the rank sample.
     ``available`` None: decided from the counters seen (a usable C0 or SMI series); ``reason``
-    says why none is usable.
+    says why none is usable.  Everything that depends on the whole thread (its transitions, the pooled
+    threshold, the ranks) is settled as the pass goes (:class:`_ThreadPass`) or at its end.
     """
     _check_params(thresholds_ns, window, alpha, c0_edges, max_lag, n_surrogates)
     near = near or {}
-    # pass 1: transitions, histograms, totals
-    profiles: dict[int, CounterProfile] = {}
+    given = tuple(float(t) for t in thresholds_ns) if thresholds_ns else None
+    passes: dict[int, _ThreadPass] = {}
 
-    def profile_chunk(chunk: CounterSeries) -> None:  # runs in the chunk's thread's worker
-        profile = profiles.get(chunk.thread)
-        if profile is None:
-            profile = profiles[chunk.thread] = CounterProfile(
-                chunk.thread, chunk.cpu, relative_threshold=relative_threshold, min_dwell=min_dwell,
-                claimed_hz=claimed_hz(environment, chunk.cpu), tolerance=relative_threshold)
-        profile.update(chunk)
+    def handle(chunk: CounterSeries) -> None:  # runs in the chunk's thread's worker
+        tp = passes.get(chunk.thread)
+        if tp is None:
+            profile = CounterProfile(chunk.thread, chunk.cpu, relative_threshold=relative_threshold,
+                                     min_dwell=min_dwell, claimed_hz=claimed_hz(environment, chunk.cpu),
+                                     tolerance=relative_threshold)
+            tp = passes[chunk.thread] = _ThreadPass(profile, rows.get(chunk.thread, 0), given, window, c0_edges,
+                                                    max_lag, n_surrogates, seed, timeline, near.get(chunk.thread))
+        tp.update(chunk)
 
-    run_per_thread(batches(), profile_chunk)
-    if not profiles:
+    run_per_thread(batches(), handle)
+    if not passes:
         raise AnalysisError("no wake-ups to correlate")
-    profiled = [profiles[t].result() for t in sorted(profiles)]
+    ordered = [passes[t] for t in sorted(passes)]
+    for tp in ordered:
+        tp.finish()
+    profiled = [tp.profiled for tp in ordered]
     facts = [p.facts for p in profiled]
-    if thresholds_ns:
-        thresholds = tuple(float(t) for t in thresholds_ns)
+    if given:
+        thresholds = given
         method = threshold_method if threshold_method in ("exact", "given") else "given"
     else:
         pooled = LatencyHistogram(RELATIVE_ERROR)
         for p in profiled:
             pooled.merge(p.latency_histogram)
-        thresholds, method = (_histogram_threshold(pooled.result()),), threshold_method
+        # at the top of its bucket, so that the histograms count the wake-ups above it exactly
+        thresholds, method = (float(pooled.bucket_top(_histogram_threshold(pooled.result()))),), threshold_method
+        for tp in ordered:
+            tp.count_exceedances(thresholds[0])
     params = {"window": window, "alpha": alpha, "relative_threshold": relative_threshold, "min_dwell": min_dwell,
               "c0_edges": list(c0_edges), "max_lag": max_lag, "n_surrogates": n_surrogates, "seed": seed,
               "frequency_source": "counters" if timeline is None else f"turbostat timeline {timeline.file}",
@@ -400,13 +414,6 @@ def _correlate_chunks(
         transitions=tuple(p.transitions for p in profiled if p.facts.has_frequency),
         time_in_frequency=tuple(p.time_in_frequency for p in profiled if p.facts.has_frequency),
         claims=tuple(_claim(p, environment, relative_threshold) for p in profiled if p.facts.has_frequency))
-    # pass 2: everything conditioned on the transitions and the threshold
-    passes = {p.facts.thread: _ThreadPass(p, thresholds, window, c0_edges, max_lag, n_surrogates, seed,
-                                          timeline, near.get(p.facts.thread)) for p in profiled}
-    run_per_thread(batches(), lambda chunk: passes[chunk.thread].update(chunk))
-    ordered = [passes[p.facts.thread] for p in profiled]
-    for tp in ordered:
-        tp.finish()
     tests = _adjust(_tests(ordered, alpha))
     triggers = tuple(t for tp in ordered for t in tp.triggers(window))
     links = tuple(link for tp in ordered for link in tp.links())
@@ -416,7 +423,8 @@ def _correlate_chunks(
                          None if timeline is None else timeline.smi_total)
     if timeline is not None:
         verdicts = (timeline.resolution_note, *verdicts)
-    notes = tuple(c.message for c in frequency.claims) + tuple(_quality_note(f) for f in facts)
+    notes = (tuple(c.message for c in frequency.claims) + tuple(_quality_note(f) for f in facts)
+             + tuple(note for tp in ordered for note in tp.notes()))
     result = Correlation(available=True, reason="", attributed=attributed, verdicts=verdicts, notes=notes,
                          tests=tests, event_averages=triggers, cross_correlations=links, smi_shares=shares,
                          frequency=frequency, **base)
@@ -478,97 +486,232 @@ def _claim(profile: ProfileResult, environment: Mapping[str, Any] | None, tolera
                        transitions=profile.transitions.count, tolerance=tolerance)
 
 
-class _ThreadPass:
-    """Pass 2 of one thread: condition counts, SMI counts, event sums, lagged ranks, figure rows."""
+WITHHELD_LIMIT = 1 << 20
+"""Wake-ups per thread held back while a frequency jump near them may still become a transition; beyond, the
+oldest are left out of the condition tests (and a note says how many)."""
 
-    def __init__(self, profile: ProfileResult, thresholds: Sequence[float], window: int, edges: Sequence[float],
-                 max_lag: int, n_surrogates: int, seed: int, timeline: TimelineCounters | None,
-                 near: np.ndarray | None) -> None:
-        facts, transitions = profile.facts, profile.transitions
-        self.facts, self.transitions, self.window, self.edges = facts, transitions, window, edges
+
+def _near_seqs(seq: np.ndarray, marks: np.ndarray, window: int) -> np.ndarray:
+    """Rows whose ``seq`` (increasing) lies within ±window of one of ``marks`` (sorted).
+
+    Each mark covers one run of rows, found by bisection: work in the marks, not the rows (a chunk has
+    hundreds of thousands of rows and a handful of marks)."""
+    out = np.zeros(seq.size, dtype=bool)
+    if marks.size == 0 or seq.size == 0:
+        return out
+    marks = marks[(marks >= seq[0] - window) & (marks <= seq[-1] + window)]
+    if marks.size:
+        starts = np.searchsorted(seq, marks - window, side="left")
+        stops = np.searchsorted(seq, marks + window, side="right")
+        edges = np.zeros(seq.size + 1, dtype=np.int64)
+        np.add.at(edges, starts, 1)
+        np.add.at(edges, stops, -1)
+        out = np.cumsum(edges[:-1]) > 0
+    return out
+
+
+def _take(chunk: CounterSeries, rows: np.ndarray | slice) -> CounterSeries:
+    return replace(chunk, seq=chunk.seq[rows], expected_ns=chunk.expected_ns[rows], latency_ns=chunk.latency_ns[rows],
+                   f_eff_hz=chunk.f_eff_hz[rows], c0=chunk.c0[rows], smi_delta=chunk.smi_delta[rows])
+
+
+class _ThreadPass:
+    """The one pass over a thread: its profile (:class:`CounterProfile`) and everything conditioned on it.
+
+    The conditions need each wake-up's distance to the transitions, which the profile's detector settles
+    only as more rows come: a wake-up within ±window of a jump that may still become a transition (or of
+    the last row seen) is held back until the detector decides (at most :data:`WITHHELD_LIMIT`), every
+    other one is counted at once (the counts do not depend on order).  Event sums hold a pending
+    transition's own sums until it is decided (:class:`~.stream.EventBlocks`).  The lagged ranks keep the
+    rows of their sample (:class:`~.stream.RankSample`) and rank them at the end, on the whole thread's
+    histograms.  Without given thresholds, exceedances come from the histograms once the pooled threshold
+    is known (:meth:`count_exceedances`; exact, the threshold being a bucket's top).
+    """
+
+    def __init__(self, profile: CounterProfile, rows: int, thresholds: Sequence[float] | None, window: int,
+                 edges: Sequence[float], max_lag: int, n_surrogates: int, seed: int,
+                 timeline: TimelineCounters | None, near: np.ndarray | None) -> None:
+        self.profile, self.window, self.edges, self.max_lag = profile, window, edges, max_lag
         self.thresholds, self.timeline, self.near_rows = thresholds, timeline, near
+        self.thread = profile.thread
         self.rows = 0
         self.labels: dict[str, str] = {}
-        if timeline is None and transitions.count:
-            periods = "period" if window == 1 else "periods"
-            self.labels[TRANSITION] = f"within {window} {periods} of a frequency transition"
-        elif timeline is not None and near is not None and near.any():
-            self.labels[TRANSITION] = "in a turbostat interval on either side of a frequency change"
-        if facts.smi_events:
-            self.labels[SMI] = "in an interval with an SMI"
-        if facts.has_c0:
-            for low, high in itertools.pairwise(edges):
-                label = f"after an interval with C0 residency {low:.0%}–{high:.0%}"
-                self.labels[f"{C0_PREFIX}{low:g}-{high:g}"] = label
-        self.counts = {c: ConditionCounts(tuple(thresholds)) for c in self.labels}
-        self.c0_bins = [c for c in self.labels if c.startswith(C0_PREFIX)]
-        if self.c0_bins:
-            self.counts[C0_REST] = ConditionCounts(tuple(thresholds))
-        self.smi = SmiCounts() if facts.has_smi else None
+        self.conditions = {TRANSITION: "", SMI: "", **{f"{C0_PREFIX}{low:g}-{high:g}": ""
+                                                      for low, high in itertools.pairwise(edges)}}
+        self.counts = {c: ConditionCounts(tuple(thresholds or ())) for c in (*self.conditions, C0_REST)}
+        self.smi = SmiCounts()
+        # without a given threshold the spike counts come from histograms at the end: of the rows with an SMI,
+        # and of those without an SMI count (the rest of the profile's, which holds every row)
+        self.smi_unknown, self.smi_with = LatencyHistogram(RELATIVE_ERROR), LatencyHistogram(RELATIVE_ERROR)
         self.events: EventBlocks | None = None
+        self._final_transitions: np.ndarray | None = None
+        if timeline is None and rows > 2 * (2 * max_lag + 1):
+            kinds = [(TRANSITION, self._transition_rows), (SMI, None)]
+            seeds = [np.random.SeedSequence([seed, self.thread, k]) for k in (0, 1)]
+            self.events = EventBlocks(kinds, max_lag=max_lag, n_surrogates=n_surrogates, seeds=seeds)
+        self.sample = RankSample(rows, np.random.SeedSequence([seed, self.thread, 2]))
+        self._sampled: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # (row, latency, |Δf|, C0 ppm)
         self.ranks: list[tuple[str, LaggedRanks]] = []
-        if timeline is None:
-            kinds = ([(TRANSITION, np.asarray(transitions.index, dtype=np.int64))] if transitions.count else [])
-            kinds += [(SMI, None)] if facts.smi_events else []
-            if kinds and facts.rows > 2 * (2 * max_lag + 1):
-                seeds = [np.random.SeedSequence([seed, facts.thread, 0 if name == TRANSITION else 1])
-                         for name, _ in kinds]
-                self.events = EventBlocks(kinds, max_lag=max_lag, n_surrogates=n_surrogates, seeds=seeds)
-            if facts.has_frequency and profile.change is not None:
-                self.ranks.append(("|Δf_eff|", LaggedRanks(profile.latency_histogram, profile.change,
-                                                          max_lag=max_lag)))
-            if facts.has_c0 and profile.c0 is not None:
-                self.ranks.append(("C0 residency", LaggedRanks(profile.latency_histogram, profile.c0,
-                                                              max_lag=max_lag)))
-        self.display = DisplayRows(facts.rows)
-        self.sample = RankSample(facts.rows, np.random.SeedSequence([seed, facts.thread, 2]))
-        self._fed_to = 0  # thread row after the last one the lagged ranks saw
+        self.display = DisplayRows(rows)
+        self._withheld: list[CounterSeries] = []
+        self._withheld_rows = 0
+        self.left_out = 0
         self._previous_f = np.nan
+        self.profiled: ProfileResult | None = None
+
+    @property
+    def facts(self) -> ThreadFacts:
+        assert self.profiled is not None, "finish() first"
+        return self.profiled.facts
+
+    def _transition_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._final_transitions is not None:
+            return self._final_transitions, np.zeros(0, dtype=np.int64)
+        detector = self.profile.detector
+        return (np.array([row for row, _ in detector.decided()], dtype=np.int64),
+                np.array([row for row, _ in detector.pending()], dtype=np.int64))
 
     def update(self, chunk: CounterSeries) -> None:
         n = chunk.seq.size
-        near = (self.near_rows[self.rows:self.rows + n] if self.near_rows is not None
-                else _near(chunk, self.transitions, self.window))
-        masks = condition_masks(chunk, near, self.edges, self.labels, turbostat=self.near_rows is not None,
-                                c0_prefix=C0_PREFIX, transition=TRANSITION, smi_name=SMI)
+        self.profile.update(chunk)
+        if self.near_rows is not None:
+            self._count(chunk, self.near_rows[self.rows:self.rows + n])
+        else:
+            self._settle(chunk)
         latency = chunk.latency_ns
+        if self.thresholds:
+            self.smi.update(latency, chunk.smi_delta, self.thresholds[0])
+        else:  # the threshold is known at the end: the counts come from these two histograms then
+            known = np.isfinite(chunk.smi_delta)
+            with_smi = known & (np.nan_to_num(chunk.smi_delta) > 0)
+            self.smi.known += int(known.sum())
+            self.smi.with_smi += int(with_smi.sum())
+            if not known.all():
+                self.smi_unknown.update(latency[~known])
+            self.smi_with.update(latency[with_smi])
+        if self.events is not None:
+            self.events.update(latency, self.rows + np.flatnonzero(np.nan_to_num(chunk.smi_delta) > 0))
+        if self.timeline is None:
+            self._keep_sample(chunk)
+        self._previous_f = float(chunk.f_eff_hz[-1])
+        self.display.update(chunk)
+        self.rows += n
+
+    def _settle(self, chunk: CounterSeries) -> None:
+        """Count the rows whose nearness to a transition is settled; hold back the others."""
+        detector = self.profile.detector
+        decided = np.array([seq for _, seq in detector.decided()], dtype=np.int64)
+        pending = np.array([seq for _, seq in detector.pending()], dtype=np.int64)
+        last = int(chunk.seq[-1])
+        parts, self._withheld, self._withheld_rows = [*self._withheld, chunk], [], 0
+        for part in parts:
+            open_ = _near_seqs(part.seq, pending, self.window) | (part.seq > last - self.window)
+            if not open_.any():
+                self._count(part, _near_seqs(part.seq, decided, self.window))
+                continue
+            first_open = int(np.argmax(open_))
+            if open_[first_open:].all():  # the usual case: only the last rows wait (slices, no copies)
+                settled, held = _take(part, slice(0, first_open)), _take(part, slice(first_open, None))
+            else:
+                settled, held = _take(part, ~open_), _take(part, open_)
+            if settled.seq.size:
+                self._count(settled, _near_seqs(settled.seq, decided, self.window))
+            self._withheld.append(held)
+            self._withheld_rows += held.seq.size
+        while self._withheld_rows > WITHHELD_LIMIT:  # a frequency that flickers without settling: leave out
+            oldest = self._withheld.pop(0)
+            self._withheld_rows -= oldest.seq.size
+            self.left_out += oldest.seq.size
+
+    def _count(self, part: CounterSeries, near: np.ndarray) -> None:
+        masks = condition_masks(part, near, self.edges, self.conditions, turbostat=self.near_rows is not None,
+                                c0_prefix=C0_PREFIX, transition=TRANSITION, smi_name=SMI)
+        latency = part.latency_ns
         outsides: dict[int, np.ndarray] = {}
         none = latency[:0]
         for condition, (inside, outside) in masks.items():
             if outside is not None and id(outside) not in outsides:
                 outsides[id(outside)] = latency[outside]
             self.counts[condition].update(latency[inside], none if outside is None else outsides[id(outside)])
-        if self.smi is not None:
-            self.smi.update(latency, chunk.smi_delta, self.thresholds[0])
-        if self.events is not None:
-            self.events.update(latency, self.rows + np.flatnonzero(np.nan_to_num(chunk.smi_delta) > 0))
-        if self.ranks:
-            self._update_ranks(chunk)
-        self._previous_f = float(chunk.f_eff_hz[-1])
-        self.display.update(chunk)
-        self.rows += n
 
-    def _update_ranks(self, chunk: CounterSeries) -> None:
+    def _keep_sample(self, chunk: CounterSeries) -> None:
         change = np.abs(np.diff(np.concatenate(([self._previous_f], chunk.f_eff_hz))))
         for lo, hi in self.sample.segments(self.rows, chunk.seq.size):
-            if self.rows + lo != self._fed_to:
-                for _, ranks in self.ranks:
-                    ranks.reset()
-            latency_ranks = self.ranks[0][1].x_ranks_of(chunk.latency_ns[lo:hi])  # every pair's x is latency
-            for other, ranks in self.ranks:
-                other_values = chunk.c0[lo:hi] * C0_SCALE if other == "C0 residency" else change[lo:hi]
-                ranks.update_ranks(latency_ranks, other_values)
-            self._fed_to = self.rows + hi
+            self._sampled.append((self.rows + lo, chunk.latency_ns[lo:hi].copy(), change[lo:hi].copy(),
+                                  chunk.c0[lo:hi] * C0_SCALE))
 
     def finish(self) -> None:
-        """After the last chunk: each C0 bin's outside from the other bins' inside and the unbinned rest."""
-        rest = self.counts.pop(C0_REST, None)
-        if rest is None:
-            return
-        insides = {c: self.counts[c].copy() for c in self.c0_bins}
-        for c in self.c0_bins:
-            for other in [*(insides[o] for o in self.c0_bins if o != c), rest]:
+        """After the last chunk: the profile, the held-back rows, the labels, the C0 partition, the ranks."""
+        profiled = self.profiled = self.profile.result()
+        facts, transitions = profiled.facts, profiled.transitions
+        self._final_transitions = np.asarray(transitions.index, dtype=np.int64)
+        marks = np.asarray(transitions.seq, dtype=np.int64)
+        for part in self._withheld:
+            self._count(part, _near_seqs(part.seq, marks, self.window))
+        self._withheld = []
+        if self.timeline is None and transitions.count:
+            periods = "period" if self.window == 1 else "periods"
+            self.labels[TRANSITION] = f"within {self.window} {periods} of a frequency transition"
+        elif self.timeline is not None and self.near_rows is not None and self.near_rows.any():
+            self.labels[TRANSITION] = "in a turbostat interval on either side of a frequency change"
+        if facts.smi_events:
+            self.labels[SMI] = "in an interval with an SMI"
+        c0_bins = [c for c in self.conditions if c.startswith(C0_PREFIX)]
+        if facts.has_c0:
+            for (low, high), name in zip(itertools.pairwise(self.edges), c0_bins, strict=True):
+                self.labels[name] = f"after an interval with C0 residency {low:.0%}–{high:.0%}"
+        rest = self.counts.pop(C0_REST)
+        insides = {c: self.counts[c].copy() for c in c0_bins}
+        for c in c0_bins:  # the bins partition the eligible rows: a bin's outside is the others and the rest
+            for other in [*(insides[o] for o in c0_bins if o != c), rest]:
                 self.counts[c].add_outside(other)
+        self.counts = {c: counts for c, counts in self.counts.items() if c in self.labels}
+        if not facts.has_smi:
+            self.smi = None
+        if self.timeline is None:
+            self._rank_sample(profiled)
+
+    def _rank_sample(self, profiled: ProfileResult) -> None:
+        facts = profiled.facts
+        if facts.has_frequency and profiled.change is not None:
+            self.ranks.append(("|Δf_eff|", LaggedRanks(profiled.latency_histogram, profiled.change,
+                                                      max_lag=self.max_lag)))
+        if facts.has_c0 and profiled.c0 is not None:
+            self.ranks.append(("C0 residency", LaggedRanks(profiled.latency_histogram, profiled.c0,
+                                                          max_lag=self.max_lag)))
+        fed = None
+        for row, latency, change, c0 in self._sampled:
+            if row != fed:
+                for _, ranks in self.ranks:
+                    ranks.reset()
+            if self.ranks:
+                latency_ranks = self.ranks[0][1].x_ranks_of(latency)  # every pair's x is latency
+                for other, ranks in self.ranks:
+                    ranks.update_ranks(latency_ranks, c0 if other == "C0 residency" else change)
+            fed = row + latency.size
+        self._sampled = []
+
+    def count_exceedances(self, threshold: float) -> None:
+        """The pooled threshold (a bucket's top) is known: the exceedance and spike counts from the histograms."""
+        for counts in self.counts.values():
+            counts.thresholds = (threshold,)
+            counts.exceed_in = np.array([counts.inside.count_above(int(threshold))], dtype=np.int64)
+            counts.exceed_out = np.array([counts.outside.count_above(int(threshold))], dtype=np.int64)
+        if self.smi is not None:
+            assert self.profiled is not None
+            everything = self.profiled.latency_histogram.count_above(int(threshold))
+            self.smi.spikes = everything - self.smi_unknown.count_above(int(threshold))
+            self.smi.spikes_with_smi = self.smi_with.count_above(int(threshold))
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.left_out:
+            out.append(f"cpu {self.facts.cpu}: {self.left_out:,} wake-ups next to frequency jumps that were still "
+                       "undecided were left out of the condition tests (the frequency changed too often to settle)")
+        if self.events is not None and self.events.left_out[0]:
+            out.append(f"cpu {self.facts.cpu}: {self.events.left_out[0]:,} frequency jumps decided late were left "
+                       "out of the event-triggered average of transitions")
+        return out
 
     def triggers(self, window: int) -> list[EventTrigger]:
         if self.events is None:

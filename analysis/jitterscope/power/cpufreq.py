@@ -222,6 +222,8 @@ class TransitionDetector:
         # merged levels: [level_hz, end] with end = (row, seq, expected_ns, expected_ns of the row before) of
         # the first valid sample after the level's last long segment, None while the level is the last one
         self._levels: list[list[Any]] = []
+        # jumps (row, seq) at or after the last level's end: the rows a later transition can still be at
+        self._jumps: list[tuple[int, int]] = []
 
     def update(self, series: CounterSeries) -> TransitionDetector:
         """Add the next rows of the thread (a :class:`CounterSeries` chunk)."""
@@ -248,11 +250,28 @@ class TransitionDetector:
                     row = int(pos[cuts[k]])
                     self._close((self.rows + row, int(series.seq[row]), int(series.expected_ns[row]),
                                  int(before[row])))
+                    self._jumps.append((self.rows + row, int(series.seq[row])))
                 self._segment.add(values[cuts[k]:cuts[k + 1]])
             self._previous_f = float(values[-1])
         self.rows += n
         self._previous_row_ns = self.last_ns = int(series.expected_ns[-1])
+        # a transition is only ever placed at the last level's end or at a jump after it (ends move forward):
+        # earlier jumps are settled, and before any level there is no transition to place
+        since = self._levels[-1][1][0] if self._levels else None
+        self._jumps = [j for j in self._jumps if since is not None and j[0] >= since]
         return self
+
+    def decided(self) -> list[tuple[int, int]]:
+        """``(row, seq)`` of the transitions already certain (each level's end but the last level's), in order."""
+        return [(level[1][0], level[1][1]) for level in self._levels[:-1]]
+
+    def pending(self) -> list[tuple[int, int]]:
+        """``(row, seq)`` of the jumps seen where a transition may still be placed, once more rows are seen.
+
+        Rows further than the window from these, from the decided transitions and from the last row seen are
+        settled: no later row can put a transition near them.  :meth:`result` settles everything.
+        """
+        return list(self._jumps)
 
     def _close(self, end: tuple[int, int, int, int] | None) -> None:
         segment, self._segment = self._segment, _SegmentMedian()

@@ -1,24 +1,29 @@
 """Streaming accumulators of the power-management correlation: bounded memory at any dataset size.
 
 :func:`jitterscope.power.correlate` and :func:`~jitterscope.power.correlate_dataset` pass each
-thread's derived counter rows through two passes, chunk by chunk in ``seq`` order:
+thread's derived counter rows once, chunk by chunk in ``seq`` order, through
+``correlate._ThreadPass``, which feeds:
 
-1. :class:`CounterProfile` (per thread): the transitions (:class:`~.cpufreq.TransitionDetector`),
-   histograms of latency, f_eff, |Δf_eff| and C0 (for the spike threshold, cpufreq's claim check
-   and ranks), time in frequency, counter quality, SMI totals.
-2. :class:`ConditionPass` (per thread, knowing the transitions and the threshold): per condition
-   the latency histograms inside and outside and the exceedance counts (:class:`ConditionCounts`),
-   SMI coincidence counts (:class:`SmiCounts`), event-triggered sums over blocks
-   (:class:`EventBlocks`), lagged rank correlation sums (:class:`LaggedRanks`) and the rows kept
-   for figures (:class:`DisplayRows`).
+- :class:`CounterProfile`: the transitions (:class:`~.cpufreq.TransitionDetector`), histograms of
+  latency, f_eff, |Δf_eff| and C0 (for the spike threshold, cpufreq's claim check and ranks), time in
+  frequency, counter quality, SMI totals;
+- per condition the latency histograms inside and outside and the exceedance counts
+  (:class:`ConditionCounts`), SMI coincidence counts (:class:`SmiCounts`), event-triggered sums over
+  blocks (:class:`EventBlocks`), the rows of the lagged rank correlations' sample (:class:`RankSample`,
+  ranked at the end by :class:`LaggedRanks`) and the rows kept for figures (:class:`DisplayRows`).
+
+What the conditions need of the whole thread is settled on the way: a wake-up's distance to the
+transitions is final once the detector can no longer place one near it (rows near an undecided jump
+wait, a few per jump), a pending transition's event sums wait beside the totals, and without a given
+threshold the exceedances come from the histograms at the pooled threshold, the top of its bucket.
 
 Each thread's chunks go through its own worker (:func:`run_per_thread`; numpy and Parquet decoding
 release the GIL, so the threads' derivation and accumulators overlap on several cores); the threads
-meet only between the passes (the pooled spike threshold) and at the end (pooled tests).
+meet only at the end (the pooled threshold and tests).
 
 Memory is a few row groups read ahead, a chunk per thread, the histograms (a few thousand buckets
-each), the event blocks (2 × :data:`EVENT_BLOCK_ROWS` latencies per thread) and the results; not
-the series.
+each), the event blocks (2 × :data:`EVENT_BLOCK_ROWS` latencies per thread), the rank sample
+(:data:`RANK_SAMPLE_ROWS` rows per thread) and the results; not the series.
 
 What is exact and what is bounded (stated in the result's ``params["methods"]``):
 
@@ -329,18 +334,30 @@ class SmiCounts:
         return self
 
 
+EventSource = Callable[[], tuple[np.ndarray, np.ndarray]]
+"""Where one kind of event is: ``() -> (decided rows, pending rows)`` (thread rows), asked at each block's end."""
+SPECULATIVE_LIMIT = 256
+"""Pending events (maybe transitions) whose sums :class:`EventBlocks` holds per kind; beyond, the oldest are
+left out."""
+
+
 class EventBlocks:
     """Accumulator: event-triggered sums of one thread's latency, block by block (see :func:`event_sums`).
 
-    Events are transition rows (given) and SMI rows (found on the way).  Rows are buffered until
-    2 × ``block_rows`` are held, then the first ``block_rows`` are summed with their neighbours;
-    the rest at :meth:`result`.  A series shorter than 2 × ``block_rows`` is one block, which is
-    :func:`jitterscope.power.event_average` on the whole series.
+    Each kind of event is fixed rows (an array), SMI rows found on the way (None), or an
+    :data:`EventSource` for events decided only later (frequency transitions, found in the same pass): a
+    block's pending candidates get their own sums, added once they are decided to be events, dropped
+    once decided not to be (at most :data:`SPECULATIVE_LIMIT` held; :attr:`left_out` counts any beyond).
+    Rows are buffered until 2 × ``block_rows`` are held, then the first ``block_rows`` are summed with
+    their neighbours; the rest at :meth:`result`.  A series shorter than 2 × ``block_rows`` is one block,
+    which is :func:`jitterscope.power.event_average` on the whole series.  A block draws its surrogate
+    shifts for a kind when it holds an event or a pending candidate of that kind.
     """
 
-    def __init__(self, kinds: Sequence[tuple[str, np.ndarray | None]], *, max_lag: int, n_surrogates: int,
-                 seeds: Sequence[np.random.SeedSequence], block_rows: int = EVENT_BLOCK_ROWS) -> None:
-        self.kinds = list(kinds)  # (name, fixed positions or None for SMI rows found in the data)
+    def __init__(self, kinds: Sequence[tuple[str, np.ndarray | EventSource | None]], *, max_lag: int,
+                 n_surrogates: int, seeds: Sequence[np.random.SeedSequence],
+                 block_rows: int = EVENT_BLOCK_ROWS) -> None:
+        self.kinds = [(name, _as_source(where)) for name, where in kinds]
         self.max_lag, self.n_surrogates, self.block_rows = max_lag, n_surrogates, block_rows
         self.rngs = [np.random.default_rng(s) for s in seeds]
         self.lag_count = 2 * max_lag + 1
@@ -348,6 +365,8 @@ class EventBlocks:
                       np.zeros((n_surrogates, self.lag_count)), np.zeros((n_surrogates, self.lag_count),
                                                                          dtype=np.int64)] for _ in self.kinds]
         self.events = [0] * len(self.kinds)
+        self.left_out = [0] * len(self.kinds)
+        self._speculative: list[dict[int, tuple[np.ndarray, ...]]] = [{} for _ in self.kinds]
         self._buffer: list[np.ndarray] = []
         self._smi: list[np.ndarray] = []
         self._buffered = 0
@@ -363,6 +382,21 @@ class EventBlocks:
             self._flush(final=False)
         return self
 
+    def _add(self, k: int, sums: Sequence[np.ndarray], count: int) -> None:
+        for total, part in zip(self.sums[k], sums, strict=True):
+            total += part
+        self.events[k] += count
+
+    def _settle(self, k: int, decided: np.ndarray, pending: np.ndarray) -> None:
+        held = self._speculative[k]
+        if not held:
+            return
+        events, still = set(decided.tolist()), set(pending.tolist())
+        for row in [r for r in held if r in events or r not in still]:
+            sums = held.pop(row)
+            if row in events:
+                self._add(k, sums, 1)
+
     def _flush(self, *, final: bool) -> None:
         values = np.concatenate(self._buffer) if self._buffer else np.zeros(0)
         smi = np.concatenate(self._smi) if self._smi else np.zeros(0, dtype=np.int64)
@@ -374,19 +408,27 @@ class EventBlocks:
         left = self._halo.size
         stop = self._start + length
         min_shift = self.lag_count
-        for k, (_, fixed) in enumerate(self.kinds):
-            rows = smi if fixed is None else fixed
-            mine = rows[(rows >= self._start) & (rows < stop)] - self._start
-            if mine.size == 0:
+        for k, (_, source) in enumerate(self.kinds):
+            decided, pending = (smi, np.zeros(0, dtype=np.int64)) if source is None else source()
+            if source is not None:
+                self._settle(k, decided, pending)
+            mine = decided[(decided >= self._start) & (decided < stop)] - self._start
+            maybe = pending[(pending >= self._start) & (pending < stop)] - self._start
+            if mine.size == 0 and maybe.size == 0:
                 continue
             shifts = (self.rngs[k].integers(min_shift, length - min_shift, size=self.n_surrogates)
                       if length > 2 * min_shift else np.zeros(0, dtype=np.int64))
             if shifts.size < self.n_surrogates:  # a block too short to shift gives no surrogates
                 continue
-            sums = event_sums(x, left, length, mine, max_lag=self.max_lag, shifts=shifts)
-            for total, part in zip(self.sums[k], sums, strict=True):
-                total += part
-            self.events[k] += int(mine.size)
+            if mine.size:
+                self._add(k, event_sums(x, left, length, mine, max_lag=self.max_lag, shifts=shifts), int(mine.size))
+            held = self._speculative[k]
+            for row in maybe.tolist():
+                held[self._start + row] = event_sums(x, left, length, np.array([row]), max_lag=self.max_lag,
+                                                     shifts=shifts)
+                if len(held) > SPECULATIVE_LIMIT:
+                    del held[next(iter(held))]
+                    self.left_out[k] += 1
         self._halo = values[max(0, length - self.max_lag):length]
         rest = values[length:]
         self._buffer, self._buffered = ([rest], rest.size) if rest.size else ([], 0)
@@ -394,14 +436,25 @@ class EventBlocks:
         self._start = stop
 
     def result(self, *, peak_halfwidth: int) -> list[tuple[str, EventAverage]]:
-        """One :class:`EventAverage` per kind of event that occurred."""
+        """One :class:`EventAverage` per kind of event that occurred (every source must be settled by now)."""
         self._flush(final=True)
         out = []
-        for k, (name, _) in enumerate(self.kinds):
+        for k, (name, source) in enumerate(self.kinds):
+            if source is not None:
+                decided, pending = source()
+                assert pending.size == 0, "event source still pending at the end"
+                self._settle(k, decided, pending)
             if self.events[k]:
                 out.append((name, event_average_from_sums(tuple(self.sums[k]), n_events=self.events[k],
                                                           max_lag=self.max_lag, peak_halfwidth=peak_halfwidth)))
         return out
+
+
+def _as_source(where: np.ndarray | EventSource | None) -> EventSource | None:
+    if where is None or callable(where):
+        return where
+    fixed = np.asarray(where, dtype=np.int64)
+    return lambda: (fixed, np.zeros(0, dtype=np.int64))
 
 
 def _centred_ranks(hist: LatencyHistogram, values: np.ndarray, centre: float) -> np.ndarray:

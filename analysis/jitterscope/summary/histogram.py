@@ -564,6 +564,19 @@ class LatencyHistogram:
         width = np.array([1 if b == 0 else 1 << (b - 1) for b in block], dtype=object)
         return lower, lower + width
 
+    def bucket_top(self, value_ns: float) -> int:
+        """The largest integer in the bucket of ``value_ns`` (≥ 0): a threshold there splits the counts exactly."""
+        value = max(math.floor(value_ns), 0)
+        index = self._index(np.array([value], dtype=np.int64))
+        return int(self._bounds(index)[1][0]) - 1
+
+    def count_above(self, value_ns: int) -> int:
+        """How many values counted exceed ``value_ns`` (≥ 0): exact when it is a :meth:`bucket_top`."""
+        if self._positive.size == 0:
+            return 0
+        index = int(self._index(np.array([max(int(value_ns), 0)], dtype=np.int64))[0])
+        return int(self._positive[index + 1:].sum())
+
     def merge(self, other: LatencyHistogram) -> LatencyHistogram:
         """Add ``other``'s values to this one (same ``relative_error`` required)."""
         if other.sub_bits != self.sub_bits:
