@@ -143,7 +143,7 @@ class _ThreadState:
         nperseg = options.nperseg or default_nperseg(expected_samples)
         common = {"average": options.average, "columns": options.columns, "span_hint": expected_samples}
         self.welch = WelchAccumulator(self.fs_hz, nperseg, **common)
-        self.spike_welch = WelchAccumulator(self.fs_hz, nperseg, **common)
+        self.spike_welch = WelchAccumulator(self.fs_hz, nperseg, **common, single=True)
         self.options = options
         self.threshold = options.spike_threshold_ns
         self.isi: IsiAccumulator | None = None
@@ -158,7 +158,8 @@ class _ThreadState:
         # the whole series for Lomb-Scargle, in bounded memory: sums over bins of ls_k consecutive wake-ups,
         # bins merged pairwise (ls_k doubles) whenever there are more than ls_max_points of them
         self.ls_k = 1
-        self.ls_sums = np.zeros((0, 3))  # per bin: sum of actual_ns - first, sum of latency, count
+        self._ls_buffer = np.zeros((0, 3))  # per bin: sum of actual_ns - first, sum of latency, count
+        self._ls_bins = 0  # bins of the buffer in use (it grows by doubling: no copy of every bin per chunk)
         self.first_expected: int | None = None
         self.last_index: int | None = None
         self.gaps = 0
@@ -186,26 +187,40 @@ class _ThreadState:
             self.ls_n += min(take, latency.size)
         self._bin_means(actual_ns, latency)  # cheap, and gaps found later may still call for Lomb-Scargle
 
+    @property
+    def ls_sums(self) -> np.ndarray:
+        """Per bin of ls_k consecutive wake-ups: sum of actual_ns - first, sum of latency, count."""
+        return self._ls_buffer[:self._ls_bins]
+
     def _bin_means(self, actual_ns: np.ndarray, latency: np.ndarray) -> None:
         """Add wake-ups to the bins of ls_k consecutive ones (rows counted from the thread's first)."""
         start = self.samples - latency.size
-        rows = start + np.arange(latency.size)
         first_bin = start // self.ls_k
-        local = rows // self.ls_k - first_bin
-        size = int(local[-1]) + 1
+        n = latency.size
+        # the chunk's rows split into runs of ls_k at fixed places: sums over runs (reduceat), no scatter
+        cuts = np.arange((-start) % self.ls_k, n, self.ls_k)
+        cuts = cuts if cuts.size and cuts[0] == 0 else np.concatenate(([0], cuts))
+        size = cuts.size
         t = (actual_ns - self.first_expected).astype(np.float64)
-        sums = np.stack([np.bincount(local, weights=t, minlength=size), np.bincount(local, weights=latency,
-                                                                                     minlength=size),
-                         np.bincount(local, minlength=size).astype(np.float64)], axis=1)
-        have = self.ls_sums.shape[0]
-        if have > first_bin:  # the chunk's first bin continues the last one
-            self.ls_sums[first_bin:] += sums[:have - first_bin]
-            sums = sums[have - first_bin:]
-        self.ls_sums = np.concatenate([self.ls_sums, sums])
-        while self.ls_sums.shape[0] > self.options.ls_max_points:
-            if self.ls_sums.shape[0] % 2:
-                self.ls_sums = np.concatenate([self.ls_sums, np.zeros((1, 3))])
-            self.ls_sums = self.ls_sums[0::2] + self.ls_sums[1::2]
+        end = first_bin + size
+        if end > self._ls_buffer.shape[0]:
+            grown = np.zeros((max(end, 2 * self._ls_buffer.shape[0]), 3))
+            grown[:self._ls_bins] = self._ls_buffer[:self._ls_bins]
+            self._ls_buffer = grown
+        target = self._ls_buffer[first_bin:end]  # the chunk's first bin may continue the last one: add
+        target[:, 0] += np.add.reduceat(t, cuts)
+        target[:, 1] += np.add.reduceat(latency, cuts)
+        target[:, 2] += np.diff(cuts, append=n)
+        self._ls_bins = end
+        while self._ls_bins > self.options.ls_max_points:  # merge bins pairwise, in place
+            pairs = self._ls_bins // 2
+            odd = self._ls_bins % 2
+            merged = self._ls_buffer[0:2 * pairs:2] + self._ls_buffer[1:2 * pairs:2]
+            if odd:
+                merged = np.concatenate([merged, self._ls_buffer[2 * pairs:self._ls_bins]])
+            self._ls_buffer[:merged.shape[0]] = merged
+            self._ls_buffer[merged.shape[0]:] = 0.0
+            self._ls_bins = merged.shape[0]
             self.ls_k *= 2
 
     def _spikes(self, index: np.ndarray, actual_ns: np.ndarray, latency: np.ndarray) -> None:
