@@ -107,3 +107,25 @@ def test_frequency_plot_names_turbostat_as_the_source(tmp_path):
     labels = [t.get_text() for t in top.get_legend().get_texts()]
     assert labels[0] == "Bzy_MHz (turbostat, per interval)" and labels[1].startswith("3 transitions")
     assert sorted(set(top.get_lines()[0].get_ydata().tolist())) == [1200.0, 2400.0]
+
+
+def test_streamed_timeline_equals_the_in_memory_join_and_reads_row_groups(tmp_path, monkeypatch):
+    """correlate_dataset streams the timeline join (row group by row group, never the whole dataset) and gives
+    what correlate gives on timeline_counters' in-memory series."""
+    from jitterscope.dataset import Dataset
+    from jitterscope.power import correlate
+
+    smi = [0] * BLOCKS
+    smi[11] = 3
+    small = _dataset(tmp_path, {3, 6, 11}, STEPS, smi)
+    dataset = open_dataset(write_dataset(small.read(), small.metadata, tmp_path / "groups.parquet",
+                                         row_group_size=1500))
+    monkeypatch.setattr(Dataset, "read", lambda *a, **k: pytest.fail("the streamed join read the whole dataset"))
+    streamed, display = correlate_dataset(dataset, n_surrogates=0)
+    monkeypatch.undo()
+    counted = timeline_counters(dataset, relative_threshold=0.05)
+    in_memory = correlate(counted.counters, dataset.metadata.environment, timeline=counted, n_surrogates=0,
+                          thresholds_ns=list(streamed.thresholds_ns))
+    assert streamed.tests == in_memory.tests and streamed.attributed == in_memory.attributed
+    assert streamed.verdicts == in_memory.verdicts and streamed.smi_shares == in_memory.smi_shares
+    assert [s.seq.size for s in display.series] == [s.seq.size for s in counted.counters.series]

@@ -38,6 +38,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "claims_table", "correlation_text", "event_table", "condition_tests_table", "time_in_frequency_table",
             "verdict_table",
         ],
-        "turbostat": ["decode_timeline", "join_timeline", "overlap_note", "timeline_counters", "wall_clock_ns"],
+        "turbostat": ["TimelineStream", "decode_timeline", "join_timeline", "overlap_note", "timeline_counters",
+                      "wall_clock_ns"],
     },
 )

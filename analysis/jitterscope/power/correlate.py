@@ -36,10 +36,10 @@ import numpy as np
 from ..dataset import Dataset
 from ..derive import (
     CounterQuality,
+    CounterScan,
     CounterSeries,
     CounterSet,
     iter_counter_batches,
-    read_counters,
     scan_counters,
     unavailable_reason,
 )
@@ -74,7 +74,7 @@ from .stream import (
     condition_masks,
     run_per_thread,
 )
-from .turbostat import TimelineCounters, timeline_counters
+from .turbostat import TimelineCounters, TimelineStream, TurbostatTimeline, decode_timeline
 
 TRANSITION = "transition"
 SMI = "smi"
@@ -216,21 +216,37 @@ def correlate_dataset(dataset: Dataset, **params: Any) -> tuple[Correlation, Cou
             raise AnalysisError(f"no thread {', '.join(map(str, unknown))} in {dataset.path}; "
                                 f"threads are {', '.join(map(str, sorted(known)))}")
     read_k = params.pop("read_k", 10.0)
-    if dataset.metadata.timeline is not None:
-        counters = read_counters(dataset, read_k=read_k, threads=threads)
-        if not any(s.has_frequency for s in counters.series):
-            timeline = timeline_counters(dataset, relative_threshold=params.get("relative_threshold",
-                                                                                   DEFAULT_THRESHOLD),
-                                         threads=threads)
-            if timeline is not None and timeline.counters.available:
-                return correlate(timeline.counters, dataset.metadata.environment, timeline=timeline,
-                                 **params), timeline.counters
-        return correlate(counters, dataset.metadata.environment, **params), counters
     scan = scan_counters(dataset, read_k=read_k, threads=threads)
+    timeline = decode_timeline(dataset.metadata) if dataset.metadata.timeline is not None else None
+    if timeline is not None and not _may_have_frequency(scan):
+        return _correlate_timeline(dataset, timeline, threads, params)
     result, display = _correlate_chunks(
         lambda: iter_counter_batches(dataset, scan, read_k=read_k), dataset.metadata.environment,
         rows={t.thread: t.rows for t in scan.threads},
             reason=lambda facts: unavailable_reason(facts, scan.missing, scan.meta_counters), **params)
+    if timeline is not None and not (result.frequency and result.frequency.transitions):
+        return _correlate_timeline(dataset, timeline, threads, params)  # the counters gave no frequency after all
+    return result, CounterSet(series=tuple(display), available=result.available, reason=result.reason)
+
+
+def _may_have_frequency(scan: CounterScan) -> bool:
+    """Can the counters give an effective frequency (APERF and MPERF recorded and counting, a TSC rate)?"""
+    if not {"aperf", "mperf"} <= set(scan.present):
+        return False
+    return any(t.tsc_hz and not {"aperf", "mperf"} & set(t.all_zero) for t in scan.threads)
+
+
+def _correlate_timeline(dataset: Dataset, timeline: TurbostatTimeline, threads: Sequence[int] | None,
+                        params: dict[str, Any]) -> tuple[Correlation, CounterSet]:
+    """The dataset's wake-ups against its turbostat timeline, streamed (:class:`~.turbostat.TimelineStream`)."""
+    stream = TimelineStream(dataset, timeline, relative_threshold=params.get("relative_threshold", DEFAULT_THRESHOLD),
+                            threads=threads)
+    rows = {t.thread: t.samples for t in dataset.metadata.threads if threads is None or t.thread in threads}
+    no_values = "the turbostat timeline has no Bzy_MHz or SMI values for the captured CPUs"
+    result, display = _correlate_chunks(
+        stream.batches, dataset.metadata.environment, rows=rows, timeline=stream,
+        near_of=lambda chunk, start: stream.near(chunk), reason=lambda facts: no_values,
+        available_of=lambda facts: any(f.has_frequency or f.has_smi for f in facts), **params)
     return result, CounterSet(series=tuple(display), available=result.available, reason=result.reason)
 
 
@@ -306,6 +322,9 @@ def correlate(
         method = "exact"
     near = {} if timeline is None else {s.thread: n for s, n in zip(series, timeline.near_transition, strict=True)}
 
+    def near_of(chunk: CounterSeries, start: int) -> np.ndarray:
+        return near[chunk.thread][start:start + chunk.seq.size]
+
     def batches() -> Iterator[tuple[int, Callable[[], Iterator[CounterSeries]]]]:
         for s in series:
             yield s.thread, lambda s=s: (_rows(s, start, start + CHUNK_ROWS)
@@ -315,7 +334,7 @@ def correlate(
         batches, environment, rows={s.thread: int(s.seq.size) for s in series}, thresholds_ns=thresholds_ns,
         window=window, alpha=alpha,
         relative_threshold=relative_threshold, min_dwell=min_dwell, c0_edges=c0_edges, max_lag=max_lag,
-        n_surrogates=n_surrogates, seed=seed, timeline=timeline, near=near,
+        n_surrogates=n_surrogates, seed=seed, timeline=timeline, near_of=near_of if timeline is not None else None,
         available=counters.available, reason=lambda facts: counters.reason, threshold_method=method)
     return result
 
@@ -349,9 +368,10 @@ def _correlate_chunks(
     max_lag: int = 10,
     n_surrogates: int = 200,
     seed: int = 0,
-    timeline: TimelineCounters | None = None,
-    near: Mapping[int, np.ndarray] | None = None,
+    timeline: TimelineCounters | TimelineStream | None = None,
+    near_of: Callable[[CounterSeries, int], np.ndarray] | None = None,
     available: bool | None = None,
+    available_of: Callable[[Sequence[ThreadFacts]], bool] | None = None,
     reason: Callable[[Sequence[ThreadFacts]], str] | None = None,
     threshold_method: str = "HDR histogram (within 0.1 %)",
 ) -> tuple[Correlation, list[CounterSeries]]:
@@ -359,13 +379,14 @@ def _correlate_chunks(
 
     ``batches()`` yields ``(thread, derive)``: ``derive()`` gives the next chunks of that thread, in
     order; the threads' work runs in parallel (:func:`~.stream.run_per_thread`), each thread's in order.
-    ``rows``: each thread's wake-ups (from the scan), for the figure rows and the rank sample.
+    ``rows``: each thread's wake-ups (from the scan), for the figure rows and the rank sample.  With a
+    ``timeline`` (in memory, or streamed), ``near_of(chunk, first_row)`` gives a chunk's wake-ups near a
+    frequency change (turbostat's resolution).
     ``available`` None: decided from the counters seen (a usable C0 or SMI series); ``reason``
     says why none is usable.  Everything that depends on the whole thread (its transitions, the pooled
     threshold, the ranks) is settled as the pass goes (:class:`_ThreadPass`) or at its end.
     """
     _check_params(thresholds_ns, window, alpha, c0_edges, max_lag, n_surrogates)
-    near = near or {}
     given = tuple(float(t) for t in thresholds_ns) if thresholds_ns else None
     passes: dict[int, _ThreadPass] = {}
 
@@ -376,12 +397,14 @@ def _correlate_chunks(
                                      min_dwell=min_dwell, claimed_hz=claimed_hz(environment, chunk.cpu),
                                      tolerance=relative_threshold)
             tp = passes[chunk.thread] = _ThreadPass(profile, rows.get(chunk.thread, 0), given, window, c0_edges,
-                                                    max_lag, n_surrogates, seed, timeline, near.get(chunk.thread))
+                                                    max_lag, n_surrogates, seed, timeline, near_of)
         tp.update(chunk)
 
     run_per_thread(batches(), handle)
     if not passes:
         raise AnalysisError("no wake-ups to correlate")
+    if isinstance(timeline, TimelineStream):
+        timeline.check_overlap()
     ordered = [passes[t] for t in sorted(passes)]
     for tp in ordered:
         tp.finish()
@@ -406,7 +429,7 @@ def _correlate_chunks(
     base = dict(alpha=alpha, window=window, relative_threshold=relative_threshold, min_dwell=min_dwell,
                 thresholds_ns=thresholds, counter_quality=tuple(f.to_json() for f in facts), params=params)
     if available is None:
-        available = any(f.has_c0 or f.has_smi for f in facts)
+        available = available_of(facts) if available_of else any(f.has_c0 or f.has_smi for f in facts)
     if not available:
         why = reason(facts) if reason is not None else "counters not recorded"
         return Correlation(available=False, reason=why, attributed={}, verdicts=(why,), notes=(), **base), []
@@ -530,9 +553,11 @@ class _ThreadPass:
 
     def __init__(self, profile: CounterProfile, rows: int, thresholds: Sequence[float] | None, window: int,
                  edges: Sequence[float], max_lag: int, n_surrogates: int, seed: int,
-                 timeline: TimelineCounters | None, near: np.ndarray | None) -> None:
+                 timeline: TimelineCounters | TimelineStream | None,
+                 near_of: Callable[[CounterSeries, int], np.ndarray] | None) -> None:
         self.profile, self.window, self.edges, self.max_lag = profile, window, edges, max_lag
-        self.thresholds, self.timeline, self.near_rows = thresholds, timeline, near
+        self.thresholds, self.timeline, self.near_of = thresholds, timeline, near_of
+        self.any_near = False
         self.thread = profile.thread
         self.rows = 0
         self.labels: dict[str, str] = {}
@@ -574,8 +599,10 @@ class _ThreadPass:
     def update(self, chunk: CounterSeries) -> None:
         n = chunk.seq.size
         self.profile.update(chunk)
-        if self.near_rows is not None:
-            self._count(chunk, self.near_rows[self.rows:self.rows + n])
+        if self.near_of is not None:
+            near = self.near_of(chunk, self.rows)
+            self.any_near = self.any_near or bool(near.any())
+            self._count(chunk, near)
         else:
             self._settle(chunk)
         latency = chunk.latency_ns
@@ -624,7 +651,7 @@ class _ThreadPass:
             self.left_out += oldest.seq.size
 
     def _count(self, part: CounterSeries, near: np.ndarray) -> None:
-        masks = condition_masks(part, near, self.edges, self.conditions, turbostat=self.near_rows is not None,
+        masks = condition_masks(part, near, self.edges, self.conditions, turbostat=self.near_of is not None,
                                 c0_prefix=C0_PREFIX, transition=TRANSITION, smi_name=SMI)
         latency = part.latency_ns
         outsides: dict[int, np.ndarray] = {}
@@ -652,7 +679,7 @@ class _ThreadPass:
         if self.timeline is None and transitions.count:
             periods = "period" if self.window == 1 else "periods"
             self.labels[TRANSITION] = f"within {self.window} {periods} of a frequency transition"
-        elif self.timeline is not None and self.near_rows is not None and self.near_rows.any():
+        elif self.timeline is not None and self.any_near:
             self.labels[TRANSITION] = "in a turbostat interval on either side of a frequency change"
         if facts.smi_events:
             self.labels[SMI] = "in an interval with an SMI"

@@ -11,13 +11,13 @@ the wake-up.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..dataset import Dataset, Metadata
+from ..dataset import Dataset, Metadata, column_values, iter_thread_batches
 from ..derive import CounterQuality, CounterSeries, CounterSet, thread_rows
 from ..errors import AnalysisError, SchemaError
 
@@ -229,9 +229,13 @@ class TimelineCounters:
 
     @property
     def resolution_note(self) -> str:
-        return (f"Frequency and SMIs come from the turbostat timeline {self.file}: their resolution is the turbostat "
-                f"interval ({self.interval_s:g} s), not the wake-up; a wake-up is near a transition when it lies in "
-                "either interval of a frequency change.")
+        return _resolution_note(self.file, self.interval_s)
+
+
+def _resolution_note(file: str, interval_s: float) -> str:
+    return (f"Frequency and SMIs come from the turbostat timeline {file}: their resolution is the turbostat "
+            f"interval ({interval_s:g} s), not the wake-up; a wake-up is near a transition when it lies in "
+            "either interval of a frequency change.")
 
 
 def timeline_counters(dataset: Dataset, *, relative_threshold: float,
@@ -277,3 +281,106 @@ def timeline_counters(dataset: Dataset, *, relative_threshold: float,
     reason = "" if available else "the turbostat timeline has no Bzy_MHz or SMI values for the captured CPUs"
     return TimelineCounters(CounterSet(tuple(series), available, reason), tuple(near), count, smi_total,
                             timeline.interval_s, timeline.file)
+
+
+class TimelineStream:
+    """:func:`timeline_counters` streamed: counter chunks from the timeline, thread by thread, in bounded memory.
+
+    :meth:`batches` yields ``(thread, derive)`` as :func:`jitterscope.derive.iter_counter_batches` does, each
+    chunk's ``f_eff_hz`` the interval's ``Bzy_MHz`` of its CPU and ``smi_delta`` the interval's SMI count;
+    :meth:`near` marks a chunk's wake-ups in either interval of a frequency change.  What needs every
+    wake-up (the SMIs over the intervals hit, the overlap check) is counted on the way and read after
+    the pass (:attr:`smi_total`, :meth:`check_overlap`).  Memory: a row group, and one flag per interval.
+    """
+
+    def __init__(self, dataset: Dataset, timeline: TurbostatTimeline, *, relative_threshold: float,
+                 threads: Sequence[int] | None = None) -> None:
+        self.dataset, self.timeline, self.threads = dataset, timeline, threads
+        self.relative_threshold = relative_threshold
+        self.file, self.interval_s = timeline.file, timeline.interval_s
+        self._changes: dict[int, np.ndarray] = {}
+        self._hit = np.zeros(timeline.intervals, dtype=bool)
+        self._cpus: set[int] = set()
+        self._thread_cpu: dict[int, int] = {}
+        self.wakeups = 0
+        self.inside = 0
+        self._wall = [np.inf, -np.inf]
+
+    def _near_intervals(self, cpu: int) -> np.ndarray:
+        found = self._changes.get(cpu)
+        if found is None:
+            mhz = self.timeline.series("Bzy_MHz", cpu)
+            change = np.flatnonzero(np.abs(np.diff(mhz)) > self.relative_threshold * np.abs(mhz[:-1])) + 1
+            found = self._changes[cpu] = np.unique(np.concatenate([change - 1, change]))
+        return found
+
+    def batches(self) -> Iterator[tuple[int, Callable[[], Iterator[CounterSeries]]]]:
+        last: dict[int, int] = {}
+        for info, batch in iter_thread_batches(self.dataset, ["cpu", "seq", "expected_ns", "actual_ns"],
+                                               check=False):
+            if not batch.num_rows or (self.threads is not None and info.thread not in self.threads):
+                continue
+            columns = {name: column_values(batch, name) for name in ("cpu", "seq", "expected_ns", "actual_ns")}
+            seq = columns["seq"]
+            if np.any(np.diff(seq) <= 0) or (info.thread in last and seq[0] <= last[info.thread]):
+                raise AnalysisError(f"{self.dataset.path}: rows of thread {info.thread} are not in seq order; the "
+                                    "streamed analysis needs them in order (run 'jitterscope validate' on it)")
+            last[info.thread] = int(seq[-1])
+            yield info.thread, lambda thread=info.thread, columns=columns: iter([self._chunk(thread, columns)])
+
+    def _chunk(self, thread: int, columns: Mapping[str, np.ndarray]) -> CounterSeries:
+        join = join_timeline(columns["actual_ns"], columns["cpu"], self.dataset.metadata, self.timeline)
+        cpu = self._thread_cpu.setdefault(thread, int(columns["cpu"][0]))
+        inside = join.inside
+        self._hit[join.interval[inside]] = True
+        self._cpus.update(np.unique(columns["cpu"]).tolist())
+        self.wakeups += inside.size
+        self.inside += int(inside.sum())
+        if join.wall_ns.size:
+            self._wall = [min(self._wall[0], float(join.wall_ns.min())), max(self._wall[1], float(join.wall_ns.max()))]
+        outside = int(inside.size - inside.sum())
+        quality = CounterQuality(rows=inside.size, valid=inside.size - outside,
+                                 discarded={"outside the turbostat timeline": outside} if outside else {},
+                                 missing={"c0": "turbostat timeline: Busy% is per interval, not per wake-up"})
+        return CounterSeries(
+            thread=thread, cpu=cpu, tsc_hz=None, tsc_hz_source="none (frequency from the turbostat timeline)",
+            seq=columns["seq"], expected_ns=columns["expected_ns"],
+            latency_ns=columns["actual_ns"] - columns["expected_ns"], f_eff_hz=join.bzy_mhz * 1e6,
+            c0=np.full(inside.size, np.nan), smi_delta=join.smi, quality=quality)
+
+    def near(self, chunk: CounterSeries) -> np.ndarray:
+        """The chunk's wake-ups in either turbostat interval of a frequency change of its CPU."""
+        actual = chunk.expected_ns + chunk.latency_ns
+        join = join_timeline(actual, np.full(actual.size, chunk.cpu), self.dataset.metadata, self.timeline)
+        return (join.interval >= 0) & np.isin(join.interval, self._near_intervals(chunk.cpu))
+
+    def check_overlap(self) -> None:
+        """After the pass: raise as :func:`overlap_note` does when no wake-up fell inside the timeline."""
+        if self.wakeups and self.inside == 0:
+            t = self.timeline
+            raise AnalysisError(
+                f"the turbostat timeline ({t.start_ns[0] / 1e9:.6f} to {t.end_ns[-1] / 1e9:.6f} s) and the capture "
+                f"({self._wall[0] / 1e9:.6f} to {self._wall[1] / 1e9:.6f} s, wall clock) do not overlap; give the "
+                "turbostat output of the same run (or the right --turbostat-start)")
+
+    @property
+    def transitions(self) -> int:
+        """Frequency changes of the captured threads' CPUs (one count per thread, as timeline_counters)."""
+        out = 0
+        for cpu in self._thread_cpu.values():
+            mhz = self.timeline.series("Bzy_MHz", cpu)
+            out += int(np.count_nonzero(np.abs(np.diff(mhz)) > self.relative_threshold * np.abs(mhz[:-1])))
+        return out
+
+    @property
+    def smi_total(self) -> int:
+        """SMIs over the intervals the wake-ups fell in (package-wide: the largest of the captured CPUs' rows)."""
+        hit = np.flatnonzero(self._hit)
+        if not hit.size:
+            return 0
+        smi = np.vstack([self.timeline.series("SMI", cpu)[hit] for cpu in sorted(self._cpus)])
+        return int(np.nansum(np.nanmax(np.where(np.isnan(smi), -1, smi), axis=0).clip(0)))
+
+    @property
+    def resolution_note(self) -> str:
+        return _resolution_note(self.file, self.interval_s)
