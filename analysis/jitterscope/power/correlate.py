@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -406,8 +408,12 @@ def _correlate_chunks(
     if isinstance(timeline, TimelineStream):
         timeline.check_overlap()
     ordered = [passes[t] for t in sorted(passes)]
-    for tp in ordered:
-        tp.finish()
+    if len(ordered) > 1:  # each thread's last work (its held rows, its rank sample) is its own: in parallel
+        with ThreadPoolExecutor(max_workers=min(len(ordered), os.cpu_count() or 1)) as pool:
+            list(pool.map(_ThreadPass.finish, ordered))
+    else:
+        for tp in ordered:
+            tp.finish()
     profiled = [tp.profiled for tp in ordered]
     facts = [p.facts for p in profiled]
     if given:
