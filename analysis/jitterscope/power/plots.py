@@ -159,9 +159,9 @@ def plot_lagged_correlation(link: LaggedLink, ax: Axes, *, index: int = 0) -> Ax
     band = np.asarray(c.null_band)
     ax.fill_between(lags, -band, band, color="0.85", step="mid", label="95% band of no correlation")
     ax.vlines(lags, 0, np.asarray(c.r), color=colour(index), linewidth=2)
-    ax.plot(lags, np.asarray(c.r), "o", color=colour(index), markersize=3, label=f"Spearman r (n ≈ {max(c.n):,})")
-    if c.sample:  # a streamed thread longer than the rank sample: say which wake-ups the pairs come from
-        ax.text(0.01, 0.02, f"pairs from {c.sample}", transform=ax.transAxes, fontsize=6, color="0.3", va="bottom")
+    # a streamed thread longer than the rank sample: the pairs come from its blocks (the methods table says how)
+    pairs = f"n ≈ {max(c.n):,} pairs of a block sample" if c.sample else f"n ≈ {max(c.n):,}"
+    ax.plot(lags, np.asarray(c.r), "o", color=colour(index), markersize=3, label=f"Spearman r ({pairs})")
     ax.axhline(0, color="0.3", linewidth=0.6)
     ax.set_xlabel(f"lag [wake-ups] (latency at t against {link.other} at t + lag)")
     ax.set_ylabel("rank correlation")
