@@ -552,3 +552,13 @@ def test_smi_spikes_given_or_from_the_histograms_equal_direct_counts(story, give
             near = _near(series, result.frequency.transitions[0], result.window)
             s0 = np.nan_to_num(series.smi_delta) > 0
             assert test.exceedance[0].risk.exceed_in == int((series.latency_ns[s0 & ~near] > t).sum())
+
+
+def test_rank_sample_shares_its_budget_among_threads():
+    from jitterscope.power.stream import RANK_BLOCK_ROWS, RANK_SAMPLE_ROWS, RANK_SAMPLE_TOTAL, RankSample
+
+    two = RankSample(10**8, np.random.SeedSequence(3), threads=2)
+    sixteen = RankSample(10**8, np.random.SeedSequence(3), threads=16)
+    assert int(two.chosen.sum()) * RANK_BLOCK_ROWS == RANK_SAMPLE_ROWS
+    assert int(sixteen.chosen.sum()) * RANK_BLOCK_ROWS == RANK_SAMPLE_TOTAL // 16
+    assert RankSample(RANK_SAMPLE_TOTAL // 16, np.random.SeedSequence(3), threads=16).chosen is None

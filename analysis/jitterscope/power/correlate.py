@@ -188,8 +188,8 @@ METHODS = {
     "rank_test": "Mann-Whitney U from histograms; exact U within ±rank.u_bound (pairs in one bucket as ties)",
     "lagged_correlation": "Spearman from histogram mid-ranks (values in one bucket share a rank: latency and "
                           "|Δf_eff| in 0.1 % buckets, C0 residency in 1 ppm buckets), over every wake-up up to "
-                          "1,048,576 per thread, beyond that over a seeded uniform sample of 16,384-wake-up blocks "
-                          "of that many (n and the null band are the sample's)",
+                          "1,048,576 per thread (2,097,152 over all threads), beyond that over a seeded uniform "
+                          "sample of 16,384-wake-up blocks of that many (n and the null band are the sample's)",
     "event_average": "circular-shift surrogates within blocks of at least 1,048,576 wake-ups "
                      "(the whole series when shorter than twice that)",
 }
@@ -399,7 +399,7 @@ def _correlate_chunks(
                                      min_dwell=min_dwell, claimed_hz=claimed_hz(environment, chunk.cpu),
                                      tolerance=relative_threshold)
             tp = passes[chunk.thread] = _ThreadPass(profile, rows.get(chunk.thread, 0), given, window, c0_edges,
-                                                    max_lag, n_surrogates, seed, timeline, near_of)
+                                                    max_lag, n_surrogates, seed, timeline, near_of, len(rows))
         tp.update(chunk)
 
     run_per_thread(batches(), handle)
@@ -560,7 +560,7 @@ class _ThreadPass:
     def __init__(self, profile: CounterProfile, rows: int, thresholds: Sequence[float] | None, window: int,
                  edges: Sequence[float], max_lag: int, n_surrogates: int, seed: int,
                  timeline: TimelineCounters | TimelineStream | None,
-                 near_of: Callable[[CounterSeries, int], np.ndarray] | None) -> None:
+                 near_of: Callable[[CounterSeries, int], np.ndarray] | None, threads: int = 1) -> None:
         self.profile, self.window, self.edges, self.max_lag = profile, window, edges, max_lag
         self.thresholds, self.timeline, self.near_of = thresholds, timeline, near_of
         self.any_near = False
@@ -580,7 +580,7 @@ class _ThreadPass:
             kinds = [(TRANSITION, self._transition_rows), (SMI, None)]
             seeds = [np.random.SeedSequence([seed, self.thread, k]) for k in (0, 1)]
             self.events = EventBlocks(kinds, max_lag=max_lag, n_surrogates=n_surrogates, seeds=seeds)
-        self.sample = RankSample(rows, np.random.SeedSequence([seed, self.thread, 2]))
+        self.sample = RankSample(rows, np.random.SeedSequence([seed, self.thread, 2]), threads=threads)
         self._sampled: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # (row, latency, |Δf|, C0 ppm)
         self.ranks: list[tuple[str, LaggedRanks]] = []
         self.display = DisplayRows(rows)

@@ -23,7 +23,7 @@ meet only at the end (the pooled threshold and tests).
 
 Memory is a few row groups read ahead, a chunk per thread, the histograms (a few thousand buckets
 each), the event blocks (2 × :data:`EVENT_BLOCK_ROWS` latencies per thread), the rank sample
-(:data:`RANK_SAMPLE_ROWS` rows per thread) and the results; not the series.
+(:data:`RANK_SAMPLE_ROWS` rows per thread, :data:`RANK_SAMPLE_TOTAL` in all) and the results; not the series.
 
 What is exact and what is bounded (stated in the result's ``params["methods"]``):
 
@@ -69,6 +69,8 @@ C0_SCALE = 1e6
 C0_RELATIVE_ERROR = 2.0 ** -20  # every integer below 2**20 > 10**6 ppm gets its own bucket
 RANK_SAMPLE_ROWS = 1 << 20
 """Wake-ups per thread the lagged rank correlations use at most (:class:`RankSample`)."""
+RANK_SAMPLE_TOTAL = 1 << 21
+"""...and over all threads together (24 bytes a wake-up are kept until the end: 16 CPUs get 2^17 each)."""
 RANK_BLOCK_ROWS = 1 << 14
 """Consecutive wake-ups per block of that sample (far longer than the lags, so few pairs are lost at its edges)."""
 TIF_BIN_MHZ = 100.0
@@ -574,10 +576,10 @@ class RankSample:
     """
 
     def __init__(self, rows: int, seed: np.random.SeedSequence, *, sample_rows: int | None = None,
-                 block_rows: int | None = None) -> None:
+                 block_rows: int | None = None, threads: int = 1) -> None:
         self.rows = rows
         self.block_rows = block_rows or RANK_BLOCK_ROWS
-        limit = sample_rows or RANK_SAMPLE_ROWS
+        limit = sample_rows or max(min(RANK_SAMPLE_ROWS, RANK_SAMPLE_TOTAL // max(threads, 1)), 4 * self.block_rows)
         self.chosen: np.ndarray | None = None
         if rows > limit:
             blocks = -(-rows // self.block_rows)
