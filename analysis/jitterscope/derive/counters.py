@@ -523,19 +523,28 @@ def iter_counter_batches(dataset: Dataset, scan: CounterScan, *,
 
         def derive(t: ThreadScan = t, columns: dict[str, np.ndarray] = columns) -> Iterator[CounterSeries]:
             for start in range(0, columns["seq"].size, CHUNK_ROWS):  # sub-chunks keep derive's temporaries small
-                cols = {name: values[start:start + CHUNK_ROWS] for name, values in columns.items()}
-                yield _derive_chunk(dataset, scan, t, cols, carry, read_k)
+                # after the batch's first sub-chunk the previous row is the one before it: a view, not a copy
+                first = start - 1 if start else start
+                cols = {name: values[first:start + CHUNK_ROWS] for name, values in columns.items()}
+                yield _derive_chunk(dataset, scan, t, cols, carry, read_k, with_previous=start > 0)
 
         yield info.thread, derive
 
 
 def _derive_chunk(dataset: Dataset, scan: CounterScan, t: ThreadScan, cols: dict[str, np.ndarray],
-                  carry: dict[int, dict[str, np.ndarray]], read_k: float) -> CounterSeries:
-    """Derive one chunk of thread ``t``, its deltas starting from the previous chunk's last row."""
+                  carry: dict[int, dict[str, np.ndarray]], read_k: float, *,
+                  with_previous: bool = False) -> CounterSeries:
+    """Derive one chunk of thread ``t``, its deltas starting from the previous chunk's last row.
+
+    ``with_previous``: ``cols`` already starts with that row (the previous sub-chunk of the same batch).
+    """
     previous = carry.get(t.thread)
-    if previous is not None:
+    if with_previous:
+        _check_order(dataset, t.thread, None, cols["seq"])
+    elif previous is not None:
         _check_order(dataset, t.thread, int(previous["seq"][0]), cols["seq"])
         cols = {name: np.concatenate([previous[name], values]) for name, values in cols.items()}
+    starts_with_previous = with_previous or previous is not None
     carry[t.thread] = {name: values[-1:].copy() for name, values in cols.items()}
     series = derive_counters(
         seq=cols["seq"], expected_ns=cols["expected_ns"], actual_ns=cols["actual_ns"], cpu=t.cpu,
@@ -543,7 +552,7 @@ def _derive_chunk(dataset: Dataset, scan: CounterScan, t: ThreadScan, cols: dict
         read_cycles_limit=t.read_cycles_limit, counter_bits=t.counter_bits, all_zero=t.all_zero,
         tsc_hz_source=t.tsc_hz_source, **{name: cols[name] for name in scan.present},
     )
-    return _drop_first(series) if previous is not None else series
+    return _drop_first(series) if starts_with_previous else series
 
 
 def unavailable_reason(series: Sequence[Any], missing: Mapping[str, str], meta: Mapping[str, Any]) -> str:
