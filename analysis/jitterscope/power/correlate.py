@@ -587,7 +587,6 @@ class _ThreadPass:
         self._withheld: list[CounterSeries] = []
         self._withheld_rows = 0
         self.left_out = 0
-        self._previous_f = np.nan
         self.profiled: ProfileResult | None = None
 
     @property
@@ -615,18 +614,16 @@ class _ThreadPass:
         if self.thresholds:
             self.smi.update(latency, chunk.smi_delta, self.thresholds[0])
         else:  # the threshold is known at the end: the counts come from these two histograms then
-            known = np.isfinite(chunk.smi_delta)
-            with_smi = known & (np.nan_to_num(chunk.smi_delta) > 0)
+            known, with_smi = self.profile.last_smi_known, self.profile.last_smi
             self.smi.known += int(known.sum())
             self.smi.with_smi += int(with_smi.sum())
             if not known.all():
                 self.smi_unknown.update(latency[~known])
             self.smi_with.update(latency[with_smi])
         if self.events is not None:
-            self.events.update(latency, self.rows + np.flatnonzero(np.nan_to_num(chunk.smi_delta) > 0))
+            self.events.update(latency, self.rows + np.flatnonzero(self.profile.last_smi))
         if self.timeline is None:
             self._keep_sample(chunk)
-        self._previous_f = float(chunk.f_eff_hz[-1])
         self.display.update(chunk)
         self.rows += n
 
@@ -643,12 +640,13 @@ class _ThreadPass:
                 self._count(part, _near_seqs(part.seq, decided, self.window))
                 continue
             first_open = int(np.argmax(open_))
-            if open_[first_open:].all():  # the usual case: only the last rows wait (slices, no copies)
+            if open_[first_open:].all():  # only the last rows wait (slices, no copies)
                 settled, held = _take(part, slice(0, first_open)), _take(part, slice(first_open, None))
-            else:
-                settled, held = _take(part, ~open_), _take(part, open_)
-            if settled.seq.size:
-                self._count(settled, _near_seqs(settled.seq, decided, self.window))
+                if settled.seq.size:
+                    self._count(settled, _near_seqs(settled.seq, decided, self.window))
+            else:  # rows around a jump wait too: count the rest in place (a mask, not a copy of every column)
+                held = _take(part, open_)
+                self._count(part, _near_seqs(part.seq, decided, self.window), only=~open_)
             self._withheld.append(held)
             self._withheld_rows += held.seq.size
         while self._withheld_rows > WITHHELD_LIMIT:  # a frequency that flickers without settling: leave out
@@ -656,7 +654,8 @@ class _ThreadPass:
             self._withheld_rows -= oldest.seq.size
             self.left_out += oldest.seq.size
 
-    def _count(self, part: CounterSeries, near: np.ndarray) -> None:
+    def _count(self, part: CounterSeries, near: np.ndarray, only: np.ndarray | None = None) -> None:
+        """Add ``part``'s rows (those in ``only``, if given) to the condition counts."""
         masks = condition_masks(part, near, self.edges, self.conditions, turbostat=self.near_of is not None,
                                 c0_prefix=C0_PREFIX, transition=TRANSITION, smi_name=SMI)
         latency = part.latency_ns
@@ -664,11 +663,12 @@ class _ThreadPass:
         none = latency[:0]
         for condition, (inside, outside) in masks.items():
             if outside is not None and id(outside) not in outsides:
-                outsides[id(outside)] = latency[outside]
-            self.counts[condition].update(latency[inside], none if outside is None else outsides[id(outside)])
+                outsides[id(outside)] = latency[outside if only is None else outside & only]
+            chosen = inside if only is None else inside & only
+            self.counts[condition].update(latency[chosen], none if outside is None else outsides[id(outside)])
 
     def _keep_sample(self, chunk: CounterSeries) -> None:
-        change = np.abs(np.diff(np.concatenate(([self._previous_f], chunk.f_eff_hz))))
+        change = self.profile.last_change  # |Δf_eff| of this chunk, from the previous chunk's last row on
         for lo, hi in self.sample.segments(self.rows, chunk.seq.size):
             self._sampled.append((self.rows + lo, chunk.latency_ns[lo:hi].copy(), change[lo:hi].copy(),
                                   chunk.c0[lo:hi] * C0_SCALE))

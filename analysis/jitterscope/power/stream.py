@@ -202,6 +202,9 @@ class CounterProfile:
         self.tif: dict[int, float] = {}
         self._previous_f = np.nan
         self._previous_ns: int | None = None
+        # the last chunk's |Δf_eff| and SMI masks, computed here once for the pass's other accumulators
+        self.last_change = np.zeros(0)
+        self.last_smi_known = self.last_smi = np.zeros(0, dtype=bool)
 
     def update(self, chunk: CounterSeries) -> CounterProfile:
         n = chunk.seq.size
@@ -218,7 +221,7 @@ class CounterProfile:
             if self.claimed_hz:
                 self.within += int(np.count_nonzero(np.abs(f[finite] - self.claimed_hz)
                                                     <= self.tolerance * self.claimed_hz))
-        change = np.abs(np.diff(np.concatenate(([self._previous_f], f))))
+        change = self.last_change = np.abs(np.diff(np.concatenate(([self._previous_f], f))))
         self.change.update(np.rint(change[np.isfinite(change)]).astype(np.int64))
         c0 = chunk.c0[np.isfinite(chunk.c0)]
         self.c0.update(np.rint(c0 * C0_SCALE).astype(np.int64))
@@ -226,6 +229,7 @@ class CounterProfile:
         known = np.isfinite(smi)
         self.smi_known += int(known.sum())
         positive = known & (np.nan_to_num(smi) > 0)
+        self.last_smi_known, self.last_smi = known, positive  # the chunk's, for the caller's other accumulators
         self.smi_events += int(positive.sum())
         self.smi_total += float(smi[positive].sum())
         # time in frequency: each valid interval (not the thread's first row) weighted by its length
