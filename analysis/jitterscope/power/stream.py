@@ -216,10 +216,11 @@ class CounterProfile:
         self.latency.update(chunk.latency_ns)
         f = chunk.f_eff_hz
         finite = np.isfinite(f)
-        if finite.any():
-            self.frequency.update(np.rint(f[finite]).astype(np.int64))
+        f_finite = f[finite]  # every use below takes the finite f_eff: gathered once
+        if f_finite.size:
+            self.frequency.update(np.rint(f_finite).astype(np.int64))
             if self.claimed_hz:
-                self.within += int(np.count_nonzero(np.abs(f[finite] - self.claimed_hz)
+                self.within += int(np.count_nonzero(np.abs(f_finite - self.claimed_hz)
                                                     <= self.tolerance * self.claimed_hz))
         change = self.last_change = np.abs(np.diff(np.concatenate(([self._previous_f], f))))
         self.change.update(np.rint(change[np.isfinite(change)]).astype(np.int64))
@@ -233,19 +234,21 @@ class CounterProfile:
         self.smi_events += int(positive.sum())
         self.smi_total += float(smi[positive].sum())
         # time in frequency: each valid interval (not the thread's first row) weighted by its length
-        before = np.concatenate(([self._previous_ns if self._previous_ns is not None else 0],
-                                 chunk.expected_ns[:-1]))
-        valid = finite.copy()
-        if self._previous_ns is None:
-            valid[0] = False
-        if valid.any():
-            seconds = (chunk.expected_ns[valid] - before[valid]) / 1e9
-            bins = np.floor(f[valid] / 1e6 / TIF_BIN_MHZ + 0.5).astype(np.int64)
-            low = int(bins.min())
-            # a few dozen 100 MHz bins (f_eff is at most 8 x the TSC's): bincount, cheaper than unique
-            totals = np.bincount(bins - low, weights=seconds)
-            for b in np.flatnonzero(np.bincount(bins - low)).tolist():
-                self.tif[low + b] = self.tif.get(low + b, 0.0) + float(totals[b])
+        if f_finite.size:
+            expected = chunk.expected_ns
+            intervals = np.empty(n, dtype=np.int64)
+            intervals[1:] = expected[1:] - expected[:-1]
+            intervals[0] = expected[0] - (self._previous_ns if self._previous_ns is not None else 0)
+            seconds, levels = intervals[finite] / 1e9, f_finite
+            if self._previous_ns is None and finite[0]:  # the thread's first row has no interval before it
+                seconds, levels = seconds[1:], levels[1:]
+            if levels.size:
+                bins = np.floor(levels / 1e6 / TIF_BIN_MHZ + 0.5).astype(np.int64)
+                low = int(bins.min())
+                # a few dozen 100 MHz bins (f_eff is at most 8 x the TSC's): bincount, cheaper than unique
+                totals = np.bincount(bins - low, weights=seconds)
+                for b in np.flatnonzero(np.bincount(bins - low)).tolist():
+                    self.tif[low + b] = self.tif.get(low + b, 0.0) + float(totals[b])
         self._previous_f = float(f[-1])
         self._previous_ns = int(chunk.expected_ns[-1])
         self.rows += n
