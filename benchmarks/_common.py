@@ -60,6 +60,13 @@ def run_step(name: str, code: str, path: Path, out: Path | str = "", setup: str 
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def run_best(name: str, code: str, path: Path, out: Path | str = "", setup: str = "",
+             repeat: int = 1) -> dict[str, float]:
+    """:func:`run_step` ``repeat`` times (at least once): the fastest time and the largest peak RSS."""
+    runs = [run_step(name, code, path, out, setup) for _ in range(max(1, repeat))]
+    return {"seconds": min(r["seconds"] for r in runs), "rss_mb": max(r["rss_mb"] for r in runs)}
+
+
 def simulated(work: Path, rows: int, threads: int) -> Path:
     """``work/sim-ROWS.parquet``: `rows` simulated wake-ups over `threads` threads at 100 µs, seed 1, no planted
     effects; written (and the time it took said on stderr) only if it is not there yet."""

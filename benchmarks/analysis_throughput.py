@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import floor_step, run_step, work_dir
+from _common import floor_step, run_best, work_dir
 
 SUMMARY_COLUMNS = ["thread", "cpu", "seq", "expected_ns", "actual_ns", "overruns"]
 
@@ -72,8 +72,7 @@ def main() -> int:
             print(f"{rows:>12} {'simulate':>9} {made:9.2f} {'':>8} {'':>10}  ({path.stat().st_size / 2**20:.0f} MiB)")
         results = {}
         for name in ["floor", *[s for s in args.steps if s != "floor"]]:
-            runs = [run_step(f"step {name}", STEPS[name], path, workdir) for _ in range(args.repeat)]
-            results[name] = {"seconds": min(r["seconds"] for r in runs), "rss_mb": max(r["rss_mb"] for r in runs)}
+            results[name] = run_best(f"step {name}", STEPS[name], path, workdir, repeat=args.repeat)
         floor = results["floor"]["seconds"]
         for name, result in results.items():
             ratio = result["seconds"] / floor

@@ -32,7 +32,7 @@ import os
 import sys
 from pathlib import Path
 
-from _common import run_step, work_dir
+from _common import run_best, work_dir
 
 PERCENTILES = ("50", "90", "99", "99.9", "99.99", "99.999")  # summary.PERCENTILES (checked below)
 
@@ -170,8 +170,7 @@ def main() -> int:
         results = {}
         for name in args.steps:
             setup, code = STEPS[name]
-            runs = [run_step(name, code, path, scratch, setup="import json\n" + setup) for _ in range(args.repeat)]
-            results[name] = {"seconds": min(r["seconds"] for r in runs), "rss_mb": max(r["rss_mb"] for r in runs)}
+            results[name] = run_best(name, code, path, scratch, setup="import json\n" + setup, repeat=args.repeat)
             print(f"{rows:>12} {name:>12} {results[name]['seconds']:9.2f} {results[name]['rss_mb']:8.0f} MB",
                   flush=True)
         for name, (peer, target) in PAIRS.items():

@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import floor_step, run_step, work_dir
+from _common import floor_step, run_best, work_dir
 
 POWER_COLUMNS = ["thread", "cpu", "seq", "expected_ns", "actual_ns", "tsc", "aperf", "mperf", "smi", "run_cpu",
                  "read_cycles"]
@@ -110,9 +110,8 @@ def main() -> int:
         steps = ["floor", *(["latfloor"] if "compare" in args.steps else []),
                  *[s for s in args.steps if s not in ("floor", "latfloor")]]
         for name in steps:
-            runs = [run_step(name, STEPS[name], path, work, setup=SETUP + IMPORTS.get(name, ""))
-                    for _ in range(max(1, args.repeat))]
-            results[name] = {"seconds": min(r["seconds"] for r in runs), "rss_mb": max(r["rss_mb"] for r in runs)}
+            results[name] = run_best(name, STEPS[name], path, work, setup=SETUP + IMPORTS.get(name, ""),
+                                     repeat=args.repeat)
         floor = results["floor"]["seconds"]
         for name, result in results.items():
             ratio = result["seconds"] / floor

@@ -23,7 +23,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from _common import floor_step, run_step, work_dir
+from _common import floor_step, run_best, work_dir
 from streaming_memory import simulate_with_counters
 
 COLUMNS = ["cpu", "thread", "seq", "expected_ns", "actual_ns", "overruns", "run_cpu"]
@@ -93,8 +93,7 @@ def main() -> int:
         results = {}
         for name in steps:
             setup, code = STEPS[name]
-            runs = [run_step(name, code, path, work, setup=SETUP + setup) for _ in range(max(1, args.repeat))]
-            results[name] = {"seconds": min(r["seconds"] for r in runs), "rss_mb": max(r["rss_mb"] for r in runs)}
+            results[name] = run_best(name, code, path, work, setup=SETUP + setup, repeat=args.repeat)
         for name, result in results.items():
             ratio = result["seconds"] / results["floor"]["seconds"]
             growth = f"{result['rss_mb'] / first[name]:12.2f}x" if name in first else f"{'':>13}"

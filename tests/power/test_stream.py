@@ -200,13 +200,20 @@ def story(tmp_path_factory):
                                       row_group_size=2001))
 
 
-def test_chunked_counter_derivation_equals_read_counters(story):
+@pytest.mark.parametrize("sub_chunk_rows, least", [(None, 3), (300, 20)])
+def test_chunked_counter_derivation_equals_read_counters(story, monkeypatch, sub_chunk_rows, least):
+    """Row groups of 2001 rows; with 300-row sub-chunks too, which after a batch's first start with the row
+    before them (a view, not a copy): the same series either way."""
+    import jitterscope.derive.counters as counters_module
+
+    if sub_chunk_rows:
+        monkeypatch.setattr(counters_module, "CHUNK_ROWS", sub_chunk_rows)
     whole = read_counters(story)
     parts: dict[int, list[CounterSeries]] = {}
     for chunk in iter_counter_chunks(story, scan_counters(story)):
         parts.setdefault(chunk.thread, []).append(chunk)
     for s in whole.series:
-        assert len(parts[s.thread]) > 3
+        assert len(parts[s.thread]) > least
         for name in ("seq", "expected_ns", "latency_ns", "f_eff_hz", "c0", "smi_delta"):
             joined = np.concatenate([getattr(c, name) for c in parts[s.thread]])
             assert np.array_equal(getattr(s, name), joined, equal_nan=True), name
@@ -562,21 +569,3 @@ def test_rank_sample_shares_its_budget_among_threads():
     assert int(two.chosen.sum()) * RANK_BLOCK_ROWS == RANK_SAMPLE_ROWS
     assert int(sixteen.chosen.sum()) * RANK_BLOCK_ROWS == RANK_SAMPLE_TOTAL // 16
     assert RankSample(RANK_SAMPLE_TOTAL // 16, np.random.SeedSequence(3), threads=16).chosen is None
-
-
-def test_sub_chunks_of_a_row_group_equal_read_counters(story, monkeypatch):
-    """Sub-chunks after a batch's first start with the row before them (a view): the same series."""
-    import jitterscope.derive.counters as counters_module
-
-    monkeypatch.setattr(counters_module, "CHUNK_ROWS", 300)  # several sub-chunks per 2001-row group
-    whole = read_counters(story)
-    parts: dict[int, list[CounterSeries]] = {}
-    for chunk in iter_counter_chunks(story, scan_counters(story)):
-        parts.setdefault(chunk.thread, []).append(chunk)
-    for s in whole.series:
-        assert len(parts[s.thread]) > 20
-        for name in ("seq", "expected_ns", "latency_ns", "f_eff_hz", "c0", "smi_delta"):
-            joined = np.concatenate([getattr(c, name) for c in parts[s.thread]])
-            assert np.array_equal(getattr(s, name), joined, equal_nan=True), name
-        assert sum(c.quality.valid for c in parts[s.thread]) == s.quality.valid
-        assert sum(c.quality.rows for c in parts[s.thread]) == s.quality.rows
