@@ -13,7 +13,8 @@ from jitterscope.derive import CounterQuality, CounterSeries, CounterSet, read_c
 from jitterscope.errors import AnalysisError
 from jitterscope.io import simulate_story
 from jitterscope.power import SMI, TRANSITION, correlate, correlate_dataset, default_threshold, risk_ratio
-from jitterscope.power.correlate import _near
+
+from .conftest import near_rows as _near
 
 VERDICT = re.compile(
     r"^(\d+)% of wake-ups later than [\d.]+ µs fall within 2 periods of a frequency transition( on cpu \d+)?, "

@@ -25,7 +25,6 @@ from jitterscope.power import (
     lagged_correlation,
 )
 from jitterscope.power.association import rank_test, rank_test_binned
-from jitterscope.power.correlate import _near
 from jitterscope.power.cpufreq import TransitionDetector
 from jitterscope.power.stream import (
     ConditionCounts,
@@ -37,6 +36,8 @@ from jitterscope.power.stream import (
 )
 from jitterscope.summary import LatencyHistogram
 from scipy import stats
+
+from .conftest import near_rows as _near
 
 
 def _series(f: np.ndarray, latency: np.ndarray | None = None) -> CounterSeries:

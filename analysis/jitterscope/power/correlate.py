@@ -58,7 +58,7 @@ from .association import (
     rank_test_binned,
     risk_ratio,
 )
-from .cpufreq import ClaimCheck, FrequencyAnalysis, Transitions, claim_check, claimed_hz
+from .cpufreq import ClaimCheck, FrequencyAnalysis, claim_check, claimed_hz
 from .defaults import DEFAULT_C0_EDGES, DEFAULT_MIN_DWELL, DEFAULT_THRESHOLD
 from .stream import (
     C0_REST,
@@ -487,17 +487,6 @@ def _check_params(thresholds: Sequence[float] | None, window: int, alpha: float,
         raise AnalysisError(f"C0 bin edges {list(edges)} must increase from ≥ 0 to ≤ 1, e.g. 0,0.05,0.5,1")
     if max_lag < 1 or n_surrogates < 0:
         raise AnalysisError("max lag must be ≥ 1 and the surrogate count ≥ 0")
-
-
-def _near(series: CounterSeries, transitions: Transitions | None, window: int) -> np.ndarray:
-    """Rows within ±window wake-ups (by seq) of a transition."""
-    if transitions is None or transitions.count == 0:
-        return np.zeros(series.seq.size, dtype=bool)
-    marks = np.sort(np.asarray(transitions.seq, dtype=np.int64))
-    right = np.clip(np.searchsorted(marks, series.seq), 0, marks.size - 1)
-    left = np.clip(right - 1, 0, marks.size - 1)
-    distance = np.minimum(np.abs(series.seq - marks[right]), np.abs(series.seq - marks[left]))
-    return distance <= window
 
 
 def _histogram_threshold(histogram: HistogramResult) -> float:

@@ -232,6 +232,11 @@ class TimelineCounters:
         return _resolution_note(self.file, self.interval_s)
 
 
+def _frequency_changes(mhz: np.ndarray, relative_threshold: float) -> np.ndarray:
+    """Intervals whose Bzy_MHz differs from the one before by more than the relative threshold."""
+    return np.flatnonzero(np.abs(np.diff(mhz)) > relative_threshold * np.abs(mhz[:-1])) + 1
+
+
 def _resolution_note(file: str, interval_s: float) -> str:
     return (f"Frequency and SMIs come from the turbostat timeline {file}: their resolution is the turbostat "
             f"interval ({interval_s:g} s), not the wake-up; a wake-up is near a transition when it lies in "
@@ -262,7 +267,7 @@ def timeline_counters(dataset: Dataset, *, relative_threshold: float,
     for thread, rows in thread_rows(columns["thread"], columns["seq"], threads):
         cpu = int(columns["cpu"][rows[0]])
         mhz = timeline.series("Bzy_MHz", cpu)
-        change = np.flatnonzero(np.abs(np.diff(mhz)) > relative_threshold * np.abs(mhz[:-1])) + 1
+        change = _frequency_changes(mhz, relative_threshold)
         count += change.size
         interval = join.interval[rows]
         near.append((interval >= 0) & np.isin(interval, np.concatenate([change - 1, change])))
@@ -310,7 +315,7 @@ class TimelineStream:
         found = self._changes.get(cpu)
         if found is None:
             mhz = self.timeline.series("Bzy_MHz", cpu)
-            change = np.flatnonzero(np.abs(np.diff(mhz)) > self.relative_threshold * np.abs(mhz[:-1])) + 1
+            change = _frequency_changes(mhz, self.relative_threshold)
             found = self._changes[cpu] = np.unique(np.concatenate([change - 1, change]))
         return found
 
@@ -369,7 +374,7 @@ class TimelineStream:
         out = 0
         for cpu in self._thread_cpu.values():
             mhz = self.timeline.series("Bzy_MHz", cpu)
-            out += int(np.count_nonzero(np.abs(np.diff(mhz)) > self.relative_threshold * np.abs(mhz[:-1])))
+            out += int(_frequency_changes(mhz, self.relative_threshold).size)
         return out
 
     @property
