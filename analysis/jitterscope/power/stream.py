@@ -162,7 +162,7 @@ class ThreadFacts:
 
 @dataclass
 class ProfileResult:
-    """Everything pass 1 learnt about one thread."""
+    """Everything the profile learnt about one thread."""
 
     facts: ThreadFacts
     transitions: Transitions
@@ -177,7 +177,7 @@ class ProfileResult:
 
 
 class CounterProfile:
-    """Pass 1 over one thread's chunks (in ``seq`` order): transitions, histograms, totals.
+    """The profile of one thread, fed its chunks (in ``seq`` order): transitions, histograms, totals.
 
     ``claimed_hz`` (cpufreq's recorded frequency, or None) and ``tolerance`` give the count of
     wake-ups whose f_eff agrees with the claim.  Sequential per thread (no ``merge``); the
@@ -496,8 +496,8 @@ class _RangeSums:
 class LaggedRanks:
     """Accumulator: Spearman correlation of ``x[t]`` with ``y[t + lag]`` from histogram mid-ranks.
 
-    ``x_ranks``/``y_ranks`` are the thread's histograms of the two series (pass 1) that give each
-    value its rank.  Sums of centred ranks, their squares and products per lag; the last
+    ``x_ranks``/``y_ranks`` are the thread's histograms of the two series (the profile's, complete at the
+    pass's end) that give each value its rank.  Sums of centred ranks, their squares and products per lag; the last
     ``max_lag`` ranks carry into the next chunk.  Sequential per thread.
     """
 
