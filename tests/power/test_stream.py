@@ -15,6 +15,7 @@ from jitterscope.derive import (
     read_counters,
     scan_counters,
 )
+from jitterscope.errors import AnalysisError
 from jitterscope.io import simulate_story
 from jitterscope.power import (
     correlate,
@@ -27,6 +28,7 @@ from jitterscope.power import (
 from jitterscope.power.association import rank_test, rank_test_binned
 from jitterscope.power.cpufreq import TransitionDetector
 from jitterscope.power.stream import (
+    RELATIVE_ERROR,
     ConditionCounts,
     DisplayRows,
     EventBlocks,
@@ -34,7 +36,7 @@ from jitterscope.power.stream import (
     SmiCounts,
     run_per_thread,
 )
-from jitterscope.summary import LatencyHistogram
+from jitterscope.summary import KeyedLatencyHistograms, LatencyHistogram
 from scipy import stats
 
 from .conftest import near_rows as _near
@@ -326,33 +328,74 @@ def test_c0_bins_outside_is_the_other_bins_and_the_unbinned_rest(story):
     assert seen >= 2
 
 
-def test_c0_partition_counts_equal_direct_masks_with_values_in_no_bin():
-    from jitterscope.power.stream import C0_REST, condition_masks
+@pytest.mark.parametrize("turbostat", [False, True])
+def test_condition_classes_unions_equal_each_conditions_direct_masks(turbostat):
+    """Every condition's inside and outside, as unions of classes, equal the masks the condition is defined by,
+    with C0 on the bin edges, below and above every bin and missing, SMI counts missing, and (from a turbostat
+    timeline) f_eff missing."""
+    from jitterscope.power.stream import ConditionClasses
 
     rng = np.random.default_rng(11)
-    n = 5000
-    c0 = rng.random(n) * 1.2  # a sixth above every bin
-    c0[rng.random(n) < 0.05] = np.nan
-    smi = np.where(rng.random(n) < 0.05, 1.0, 0.0)
-    s = CounterSeries(0, 0, 2.4e9, "metadata", np.arange(n), np.arange(n) * 1000, rng.integers(0, 10**6, n),
-                      np.full(n, 2e9), c0, smi, CounterQuality(n, n, {}))
-    near = rng.random(n) < 0.02
+    n = 20_000
     edges = (0.0, 0.05, 0.5, 1.0)
-    names = {f"c0 {a:g}-{b:g}": "" for a, b in itertools.pairwise(edges)}
-    masks = condition_masks(s, near, edges, names, turbostat=False, c0_prefix="c0 ", transition="transition",
-                            smi_name="smi")
-    counts = {name: ConditionCounts((5e5,)).update(s.latency_ns[inside], s.latency_ns[:0])
-              for name, (inside, _) in masks.items()}
-    eligible = np.isfinite(c0) & ~(smi > 0) & ~near
-    assert int(masks[C0_REST][0].sum()) == int((eligible & (c0 > 1.0)).sum()) > 500
-    for name in names:
-        outside = ConditionCounts((5e5,))
-        for other in [*(counts[o] for o in names if o != name), counts[C0_REST]]:
-            outside.add_outside(other)
-        direct = eligible & ~masks[name][0]
-        assert outside.outside.result() == ConditionCounts((5e5,)).update(s.latency_ns[:0],
-                                                                          s.latency_ns[direct]).outside.result()
-        assert outside.exceed_out[0] == np.sum(s.latency_ns[direct] > 5e5)
+    c0 = rng.random(n) * 1.3 - 0.1  # some below 0 and above 1: in no bin
+    c0[rng.random(n) < 0.05] = np.nan
+    c0[rng.choice(n, 400, replace=False)] = rng.choice(edges, 400)  # on the edges: the last bin holds 1.0
+    smi = np.where(rng.random(n) < 0.05, 1.0, 0.0)
+    smi[rng.random(n) < 0.05] = np.nan
+    f = np.full(n, 2e9)
+    f[rng.random(n) < 0.1] = np.nan
+    latency = rng.integers(0, 10**6, n)
+    s = CounterSeries(0, 0, 2.4e9, "metadata", np.arange(n), np.arange(n) * 1000, latency, f, c0, smi,
+                      CounterQuality(n, n, {}))
+    near = rng.random(n) < 0.05
+    classes = ConditionClasses(edges)
+    keys = classes.classes(s, near, turbostat=turbostat)
+    by_class = KeyedLatencyHistograms(classes.size).update(latency, keys)
+    with_smi, smi_known = np.nan_to_num(smi) > 0, np.isfinite(smi)
+    away = ~near & ~with_smi
+    f_known = np.isfinite(f) if turbostat else np.ones(n, dtype=bool)
+    eligible = np.isfinite(c0) & away
+    bins = [eligible & (c0 >= lo) & ((c0 <= hi) if hi == edges[-1] else (c0 < hi))
+            for lo, hi in itertools.pairwise(edges)]
+    c0_names = [f"c0 {a:g}-{b:g}" for a, b in itertools.pairwise(edges)]
+    direct = {"transition": (near & ~with_smi, away & f_known), "smi": (with_smi & ~near, away & smi_known),
+              **{name: (inside, eligible & ~inside) for name, inside in zip(c0_names, bins, strict=True)}}
+    assert int((eligible & (c0 > 1.0)).sum()) > 1000 and int((eligible & (c0 < 0)).sum()) > 1000
+    names = {"transition": "transition", "smi": "smi", "c0_bins": c0_names}
+    for condition, (inside, outside) in direct.items():
+        for got_keys, mask in ((classes.inside(condition, **names), inside),
+                               (classes.outside(condition, **names), outside)):
+            got = by_class.merged(got_keys)
+            assert got.count == int(mask.sum()) > 100, condition
+            assert got.result() == LatencyHistogram(RELATIVE_ERROR).update(latency[mask]).result(), condition
+
+
+def test_keyed_histograms_equal_one_histogram_per_key_and_merge_equals_all_at_once():
+    rng = np.random.default_rng(13)
+    n = 50_000
+    values = np.concatenate([rng.integers(0, 2_000_000, n), rng.integers(10**9, 10**12, 100)])
+    keys = rng.integers(0, 7, values.size)
+    keys[values > 10**9] = 6  # one key holds the far tail
+    whole = KeyedLatencyHistograms(8).update(values, keys)
+    for k in range(8):
+        expected = LatencyHistogram(1e-3).update(values[keys == k])
+        assert whole.histograms[k].count == expected.count
+        if expected.count:
+            assert whole.histograms[k].result() == expected.result()
+    assert whole.histograms[7].count == 0
+    cut = 20_000
+    parts = KeyedLatencyHistograms(8).update(values[:cut], keys[:cut])
+    parts.merge(KeyedLatencyHistograms(8).update(values[cut:], keys[cut:]))
+    assert all(a.result() == b.result() for a, b in zip(parts.histograms, whole.histograms, strict=True))
+    assert whole.merged([0, 6]).result() == LatencyHistogram(1e-3).update(values[(keys == 0) | (keys == 6)]).result()
+    # negative values (clock steps): each key's own subset, the same answer
+    signed = values[:1000] - 500_000
+    got = KeyedLatencyHistograms(8).update(signed, keys[:1000])
+    assert all(got.histograms[k].result() == LatencyHistogram(1e-3).update(signed[keys[:1000] == k]).result()
+               for k in range(7) if np.any(keys[:1000] == k))
+    with pytest.raises(AnalysisError, match="keys must lie"):
+        KeyedLatencyHistograms(2).update(values[:3], np.array([0, 1, 2]))
 
 
 def test_lagged_ranks_reset_pairs_only_within_runs():
@@ -377,6 +420,24 @@ def test_lagged_ranks_reset_pairs_only_within_runs():
         assert got.n[k] == len(pairs)
         assert got.r[k] == pytest.approx(float(np.corrcoef(a, b)[0, 1]), abs=1e-10)
     assert int(np.argmax(got.r)) == 4 + 2
+    # all runs at once (the rank sample's way): the same sums, with y missing in places too
+    y[rng.random(6000) < 0.05] = np.nan
+    for max_lag in (0, 1, 4, 40):
+        hx, hy = ranks.x_ranks, ranks.y_ranks
+        one_by_one, at_once = LaggedRanks(hx, hy, max_lag=max_lag), LaggedRanks(hx, hy, max_lag=max_lag)
+        pieces = [(100, 1500), (1500, 1530), (1530, 2000), (3000, 3010), (3010, 4700)]
+        fed = None
+        for lo, hi in pieces:
+            if lo != fed:
+                one_by_one.reset()
+            one_by_one.update(x[lo:hi], y[lo:hi])
+            fed = hi
+        offsets = np.cumsum([0] + [hi - lo for lo, hi in pieces])
+        breaks = [int(offsets[k]) for k in range(1, len(pieces)) if pieces[k][0] != pieces[k - 1][1]]
+        rows = np.concatenate([np.arange(lo, hi) for lo, hi in pieces])
+        at_once.update_runs(at_once.x_ranks_of(x[rows]), y[rows], np.array(breaks))
+        assert one_by_one.result().n == at_once.result().n
+        assert np.allclose(one_by_one.sums, at_once.sums, rtol=1e-10, atol=1e-3)
 
 
 def test_rank_sample_chooses_whole_blocks_and_every_row_when_small():

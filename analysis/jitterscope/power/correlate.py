@@ -47,7 +47,7 @@ from ..derive import (
 )
 from ..errors import AnalysisError
 from ..format import format_p, format_percent, format_us, jsonable
-from ..summary import HistogramResult, LatencyHistogram
+from ..summary import HistogramResult, KeyedLatencyHistograms, LatencyHistogram
 from .association import (
     CrossCorrelation,
     EventAverage,
@@ -61,9 +61,9 @@ from .association import (
 from .cpufreq import ClaimCheck, FrequencyAnalysis, claim_check, claimed_hz
 from .defaults import DEFAULT_C0_EDGES, DEFAULT_MIN_DWELL, DEFAULT_THRESHOLD
 from .stream import (
-    C0_REST,
     C0_SCALE,
     RELATIVE_ERROR,
+    ConditionClasses,
     ConditionCounts,
     CounterProfile,
     DisplayRows,
@@ -73,7 +73,6 @@ from .stream import (
     RankSample,
     SmiCounts,
     ThreadFacts,
-    condition_masks,
     run_per_thread,
 )
 from .turbostat import TimelineCounters, TimelineStream, TurbostatTimeline, decode_timeline
@@ -444,7 +443,7 @@ def _correlate_chunks(
         time_in_frequency=tuple(p.time_in_frequency for p in profiled if p.facts.has_frequency),
         claims=tuple(_claim(p, environment, relative_threshold) for p in profiled if p.facts.has_frequency))
     tests = _adjust(_tests(ordered, alpha))
-    triggers = tuple(t for tp in ordered for t in tp.triggers(window))
+    triggers = tuple(t for tp in ordered for t in tp.triggers())
     links = tuple(link for tp in ordered for link in tp.links())
     shares = _smi_shares(ordered, thresholds[0])
     attributed = _attributed(tests, alpha)
@@ -558,12 +557,17 @@ class _ThreadPass:
         self.labels: dict[str, str] = {}
         self.conditions = {TRANSITION: "", SMI: "", **{f"{C0_PREFIX}{low:g}-{high:g}": ""
                                                       for low, high in itertools.pairwise(edges)}}
-        self.counts = {c: ConditionCounts(tuple(thresholds or ())) for c in (*self.conditions, C0_REST)}
+        # latency per wake-up class (:class:`~.stream.ConditionClasses`); each condition's counts at the end
+        self.classes = ConditionClasses(edges)
+        self.by_class = KeyedLatencyHistograms(self.classes.size, RELATIVE_ERROR)
+        self.exceed_by_class = np.zeros((len(thresholds or ()), self.classes.size), dtype=np.int64)
+        self.counts: dict[str, ConditionCounts] = {}
         self.smi = SmiCounts()
         # without a given threshold the spike counts come from histograms at the end: of the rows with an SMI,
         # and of those without an SMI count (the rest of the profile's, which holds every row)
         self.smi_unknown, self.smi_with = LatencyHistogram(RELATIVE_ERROR), LatencyHistogram(RELATIVE_ERROR)
         self.events: EventBlocks | None = None
+        self.averages: list[tuple[str, EventAverage]] = []
         self._final_transitions: np.ndarray | None = None
         if timeline is None and rows > 2 * (2 * max_lag + 1):
             kinds = [(TRANSITION, self._transition_rows), (SMI, None)]
@@ -644,17 +648,29 @@ class _ThreadPass:
             self.left_out += oldest.seq.size
 
     def _count(self, part: CounterSeries, near: np.ndarray, only: np.ndarray | None = None) -> None:
-        """Add ``part``'s rows (those in ``only``, if given) to the condition counts."""
-        masks = condition_masks(part, near, self.edges, self.conditions, turbostat=self.near_of is not None,
-                                c0_prefix=C0_PREFIX, transition=TRANSITION, smi_name=SMI)
+        """Add ``part``'s rows (those in ``only``, if given) to the latency of their class."""
+        keys = self.classes.classes(part, near, turbostat=self.near_of is not None)
         latency = part.latency_ns
-        outsides: dict[int, np.ndarray] = {}
-        none = latency[:0]
-        for condition, (inside, outside) in masks.items():
-            if outside is not None and id(outside) not in outsides:
-                outsides[id(outside)] = latency[outside if only is None else outside & only]
-            chosen = inside if only is None else inside & only
-            self.counts[condition].update(latency[chosen], none if outside is None else outsides[id(outside)])
+        if only is not None:
+            keys, latency = keys[only], latency[only]
+        self.by_class.update(latency, keys)
+        for k, threshold in enumerate(self.thresholds or ()):
+            self.exceed_by_class[k] += np.bincount(keys[latency > threshold], minlength=self.classes.size)
+
+    def _condition_counts(self) -> dict[str, ConditionCounts]:
+        """Each labelled condition's inside and outside: the union of its classes' histograms and counts."""
+        c0_bins = [c for c in self.conditions if c.startswith(C0_PREFIX)]
+        names = {"transition": TRANSITION, "smi": SMI, "c0_bins": c0_bins}
+        out = {}
+        for condition in self.conditions:
+            if condition not in self.labels:
+                continue
+            inside, outside = self.classes.inside(condition, **names), self.classes.outside(condition, **names)
+            out[condition] = ConditionCounts(
+                tuple(self.thresholds or ()), inside=self.by_class.merged(inside),
+                outside=self.by_class.merged(outside), exceed_in=self.exceed_by_class[:, inside].sum(axis=1),
+                exceed_out=self.exceed_by_class[:, outside].sum(axis=1))
+        return out
 
     def _keep_sample(self, chunk: CounterSeries) -> None:
         change = self.profile.last_change  # |Δf_eff| of this chunk, from the previous chunk's last row on
@@ -682,16 +698,13 @@ class _ThreadPass:
         if facts.has_c0:
             for (low, high), name in zip(itertools.pairwise(self.edges), c0_bins, strict=True):
                 self.labels[name] = f"after an interval with C0 residency {low:.0%}–{high:.0%}"
-        rest = self.counts.pop(C0_REST)
-        insides = {c: self.counts[c].copy() for c in c0_bins}
-        for c in c0_bins:  # the bins partition the eligible rows: a bin's outside is the others and the rest
-            for other in [*(insides[o] for o in c0_bins if o != c), rest]:
-                self.counts[c].add_outside(other)
-        self.counts = {c: counts for c, counts in self.counts.items() if c in self.labels}
+        self.counts = self._condition_counts()
         if not facts.has_smi:
             self.smi = None
         if self.timeline is None:
             self._rank_sample(profiled)
+        # the last block's event sums (surrogates and all) here, in the thread's own worker, not after the join
+        self.averages = self.events.result(peak_halfwidth=self.window) if self.events is not None else []
 
     def _rank_sample(self, profiled: ProfileResult) -> None:
         facts = profiled.facts
@@ -701,17 +714,18 @@ class _ThreadPass:
         if facts.has_c0 and profiled.c0 is not None:
             self.ranks.append(("C0 residency", LaggedRanks(profiled.latency_histogram, profiled.c0,
                                                           max_lag=self.max_lag)))
-        fed = None
-        for row, latency, change, c0 in self._sampled:
-            if row != fed:
-                for _, ranks in self.ranks:
-                    ranks.reset()
-            if self.ranks:
-                latency_ranks = self.ranks[0][1].x_ranks_of(latency)  # every pair's x is latency
-                for other, ranks in self.ranks:
-                    ranks.update_ranks(latency_ranks, c0 if other == "C0 residency" else change)
-            fed = row + latency.size
-        self._sampled = []
+        sampled, self._sampled = self._sampled, []
+        if not self.ranks or not sampled:
+            return
+        # the sample's pieces, one after another: a run breaks where a piece does not follow the one before
+        ends = np.cumsum([latency.size for _, latency, _, _ in sampled])
+        breaks = [int(ends[k - 1]) for k in range(1, len(sampled))
+                  if sampled[k][0] != sampled[k - 1][0] + sampled[k - 1][1].size]
+        latency, change, c0 = (np.concatenate([piece[i] for piece in sampled]) for i in (1, 2, 3))
+        del sampled
+        latency_ranks = self.ranks[0][1].x_ranks_of(latency)  # every pair's x is latency: ranked once
+        for other, ranks in self.ranks:
+            ranks.update_runs(latency_ranks, c0 if other == "C0 residency" else change, np.array(breaks))
 
     def count_exceedances(self, threshold: float) -> None:
         """The pooled threshold (a bucket's top) is known: the exceedance and spike counts from the histograms."""
@@ -735,11 +749,8 @@ class _ThreadPass:
                        "out of the event-triggered average of transitions")
         return out
 
-    def triggers(self, window: int) -> list[EventTrigger]:
-        if self.events is None:
-            return []
-        return [EventTrigger(cpu=self.facts.cpu, event=name, average=average)
-                for name, average in self.events.result(peak_halfwidth=window)]
+    def triggers(self) -> list[EventTrigger]:
+        return [EventTrigger(cpu=self.facts.cpu, event=name, average=average) for name, average in self.averages]
 
     def links(self) -> list[LaggedLink]:
         return [LaggedLink(self.facts.cpu, other, replace(ranks.result(), sample=self.sample.note))

@@ -46,7 +46,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -309,12 +309,6 @@ class ConditionCounts:
     def copy(self) -> ConditionCounts:
         return ConditionCounts(self.thresholds).merge(self)
 
-    def add_outside(self, other: ConditionCounts) -> ConditionCounts:
-        """Count ``other``'s inside wake-ups as outside this condition (conditions that partition the rows)."""
-        self.outside.merge(other.inside)
-        self.exceed_out += other.exceed_in
-        return self
-
 
 @dataclass
 class SmiCounts:
@@ -467,6 +461,8 @@ def _as_source(where: np.ndarray | EventSource | None) -> EventSource | None:
 
 
 def _centred_ranks(hist: LatencyHistogram, values: np.ndarray, centre: float) -> np.ndarray:
+    if values.dtype.kind in "iu":  # latency: ranked as it is (no float round trip)
+        return hist.mid_ranks(values) - centre
     out = np.full(values.size, np.nan)
     finite = np.isfinite(values)
     if finite.all():
@@ -557,6 +553,46 @@ class LaggedRanks:
                 self.sums[k] += (_dot(wa[i], wb[j]), _dot(a0[i], wb[j]), _dot(wa[i], b0[j]), _dot(aa[i], wb[j]),
                                  _dot(wa[i], bb[j]), _dot(a0[i], b0[j]))
         self._carry_a, self._carry_b = a[-self.max_lag:], b[-self.max_lag:]
+        return self
+
+    def update_runs(self, x_ranks: np.ndarray, y: np.ndarray, run_starts: np.ndarray) -> LaggedRanks:
+        """Add many runs at once: ``x_ranks`` (:meth:`x_ranks_of`) and ``y`` of rows that follow one another
+        except at ``run_starts`` (positions where a new run begins); no pair spans two runs, as with
+        :meth:`reset` before each run and :meth:`update_ranks` on it.  Nothing carries in or out.
+
+        One dot product per lag over all the runs, less the few pairs that span a run's start or whose ``y``
+        is missing (a sample's runs are thousands of rows, the lags a few), instead of a Python loop over
+        lags for every run.
+        """
+        a = np.asarray(x_ranks, dtype=np.float64)
+        size = a.size
+        starts = np.unique(np.asarray(run_starts, dtype=np.int64))
+        starts = starts[(starts > 0) & (starts < size)]
+        if not np.isfinite(a).all():  # missing x (not latency): run by run
+            for lo, hi in itertools.pairwise([0, *starts.tolist(), size]):
+                self.reset().update_ranks(a[lo:hi], y[lo:hi])
+            self.reset()
+            return self
+        b = _centred_ranks(self.y_ranks, y, self.y_centre)
+        missing = np.flatnonzero(~np.isfinite(b))
+        b0 = np.nan_to_num(b)
+        # every lag's range starts within max_lag of the start and ends within max_lag of the end
+        ranged = [_RangeSums(v, self.max_lag + 1, self.max_lag + 1) for v in (a, a * a, b0, b0 * b0)]
+        for k, lag in enumerate(self.lags.tolist()):
+            # pairs (a[i], b[i + lag]) for i in [lo, hi): less those across a run's start or with b missing
+            lo, hi = max(0, -lag), size - max(0, lag)
+            if hi <= lo:
+                continue
+            steps = np.arange(abs(lag))
+            across = (starts[:, None] - 1 - steps[None, :]) if lag > 0 else (starts[:, None] + steps[None, :])
+            gone = np.concatenate([across.ravel(), missing - lag])
+            gone = np.unique(gone[(gone >= lo) & (gone < hi)])
+            ga, gb = a[gone], b0[gone + lag]
+            i, j = slice(lo, hi), slice(lo + lag, hi + lag)
+            sa, saa, sb, sbb = (r.between(span.start, span.stop) for r, span in zip(ranged, (i, i, j, j), strict=True))
+            self.sums[k] += (hi - lo - gone.size, sa - ga.sum(), sb - gb.sum(), saa - _dot(ga, ga),
+                             sbb - _dot(gb, gb), _dot(a[i], b0[j]) - _dot(ga, gb))
+        self.reset()
         return self
 
     def result(self) -> CrossCorrelation:
@@ -675,41 +711,71 @@ class DisplayRows:
                              quality=t.quality)
 
 
-C0_REST = "c0 outside every bin"
-"""Key of :func:`condition_masks`'s eligible wake-ups whose C0 lies in no bin (their outside only)."""
+class ConditionClasses:
+    """Every wake-up's class for the condition tests: its histograms are kept per class, in one pass.
 
+    A wake-up near a transition (``near``: ±window wake-ups of a detected one, or, from a turbostat timeline,
+    in an interval next to a frequency change) or in an interval with an SMI is in one of three classes:
+    near only, SMI only, both.  Every other wake-up is *away* from both events, and its class records
+    whether its f_eff is known (a turbostat timeline can leave rows outside it), whether its SMI count is
+    known, and its C0 bin (one of the bins, finite but in no bin, unknown).  Each condition's inside and
+    outside is then a union of classes (:meth:`inside`, :meth:`outside`), each away from the other events:
 
-def condition_masks(chunk: CounterSeries, near: np.ndarray, edges: Sequence[float], conditions: Mapping[str, str],
-                    *, turbostat: bool, c0_prefix: str, transition: str,
-                    smi_name: str) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
-    """Condition -> (inside, outside) masks of a chunk, each away from the other events.
+    - transition: near only / away with f_eff known;
+    - SMI: SMI only / away with the SMI count known;
+    - a C0 bin: away in that bin / away in another bin or with a finite C0 in none.
 
-    ``near``: the chunk's wake-ups near a transition (±window wake-ups of a detected one, or, with
-    ``turbostat``, in a turbostat interval next to a frequency change: then wake-ups outside the
-    timeline are neither in nor out).  ``conditions``: the thread's (decided on the whole thread).
-
-    Where two conditions' outside masks are the same rows, they are the same array (index once).  The
-    C0 bins partition the eligible wake-ups, so their outside is ``None``: a bin's outside is the
-    other bins' inside plus the eligible wake-ups in no bin, given under :data:`C0_REST` (merging
-    histograms is exact and cheaper than counting two thirds of the rows once more per bin).
+    Counting per class (:class:`~jitterscope.summary.KeyedLatencyHistograms`) and merging classes at the
+    end is exact, and indexes a chunk's latencies once instead of once per condition.
     """
-    known = None if not turbostat else np.isfinite(chunk.f_eff_hz)
-    smi_known = np.isfinite(chunk.smi_delta)
-    smi = smi_known & (np.nan_to_num(chunk.smi_delta) > 0)
-    away = ~near & ~smi
-    every_smi_known = bool(smi_known.all())
-    out: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
-    if transition in conditions:
-        out[transition] = (near & ~smi, away if known is None else known & away)
-    if smi_name in conditions:
-        out[smi_name] = (smi & ~near, away if every_smi_known else smi_known & away)
-    if any(c.startswith(c0_prefix) for c in conditions):
-        eligible = np.isfinite(chunk.c0) & away
-        binned = np.zeros_like(eligible)
-        for low, high in itertools.pairwise(edges):
-            last = high == edges[-1]
-            inside = eligible & (chunk.c0 >= low) & ((chunk.c0 <= high) if last else (chunk.c0 < high))
-            binned |= inside
-            out[f"{c0_prefix}{low:g}-{high:g}"] = (inside, None)
-        out[C0_REST] = (eligible & ~binned, None)
-    return out
+
+    NEAR, SMI, BOTH, AWAY = 0, 1, 2, 3
+
+    def __init__(self, edges: Sequence[float]) -> None:
+        self.edges = np.asarray(edges, dtype=np.float64)
+        self.bins = self.edges.size - 1
+        self.c0_classes = self.bins + 2  # the bins, finite C0 in no bin, no C0
+        self.size = self.AWAY + 4 * self.c0_classes
+
+    def _away(self, f_known: int, smi_known: int, c0_class: int) -> int:
+        return self.AWAY + (2 * f_known + smi_known) * self.c0_classes + c0_class
+
+    def classes(self, chunk: CounterSeries, near: np.ndarray, *, turbostat: bool) -> np.ndarray:
+        """The class (int64) of each of ``chunk``'s wake-ups; ``near``: those near a transition."""
+        smi_known = np.isfinite(chunk.smi_delta)
+        smi = chunk.smi_delta > 0  # False where unknown (NaN)
+        c0, edges = chunk.c0, self.edges
+        # bin j holds edges[j] <= c0 < edges[j + 1], the last bin its top edge too (as the labels say): the
+        # number of inner edges at or below c0 (comparisons: cheaper than a search for a few edges)
+        key = (c0 >= edges[1]).astype(np.int64) if self.bins > 1 else np.zeros(c0.size, dtype=np.int64)
+        for edge in edges[2:-1]:
+            key += c0 >= edge
+        outside = (c0 < edges[0]) | (c0 > edges[-1])
+        if outside.any():
+            key[outside] = self.bins
+        unknown = ~np.isfinite(c0)
+        if unknown.any():
+            key[unknown] = self.bins + 1
+        key += self.AWAY
+        key += smi_known * self.c0_classes
+        key += (np.isfinite(chunk.f_eff_hz) if turbostat else True) * (2 * self.c0_classes)
+        special = np.flatnonzero(near | smi)  # a few rows: the events and their windows
+        if special.size:
+            key[special] = np.where(near[special], np.where(smi[special], self.BOTH, self.NEAR), self.SMI)
+        return key
+
+    def inside(self, condition: str, *, transition: str, smi: str, c0_bins: Sequence[str]) -> list[int]:
+        if condition == transition:
+            return [self.NEAR]
+        if condition == smi:
+            return [self.SMI]
+        j = list(c0_bins).index(condition)
+        return [self._away(f, k, j) for f in (0, 1) for k in (0, 1)]
+
+    def outside(self, condition: str, *, transition: str, smi: str, c0_bins: Sequence[str]) -> list[int]:
+        if condition == transition:
+            return [self._away(1, k, c) for k in (0, 1) for c in range(self.c0_classes)]
+        if condition == smi:
+            return [self._away(f, 1, c) for f in (0, 1) for c in range(self.c0_classes)]
+        j = list(c0_bins).index(condition)
+        return [self._away(f, k, c) for f in (0, 1) for k in (0, 1) for c in range(self.bins + 1) if c != j]

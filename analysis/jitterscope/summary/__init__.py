@@ -17,7 +17,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "LOG_BINS_PER_DECADE", "LogDensity", "bin_histograms", "ccdf_curves", "log_density", "percentile_curves",
             "series_label",
         ],
-        "histogram": ["HistogramResult", "LatencyHistogram"],
+        "histogram": ["HistogramResult", "KeyedLatencyHistograms", "LatencyHistogram"],
         "plots": [
             "plot_ccdf", "plot_latency_density", "plot_latency_histogram", "plot_percentiles", "plot_period_error",
             "plot_timeline",
