@@ -88,3 +88,12 @@ def test_analyse_frequency_skips_threads_without_frequency():
     result = analyse_frequency([with_f, without], None)
     assert [t.cpu for t in result.transitions] == [2]
     assert result.to_json()["claims"][0]["cpu"] == 2
+
+
+def test_segment_median_is_numpys_median_for_odd_and_even_sizes():
+    from jitterscope.power.cpufreq import _median
+
+    rng = np.random.default_rng(3)
+    for size in [1, 2, 3, 4, 5, 10, 11, 1000, 1001]:
+        values = rng.choice([1.6e9, 2.4e9, 3.4e9], size) * (1 + 1e-3 * rng.standard_normal(size))
+        assert _median(values) == float(np.median(values)), size

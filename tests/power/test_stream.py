@@ -190,6 +190,16 @@ def test_display_rows_keep_every_row_or_the_largest_latency_of_each_run():
     kept = rows.result()
     assert np.array_equal(kept.latency_ns, [latency[i:i + 11].max() for i in range(0, 1003, 11)])
     assert np.all(np.diff(kept.seq) > 0)
+    # ties (a few distinct values) and chunks shorter than a run: the first row of each run's largest latency
+    tied = rng.integers(0, 4, 1003)
+    t = _series(np.full(1003, 2e9), tied)
+    for sizes in ([1] * 1003, [5, 6, 11, 3, 978], [1003]):
+        rows, at = DisplayRows(1003, limit=100), 0
+        for size in sizes:
+            rows.update(_cut(t, np.arange(at, at + size)))
+            at += size
+        first = [i + int(np.argmax(tied[i:i + 11])) for i in range(0, 1003, 11)]
+        assert np.array_equal(rows.result().seq, t.seq[first]), sizes
     everything = DisplayRows(1003, limit=2000).update(s).result()
     assert np.array_equal(everything.latency_ns, latency)
 

@@ -287,12 +287,16 @@ def derive_counters(
         _mark(reason, (d_aperf <= 0) | (d_aperf > d_mperf * MAX_APERF_RATIO), REASON_IMPLAUSIBLE)
 
     ok = reason == 0
-    c0 = nan.copy()
-    f_eff = nan.copy()
+    c0 = f_eff = None
     if d_mperf is not None:
-        c0[ok] = np.minimum(d_mperf[ok] / d_tsc[ok], 1.0)
-        if d_aperf is not None and tsc_hz:
-            f_eff[ok] = tsc_hz * d_aperf[ok] / d_mperf[ok]
+        # whole-array arithmetic, then NaN where a row is discarded (cheaper than gathering the valid rows, nearly
+        # all of them); a discarded row may divide by zero, hence the errstate
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c0 = np.where(ok, np.minimum(d_mperf / d_tsc, 1.0), np.nan)
+            if d_aperf is not None and tsc_hz:
+                f_eff = np.where(ok, tsc_hz * d_aperf / d_mperf, np.nan)
+    c0 = nan.copy() if c0 is None else c0
+    f_eff = nan.copy() if f_eff is None else f_eff
     smi_delta = nan.copy()
     # an all-zero SMI count is plausible on its own (no SMIs since boot), not beside all-zero APERF/MPERF
     smi_dead = "smi" in all_zero and {"aperf", "mperf"} & set(all_zero)

@@ -282,7 +282,8 @@ def event_average(values: np.ndarray, events: np.ndarray, *, max_lag: int, peak_
 
 
 def event_sums(x: np.ndarray, left: int, length: int, events: np.ndarray, *, max_lag: int,
-               shifts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+               shifts: np.ndarray, wrapped: np.ndarray | None = None,
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Sums and counts behind an event-triggered average, for one block of a series.
 
     ``x`` holds the block at ``x[left:left + length]`` with up to ``max_lag`` neighbours on either
@@ -290,7 +291,8 @@ def event_sums(x: np.ndarray, left: int, length: int, events: np.ndarray, *, max
     positions inside the block (0-based from its start).  Returns ``(observed_sum,
     observed_count, surrogate_sum, surrogate_count)``: the first two per lag, summed over events
     of ``x[event + lag]`` where that exists; the last two per (shift, lag), with the events moved
-    circularly within the block by each of ``shifts``.  Sums over blocks add up (mergeable).
+    circularly within the block by each of ``shifts``.  Sums over blocks add up (mergeable).  ``wrapped``: the
+    block with its last and first ``max_lag`` values on either side, when the caller has built it already.
     """
     lags = np.arange(-max_lag, max_lag + 1)
     ev = np.asarray(events, dtype=np.int64)
@@ -305,19 +307,23 @@ def event_sums(x: np.ndarray, left: int, length: int, events: np.ndarray, *, max
     if ev.size and shifts.size:
         # the block wrapped by max_lag on either side: the lags of a shifted event are one contiguous window
         # of it, (e + shift + lag) mod length for every lag, so each (shift, event) gathers one row of 2·max_lag+1
-        wrapped = np.concatenate([block[length - max_lag:], block, block[:max_lag]]) if max_lag else block
-        windows = np.lib.stride_tricks.sliding_window_view(wrapped, lags.size)
+        if wrapped is None:
+            wrapped = np.concatenate([block[length - max_lag:], block, block[:max_lag]]) if max_lag else block
         finite = bool(np.isfinite(block).all())
-        # chunks keep the (surrogates, events, lags) block near 4 M values whatever the event count
-        chunk = max(1, 4_000_000 // (ev.size * lags.size))
+        # chunks of surrogates keep the (surrogates, events) positions near 2^18 values whatever the event count:
+        # small arrays, gathered once per lag (a (surrogates, events, lags) block of megabytes cost more, in
+        # fresh pages, than the 2·max_lag + 1 passes)
+        chunk = max(1, (1 << 18) // ev.size)
         for i in range(0, shifts.size, chunk):
-            taken = windows[(ev[None, :] + shifts[i:i + chunk, None]) % length]
-            if finite:  # the usual case (latency is never missing): plain sums, every pair counted
-                surrogate_sum[i:i + chunk] = taken.sum(axis=1)
-                surrogate_count[i:i + chunk] = ev.size
-            else:
-                surrogate_sum[i:i + chunk] = np.nansum(taken, axis=1)
-                surrogate_count[i:i + chunk] = np.sum(np.isfinite(taken), axis=1)
+            start = (ev[None, :] + shifts[i:i + chunk, None]) % length  # position of lag -max_lag in wrapped
+            for k in range(lags.size):
+                taken = wrapped[start + k]
+                if finite:  # the usual case (latency is never missing): plain sums, every pair counted
+                    surrogate_sum[i:i + chunk, k] = taken.sum(axis=1)
+                    surrogate_count[i:i + chunk, k] = ev.size
+                else:
+                    surrogate_sum[i:i + chunk, k] = np.nansum(taken, axis=1)
+                    surrogate_count[i:i + chunk, k] = np.sum(np.isfinite(taken), axis=1)
     return observed_sum, observed_count, surrogate_sum, surrogate_count
 
 

@@ -229,7 +229,7 @@ class CounterProfile:
         smi = chunk.smi_delta
         known = np.isfinite(smi)
         self.smi_known += int(known.sum())
-        positive = known & (np.nan_to_num(smi) > 0)
+        positive = smi > 0  # False where unknown (NaN)
         self.last_smi_known, self.last_smi = known, positive  # the chunk's, for the caller's other accumulators
         self.smi_events += int(positive.sum())
         self.smi_total += float(smi[positive].sum())
@@ -370,15 +370,22 @@ class EventBlocks:
         self.events = [0] * len(self.kinds)
         self.left_out = [0] * len(self.kinds)
         self._speculative: list[dict[int, tuple[np.ndarray, ...]]] = [{} for _ in self.kinds]
-        self._buffer: list[np.ndarray] = []
-        self._smi: list[np.ndarray] = []
+        # one float64 buffer, reused: [the last block's last max_lag values (its halo) | the rows not yet summed]
+        # (fresh arrays of megabytes per chunk and per block cost page faults, on the first pass of a process)
+        self._values = np.empty(0)
+        self._halo = 0  # values of the halo at the buffer's start
         self._buffered = 0
-        self._start = 0  # thread row of the buffer's first value
-        self._halo = np.zeros(0)
+        self._smi: list[np.ndarray] = []
+        self._start = 0  # thread row of the first buffered value after the halo
 
     def update(self, latency: np.ndarray, smi_rows: np.ndarray) -> EventBlocks:
         """Add the next latencies and the thread rows (absolute) of SMIs among them."""
-        self._buffer.append(np.asarray(latency, dtype=np.float64))
+        fill = self._halo + self._buffered
+        if fill + latency.size > self._values.size:
+            grown = np.empty(max(fill + latency.size, 2 * self.block_rows + 2 * self.max_lag + latency.size))
+            grown[:fill] = self._values[:fill]
+            self._values = grown
+        self._values[fill:fill + latency.size] = latency
         self._smi.append(np.asarray(smi_rows, dtype=np.int64))
         self._buffered += latency.size
         if self._buffered >= 2 * self.block_rows:
@@ -401,14 +408,17 @@ class EventBlocks:
                 self._add(k, sums, 1)
 
     def _flush(self, *, final: bool) -> None:
-        values = np.concatenate(self._buffer) if self._buffer else np.zeros(0)
         smi = np.concatenate(self._smi) if self._smi else np.zeros(0, dtype=np.int64)
-        length = values.size if final else self.block_rows
+        length = self._buffered if final else self.block_rows
         if length == 0:
             return
-        right = values[length:length + self.max_lag]
-        x = np.concatenate([self._halo, values[:length], right])
-        left = self._halo.size
+        left = self._halo
+        # the block with its halo before it and up to max_lag true neighbours after it
+        x = self._values[:left + min(self._buffered, length + self.max_lag)]
+        block = x[left:left + length]
+        # the block wrapped by max_lag on either side, for every kind's surrogates (built once)
+        lag = self.max_lag
+        wrapped = np.concatenate([block[length - lag:], block, block[:lag]]) if lag else block
         stop = self._start + length
         min_shift = self.lag_count
         for k, (_, source) in enumerate(self.kinds):
@@ -424,17 +434,21 @@ class EventBlocks:
             if shifts.size < self.n_surrogates:  # a block too short to shift gives no surrogates
                 continue
             if mine.size:
-                self._add(k, event_sums(x, left, length, mine, max_lag=self.max_lag, shifts=shifts), int(mine.size))
+                self._add(k, event_sums(x, left, length, mine, max_lag=self.max_lag, shifts=shifts, wrapped=wrapped),
+                          int(mine.size))
             held = self._speculative[k]
             for row in maybe.tolist():
                 held[self._start + row] = event_sums(x, left, length, np.array([row]), max_lag=self.max_lag,
-                                                     shifts=shifts)
+                                                     shifts=shifts, wrapped=wrapped)
                 if len(held) > SPECULATIVE_LIMIT:
                     del held[next(iter(held))]
                     self.left_out[k] += 1
-        self._halo = values[max(0, length - self.max_lag):length]
-        rest = values[length:]
-        self._buffer, self._buffered = ([rest], rest.size) if rest.size else ([], 0)
+        # keep the block's last max_lag values as the next halo, then the rows after the block
+        halo = min(self.max_lag, length)
+        rest = self._buffered - length
+        end = left + length
+        self._values[:halo + rest] = self._values[end - halo:end + rest]  # overlapping ranges: numpy copies safely
+        self._halo, self._buffered = halo, rest
         self._smi = [smi[smi >= stop]]
         self._start = stop
 
@@ -680,15 +694,9 @@ class DisplayRows:
             self.parts.append(tuple(a.copy() for a in arrays))
             self._row += n
             return self
-        run = (self._row + np.arange(n)) // self.k
-        starts = np.concatenate(([0], np.flatnonzero(np.diff(run)) + 1))
-        top = np.maximum.reduceat(chunk.latency_ns, starts)
-        lengths = np.diff(np.concatenate((starts, [n])))
-        hits = np.flatnonzero(chunk.latency_ns == np.repeat(top, lengths))
-        _, first = np.unique(run[hits], return_index=True)
-        best = hits[first]  # per run (ascending) its first row with the largest latency
+        best = self._run_maxima(chunk.latency_ns)  # per run (ascending) its first row with the largest latency
         rows = tuple(a[best] for a in arrays)
-        runs = run[best]
+        runs = (self._row + best) // self.k
         if self._pending is not None:
             run0, row0 = self._pending
             if runs[0] != run0:
@@ -699,6 +707,18 @@ class DisplayRows:
         self._pending = (int(runs[-1]), tuple(r[-1:] for r in rows))
         self._row += n
         return self
+
+    def _run_maxima(self, latency: np.ndarray) -> np.ndarray:
+        """Position of the first largest latency in each run of k the chunk touches (runs start at rows k·j)."""
+        k, n = self.k, latency.size
+        head = min((-self._row) % k, n)  # the end of a run begun in an earlier chunk
+        whole = (n - head) // k
+        body = latency[head:head + whole * k].reshape(whole, k)  # the runs wholly inside: one argmax each
+        parts = [np.argmax(latency[:head], keepdims=True)] if head else []
+        parts.append(head + np.arange(whole) * k + np.argmax(body, axis=1))
+        if head + whole * k < n:  # a run that goes on in the next chunk
+            parts.append(head + whole * k + np.argmax(latency[head + whole * k:], keepdims=True))
+        return np.concatenate(parts)
 
     def result(self) -> CounterSeries | None:
         parts = self.parts + ([self._pending[1]] if self._pending is not None else [])
