@@ -574,7 +574,6 @@ class _ThreadPass:
             seeds = [np.random.SeedSequence([seed, self.thread, k]) for k in (0, 1)]
             self.events = EventBlocks(kinds, max_lag=max_lag, n_surrogates=n_surrogates, seeds=seeds)
         self.sample = RankSample(rows, np.random.SeedSequence([seed, self.thread, 2]), threads=threads)
-        self._sampled: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # (row, latency, |Δf|, C0 ppm)
         self.ranks: list[tuple[str, LaggedRanks]] = []
         self.display = DisplayRows(rows)
         self._withheld: list[CounterSeries] = []
@@ -673,10 +672,8 @@ class _ThreadPass:
         return out
 
     def _keep_sample(self, chunk: CounterSeries) -> None:
-        change = self.profile.last_change  # |Δf_eff| of this chunk, from the previous chunk's last row on
-        for lo, hi in self.sample.segments(self.rows, chunk.seq.size):
-            self._sampled.append((self.rows + lo, chunk.latency_ns[lo:hi].copy(), change[lo:hi].copy(),
-                                  chunk.c0[lo:hi] * C0_SCALE))
+        # |Δf_eff| of this chunk, from the previous chunk's last row on
+        self.sample.keep(self.rows, chunk.latency_ns, self.profile.last_change, chunk.c0)
 
     def finish(self) -> None:
         """After the last chunk: the profile, the held-back rows, the labels, the C0 partition, the ranks."""
@@ -714,18 +711,14 @@ class _ThreadPass:
         if facts.has_c0 and profiled.c0 is not None:
             self.ranks.append(("C0 residency", LaggedRanks(profiled.latency_histogram, profiled.c0,
                                                           max_lag=self.max_lag)))
-        sampled, self._sampled = self._sampled, []
-        if not self.ranks or not sampled:
+        columns, breaks = self.sample.kept()
+        if not self.ranks or not columns or columns[0].size == 0:
             return
-        # the sample's pieces, one after another: a run breaks where a piece does not follow the one before
-        ends = np.cumsum([latency.size for _, latency, _, _ in sampled])
-        breaks = [int(ends[k - 1]) for k in range(1, len(sampled))
-                  if sampled[k][0] != sampled[k - 1][0] + sampled[k - 1][1].size]
-        latency, change, c0 = (np.concatenate([piece[i] for piece in sampled]) for i in (1, 2, 3))
-        del sampled
+        latency, change, c0 = columns
+        c0 *= C0_SCALE  # ranked in ppm
         latency_ranks = self.ranks[0][1].x_ranks_of(latency)  # every pair's x is latency: ranked once
         for other, ranks in self.ranks:
-            ranks.update_runs(latency_ranks, c0 if other == "C0 residency" else change, np.array(breaks))
+            ranks.update_runs(latency_ranks, c0 if other == "C0 residency" else change, breaks)
 
     def count_exceedances(self, threshold: float) -> None:
         """The pooled threshold (a bucket's top) is known: the exceedance and spike counts from the histograms."""

@@ -644,6 +644,42 @@ class RankSample:
                                                         replace=False)
             self.chosen = np.zeros(blocks, dtype=bool)
             self.chosen[picked] = True
+        self._kept: list[np.ndarray] = []  # the sampled rows' columns (see keep), allocated on the first
+        self._fill = 0
+        self._breaks: list[int] = []
+        self._next_row = -1
+
+    @property
+    def size(self) -> int:
+        """Wake-ups in the sample."""
+        if self.chosen is None:
+            return self.rows
+        blocks = np.flatnonzero(self.chosen)
+        return int(np.sum(np.minimum((blocks + 1) * self.block_rows, self.rows) - blocks * self.block_rows))
+
+    def keep(self, start: int, *columns: np.ndarray) -> None:
+        """Keep the sampled rows of a chunk from thread row ``start`` (its columns, all of one length), in arrays
+        of the sample's size allocated once (no list of pieces to join at the end)."""
+        n = columns[0].size
+        for lo, hi in self.segments(start, n):
+            if not self._kept:
+                self._kept = [np.empty(max(self.size, hi - lo), dtype=c.dtype) for c in columns]
+            if self._fill + hi - lo > self._kept[0].size:  # more rows than the scan counted: grow
+                self._kept = [np.concatenate([k[:self._fill], np.empty(self._fill + hi - lo, dtype=k.dtype)])
+                              for k in self._kept]
+            if self._fill and start + lo != self._next_row:
+                self._breaks.append(self._fill)  # a run breaks: this piece does not follow the last
+            for kept, column in zip(self._kept, columns, strict=True):
+                kept[self._fill:self._fill + hi - lo] = column[lo:hi]
+            self._fill += hi - lo
+            self._next_row = start + hi
+
+    def kept(self) -> tuple[list[np.ndarray], np.ndarray]:
+        """The kept columns and the positions where a run of consecutive wake-ups breaks; then forgets them."""
+        columns = [k[:self._fill] for k in self._kept]
+        breaks = np.array(self._breaks, dtype=np.int64)
+        self._kept, self._fill, self._breaks, self._next_row = [], 0, [], -1
+        return columns, breaks
 
     @property
     def note(self) -> str | None:

@@ -515,9 +515,15 @@ class LatencyHistogram:
         if top < _LUT_SIZE and magnitude.size >= _LUT_MIN_BATCH and magnitude.dtype == np.int64:
             return self._lookup().take(magnitude)
         if top < _EXACT and magnitude.dtype == np.int64:
-            # exact in float64: the exponent and the leading s mantissa bits are the bucket
-            index = magnitude.astype(np.float64).view(np.int64) >> (52 - s)
-            index -= (1023 + s - 1) << s
+            if magnitude.size >= _LUT_MIN_BATCH and (low is None or low < _LUT_SIZE):
+                # latencies: nearly all below 1 ms, a few spikes above: the table for all (clipped), the exact
+                # float64 way for the few beyond it
+                beyond = np.flatnonzero(magnitude >= _LUT_SIZE)
+                if beyond.size <= magnitude.size // 8:
+                    index = self._lookup().take(np.minimum(magnitude, _LUT_SIZE - 1))
+                    index[beyond] = self._float_index(magnitude[beyond])
+                    return index
+            index = self._float_index(magnitude)
             if low is not None and low >= (1 << s):
                 return index
             return np.where(magnitude < (1 << s), magnitude, index)
@@ -530,6 +536,14 @@ class LatencyHistogram:
         shift = exponent - np.uint64(s)
         index = ((shift + np.uint64(1)) << np.uint64(s)) + (magnitude >> shift) - np.uint64(1 << s)
         return np.where(magnitude < (1 << s), magnitude, index).astype(np.int64)
+
+    def _float_index(self, magnitude: np.ndarray) -> np.ndarray:
+        """Bucket index of int64 values in [2**sub_bits, 2**53): exact in float64, the exponent and the leading
+        sub_bits mantissa bits are the bucket."""
+        s = self.sub_bits
+        index = magnitude.astype(np.float64).view(np.int64) >> (52 - s)
+        index -= (1023 + s - 1) << s
+        return index
 
     def _lookup(self) -> np.ndarray:
         """Bucket index of every value below ``_LUT_SIZE`` (built once per process and bucket layout)."""
