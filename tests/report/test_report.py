@@ -346,3 +346,32 @@ def test_simulation_spec_table_lists_seed_and_spec_not_the_planted_draws() -> No
     assert not any(key.startswith("smi") for key in rows)  # the draws are in the planted-versus-recovered table
     assert rows["spec.cpus"] == "0, 1"
     assert rows["spec.effects[0].levels_mhz"] == "1600.0, 2400.0"
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc to read the resident set")
+def test_release_freed_memory_returns_what_ended_threads_freed():
+    """Between analyses the report hands freed memory back (issue 11: each analysis's peak stacked on the last
+    one's leftovers, which the arenas of its ended worker threads kept)."""
+    import threading
+
+    from jitterscope.report.build import release_freed_memory
+
+    def resident_mib() -> int:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) // 1024
+        raise AssertionError("no VmRSS")
+
+    survivor = []
+
+    def work() -> None:
+        parts = [np.ones(8192) for _ in range(4000)]  # 64 KiB each, below glibc's mmap threshold: 250 MiB
+        survivor.append(parts[-1])  # the last one lives on, so the arena's top cannot shrink by itself
+        del parts
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    before = resident_mib()
+    release_freed_memory()
+    assert before - resident_mib() > 150
