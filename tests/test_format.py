@@ -38,3 +38,13 @@ def test_a_p_value_cell_is_never_zero_in_scientific_notation():
     assert format_cell(3.4e-5, P_VALUE) == "3.4e-05"
     assert format_cell(0.034, P_VALUE) == "0.034"
     assert format_cell(None, P_VALUE) == "n/a"
+
+
+def test_format_ratio_keeps_a_decimal_only_where_it_means_something():
+    from jitterscope.format import format_ratio
+
+    assert format_ratio(5.4923) == "5.5"
+    assert format_ratio(99.94) == "99.9"
+    assert format_ratio(821984.4) == "821,984"
+    assert format_ratio(1484262.0) == "1,484,262"
+    assert format_ratio(float("inf")) == "inf" and format_ratio(None) == "n/a"

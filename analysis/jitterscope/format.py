@@ -146,6 +146,18 @@ def format_count(n: int | None) -> str:
     return MISSING if n is None else f"{int(n):,}"
 
 
+def format_ratio(ratio: float | None) -> str:
+    """A risk ratio: one decimal below 100 ("5.5"), whole numbers with thousands separators above ("821,984").
+
+    Ratios of hundreds of thousands arise where the unexposed group has almost no spikes (a C0 bin that holds
+    every late wake-up); a decimal there is noise, and "821984.4" is hard to read in a sentence.
+    """
+    value = _finite(ratio)
+    if value is None:
+        return MISSING if ratio is None else str(ratio)
+    return f"{value:.1f}" if abs(value) < 100 else f"{value:,.0f}"
+
+
 def jsonable(value: Any, *, inf_as_string: bool = False) -> Any:
     """Return `value` with every nested value made JSON-safe, for every result's ``to_json``.
 

@@ -46,7 +46,7 @@ from ..derive import (
     unavailable_reason,
 )
 from ..errors import AnalysisError
-from ..format import format_p, format_percent, format_us, jsonable
+from ..format import format_count, format_p, format_percent, format_ratio, format_us, jsonable
 from ..summary import HistogramResult, KeyedLatencyHistograms, LatencyHistogram
 from .association import (
     CrossCorrelation,
@@ -886,8 +886,9 @@ def _verdicts(tests: Sequence[ConditionTest], attributed: Mapping[str, bool], se
 def _share_sentence(share: SmiShare, threshold: float) -> str:
     """How many of the spikes that coincide with an SMI the SMIs caused, and their share of all spikes."""
     caused = share.attributable_among_coinciding * share.spikes_with_smi
-    return (f"{share.spikes_with_smi} of {share.spikes} wake-ups later than {format_us(threshold)} coincide "
-            f"with an SMI; about {caused:.0f} of those {share.spikes_with_smi} "
+    return (f"{format_count(share.spikes_with_smi)} of {format_count(share.spikes)} wake-ups later than "
+            f"{format_us(threshold)} coincide with an SMI; about {format_count(round(caused))} of those "
+            f"{format_count(share.spikes_with_smi)} "
             f"({format_percent(share.attributable_among_coinciding)}) "
             f"are attributable to SMIs, {format_percent(share.attributable_fraction)} of all wake-ups later than "
             f"{format_us(threshold)}.")
@@ -905,7 +906,8 @@ def _why_no_frequency(series: Sequence[ThreadFacts]) -> str:
     if not counts:
         return "APERF/MPERF unusable"
     worst = max(counts, key=lambda k: counts[k])
-    return f"APERF/MPERF deltas discarded, mostly for {worst}: {counts[worst]} of {rows} wake-ups"
+    return (f"APERF/MPERF deltas discarded, mostly for {worst}: {format_count(counts[worst])} of "
+            f"{format_count(rows)} wake-ups")
 
 
 def _pick(tests: Sequence[ConditionTest], alpha: float, attributed: bool) -> ConditionTest:
@@ -924,7 +926,8 @@ def _pick(tests: Sequence[ConditionTest], alpha: float, attributed: bool) -> Con
 def _sentence(test: ConditionTest, attributed: bool, threshold: float) -> str:
     e = test.exceedance[0]
     where = "" if test.scope == "all" else f" on {test.scope}"
-    numbers = (f"risk ratio {e.risk.ratio:.1f}, 95% CI {e.risk.ci_low:.1f}–{e.risk.ci_high:.1f}, "
+    numbers = (f"risk ratio {format_ratio(e.risk.ratio)}, 95% CI {format_ratio(e.risk.ci_low)}–"
+               f"{format_ratio(e.risk.ci_high)}, "
                f"{format_p(e.p_holm)} Holm-adjusted; Cliff's delta {test.rank.cliffs_delta:+.2f}")
     if e.risk.exceed_in + e.risk.exceed_out == 0:
         return (f"No wake-up{where} was later than {format_us(e.threshold_ns)}, so nothing can be attributed "
@@ -934,7 +937,7 @@ def _sentence(test: ConditionTest, attributed: bool, threshold: float) -> str:
         return (f"{share} of wake-ups later than {format_us(e.threshold_ns)} fall {test.label}{where}, against "
                 f"{format_percent(e.share_of_all)} of all wake-ups ({numbers}).")
     power = ("no risk ratio would have been detectable" if not math.isfinite(e.detectable_ratio)
-             else f"a risk ratio of {e.detectable_ratio:.1f} or more would have been detected with "
+             else f"a risk ratio of {format_ratio(e.detectable_ratio)} or more would have been detected with "
                   f"{POWER:.0%} power")
     return (f"No link found{where} between wake-ups later than {format_us(e.threshold_ns)} and wake-ups "
             f"{test.label}: {share} of them fall there, against {format_percent(e.share_of_all)} of all wake-ups "

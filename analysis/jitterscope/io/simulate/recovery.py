@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...dataset import Dataset, ThreadInfo, iter_thread_batches
-from ...format import format_p, format_percent, format_us, jsonable
+from ...format import format_p, format_percent, format_ratio, format_us, jsonable
 
 if TYPE_CHECKING:
     from ...events import Event, Events
@@ -355,7 +355,8 @@ def _risk_text(test: Any) -> str:
     if test is None or not test.exceedance:
         return "no test"
     e = test.exceedance[0]
-    return (f"risk ratio {e.risk.ratio:.1f} (95 % CI {e.risk.ci_low:.1f}–{e.risk.ci_high:.1f}, "
+    return (f"risk ratio {format_ratio(e.risk.ratio)} (95 % CI {format_ratio(e.risk.ci_low)}–"
+            f"{format_ratio(e.risk.ci_high)}, "
             f"{format_p(e.p_holm)} Holm) above {format_us(e.threshold_ns)}")
 
 
