@@ -27,8 +27,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "detect_transitions", "time_in_frequency",
         ],
         "stream": [
-            "DISPLAY_ROWS", "EVENT_BLOCK_ROWS", "ConditionCounts", "CounterProfile", "DisplayRows", "EventBlocks",
-            "LaggedRanks", "SmiCounts", "ThreadFacts",
+            "DISPLAY_ROWS", "EVENT_BLOCK_ROWS", "ConditionClasses", "ConditionCounts", "CounterProfile", "DisplayRows",
+            "EventBlocks", "LaggedRanks", "RankSample", "SmiCounts", "ThreadFacts",
         ],
         "plots": [
             "plot_counter_hexbin", "plot_event_average", "plot_frequency_timeline", "plot_frequency_zoom",

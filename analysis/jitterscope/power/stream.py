@@ -7,10 +7,13 @@ thread's derived counter rows once, chunk by chunk in ``seq`` order, through
 - :class:`CounterProfile`: the transitions (:class:`~.cpufreq.TransitionDetector`), histograms of
   latency, f_eff, |Δf_eff| and C0 (for the spike threshold, cpufreq's claim check and ranks), time in
   frequency, counter quality, SMI totals;
-- per condition the latency histograms inside and outside and the exceedance counts
-  (:class:`ConditionCounts`), SMI coincidence counts (:class:`SmiCounts`), event-triggered sums over
-  blocks (:class:`EventBlocks`), the rows of the lagged rank correlations' sample (:class:`RankSample`,
-  ranked at the end by :class:`LaggedRanks`) and the rows kept for figures (:class:`DisplayRows`).
+- the latency histogram and exceedance counts of each wake-up class (:class:`ConditionClasses`: near a
+  transition, with an SMI, both, or away from both by C0 bin; one
+  :class:`~jitterscope.summary.KeyedLatencyHistograms` update per chunk), merged at the end into each
+  condition's inside and outside (:class:`ConditionCounts`), SMI coincidence counts (:class:`SmiCounts`),
+  event-triggered sums over blocks (:class:`EventBlocks`), the rows of the lagged rank correlations' sample
+  (:class:`RankSample`, ranked at the end by :class:`LaggedRanks`) and the rows kept for figures
+  (:class:`DisplayRows`).
 
 What the conditions need of the whole thread is settled on the way: a wake-up's distance to the
 transitions is final once the detector can no longer place one near it (rows near an undecided jump
