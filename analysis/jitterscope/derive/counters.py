@@ -297,15 +297,15 @@ def derive_counters(
                 f_eff = np.where(ok, tsc_hz * d_aperf / d_mperf, np.nan)
     c0 = nan.copy() if c0 is None else c0
     f_eff = nan.copy() if f_eff is None else f_eff
-    smi_delta = nan.copy()
+    smi_delta = None
     # an all-zero SMI count is plausible on its own (no SMIs since boot), not beside all-zero APERF/MPERF
     smi_dead = "smi" in all_zero and {"aperf", "mperf"} & set(all_zero)
     if smi is not None and n and not smi_dead:
-        d_smi, reset, wrapped, bits["smi"] = _counter_delta(np.asarray(smi), np.full(n, float(1 << 16)),
-                                                            width=SMI_COUNTER_BITS)
+        d_smi, reset, wrapped, bits["smi"] = _counter_delta(np.asarray(smi), float(1 << 16), width=SMI_COUNTER_BITS)
         wraps["smi"] = wrapped
         smi_ok = ~reset & ~np.isin(reason, [1 + REASONS.index(REASON_FIRST), 1 + REASONS.index(REASON_MIGRATION)])
-        smi_delta[smi_ok] = d_smi[smi_ok]
+        smi_delta = np.where(smi_ok, d_smi, np.nan)
+    smi_delta = nan.copy() if smi_delta is None else smi_delta
 
     counts = np.bincount(reason, minlength=len(REASONS) + 1)
     discarded = {REASONS[i]: int(counts[i + 1]) for i in range(len(REASONS)) if counts[i + 1]}
@@ -673,12 +673,14 @@ def _mark(reason: np.ndarray, where: np.ndarray, why: str) -> None:
 def _modular_delta(values: np.ndarray) -> np.ndarray:
     """Row-to-row difference modulo 2**64, as int64 (first row 0); uint64 wrap is exact."""
     raw = values.astype(np.int64, copy=False).view(np.uint64)
-    out = np.zeros(raw.size, dtype=np.uint64)
-    out[1:] = raw[1:] - raw[:-1]
+    out = np.empty(raw.size, dtype=np.uint64)  # not zeros: calloc'd pages are fresh, each one a page fault
+    if raw.size:
+        out[0] = 0
+        np.subtract(raw[1:], raw[:-1], out=out[1:])
     return out.view(np.int64)
 
 
-def _counter_delta(values: np.ndarray, max_delta: np.ndarray,
+def _counter_delta(values: np.ndarray, max_delta: np.ndarray | float,
                    width: int | None = None) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Deltas with narrow-counter wraps corrected; returns (delta, reset mask, wraps, bits)."""
     delta = _modular_delta(values.astype(np.int64, copy=False)).astype(np.float64)
