@@ -6,7 +6,7 @@ they compute no statistics.
 
 from __future__ import annotations
 
-from ..render import Table, to_text
+from ..render import P_VALUE, Table, to_text
 from .correlate import Correlation
 
 TEXT_WIDTH = 150
@@ -52,8 +52,8 @@ def condition_tests_table(result: Correlation) -> Table:
                  "exceed in", "exceed out", "risk ratio", "CI low", "CI high", "p Fisher [Holm]",
                  "Cliff's delta", "p rank [Holm]"),
         rows=tuple(rows),
-        formats=("", "", "", "", "{:.1f}", "{:.1f}", "{:.1f}", "", "", "{:.2f}", "{:.2f}", "{:.2f}", "{:.2g}",
-                 "{:+.3f}", "{:.2g}"),
+        formats=("", "", "", "", "{:.1f}", "{:.1f}", "{:.1f}", "", "", "{:.3g}", "{:.3g}", "{:.3g}", P_VALUE,
+                 "{:+.3f}", P_VALUE),
         notes=("Risk ratio: P(latency > threshold | inside) / P(... | outside), Katz 95% CI; p Fisher: one-sided "
                "exact test, Holm-adjusted over all rows; p rank: one-sided Mann-Whitney, Holm-adjusted; Cliff's "
                "delta > 0 means latency is larger inside.",),

@@ -17,7 +17,8 @@ def tail_fit_table(report: TailsReport) -> Table:
         p_max = dict(f.exceedance_probabilities)[f.observed_max_ns]
         levels = {r.period: r.level_ns for r in f.return_levels}
         hour, day = levels.get("hour"), levels.get("day")
-        rows.append((f.thread, f.cpu, f.n, us_value(f.threshold_ns), f.exceedances, f.xi, f.xi_se, us_value(f.sigma_ns),
+        rows.append((f.thread, _cpu(f.cpu), f.n, us_value(f.threshold_ns), f.exceedances, f.xi, f.xi_se,
+                     us_value(f.sigma_ns),
                      us_value(f.observed_max_ns), p_max.estimate, p_max.lower, p_max.upper,
                      us_value(hour.estimate) if hour else None, us_value(hour.lower) if hour else None,
                      us_value(hour.upper) if hour else None, us_value(day.estimate) if day else None,
@@ -46,7 +47,7 @@ def tail_fit_table(report: TailsReport) -> Table:
 
 def tail_events_table(report: TailsReport) -> Table:
     """Per thread and level: declustered events above it counted in the data, and their rate per hour."""
-    rows = tuple((f.thread, f.cpu, us_value(r.level_ns), r.events, r.wakeups, r.hours, r.per_hour,
+    rows = tuple((f.thread, _cpu(f.cpu), us_value(r.level_ns), r.events, r.wakeups, r.hours, r.per_hour,
                   r.per_hour_lower, r.per_hour_upper)
                  for f in report.threads for r in f.large_events)
     conf = report.threads[0].confidence
@@ -74,11 +75,12 @@ def tail_levels_table(report: TailsReport) -> Table:
             p = known.get(level)
             if p is None:
                 why = "rarer than once per day" if f.extrapolated else f"beyond the max {format_us(f.observed_max_ns)}"
-                rows.append((f.thread, f.cpu, us_value(level), None, None, None, None, None, None, f"withheld: {why}"))
+                rows.append((f.thread, _cpu(f.cpu), us_value(level), None, None, None, None, None, None,
+                             f"withheld: {why}"))
                 withheld.append((f.thread, f.extrapolated))
                 continue
             source = "GPD fit" if level > f.threshold_ns and f.extrapolated else "recorded fraction"
-            rows.append((f.thread, f.cpu, us_value(level), p.estimate, p.lower, p.upper, p.estimate * per_hour,
+            rows.append((f.thread, _cpu(f.cpu), us_value(level), p.estimate, p.lower, p.upper, p.estimate * per_hour,
                          p.lower * per_hour, p.upper * per_hour, source))
     notes = [f"P(> level) per wake-up with its {conf:.0%} interval (recorded fraction: Clopper-Pearson; GPD fit: "
              "profile likelihood above the threshold u); per hour = P x the thread's wake-up rate"]
@@ -136,3 +138,8 @@ def tails_tables(report: TailsReport) -> list[Table]:
 def tails_text(report: TailsReport) -> str:
     """The tail report as plain text, ending with what EVT can and cannot promise."""
     return tables_text(tails_tables(report)) + "\n\n" + report.promise + "\n"
+
+
+def _cpu(cpu: int) -> int | None:
+    """A known CPU, or None (printed n/a): imports that did not record the CPU say -1, which is no CPU."""
+    return cpu if cpu >= 0 else None
