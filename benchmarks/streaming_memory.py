@@ -76,6 +76,14 @@ RSS_LIMIT_MIB = 1.5e9 / 2**20  # "1.5 GB" read strictly: 1.5e9 bytes, 1,430.5 Mi
 TARGETS = {"power": 4.0}
 
 
+def rss_checks(rss_mib: float, first_mib: float | None) -> list[str]:
+    """The memory targets of issue 11: at most 1.5 GB, and within 10 % of the first size's (when there is one)."""
+    checks = [f"RSS <= 1.5 GB ({RSS_LIMIT_MIB:,.0f} MiB): {'met' if rss_mib <= RSS_LIMIT_MIB else 'MISSED'}"]
+    if first_mib is not None:
+        checks.append(f"flat within 10 %: {'met' if rss_mib <= 1.1 * first_mib else 'MISSED'}")
+    return checks
+
+
 def simulate_with_counters(work: Path, rows: int) -> Path:
     """``work/power-ROWS.parquet`` (2 threads, counters and planted power effects), written once."""
     path = work / f"power-{rows}.parquet"
@@ -122,11 +130,7 @@ def main() -> int:
             if name in TARGETS:
                 checks.append(f"<= {TARGETS[name]:g}x floor: {'met' if ratio <= TARGETS[name] else 'MISSED'}")
             if name != "floor":
-                met = result["rss_mb"] <= RSS_LIMIT_MIB
-                checks.append(f"RSS <= 1.5 GB ({RSS_LIMIT_MIB:,.0f} MiB): {'met' if met else 'MISSED'}")
-                if name in first:
-                    flat = result["rss_mb"] <= 1.1 * first[name]
-                    checks.append(f"flat within 10 %: {'met' if flat else 'MISSED'}")
+                checks += rss_checks(result["rss_mb"], first.get(name))
             print(f"{rows:>12,} {name:>9} {result['seconds']:9.2f} {ratio:8.2f} {result['rss_mb']:6.0f} MiB {growth}  "
                   + "; ".join(checks), flush=True)
         for name, result in results.items():

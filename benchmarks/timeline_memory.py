@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from _common import floor_step, run_best, work_dir
-from streaming_memory import RSS_LIMIT_MIB, simulate_with_counters
+from streaming_memory import rss_checks, simulate_with_counters
 
 COLUMNS = ["cpu", "thread", "seq", "expected_ns", "actual_ns", "overruns", "run_cpu"]
 SETUP = "import sys, numpy, pyarrow.parquet\nfrom jitterscope.dataset import open_dataset\n"
@@ -99,10 +99,7 @@ def main() -> int:
             growth = f"{result['rss_mb'] / first[name]:12.2f}x" if name in first else f"{'':>13}"
             checks = []
             if name == "timeline":
-                met = result["rss_mb"] <= RSS_LIMIT_MIB
-                checks.append(f"RSS <= 1.5 GB ({RSS_LIMIT_MIB:,.0f} MiB): {'met' if met else 'MISSED'}")
-                if name in first:
-                    checks.append(f"flat within 10 %: {'met' if result['rss_mb'] <= 1.1 * first[name] else 'MISSED'}")
+                checks += rss_checks(result["rss_mb"], first.get(name))
             print(f"{rows:>12,} {name:>10} {result['seconds']:9.2f} {ratio:8.2f} {result['rss_mb']:6.0f} MiB "
                   f"{growth}  " + "; ".join(checks), flush=True)
             first.setdefault(name, result["rss_mb"])

@@ -359,7 +359,8 @@ def test_condition_classes_unions_equal_each_conditions_direct_masks(turbostat):
     s = CounterSeries(0, 0, 2.4e9, "metadata", np.arange(n), np.arange(n) * 1000, latency, f, c0, smi,
                       CounterQuality(n, n, {}))
     near = rng.random(n) < 0.05
-    classes = ConditionClasses(edges)
+    c0_names = [f"c0 {a:g}-{b:g}" for a, b in itertools.pairwise(edges)]
+    classes = ConditionClasses(edges, transition="transition", smi="smi", c0_bins=c0_names)
     keys = classes.classes(s, near, turbostat=turbostat)
     by_class = KeyedLatencyHistograms(classes.size).update(latency, keys)
     with_smi, smi_known = np.nan_to_num(smi) > 0, np.isfinite(smi)
@@ -368,14 +369,11 @@ def test_condition_classes_unions_equal_each_conditions_direct_masks(turbostat):
     eligible = np.isfinite(c0) & away
     bins = [eligible & (c0 >= lo) & ((c0 <= hi) if hi == edges[-1] else (c0 < hi))
             for lo, hi in itertools.pairwise(edges)]
-    c0_names = [f"c0 {a:g}-{b:g}" for a, b in itertools.pairwise(edges)]
     direct = {"transition": (near & ~with_smi, away & f_known), "smi": (with_smi & ~near, away & smi_known),
               **{name: (inside, eligible & ~inside) for name, inside in zip(c0_names, bins, strict=True)}}
     assert int((eligible & (c0 > 1.0)).sum()) > 1000 and int((eligible & (c0 < 0)).sum()) > 1000
-    names = {"transition": "transition", "smi": "smi", "c0_bins": c0_names}
     for condition, (inside, outside) in direct.items():
-        for got_keys, mask in ((classes.inside(condition, **names), inside),
-                               (classes.outside(condition, **names), outside)):
+        for got_keys, mask in ((classes.inside(condition), inside), (classes.outside(condition), outside)):
             got = by_class.merged(got_keys)
             assert got.count == int(mask.sum()) > 100, condition
             assert got.result() == LatencyHistogram(RELATIVE_ERROR).update(latency[mask]).result(), condition
@@ -408,6 +406,17 @@ def test_keyed_histograms_equal_one_histogram_per_key_and_merge_equals_all_at_on
         KeyedLatencyHistograms(2).update(values[:3], np.array([0, 1, 2]))
 
 
+def _feed_runs(ranks: LaggedRanks, x: np.ndarray, y: np.ndarray, pieces: list[tuple[int, int]]) -> LaggedRanks:
+    """``update`` on each piece ``[lo, hi)``, with a ``reset`` where a piece does not follow the one before."""
+    fed = None
+    for lo, hi in pieces:
+        if lo != fed:
+            ranks.reset()
+        ranks.update(x[lo:hi], y[lo:hi])
+        fed = hi
+    return ranks
+
+
 def test_lagged_ranks_reset_pairs_only_within_runs():
     """A RankSample's runs: pairs never span a gap, and the ranks stay those of the whole series."""
     rng = np.random.default_rng(12)
@@ -416,13 +425,7 @@ def test_lagged_ranks_reset_pairs_only_within_runs():
     runs = [(100, 1500), (1500, 2000), (3000, 4700)]  # the first two touch: one run
     ranks = LaggedRanks(LatencyHistogram(1e-3).update(x), LatencyHistogram(1e-3).update(y.astype(np.int64)),
                         max_lag=4)
-    fed = None
-    for lo, hi in runs:
-        if lo != fed:
-            ranks.reset()
-        ranks.update(x[lo:hi], y[lo:hi])
-        fed = hi
-    got = ranks.result()
+    got = _feed_runs(ranks, x, y, runs).result()
     rx, ry = stats.rankdata(x), stats.rankdata(y)
     for k, lag in enumerate(range(-4, 5)):
         pairs = [(i, i + lag) for lo, hi in ((100, 2000), (3000, 4700)) for i in range(lo, hi) if lo <= i + lag < hi]
@@ -436,12 +439,7 @@ def test_lagged_ranks_reset_pairs_only_within_runs():
         hx, hy = ranks.x_ranks, ranks.y_ranks
         one_by_one, at_once = LaggedRanks(hx, hy, max_lag=max_lag), LaggedRanks(hx, hy, max_lag=max_lag)
         pieces = [(100, 1500), (1500, 1530), (1530, 2000), (3000, 3010), (3010, 4700)]
-        fed = None
-        for lo, hi in pieces:
-            if lo != fed:
-                one_by_one.reset()
-            one_by_one.update(x[lo:hi], y[lo:hi])
-            fed = hi
+        _feed_runs(one_by_one, x, y, pieces)
         offsets = np.cumsum([0] + [hi - lo for lo, hi in pieces])
         breaks = [int(offsets[k]) for k in range(1, len(pieces)) if pieces[k][0] != pieces[k - 1][1]]
         rows = np.concatenate([np.arange(lo, hi) for lo, hi in pieces])

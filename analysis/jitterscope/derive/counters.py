@@ -235,7 +235,6 @@ def derive_counters(
     expected = np.asarray(expected_ns, dtype=np.int64)
     actual = np.asarray(actual_ns, dtype=np.int64)
     latency = actual - expected
-    nan = np.full(n, np.nan)
     reason = np.zeros(n, dtype=np.int8)  # 0 = fine, else 1 + index into REASONS
     if n:
         reason[0] = 1 + REASONS.index(REASON_FIRST)
@@ -287,7 +286,7 @@ def derive_counters(
         _mark(reason, (d_aperf <= 0) | (d_aperf > d_mperf * MAX_APERF_RATIO), REASON_IMPLAUSIBLE)
 
     ok = reason == 0
-    c0 = f_eff = None
+    c0 = f_eff = smi_delta = None  # None: not derivable here, all NaN below
     if d_mperf is not None:
         # whole-array arithmetic, then NaN where a row is discarded (cheaper than gathering the valid rows, nearly
         # all of them); a discarded row may divide by zero, hence the errstate
@@ -295,9 +294,6 @@ def derive_counters(
             c0 = np.where(ok, np.minimum(d_mperf / d_tsc, 1.0), np.nan)
             if d_aperf is not None and tsc_hz:
                 f_eff = np.where(ok, tsc_hz * d_aperf / d_mperf, np.nan)
-    c0 = nan.copy() if c0 is None else c0
-    f_eff = nan.copy() if f_eff is None else f_eff
-    smi_delta = None
     # an all-zero SMI count is plausible on its own (no SMIs since boot), not beside all-zero APERF/MPERF
     smi_dead = "smi" in all_zero and {"aperf", "mperf"} & set(all_zero)
     if smi is not None and n and not smi_dead:
@@ -305,7 +301,7 @@ def derive_counters(
         wraps["smi"] = wrapped
         smi_ok = ~reset & ~np.isin(reason, [1 + REASONS.index(REASON_FIRST), 1 + REASONS.index(REASON_MIGRATION)])
         smi_delta = np.where(smi_ok, d_smi, np.nan)
-    smi_delta = nan.copy() if smi_delta is None else smi_delta
+    c0, f_eff, smi_delta = (np.full(n, np.nan) if v is None else v for v in (c0, f_eff, smi_delta))
 
     counts = np.bincount(reason, minlength=len(REASONS) + 1)
     discarded = {REASONS[i]: int(counts[i + 1]) for i in range(len(REASONS)) if counts[i + 1]}

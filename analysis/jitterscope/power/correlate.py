@@ -558,7 +558,8 @@ class _ThreadPass:
         self.conditions = {TRANSITION: "", SMI: "", **{f"{C0_PREFIX}{low:g}-{high:g}": ""
                                                       for low, high in itertools.pairwise(edges)}}
         # latency per wake-up class (:class:`~.stream.ConditionClasses`); each condition's counts at the end
-        self.classes = ConditionClasses(edges)
+        self.classes = ConditionClasses(edges, transition=TRANSITION, smi=SMI,
+                                        c0_bins=[c for c in self.conditions if c.startswith(C0_PREFIX)])
         self.by_class = KeyedLatencyHistograms(self.classes.size, RELATIVE_ERROR)
         self.exceed_by_class = np.zeros((len(thresholds or ()), self.classes.size), dtype=np.int64)
         self.counts: dict[str, ConditionCounts] = {}
@@ -658,13 +659,11 @@ class _ThreadPass:
 
     def _condition_counts(self) -> dict[str, ConditionCounts]:
         """Each labelled condition's inside and outside: the union of its classes' histograms and counts."""
-        c0_bins = [c for c in self.conditions if c.startswith(C0_PREFIX)]
-        names = {"transition": TRANSITION, "smi": SMI, "c0_bins": c0_bins}
         out = {}
         for condition in self.conditions:
             if condition not in self.labels:
                 continue
-            inside, outside = self.classes.inside(condition, **names), self.classes.outside(condition, **names)
+            inside, outside = self.classes.inside(condition), self.classes.outside(condition)
             out[condition] = ConditionCounts(
                 tuple(self.thresholds or ()), inside=self.by_class.merged(inside),
                 outside=self.by_class.merged(outside), exceed_in=self.exceed_by_class[:, inside].sum(axis=1),

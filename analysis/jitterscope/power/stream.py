@@ -790,8 +790,10 @@ class ConditionClasses:
 
     NEAR, SMI, BOTH, AWAY = 0, 1, 2, 3
 
-    def __init__(self, edges: Sequence[float]) -> None:
+    def __init__(self, edges: Sequence[float], *, transition: str, smi: str, c0_bins: Sequence[str]) -> None:
+        """``transition``, ``smi``, ``c0_bins``: the names of the conditions (one per bin, in edge order)."""
         self.edges = np.asarray(edges, dtype=np.float64)
+        self.transition, self.smi, self.c0_bins = transition, smi, list(c0_bins)
         self.bins = self.edges.size - 1
         self.c0_classes = self.bins + 2  # the bins, finite C0 in no bin, no C0
         self.size = self.AWAY + 4 * self.c0_classes
@@ -823,18 +825,20 @@ class ConditionClasses:
             key[special] = np.where(near[special], np.where(smi[special], self.BOTH, self.NEAR), self.SMI)
         return key
 
-    def inside(self, condition: str, *, transition: str, smi: str, c0_bins: Sequence[str]) -> list[int]:
-        if condition == transition:
+    def inside(self, condition: str) -> list[int]:
+        """The classes of the wake-ups inside ``condition``."""
+        if condition == self.transition:
             return [self.NEAR]
-        if condition == smi:
+        if condition == self.smi:
             return [self.SMI]
-        j = list(c0_bins).index(condition)
+        j = self.c0_bins.index(condition)
         return [self._away(f, k, j) for f in (0, 1) for k in (0, 1)]
 
-    def outside(self, condition: str, *, transition: str, smi: str, c0_bins: Sequence[str]) -> list[int]:
-        if condition == transition:
+    def outside(self, condition: str) -> list[int]:
+        """The classes of the wake-ups outside ``condition`` (and away from the other events)."""
+        if condition == self.transition:
             return [self._away(1, k, c) for k in (0, 1) for c in range(self.c0_classes)]
-        if condition == smi:
+        if condition == self.smi:
             return [self._away(f, 1, c) for f in (0, 1) for c in range(self.c0_classes)]
-        j = list(c0_bins).index(condition)
+        j = self.c0_bins.index(condition)
         return [self._away(f, k, c) for f in (0, 1) for k in (0, 1) for c in range(self.bins + 1) if c != j]

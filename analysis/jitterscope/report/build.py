@@ -43,6 +43,7 @@ tails, 80 events (the catalogue of spike events), 100 reproducibility appendix.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib
 import os
@@ -236,19 +237,23 @@ def release_freed_memory() -> None:
     that have ended), so without this each analysis's peak would stack on the leftovers of the ones before.
     Where the C library is not glibc there is no ``malloc_trim``: only Arrow's pool is released.
     """
-    import ctypes
-    import ctypes.util
-
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
-    name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):
-        trim = None
+    trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim`` among the symbols the process has loaded (no library search), or None."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def hash_files(dataset: Dataset) -> tuple[tuple[tuple[str, str, int], ...], str]:
