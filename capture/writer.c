@@ -97,18 +97,20 @@ static char *writer_status_json(const struct writer *w, const char *state, const
 	return jsonw_take(&j);
 }
 
-#define WRITER_NKV 9
+#define WRITER_NKV 10
 
 /* kv gets the keys; the two dynamic values are returned for freeing. */
 static int writer_metadata(const struct writer *w, const char *state, const char *reason, struct pq_kv kv[WRITER_NKV],
-			   char **threads, char **status)
+			   char **threads, char **status, char **steal)
 {
 	*threads = writer_threads_json(w, strcmp(state, "running") != 0);
 	*status = writer_status_json(w, state, reason);
-	if (!*threads || !*status) {
+	*steal = steal_json(&w->steal);
+	if (!*threads || !*status || !*steal) {
 		free(*threads);
 		free(*status);
-		*threads = *status = NULL; /* the caller frees them again */
+		free(*steal);
+		*threads = *status = *steal = NULL; /* the caller frees them again */
 		return -ENOMEM;
 	}
 	kv[0] = (struct pq_kv){"jitterscope.schema_version", "1"};
@@ -120,6 +122,7 @@ static int writer_metadata(const struct writer *w, const char *state, const char
 	kv[6] = (struct pq_kv){"jitterscope.counters", w->counters_json ? w->counters_json : "null"};
 	kv[7] = (struct pq_kv){"jitterscope.clock", w->clock_json ? w->clock_json : "null"};
 	kv[8] = (struct pq_kv){"jitterscope.status", *status};
+	kv[9] = (struct pq_kv){"jitterscope.steal", *steal};
 	return 0;
 }
 
@@ -273,14 +276,15 @@ int writer_flush(struct writer *w, const char *state, const char *reason)
 	writer_fill(w);
 	w->flushes++;
 	struct pq_kv kv[WRITER_NKV];
-	char *threads, *status;
-	int err = writer_metadata(w, state, reason, kv, &threads, &status);
+	char *threads, *status, *steal;
+	int err = writer_metadata(w, state, reason, kv, &threads, &status, &steal);
 	if (!err)
 		err = container_flush(&w->ct, (const void *const *)w->buffers, rows, kv, WRITER_NKV);
 	if (err)
 		writer_fail(w, err, err == -ENOMEM ? "buffering for" : "write to");
 	free(threads);
 	free(status);
+	free(steal);
 	if (err) {
 		w->flushes--;
 		return err;
@@ -290,6 +294,14 @@ int writer_flush(struct writer *w, const char *state, const char *reason)
 }
 
 /* ---- setup and thread ------------------------------------------------------------ */
+
+static void writer_steal_begin(struct writer *w)
+{
+	int cpus[STEAL_MAX_CPUS], n = 0;
+	for (int i = 0; i < w->nthreads && n < STEAL_MAX_CPUS; i++)
+		cpus[n++] = w->threads[i].cpu;
+	steal_begin(&w->steal, cpus, n, timerloop_now_ns());
+}
 
 int writer_init(struct writer *w, const struct config *cfg, struct writer_thread *threads, int nthreads,
 		const bool counter_column[CTR_COUNT], int dir_fd)
@@ -316,6 +328,7 @@ int writer_init(struct writer *w, const struct config *cfg, struct writer_thread
 	memcpy(w->counter_column, counter_column, sizeof(w->counter_column));
 	writer_columns(w, counter_column);
 	cpuload_begin(&w->load);
+	writer_steal_begin(w);
 	if (dir_fd < 0 && !w->to_dev_null)
 		return 0;
 	container_init(&w->ct, cfg, dir_fd, w->columns, (size_t)w->ncolumns);
@@ -334,6 +347,7 @@ void writer_free(struct writer *w)
 	if (w->has_container)
 		container_close(&w->ct);
 	cpuload_free(&w->load);
+	steal_free(&w->steal);
 	for (int col = 0; col < COL_COUNT; col++)
 		free(w->buffers[col]);
 	for (int i = 0; i < w->nthreads; i++)
@@ -401,21 +415,29 @@ static void writer_stop_capture(struct writer *w)
 }
 
 /* Wakes only at deadlines: each flush (on a fixed schedule, so a kill loses at
- * most one flush interval), each second of live status, and as often as the
- * rings need draining.  Drains on every wake. */
+ * most one flush interval), each second of live status, as often as the
+ * rings need draining, and each steal sample (~10 ms).  Drains on every wake. */
 void *writer_run(void *arg)
 {
 	struct writer *w = arg;
 	int64_t now = timerloop_now_ns();
 	int64_t next_flush = now + w->cfg->flush_interval_ns, next_status = now + 1000000000;
-	int64_t next_drain = now + w->drain_period_ns;
+	int64_t next_drain = now + w->drain_period_ns, next_steal = now + w->steal.period_ns;
 	for (;;) {
 		int64_t deadline = writer_min(next_flush, next_drain);
+		if (w->steal.available)
+			deadline = writer_min(deadline, next_steal);
 		if (!w->cfg->quiet)
 			deadline = writer_min(deadline, next_status);
 		if (writer_wait_until(w, deadline))
 			break;
 		now = timerloop_now_ns();
+		if (now >= next_steal) {
+			steal_sample(&w->steal, now);
+			next_steal = now + w->steal.period_ns;
+		}
+		if (now < next_drain && now < next_flush && (w->cfg->quiet || now < next_status))
+			continue; /* a steal sample only: the rings can wait for their own deadline */
 		writer_drain(w);
 		next_drain = now + w->drain_period_ns;
 		if (now >= next_flush) {
@@ -431,6 +453,7 @@ void *writer_run(void *arg)
 		}
 	}
 	writer_drain(w);
+	steal_sample(&w->steal, timerloop_now_ns());
 	if (!w->error)
 		writer_flush(w, w->final_state, w->final_reason);
 	return NULL;

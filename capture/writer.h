@@ -18,6 +18,7 @@
 #include "cpuload.h"
 #include "parquet.h"
 #include "schema.h"
+#include "steal.h"
 #include "timerloop.h"
 
 struct writer_thread {
@@ -57,6 +58,7 @@ struct writer {
 	struct container ct;
 	uint64_t flushes;
 	struct cpuload load;        /* /proc/stat at the start, for the status's cpu_load */
+	struct steal steal;         /* the measured CPUs' steal time, sampled every STEAL_PERIOD_NS */
 	const char *cpu_note;       /* where the writer runs, for the live status (NULL: say nothing) */
 	/* thread control */
 	pthread_mutex_t lock;       /* guards finish; the writer sleeps on wake */

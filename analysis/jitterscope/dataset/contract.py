@@ -186,6 +186,18 @@ METADATA_SCHEMA: dict[str, Any] = {
             "properties": {"sha256": _TEXT, "anonymized": _TEXTS, "rows": _COUNT},
         },
         "timeline": {"type": ["object", "null"]},
+        "steal": {
+            "type": ["object", "null"],
+            "properties": {
+                "source": _TEXT, "error": _TEXT, "tick_ns": {**_COUNT, "minimum": 1},
+                "period_ns": {**_COUNT, "minimum": 1}, "cpus": {"type": "array", "items": _INT},
+                "samples": _COUNT, "failed": _COUNT, "first_ns": _INT, "last_ns": _INT, "max_gap_ns": _COUNT,
+                "total_ns": {"type": "object", "additionalProperties": _COUNT},
+                "rises": {"type": "array", "items": {"type": "array", "minItems": 4, "maxItems": 4,
+                                                     "prefixItems": [_INT, _INT, _INT, _COUNT]}},
+                "left_out": _COUNT,
+            },
+        },
     },
 }
 

@@ -81,6 +81,7 @@ class Metadata:
     ground_truth: Mapping[str, Any] | None = None
     pack: Mapping[str, Any] | None = None
     timeline: Mapping[str, Any] | None = None
+    steal: Mapping[str, Any] | None = None
 
     def thread(self, index: int) -> ThreadInfo:
         for info in self.threads:

@@ -15,6 +15,9 @@ Version history
 1 (2026-11-30, addition)
     Optional ``timeline`` metadata key (a turbostat frequency/SMI timeline
     joined by wall-clock time); backward compatible, readers ignore unknown keys.
+1 (2026-12-01, addition)
+    Optional ``steal`` metadata key: the measured CPUs' steal time from
+    ``/proc/stat``, sampled every 10 ms by the capture's writer (issue 21).
 """
 
 from __future__ import annotations
@@ -85,7 +88,7 @@ REQUIRED_METADATA_KEYS = ("schema_version", "kind", "tool", "threads")
 # Optional, present when the producer knows them:
 OPTIONAL_METADATA_KEYS = (
     "settings", "environment", "counters", "clock", "status",
-    "source", "ground_truth", "pack", "timeline",
+    "source", "ground_truth", "pack", "timeline", "steal",
 )
 METADATA_KEYS = REQUIRED_METADATA_KEYS + OPTIONAL_METADATA_KEYS
 

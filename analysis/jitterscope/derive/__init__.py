@@ -25,8 +25,9 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "series": ["pooled_latency", "read_thread_series"],
         "text": ["trace_attribution_text"],
         "trace": [
-            "Cause", "CauseStat", "Contribution", "PRESENT_SHARE", "STATUS_ATTRIBUTED", "STATUS_INCOMPLETE",
-            "STATUS_UNTRACED", "SpikeAttribution", "TraceAttribution", "attribute_spikes",
+            "CLASS_OF_KIND", "Cause", "CauseStat", "Contribution", "PRESENT_SHARE", "STATUS_ATTRIBUTED",
+            "STATUS_INCOMPLETE", "STATUS_UNTRACED", "SpikeAttribution", "TraceAttribution", "attribute_spikes",
+            "command_of", "held_by_meaning",
         ],
     },
 )

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from ..format import format_count, format_p, format_percent, format_us
 from ..render import Table, to_text
-from .trace import STATUS_ATTRIBUTED, CauseStat, TraceAttribution
+from .trace import STATUS_ATTRIBUTED, CauseStat, TraceAttribution, held_by_meaning
+
+TABLE_CAUSES = 8
+"""Rows of the causes table, "other" included: the most frequent causes, the rest as one row."""
 
 
 def _ratio(stat: CauseStat) -> str:
@@ -27,15 +30,16 @@ def trace_attribution_text(result: TraceAttribution, *, worst: int = 10) -> str:
         f"{format_count(result.unexplained_spikes)}",
     ]
     if result.causes:
+        shown_causes, rest = _top(result.causes)
         table = Table(
             name="trace_causes",
             title=f"Causes across spikes (present: >= {format_percent(0.1)} of a spike's delay; risk ratio = "
                   "P(spike | present) / P(spike | absent), 95% CI; Fisher p, Holm-corrected)",
-            columns=("cause", "kind", "spikes present", "share", "longest in", "time [µs]", "risk ratio [95% CI]",
+            columns=("cause", "class", "spikes present", "share", "longest in", "time [µs]", "risk ratio [95% CI]",
                      "p (Holm)"),
-            rows=tuple((s.cause.label, s.cause.kind, s.spikes_present, format_percent(s.share_of_spikes),
-                   s.spikes_longest, round(s.total_ns / 1000.0, 1), _ratio(s),
-                   format_p(s.p_holm) if s.p_holm is not None else "n/a") for s in result.causes),
+            rows=tuple((s.cause.label + _pids(s), s.cause.cause_class, s.spikes_present,
+                        format_percent(s.share_of_spikes), s.spikes_longest, round(s.total_ns / 1000.0, 1), _ratio(s),
+                        format_p(s.p_holm) if s.p_holm is not None else "n/a") for s in shown_causes) + rest,
         )
         lines += ["", *to_text(table, max_width=150)]
     shown = result.spikes[:worst]
@@ -50,5 +54,22 @@ def trace_attribution_text(result: TraceAttribution, *, worst: int = 10) -> str:
         parts = [f"{c.cause} {format_percent(c.share)} ({format_us(c.ns)})" for c in s.contributions[:4]]
         parts.append(f"unexplained {format_percent((s.unexplained_ns or 0) / s.delay_ns if s.delay_ns else 0)}")
         lines.append(f"{head}; longest: {s.longest}: " + ", ".join(parts))
-    lines += ["", result.unexplained_note, *result.notes]
+    lines += ["", held_by_meaning(result.policy, result.priority), result.unexplained_note, *result.notes]
     return "\n".join(lines)
+
+
+def _pids(stat: CauseStat) -> str:
+    """" [12 pids]" for a command seen under several pids (one cause per command), " [pid 77]" for one."""
+    pids = stat.cause.pids or ()
+    return f" [{len(pids)} pids]" if len(pids) > 1 else (f" [pid {pids[0]}]" if pids else "")
+
+
+def _top(causes: tuple[CauseStat, ...]) -> tuple[tuple[CauseStat, ...], tuple[tuple[object, ...], ...]]:
+    """The first TABLE_CAUSES - 1 causes (by spikes present), and the rest as one "other" row (if more)."""
+    if len(causes) <= TABLE_CAUSES:
+        return causes, ()
+    shown, rest = causes[:TABLE_CAUSES - 1], causes[TABLE_CAUSES - 1:]
+    classes = ", ".join(dict.fromkeys(s.cause.cause_class for s in rest))
+    other = (f"other ({len(rest)} causes)", classes, f"≤ {max(s.spikes_present for s in rest)} each", "-",
+             sum(s.spikes_longest for s in rest), round(sum(s.total_ns for s in rest) / 1000.0, 1), "n/a", "n/a")
+    return shown, (other,)

@@ -5,8 +5,9 @@ by the kernel events of the dataset's events table into the contexts that held
 the CPU: NMIs, hard-IRQ handlers (by irq number and name), interrupt vectors
 (local timer, IPIs, ... by vector), softirqs (by vector: NET_RX, TIMER, RCU,
 ...), and threads that ran instead of the measuring thread (comm, pid, policy
-and priority).  What no event covers (the CPU idle or the measuring thread
-itself in its wake-up path, or nothing visible at all) is the unexplained rest.
+and priority, grouped by command: the twelve pids of one program are one cause, and per-CPU kernel
+threads such as ``kworker/0:1`` and ``kworker/1:2`` are ``kworker``).  What no event covers (the CPU
+idle or the measuring thread itself in its wake-up path, or nothing visible at all) is the unexplained rest.
 
 Method (per CPU): the events are swept in time order keeping the context
 stack (a task from ``sched_switch``; IRQs, vectors and softirqs nest on it;
@@ -36,8 +37,9 @@ resolution (1 µs for ``mono`` text), so shares carry about ±1 µs per context.
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -59,6 +61,39 @@ KIND_UNEXPLAINED = "unexplained"
 _NEUTRAL = ("idle", "self", "unknown")  # contexts that are no cause: their time is the unexplained rest
 _LEVEL = {"task": 0, "softirq": 1, "vector": 2, "irq": 3, "nmi": 4}
 
+CLASS_OF_KIND = {"irq": "IRQ", "vector": "IRQ", "softirq": "softirq", "thread": "thread", "nmi": "NMI"}
+"""The class of a context kind, as causes are grouped for a reader: hard interrupts (device IRQs and the local
+vectors: timer, IPIs) are one class."""
+
+_PER_CPU_SUFFIX = re.compile(r"^(?!irq/)([^/]+)/u?\d+(?::\d+H?)?(?:-.*)?$")
+
+
+def command_of(comm: str) -> str:
+    """The command a thread belongs to: its ``comm`` without a per-CPU or per-worker suffix.
+
+    ``kworker/0:1H-kblockd``, ``kworker/u4:2`` → ``kworker``; ``ksoftirqd/1`` → ``ksoftirqd``; a threaded IRQ
+    handler (``irq/24-virtio0``) keeps its name (it says which device); any other comm is itself.
+    """
+    match = _PER_CPU_SUFFIX.match(comm)
+    return match.group(1) if match else comm
+
+
+def held_by_meaning(policy: str | None = None, priority: int | None = None) -> str:
+    """What "held by X" means, and what it implies for a real-time measuring thread (one sentence each).
+
+    ``policy``/``priority``: the measuring threads' granted policy ("fifo", "rr", "other") and priority, when
+    known; for a FIFO/RR thread the implication is spelled out.
+    """
+    text = ("'held by X' means X ran on the CPU while the measuring thread was late; X is not necessarily what "
+            "blocked it (it may only have run in the gap another delay opened).")
+    if policy in ("fifo", "rr"):
+        prio = f" {priority}" if isinstance(priority, int) else ""
+        text += (f" The measuring thread is SCHED_{policy.upper()}{prio}: a lower-priority X on its CPU means X ran "
+                 "non-preemptibly (kernel code with preemption or interrupts off) or the measuring thread was "
+                 "not yet runnable (its timer had not fired or its wake-up was not yet delivered); only a thread "
+                 "of higher real-time priority preempts it.")
+    return text
+
 
 @dataclass(frozen=True)
 class Cause:
@@ -71,9 +106,20 @@ class Cause:
     pid: int | None = None
     policy: str | None = None
     priority: int | None = None
+    pids: tuple[int, ...] | None = None
+    """Threads: every pid of the command seen holding the CPU (``pid`` is the first)."""
+
+    @property
+    def cause_class(self) -> str:
+        """IRQ, softirq, thread or NMI (:data:`CLASS_OF_KIND`)."""
+        return CLASS_OF_KIND.get(self.kind, self.kind)
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
+        out = {k: v for k, v in self.__dict__.items() if v is not None}
+        if self.pids is not None:
+            out["pids"] = list(self.pids)
+        out["class"] = self.cause_class
+        return out
 
 
 @dataclass(frozen=True)
@@ -153,6 +199,9 @@ class TraceAttribution:
     unexplained_spikes: int
     unexplained_note: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    policy: str | None = None
+    """The measuring threads' granted policy ("fifo", "rr", "other"), for what "held by" implies."""
+    priority: int | None = None
 
     def cause_of(self, spike: SpikeAttribution) -> Contribution | None:
         """The longest contributor of a spike (``None`` when incomplete or unexplained)."""
@@ -165,6 +214,7 @@ class TraceAttribution:
                 "n_untraced": self.n_untraced, "lost_events": {str(k): v for k, v in self.lost_events.items()},
                 "unexplained_spikes": self.unexplained_spikes, "unexplained_note": self.unexplained_note,
                 "present_share": PRESENT_SHARE, "notes": list(self.notes),
+                "held_by": held_by_meaning(self.policy, self.priority),
                 "causes": [c.to_json() for c in self.causes], "spikes": [s.to_json() for s in self.spikes]}
 
 
@@ -181,11 +231,22 @@ def _policy(prio: int) -> tuple[str, int | None]:
 
 
 class _Labels:
-    """Cause labels of one analysis, by id; ids 0-2 are the neutral contexts."""
+    """Cause labels of one analysis, by id; ids 0-2 are the neutral contexts.
+
+    Threads are one label per command and policy (:func:`command_of`): a program's many pids are one cause
+    (``pids`` lists them, :meth:`finished`).
+    """
 
     def __init__(self) -> None:
         self.causes: list[Cause] = [Cause(n, n) for n in _NEUTRAL]
         self._ids: dict[tuple[Any, ...], int] = {}
+        self._pids: dict[int, set[int]] = {}
+        self._task_ids: dict[tuple[int, str, int], int] = {}  # memo: sched_switch repeats the same few tasks
+
+    def finished(self) -> list[Cause]:
+        """The causes with each command's pids filled in."""
+        return [replace(c, pids=tuple(sorted(self._pids[i]))) if i in self._pids else c
+                for i, c in enumerate(self.causes)]
 
     def get(self, key: tuple[Any, ...], make: Any) -> int:
         found = self._ids.get(key)
@@ -199,11 +260,18 @@ class _Labels:
             return 0
         if pid in own or (not own and comm == f"js-cpu{cpu}"):
             return 1
+        memo = self._task_ids.get((pid, comm, prio))
+        if memo is not None:
+            return memo
         policy, priority = _policy(prio)
         shown = f"nice {priority}" if policy == "SCHED_OTHER" else (
             "SCHED_DEADLINE" if priority is None else f"{policy} {priority}")
-        return self.get(("thread", pid, comm), lambda: Cause(f"{comm} (pid {pid}, {shown})", "thread", comm=comm,
-                                                             pid=pid, policy=policy, priority=priority))
+        command = command_of(comm)
+        found = self.get(("thread", command, shown), lambda: Cause(f"{command} ({shown})", "thread", comm=command,
+                                                                   pid=pid, policy=policy, priority=priority))
+        self._pids.setdefault(found, set()).add(pid)
+        self._task_ids[(pid, comm, prio)] = found
+        return found
 
     def context(self, kind: str, number: int, name: str) -> int:
         if kind == "softirq":
@@ -593,6 +661,7 @@ def attribute_spikes(dataset: Dataset, threshold_ns: float, *,
     lost = events.lost_by_cpu()
     _stream_windows(dataset, events, lost, labels, tally)
     spikes = tuple(sorted(tally.spikes, key=lambda s: -s.delay_ns))  # stable: file order among equals
+    labels.causes = labels.finished()
     causes = _cause_stats(tally, labels, spikes)
     notes = []
     if any(lost.values()):
@@ -611,4 +680,11 @@ def attribute_spikes(dataset: Dataset, threshold_ns: float, *,
         n_incomplete=sum(s.status == STATUS_INCOMPLETE for s in spikes),
         n_untraced=sum(s.status == STATUS_UNTRACED for s in spikes), lost_events=lost, spikes=spikes,
         causes=causes, unexplained_spikes=sum(s.longest == KIND_UNEXPLAINED for s in spikes),
-        unexplained_note=_unexplained_note(dataset), notes=tuple(notes))
+        unexplained_note=_unexplained_note(dataset), notes=tuple(notes), **_measuring_policy(dataset))
+
+
+def _measuring_policy(dataset: Dataset) -> dict[str, Any]:
+    granted = dataset.metadata.granted
+    policy, priority = granted.get("policy"), granted.get("priority")
+    return {"policy": policy if isinstance(policy, str) else None,
+            "priority": priority if isinstance(priority, int) and not isinstance(priority, bool) else None}

@@ -2,7 +2,8 @@
 event, with its time, span, CPUs, peak and the causes the data supports.
 
 Compute: :mod:`.detect` (per-thread episode accumulators, the merge into events), :mod:`.causes`
-(cause sources: counters, turbostat; kernel-trace sources plug in), :mod:`.analyze` (``find_events``),
+(cause sources: counters, turbostat, steal; kernel-trace sources plug in), :mod:`.analyze` (``find_events``),
+:mod:`.groups` (events by first cause: the top causes and "other"),
 :mod:`.results`, :mod:`.defaults`.  Views: :mod:`.plots` (matplotlib, loaded on first use),
 :mod:`.tables`, :mod:`.text`.
 """
@@ -15,16 +16,21 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
         "analyze": ["default_threshold_ns", "find_events", "poisson_interval"],
-        "causes": ["COUNTERS", "CauseFinder", "CauseSource", "counter_causes", "trace_source", "turbostat_source"],
+        "causes": [
+            "COUNTERS", "CauseFinder", "CauseSource", "StealSeries", "counter_causes", "decode_steal", "steal_source",
+            "trace_source", "turbostat_source",
+        ],
         "defaults": [
             "DISPLAY_EVENTS", "IDLE_C0_RATIO", "LEVELS", "MAX_DEFAULT_THRESHOLD_NS", "MIN_EXCESS_NS", "ROBUST_SD",
             "TRANSITION_WINDOW",
         ],
         "detect": ["ThreadEpisodes", "merge_episodes"],
+        "groups": ["CauseGroup", "MAX_GROUPS", "display_name", "group_causes"],
         "plots": ["plot_events"],
         "results": [
-            "CAUSE_KINDS", "Cause", "Episode", "Event", "Events", "HalvesTest", "IDLE_EXIT", "RateInterval", "SMI",
-            "TRACE_INCOMPLETE", "TRACE_UNEXPLAINED", "TRANSITION", "TURBOSTAT", "UNEXPLAINED",
+            "CAUSE_KINDS", "Cause", "Episode", "Event", "Events", "HYPERVISOR", "HalvesTest", "IDLE_EXIT",
+            "RateInterval", "SMI", "TRACE_INCOMPLETE", "TRACE_UNEXPLAINED", "TRANSITION", "TURBOSTAT", "UNEXPLAINED",
+            "cause_class",
         ],
         "tables": ["event_causes_text", "event_rates_table", "events_table"],
         "text": ["format_events"],

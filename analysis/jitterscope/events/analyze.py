@@ -20,7 +20,7 @@ from ..errors import AnalysisError
 from ..format import format_us
 from ..power import DEFAULT_THRESHOLD, decode_timeline
 from ..summary import Summary, summarize
-from .causes import COUNTERS, CauseSource, trace_source, turbostat_source
+from .causes import COUNTERS, CauseSource, decode_steal, steal_source, trace_source, turbostat_source
 from .defaults import (
     LEVELS,
     MAX_DEFAULT_LATE,
@@ -156,8 +156,17 @@ def find_events(
         threshold_ns=float(threshold_ns), threshold_rule=rule, wakeups=sum(acc.wakeups for acc in threads),
         observed_s=observed_s, first_expected_ns=int(first), interval_ns=interval, events=events, rates=rates,
         halves=_halves(events, first, observed_s), cause_sources=tuple(s.name for s in sources),
-        notes=tuple(notes + rate_notes),
+        notes=tuple(notes + rate_notes), policy=_text(meta.granted.get("policy")),
+        priority=_whole(meta.granted.get("priority")),
     )
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _clock_offset(clock: Any) -> int | None:
@@ -176,6 +185,12 @@ def _sources(dataset: Dataset, offset: int | None, relative_threshold: float,
     if not present:
         notes.append("no SMI or APERF/MPERF counters in the dataset: no event can be attributed to SMIs, "
                      "frequency transitions or idle exits from counters")
+    steal = decode_steal(dataset.metadata.steal)
+    if steal is not None:
+        sources.append(steal_source(steal))
+        if steal.left_out:
+            notes.append(f"the steal series lists its first rises only ({steal.left_out:,} later ones left out): "
+                         "events after the last listed rise are not matched to steal")
     trace = _trace_source(dataset, threshold_ns, notes)
     if trace is not None:
         sources.append(trace)
@@ -210,7 +225,10 @@ def _utc_all(monotonic_ns: Sequence[int], offset: int | None) -> list[str | None
 def _event(index: int, group: Sequence[Episode], start: int, start_utc: str | None, origin_ns: int,
            sources: Sequence[CauseSource]) -> Event:
     end = group[0].end_ns if len(group) == 1 else max(e.end_ns for e in group)
-    causes = tuple(c for source in sources for c in source.find(group, start, end))
+    # a cause that says where it belongs ("order": steal that can account for the peak comes first) moves there;
+    # the rest keep the sources' order
+    causes = tuple(sorted((c for source in sources for c in source.find(group, start, end)),
+                          key=lambda c: c.values.get("order", 1)))
     if len(group) == 1:  # the usual event: one thread's episode
         e = group[0]
         return Event(

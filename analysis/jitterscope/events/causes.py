@@ -10,7 +10,10 @@ finds.  Two sources are built in:
   (an SMI counted in it, or a change of ``Bzy_MHz`` from the interval before).
 
 - :func:`trace_source`: the dataset's kernel trace (``capture --trace`` or ``import TRACE --onto``):
-  IRQs, softirqs, threads and NMIs that held the CPU, from :func:`jitterscope.derive.attribute_spikes`.
+  IRQs, softirqs, threads (one cause per command) and NMIs that held the CPU, from
+  :func:`jitterscope.derive.attribute_spikes`.
+- :func:`steal_source`: the capture's steal series (``jitterscope.steal``: the measured CPUs' steal time from
+  ``/proc/stat``, sampled every 10 ms by the writer): the hypervisor took the vCPU during the event.
 
 More sources plug in through ``cause_sources`` of :func:`jitterscope.events.find_events`.  A source must
 only *read* what it is given.
@@ -18,17 +21,27 @@ only *read* what it is given.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
-from ..derive import STATUS_ATTRIBUTED, STATUS_INCOMPLETE
-from ..format import format_percent
+from ..derive import CLASS_OF_KIND, STATUS_ATTRIBUTED, STATUS_INCOMPLETE
+from ..format import format_percent, format_us
 from .defaults import IDLE_C0_RATIO, TRANSITION_WINDOW
-from .results import IDLE_EXIT, SMI, TRACE_INCOMPLETE, TRACE_UNEXPLAINED, TRANSITION, TURBOSTAT, Cause, Episode
+from .results import (
+    HYPERVISOR,
+    IDLE_EXIT,
+    SMI,
+    TRACE_INCOMPLETE,
+    TRACE_UNEXPLAINED,
+    TRANSITION,
+    TURBOSTAT,
+    Cause,
+    Episode,
+)
 
 CauseFinder = Callable[[Sequence[Episode], int, int], Sequence[Cause]]
 """``(episodes, start_ns, end_ns) -> causes``; times CLOCK_MONOTONIC ns."""
@@ -155,13 +168,100 @@ def trace_source(attribution: Any) -> CauseSource:
         held = [c for c in worst.contributions if c.ns > 0][:3]
         shares = ", ".join(f"{c.cause} {c.ns / 1e3:.1f} µs ({format_percent(c.share)})" for c in held)
         rest = worst.unexplained_ns or 0
-        kind = TRACE_UNEXPLAINED if worst.longest in (None, "unexplained") else f"kernel: {worst.longest}"
+        top = next((c for c in worst.contributions if c.cause == worst.longest), None)
+        kind = TRACE_UNEXPLAINED if top is None else f"kernel: {worst.longest}"
         return [Cause(
             kind=kind, source="kernel trace",
             evidence=(f"CPU {worst.cpu}, seq {worst.seq}, {worst.delay_ns / 1e3:.1f} µs late: held by "
                       f"{shares or 'nothing traced'}; unexplained {rest / 1e3:.1f} µs"),
             values={"cpu": worst.cpu, "seq": worst.seq, "delay_ns": worst.delay_ns, "longest": worst.longest,
+                    "class": "unexplained" if top is None else CLASS_OF_KIND.get(top.kind, top.kind),
                     "contributions": [c.to_json() for c in worst.contributions], "unexplained_ns": rest},
         ), *incomplete]
 
     return CauseSource("kernel trace", find)
+
+
+@dataclass(frozen=True)
+class StealSeries:
+    """The capture's steal series (``jitterscope.steal``), as arrays per measured CPU.
+
+    Each rise says the CPU's steal counter rose by ``ns`` between the writer's samples at ``from_ns`` and
+    ``to_ns`` (CLOCK_MONOTONIC; consecutive rises merged).  ``tick_ns`` is the counter's unit (USER_HZ).
+    """
+
+    tick_ns: int
+    period_ns: int
+    cpus: tuple[int, ...]
+    first_ns: int
+    last_ns: int
+    total_ns: Mapping[int, int]
+    rises: Mapping[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
+    left_out: int
+
+    def overlapping(self, cpu: int, start_ns: int, end_ns: int) -> tuple[int, int, int] | None:
+        """(steal ns, first sample, last sample) of the rises on ``cpu`` accounted in ``(start_ns, end_ns]``."""
+        found = self.rises.get(cpu)
+        if found is None:
+            return None
+        low, high, ns = found
+        hit = (low < end_ns) & (high > start_ns)
+        if not hit.any():
+            return None
+        return int(ns[hit].sum()), int(low[hit].min()), int(high[hit].max())
+
+
+def decode_steal(steal: Mapping[str, Any] | None) -> StealSeries | None:
+    """The steal series of a dataset's metadata, or None when none was recorded (or it says why not)."""
+    if not isinstance(steal, Mapping) or "error" in steal or not isinstance(steal.get("rises"), list):
+        return None
+    by_cpu: dict[int, list[tuple[int, int, int]]] = {}
+    for rise in steal["rises"]:
+        if isinstance(rise, list) and len(rise) == 4 and all(isinstance(v, int) for v in rise):
+            by_cpu.setdefault(rise[0], []).append((rise[1], rise[2], rise[3]))
+    rises = {cpu: tuple(np.asarray(col, dtype=np.int64) for col in zip(*items, strict=True))
+             for cpu, items in by_cpu.items()}
+    totals = steal.get("total_ns") if isinstance(steal.get("total_ns"), Mapping) else {}
+    return StealSeries(
+        tick_ns=int(steal.get("tick_ns") or 10_000_000), period_ns=int(steal.get("period_ns") or 10_000_000),
+        cpus=tuple(int(c) for c in steal.get("cpus") or ()), first_ns=int(steal.get("first_ns") or 0),
+        last_ns=int(steal.get("last_ns") or 0),
+        total_ns={int(k): int(v) for k, v in totals.items() if str(k).lstrip("-").isdigit()},
+        rises=rises, left_out=int(steal.get("left_out") or 0))  # type: ignore[arg-type]
+
+
+def _ms(ns: int, *, signed: bool = False) -> str:
+    return f"{ns / 1e6:{'+' if signed else ''}.3g} ms"
+
+
+def steal_source(steal: StealSeries) -> CauseSource:
+    """The hypervisor cause source: steal time on an event's CPUs while it lasted.
+
+    The kernel accounts stolen time at the vCPU's next tick or idle exit after it runs again (within 1/HZ ≤
+    10 ms), and the writer reads it at its next sample; so the rises that count for an event are those read
+    in samples that end after the event starts and begin before it ends plus one tick (``tick_ns``).  The cause
+    comes first among the event's causes when the steal (plus one tick of the counter's truncation) can account
+    for the event's peak latency, last otherwise (the evidence says how much of it).
+    """
+
+    def find(episodes: Sequence[Episode], start_ns: int, end_ns: int) -> list[Cause]:
+        found = {e.cpu: hit for e in episodes if e.cpu >= 0
+                 and (hit := steal.overlapping(e.cpu, start_ns, end_ns + steal.tick_ns)) is not None}
+        if not found:
+            return []
+        peak = max(e.peak_latency_ns for e in episodes)
+        most = max(ns for ns, _, _ in found.values())
+        covers = most + steal.tick_ns >= peak
+        parts = ", ".join(f"CPU {cpu} by {_ms(ns)}" for cpu, (ns, _, _) in sorted(found.items()))
+        low = min(lo for _, lo, _ in found.values())
+        high = max(hi for _, _, hi in found.values())
+        evidence = (f"steal time rose on {parts} (/proc/stat, read by the writer every {_ms(steal.period_ns)}, "
+                    f"in samples {_ms(low - start_ns, signed=True)} from the event's start to "
+                    f"{_ms(high - end_ns, signed=True)} from its end): the hypervisor ran something else on the "
+                    "vCPU; " + ("it can account for the peak latency" if covers else
+                                f"at most {_ms(most + steal.tick_ns)} of the {format_us(peak)} peak latency"))
+        return [Cause(kind=HYPERVISOR, source="steal", evidence=evidence,
+                      values={"class": "hypervisor", "steal_ns": {str(c): ns for c, (ns, _, _) in found.items()},
+                              "from_ns": low, "to_ns": high, "covers_peak": covers, "order": 0 if covers else 2})]
+
+    return CauseSource("steal", find)

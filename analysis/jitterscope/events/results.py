@@ -25,8 +25,24 @@ TRACE_INCOMPLETE = "incomplete trace"
 """The kernel trace lost events during the event: no trace cause is claimed."""
 TRACE_UNEXPLAINED = "kernel: unexplained"
 """Traced completely, but nothing in the trace held the CPU for the longest part of the delay."""
-CAUSE_KINDS = (SMI, TRANSITION, IDLE_EXIT, TURBOSTAT)
-"""Cause kinds from the counters and the turbostat timeline; kernel-trace sources add their own kinds."""
+HYPERVISOR = "hypervisor (steal)"
+"""The measured CPU's steal time (/proc/stat, sampled by the capture's writer) rose during the event."""
+CAUSE_KINDS = (SMI, TRANSITION, IDLE_EXIT, TURBOSTAT, HYPERVISOR)
+"""Cause kinds from the counters, the turbostat timeline and the steal series; kernel-trace sources add their own
+kinds ("kernel: <what held the CPU>")."""
+
+_CLASS_OF = {SMI: "SMI", TRANSITION: "power management", IDLE_EXIT: "power management",
+             TURBOSTAT: "power management", HYPERVISOR: "hypervisor", UNEXPLAINED: "unexplained",
+             TRACE_UNEXPLAINED: "unexplained", TRACE_INCOMPLETE: "incomplete trace"}
+
+
+def cause_class(kind: str, values: Mapping[str, Any] | None = None) -> str:
+    """The class of a cause, as readers group them: IRQ, softirq, thread, NMI (kernel trace), hypervisor, SMI,
+    power management, incomplete trace or unexplained.  A source may say it in ``values["class"]``."""
+    given = (values or {}).get("class")
+    if isinstance(given, str):
+        return given
+    return _CLASS_OF.get(kind, "other")
 
 
 @dataclass(frozen=True, slots=True)  # no per-instance dict: a long capture holds millions
@@ -128,6 +144,11 @@ class Event:
         return self.end_ns - self.start_ns
 
     @property
+    def cause_class(self) -> str:
+        """The class of the event's first cause (:func:`cause_class`), "unexplained" without one."""
+        return cause_class(self.causes[0].kind, self.causes[0].values) if self.causes else "unexplained"
+
+    @property
     def cause_kinds(self) -> tuple[str, ...]:
         """The distinct cause kinds, or ``("unexplained",)``."""
         kinds = tuple(dict.fromkeys(c.kind for c in self.causes))
@@ -137,6 +158,7 @@ class Event:
         out = jsonable(asdict(self))
         out["duration_ns"] = self.duration_ns
         out["cause_kinds"] = list(self.cause_kinds)
+        out["cause_class"] = self.cause_class
         return out
 
 
@@ -209,6 +231,10 @@ class Events:
     halves: HalvesTest | None
     cause_sources: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    policy: str | None = None
+    """The measuring threads' granted policy ("fifo", "rr", "other"; None when not recorded): what a trace
+    cause "held by X" implies depends on it (:func:`jitterscope.derive.held_by_meaning`)."""
+    priority: int | None = None
 
     def worst(self, k: int) -> tuple[Event, ...]:
         """The ``k`` events with the largest peak latency, largest first."""

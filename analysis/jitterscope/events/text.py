@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..derive import held_by_meaning
 from ..format import format_p, format_us
 from ..render import tables_text
 from .results import Events
@@ -26,4 +27,6 @@ def format_events(events: Events, *, top: int = 20) -> str:
             lines.append(f"  {rank}. unexplained: no counter or timeline shows anything during it")
         for cause in event.causes:
             lines.append(f"  {rank}. {cause.kind}: {cause.evidence}")
+    if any("held by" in cause.evidence for event in worst for cause in event.causes):
+        lines += ["", held_by_meaning(events.policy, events.priority)]
     return "\n".join(lines)

@@ -14,8 +14,9 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from ...derive import held_by_meaning
 from ...errors import AnalysisError
-from ...events import UNEXPLAINED, Event, Events, event_rates_table
+from ...events import HYPERVISOR, Event, Events, decode_steal, event_rates_table, group_causes
 from ...format import format_p, format_us
 from ...render import Page, Table, key_value_table, text_pages
 from ..build import ReportContext, register_section
@@ -137,6 +138,9 @@ def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str
                           f"{_event_where(big)} stall together at {big.start_s:,.3f} s: peak "
                           f"{format_us(big.peak_latency_ns)}, {big.duration_ns / 1e3:,.0f} µs long, "
                           f"{big.wakeups} wake-ups, {big.missed_periods} missed periods"))
+        virtualised = _virtualised(ctx, events)
+        if virtualised:
+            items.append(("virtualised", virtualised))
         missed = sum(e.missed_periods for e in events.events)
         items.append(("missed periods", f"{missed:,} in events (overruns, seq gaps, catch-up wake-ups); overruns: "
                                         f"{overall.overruns if overall.overruns is not None else 'n/a'}"))
@@ -152,6 +156,21 @@ def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str
             items.append(("planted effects", f"{recovery.tally()} (simulation; the table follows this page)"))
     items += [("note", problem) for problem in problems]
     return key_value_table("findings-summary", "What happened", items, headers=("what", "finding"))
+
+
+def _virtualised(ctx: ReportContext, events: Events) -> str | None:
+    """"N events coincide with steal" from the capture's steal series, when the hypervisor took a measured CPU."""
+    steal = decode_steal(ctx.dataset.metadata.steal)
+    if steal is None or not any(steal.total_ns.values()):
+        return None
+    hit = [e for e in events.events if HYPERVISOR in e.cause_kinds]
+    total = ", ".join(f"CPU {cpu} {format_us(ns)}" for cpu, ns in sorted(steal.total_ns.items()) if ns)
+    if not hit:
+        return f"no event coincides with steal; the hypervisor stole {total} over the run (/proc/stat)"
+    covered = sum(1 for e in hit if e.cause_kinds[0] == HYPERVISOR)
+    return (f"{len(hit):,} of {len(events.events):,} events coincide with steal (the hypervisor ran something "
+            f"else on their vCPUs: /proc/stat steal rose during them, read every {format_us(steal.period_ns)}); in "
+            f"{covered:,} the steal can account for the peak latency; stolen over the run: {total}")
 
 
 def _rates_text(events: Events) -> str:
@@ -207,17 +226,16 @@ def _worst_per_cpu(ctx: ReportContext, events: Events) -> Table:
 
 def _causes(ctx: ReportContext, events: Events | None) -> Table:
     rows: list[tuple[str, str, str]] = []
+    notes = ["Each event counts once, under its first cause (the top causes, the rest as 'other'); an event can "
+             "have more causes (the events section lists them). Power-management lines are correlate's verdicts "
+             "over all wake-ups."]
     if events is not None and events.events:
-        tally: dict[str, list[Event]] = {}
-        for event in events.events:
-            for kind in event.cause_kinds:
-                tally.setdefault(kind, []).append(event)
-        for kind, members in sorted(tally.items(), key=lambda kv: (kv[0] == UNEXPLAINED, -len(kv[1]))):
-            largest = max(members, key=lambda e: e.peak_latency_ns)
-            evidence = next((c.evidence for c in largest.causes if c.kind == kind),
-                            "no counter, SMI or timeline signature during these events")
-            rows.append((kind, f"{len(members):,} of {len(events.events):,} events, largest "
-                               f"{format_us(largest.peak_latency_ns)}", evidence))
+        for group in group_causes(events):
+            rows.append((group.label, f"{len(group.events):,} of {len(events.events):,} events, largest "
+                                      f"{format_us(group.largest.peak_latency_ns)}", group.evidence))
+        if any("held by" in row[2] for row in rows):
+            granted = ctx.dataset.metadata.granted
+            notes.append(held_by_meaning(granted.get("policy"), granted.get("priority")))
     for verdict in _power_verdicts(ctx):
         rows.append(("power management", "correlate's tests", verdict))
     for line in _spectral_lines(ctx):
@@ -228,9 +246,7 @@ def _causes(ctx: ReportContext, events: Events | None) -> Table:
         rows.append(("none", "-", "no events and no test found a cause"))
     return Table(name="findings-causes", title="Why: causes and their evidence",
                  columns=("cause", "how many", "evidence"),
-                 rows=tuple(rows), formats=("", "", ""), align=("l", "l", "l"),
-                 notes=("An event can have several causes; power-management lines are correlate's verdicts over all "
-                        "wake-ups.",))
+                 rows=tuple(rows), formats=("", "", ""), align=("l", "l", "l"), notes=tuple(notes))
 
 
 def _power_verdicts(ctx: ReportContext) -> list[str]:
