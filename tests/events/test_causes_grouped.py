@@ -168,5 +168,19 @@ def test_page_one_says_virtualised_and_names_the_hypervisor(stalls, tmp_path) ->
     text = subprocess.run(["pdftotext", "-layout", str(tmp_path / "r.pdf"), "-"], check=True, capture_output=True,
                           text=True).stdout
     page = " ".join(" ".join(p for p in text.split("\f") if "Findings:" in p).split())
-    assert "virtualised 1 of " in page and "events coincide with steal" in page
+    assert "virtualised 1 of " in page and "events coincide with steal" in page and "expected by chance" in page
     assert "hypervisor (steal) 1 of " in page
+
+
+def test_the_chance_of_a_match_is_the_time_the_windows_cover() -> None:
+    from jitterscope.events import decode_steal, steal_by_chance
+    # 1 s observed; CPU 0 rose in (100, 110] and (110, 120] ms (one long steal), CPU 1 in (500, 510] ms
+    steal = decode_steal({"source": "/proc/stat", "tick_ns": 10 * MS, "period_ns": 10 * MS, "cpus": [0, 1],
+                          "first_ns": 0, "last_ns": 1_000 * MS, "total_ns": {"0": 20 * MS, "1": 10 * MS},
+                          "rises": [[0, 100 * MS, 110 * MS, 10 * MS], [0, 110 * MS, 120 * MS, 10 * MS],
+                                    [1, 500 * MS, 510 * MS, 10 * MS]], "left_out": 0})
+    # a 5 ms event on CPU 0 matches when it starts in (100 - 5 - 10, 120) ms: 35 ms of the 1,000
+    assert steal.chance([0], 5 * MS) == pytest.approx(0.035)
+    assert steal.chance([1], 5 * MS) == pytest.approx(0.025) and steal.chance([0, 1], 5 * MS) == pytest.approx(0.06)
+    events = [_event(i, "kernel: x", "thread") for i in range(10)]  # on CPU 0, 1 µs long: the 1 ms bin
+    assert steal_by_chance(steal, events) == pytest.approx(10 * (20 + 1 + 10) / 1000)

@@ -17,8 +17,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     submod_attrs={
         "analyze": ["default_threshold_ns", "find_events", "poisson_interval"],
         "causes": [
-            "COUNTERS", "CauseFinder", "CauseSource", "StealSeries", "counter_causes", "decode_steal", "steal_source",
-            "trace_source", "turbostat_source",
+            "COUNTERS", "CauseFinder", "CauseSource", "StealSeries", "counter_causes", "decode_steal",
+            "steal_by_chance", "steal_source", "trace_source", "turbostat_source",
         ],
         "defaults": [
             "DISPLAY_EVENTS", "IDLE_C0_RATIO", "LEVELS", "MAX_DEFAULT_THRESHOLD_NS", "MIN_EXCESS_NS", "ROBUST_SD",

@@ -210,6 +210,26 @@ class StealSeries:
             return None
         return int(ns[hit].sum()), int(low[hit].min()), int(high[hit].max())
 
+    def chance(self, cpus: Sequence[int], duration_ns: int) -> float:
+        """The probability that an event of ``duration_ns`` on ``cpus``, placed at a random time of the series,
+        matches a rise (:meth:`overlapping` with the tick's slack): the share of the time covered by the windows
+        ``(from - duration - tick, to)``, summed over the CPUs (an upper bound when CPUs share rises)."""
+        span = self.last_ns - self.first_ns
+        if span <= 0:
+            return 1.0
+        covered = 0
+        for cpu in cpus:
+            found = self.rises.get(cpu)
+            if found is None:
+                continue
+            low, high, _ = found
+            order = np.argsort(high)
+            low, high = low[order], high[order]
+            reach = high - low + duration_ns + self.tick_ns  # each window, before its overlap with the previous
+            gap = np.diff(high, prepend=np.iinfo(np.int64).min // 2)
+            covered += int(np.minimum(reach, gap).sum())
+        return min(covered / span, 1.0)
+
 
 def decode_steal(steal: Mapping[str, Any] | None) -> StealSeries | None:
     """The steal series of a dataset's metadata, or None when none was recorded (or it says why not)."""
@@ -231,7 +251,7 @@ def decode_steal(steal: Mapping[str, Any] | None) -> StealSeries | None:
 
 
 def _ms(ns: int, *, signed: bool = False) -> str:
-    return f"{ns / 1e6:{'+' if signed else ''}.3g} ms"
+    return f"{ns / 1e6:{'+' if signed else ''},.1f} ms".replace(".0 ms", " ms")
 
 
 def steal_source(steal: StealSeries) -> CauseSource:
@@ -265,3 +285,13 @@ def steal_source(steal: StealSeries) -> CauseSource:
                               "from_ns": low, "to_ns": high, "covers_peak": covers, "order": 0 if covers else 2})]
 
     return CauseSource("steal", find)
+
+
+def steal_by_chance(steal: StealSeries, events: Sequence[Any]) -> float:
+    """Events expected to coincide with steal by chance alone: each event's :meth:`StealSeries.chance`, summed
+    (events grouped by CPUs and duration rounded up to 1 ms, so 10^5 events cost a few hundred passes)."""
+    shapes: dict[tuple[tuple[int, ...], int], int] = {}
+    for e in events:
+        key = (tuple(e.cpus), -(-int(e.end_ns - e.start_ns) // 1_000_000) * 1_000_000)
+        shapes[key] = shapes.get(key, 0) + 1
+    return sum(n * steal.chance(cpus, duration) for (cpus, duration), n in shapes.items())

@@ -16,7 +16,7 @@ from typing import Any
 
 from ...derive import held_by_meaning
 from ...errors import AnalysisError
-from ...events import HYPERVISOR, Event, Events, decode_steal, event_rates_table, group_causes
+from ...events import HYPERVISOR, Event, Events, decode_steal, event_rates_table, group_causes, steal_by_chance
 from ...format import format_p, format_us
 from ...render import Page, Table, key_value_table, text_pages
 from ..build import ReportContext, register_section
@@ -164,13 +164,15 @@ def _virtualised(ctx: ReportContext, events: Events) -> str | None:
     if steal is None or not any(steal.total_ns.values()):
         return None
     hit = [e for e in events.events if HYPERVISOR in e.cause_kinds]
-    total = ", ".join(f"CPU {cpu} {format_us(ns)}" for cpu, ns in sorted(steal.total_ns.items()) if ns)
+    total = ", ".join(f"CPU {cpu} {ns / 1e6:,.0f} ms" for cpu, ns in sorted(steal.total_ns.items()) if ns)
     if not hit:
         return f"no event coincides with steal; the hypervisor stole {total} over the run (/proc/stat)"
     covered = sum(1 for e in hit if e.cause_kinds[0] == HYPERVISOR)
+    chance = steal_by_chance(steal, events.events)
     return (f"{len(hit):,} of {len(events.events):,} events coincide with steal (the hypervisor ran something "
-            f"else on their vCPUs: /proc/stat steal rose during them, read every {format_us(steal.period_ns)}); in "
-            f"{covered:,} the steal can account for the peak latency; stolen over the run: {total}")
+            f"else on their vCPUs: /proc/stat steal rose during them, read every {steal.period_ns / 1e6:g} ms; "
+            f"{chance:,.1f} expected by chance at these times); in {covered:,} the steal can account for the "
+            f"peak latency; stolen over the run: {total}")
 
 
 def _rates_text(events: Events) -> str:
