@@ -161,3 +161,28 @@ def test_metadata_records_smt_siblings_and_cpu_load(ten_seconds) -> None:
         hz = os.sysconf("SC_CLK_TCK")
         assert 9 * hz <= entry["ticks"] <= 12 * hz  # ten seconds of USER_HZ ticks, from the start to the last flush
         assert 0 <= entry["busy"] <= 1 and 0 <= entry["steal"] <= 1
+
+
+def test_metadata_records_the_steal_of_each_measured_cpu_every_ten_ms(ten_seconds) -> None:
+    """Issue 21: the writer reads the measured CPUs' steal from /proc/stat every 10 ms (jitterscope.steal) and
+    keeps the intervals in which it rose; they add up to the steal the status's cpu_load counts."""
+    out, _ = ten_seconds
+    meta = open_dataset(out).metadata
+    steal = meta.steal
+    measured = sorted(os.sched_getaffinity(0))
+    tick = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    assert steal["source"] == "/proc/stat" and steal["cpus"] == measured
+    assert steal["tick_ns"] == tick and steal["period_ns"] == 10_000_000 and steal["left_out"] == 0
+    span = steal["last_ns"] - steal["first_ns"]
+    assert 9.5e9 <= span <= 11e9
+    # every 10 ms; a loaded machine may delay the writer (FIFO 1 under the FIFO 99 measuring threads) a little
+    assert span / 20e6 <= steal["samples"] <= span / 10e6 + 2 and steal["failed"] == 0
+    assert steal["max_gap_ns"] < 200e6
+    rises = steal["rises"]
+    for cpu, low, high, ns in rises:
+        assert cpu in measured and steal["first_ns"] <= low < high <= steal["last_ns"] and ns > 0 and ns % tick == 0
+    for cpu in measured:
+        assert sum(r[3] for r in rises if r[0] == cpu) == steal["total_ns"][str(cpu)]
+        # the same counter the status's cpu_load reads at the last flush, a moment later: within a tick or two
+        load = meta.status["cpu_load"]["cpus"][str(cpu)]
+        assert abs(steal["total_ns"][str(cpu)] / tick - load["steal"] * load["ticks"]) <= 2
