@@ -123,7 +123,9 @@ def test_planted_steal_names_the_stall_it_overlaps_and_only_that(stalls, tmp_pat
     dataset = _with_steal(stalls, tmp_path, [[0, a + 70 * MS, a + 80 * MS, 70 * MS],
                                              [1, a + 70 * MS, a + 80 * MS, 80 * MS],
                                              [1, quiet, quiet + 20 * MS, 20 * MS]])
-    events = find_events(dataset, threshold_ns=1 * MS)
+    from jitterscope.events import CauseSource
+    other = CauseSource("lock", lambda episodes, start, end: [Cause("lock held", "a held lock", "lock")])
+    events = find_events(dataset, threshold_ns=1 * MS, cause_sources=[other])
     assert "steal" in events.cause_sources
     big = sorted((e for e in events.events if e.peak_latency_ns > 50 * MS), key=lambda e: e.start_ns)
     assert len(big) == 2 and all(len(e.cpus) == 2 for e in big)
@@ -146,16 +148,20 @@ def test_steal_on_another_cpu_or_outside_the_event_says_nothing() -> None:
     find = steal_source(steal).find
     assert find([on[0]], 95 * MS, 110 * MS) == []  # steal on CPU 1 says nothing about CPU 0
     assert find([on[1]], 95 * MS, 110 * MS)[0].kind == HYPERVISOR
+    assert find([on[1]], 85 * MS, 98 * MS)[0].kind == HYPERVISOR  # accounted within a tick after the event ended
     assert find([on[1]], 60 * MS, 89 * MS) == []  # read more than a tick after the event ended: another stall's
     assert find([on[1]], 121 * MS, 130 * MS) == []  # accounted before the event began
 
 
 def test_steal_too_small_for_the_delay_is_named_after_the_other_causes(stalls, tmp_path) -> None:
+    from jitterscope.events import CauseSource
     a = _stall_times(stalls)[0]
     dataset = _with_steal(stalls, tmp_path, [[0, a + 70 * MS, a + 80 * MS, 10 * MS]])
-    first = min((e for e in find_events(dataset, threshold_ns=1 * MS).events if e.peak_latency_ns > 50 * MS),
-                key=lambda e: e.start_ns)
-    steal = next(c for c in first.causes if c.kind == HYPERVISOR)
+    other = CauseSource("lock", lambda episodes, start, end: [Cause("lock held", "a held lock", "lock")])
+    first = min((e for e in find_events(dataset, threshold_ns=1 * MS, cause_sources=[other]).events
+                 if e.peak_latency_ns > 50 * MS), key=lambda e: e.start_ns)
+    steal = first.causes[-1]
+    assert steal.kind == HYPERVISOR and first.cause_kinds[0] == "lock held"  # 10 ms cannot explain 72 ms: not first
     assert not steal.values["covers_peak"] and "at most 20 ms of the" in steal.evidence
 
 
@@ -184,3 +190,24 @@ def test_the_chance_of_a_match_is_the_time_the_windows_cover() -> None:
     assert steal.chance([1], 5 * MS) == pytest.approx(0.025) and steal.chance([0, 1], 5 * MS) == pytest.approx(0.06)
     events = [_event(i, "kernel: x", "thread") for i in range(10)]  # on CPU 0, 1 µs long: the 1 ms bin
     assert steal_by_chance(steal, events) == pytest.approx(10 * (20 + 1 + 10) / 1000)
+
+
+def test_page_one_groups_trace_causes_and_says_what_held_by_means(tmp_path) -> None:
+    """The hand-made trace of tests/derive/test_trace.py (cscope in two pids, two kworkers, FIFO 80) on page 1."""
+    import importlib.util
+    from pathlib import Path
+
+    from jitterscope.report import write_report
+    spec = importlib.util.spec_from_file_location("trace_fixture_grouped",
+                                                  Path(__file__).parents[1] / "derive" / "test_trace.py")
+    fixture = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixture)  # type: ignore[union-attr]
+    dataset = fixture._grouping_dataset(tmp_path)
+    write_report(dataset.path, tmp_path / "r.pdf", sections=("findings",))
+    text = subprocess.run(["pdftotext", "-layout", str(tmp_path / "r.pdf"), "-"], check=True, capture_output=True,
+                          text=True).stdout
+    page = " ".join(" ".join(p for p in text.split("\f") if "Findings:" in p).split())
+    assert "thread: cscope (nice 0)" in page and "thread: kworker (nice 0)" in page
+    assert "pid" not in page.split("Why: causes")[1].split("'held by X'")[0]  # one row per command, no pids
+    assert "'held by X' means X ran on the CPU while the measuring thread was late" in page
+    assert "SCHED_FIFO 80" in page and "non-preemptibly" in page and "not yet runnable" in page
