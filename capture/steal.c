@@ -84,11 +84,12 @@ void steal_begin(struct steal *s, const int *cpus, int n, int64_t now_ns)
 	}
 	s->cpus = malloc((size_t)n * sizeof(*s->cpus));
 	s->last = calloc((size_t)n, sizeof(*s->last));
+	s->now = calloc((size_t)n, sizeof(*s->now));
 	s->total = calloc((size_t)n, sizeof(*s->total));
 	s->rises = malloc(STEAL_MAX_RISES * sizeof(*s->rises));
 	s->buf = malloc(STEAL_BUF_START);
 	s->cap = STEAL_BUF_START;
-	if (!s->cpus || !s->last || !s->total || !s->rises || !s->buf) {
+	if (!s->cpus || !s->last || !s->now || !s->total || !s->rises || !s->buf) {
 		s->error = ENOMEM;
 		return;
 	}
@@ -131,25 +132,29 @@ void steal_sample(struct steal *s, int64_t now_ns)
 	if (!s->available || now_ns <= s->last_ns)
 		return;
 	int64_t began = steal_clock_ns();
-	uint64_t *now = s->buf ? calloc((size_t)s->ncpus, sizeof(*now)) : NULL;
-	if (!now || steal_read(s) || !steal_parse(s->buf, s->cpus, s->ncpus, now)) {
-		free(now);
+	if (steal_read(s) || !steal_parse(s->buf, s->cpus, s->ncpus, s->now)) {
 		s->failed++; /* the next sample's interval covers this one */
 		return;
 	}
-	for (int i = 0; i < s->ncpus; i++)
-		if (now[i] > s->last[i]) /* a CPU taken offline restarts its count: a drop is no rise */
-			steal_rose(s, i, now[i] - s->last[i], now_ns);
-	memcpy(s->last, now, (size_t)s->ncpus * sizeof(*now));
-	free(now);
-	if (now_ns - s->last_ns > s->max_gap_ns)
-		s->max_gap_ns = now_ns - s->last_ns;
-	s->last_ns = now_ns;
-	s->samples++;
+	steal_take(s, s->now, now_ns);
 	/* /proc/stat sums every interrupt over every CPU: on a large machine a read can take a millisecond;
 	 * keep the writer's share of a CPU for it under 1 % */
 	int64_t cost = steal_clock_ns() - began;
 	s->period_ns = cost * 100 > STEAL_PERIOD_NS ? cost * 100 : STEAL_PERIOD_NS;
+}
+
+void steal_take(struct steal *s, const uint64_t *now, int64_t now_ns)
+{
+	if (!s->available || now_ns <= s->last_ns)
+		return;
+	for (int i = 0; i < s->ncpus; i++)
+		if (now[i] > s->last[i]) /* a CPU taken offline restarts its count: a drop is no rise */
+			steal_rose(s, i, now[i] - s->last[i], now_ns);
+	memcpy(s->last, now, (size_t)s->ncpus * sizeof(*now));
+	if (now_ns - s->last_ns > s->max_gap_ns)
+		s->max_gap_ns = now_ns - s->last_ns;
+	s->last_ns = now_ns;
+	s->samples++;
 }
 
 void steal_free(struct steal *s)
@@ -159,6 +164,7 @@ void steal_free(struct steal *s)
 	free(s->buf);
 	free(s->cpus);
 	free(s->last);
+	free(s->now);
 	free(s->total);
 	free(s->rises);
 	memset(s, 0, sizeof(*s));

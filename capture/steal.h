@@ -34,6 +34,7 @@ struct steal {
 	int ncpus;
 	int *cpus;              /* measured CPUs */
 	uint64_t *last;         /* their steal ticks at the last sample */
+	uint64_t *now;          /* the sample being read (allocated once: the writer samples 100 times a second) */
 	uint64_t *total;        /* ticks since the first sample */
 	int64_t tick_ns;        /* 1e9 / sysconf(_SC_CLK_TCK) */
 	int64_t period_ns;      /* sampling period: STEAL_PERIOD_NS, longer when a read is slow */
@@ -49,6 +50,9 @@ struct steal {
 void steal_begin(struct steal *s, const int *cpus, int n, int64_t now_ns);
 /* One sample at now_ns (the writer's clock): records the rises since the last. */
 void steal_sample(struct steal *s, int64_t now_ns);
+/* Takes one sample's steal ticks of the measured CPUs (in cpus order), read at now_ns (steal_sample's second
+ * half, apart for the unit tests). */
+void steal_take(struct steal *s, const uint64_t *now, int64_t now_ns);
 void steal_free(struct steal *s);
 /* The "jitterscope.steal" value (malloc'd JSON), NULL on ENOMEM. */
 char *steal_json(const struct steal *s);

@@ -279,7 +279,8 @@ def steal_source(steal: StealSeries) -> CauseSource:
                     f"in samples {_ms(low - start_ns, signed=True)} from the event's start to "
                     f"{_ms(high - end_ns, signed=True)} from its end): the hypervisor ran something else on the "
                     "vCPU; " + ("it can account for the peak latency" if covers else
-                                f"at most {_ms(most + steal.tick_ns)} of the {format_us(peak)} peak latency"))
+                                f"at most {_ms(most + steal.tick_ns)} of the {format_us(peak)} peak latency")
+                    + " (a guest's kernel trace shows the task that ran when the vCPU stopped as holding the CPU)")
         return [Cause(kind=HYPERVISOR, source="steal", evidence=evidence,
                       values={"class": "hypervisor", "steal_ns": {str(c): ns for c, (ns, _, _) in found.items()},
                               "from_ns": low, "to_ns": high, "covers_peak": covers, "order": 0 if covers else 2})]
