@@ -92,6 +92,17 @@ def diff_environments(metadatas: Sequence[Metadata], *, readings: bool = False) 
     return tuple(out)
 
 
+def readings_note(metadatas: Sequence[Metadata]) -> tuple[str, ...]:
+    """A note naming the keys :func:`diff_environments` left out as readings (empty when none differed)."""
+    kept = {d.key for d in diff_environments(metadatas)}
+    left = [d.key for d in diff_environments(metadatas, readings=True) if d.key not in kept]
+    if not left:
+        return ()
+    shown = ", ".join(left[:5]) + (" …" if len(left) > 5 else "")
+    return (f"what differs leaves out {len(left)} key{'s' if len(left) > 1 else ''} that differ in every run "
+            f"whatever the settings (clock readings, counts, pids): {shown}",)
+
+
 def diff_groups(baseline: Sequence[Metadata],
                 candidate: Sequence[Metadata]) -> tuple[tuple[EnvironmentDifference, ...], tuple[str, ...]]:
     """What differs between two groups of runs: keys the same within each side and different between them.

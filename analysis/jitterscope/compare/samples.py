@@ -50,7 +50,7 @@ from ..errors import AnalysisError
 from ..format import format_p
 from .binned import compare_histograms
 from .bootstrap import BootstrapDraws, bootstrap_series
-from .envdiff import diff_environments
+from .envdiff import diff_environments, readings_note
 from .episodes import Drift, Exceedances, exceedances_of, segment_drift, structured_block_length
 from .results import (
     EXCEEDANCE_LEVELS,
@@ -200,7 +200,8 @@ def compare_samples(
     method = (f"circular block bootstrap, {n_boot} resamples per run, {confidence:.0%} percentile intervals; "
               f"noise threshold ±{noise:.0%}; max (and quantiles with < {MIN_ABOVE} wake-ups above them) judged "
               "against the other run's fitted tail")
-    return Comparison(summaries, pairs, diff_environments(metadatas), run_notes(summaries), noise, confidence,
+    return Comparison(summaries, pairs, diff_environments(metadatas),
+                      (*run_notes(summaries), *readings_note(metadatas)), noise, confidence,
                       n_boot, method, methods=EXACT_METHODS)
 
 

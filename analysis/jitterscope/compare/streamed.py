@@ -40,7 +40,7 @@ from ..errors import AnalysisError
 from ..format import format_p
 from ..power import rank_test_binned
 from .bootstrap import MAX_ACF_SAMPLES, BlockLength
-from .envdiff import diff_environments
+from .envdiff import diff_environments, readings_note
 from .episodes import RECORD_LEVEL, Drift, ExceedanceRecorder, segment_drift, structured_block_length
 from .results import (
     EXCEEDANCE_LEVELS,
@@ -217,8 +217,12 @@ def compare_streams(
     method = (f"streamed: Poisson block bootstrap, {n_boot} resamples per run, {confidence:.0%} percentile "
               f"intervals; quantiles on an HDR grid within ±{RELATIVE_ERROR / 2:.2%}; noise threshold ±{noise:.0%}; "
               f"max (and quantiles with < {MIN_ABOVE} wake-ups above them) judged against the other run's fitted tail")
-    notes = (*run_notes(summaries), "each run read once in batches (memory bounded whatever its size); "
-             "the bootstrap weights each block of consecutive wake-ups with a Poisson draw")
+    notes = (*run_notes(summaries), *readings_note(metadatas),
+             "each run read once in batches (memory bounded whatever its size); the bootstrap weights each block of "
+             "consecutive wake-ups with a Poisson draw, the same for every thread's block at that place",
+             "one run per side: a tail change needs more independent episodes than chance gives, and a drifting "
+             "run's p50/p99 interval is widened by its segments' spread; for a verdict on configurations, compare "
+             "replicates (compare A1 A2 A3 -- B1 B2 B3)")
     return Comparison(summaries, pairs, diff_environments(metadatas), notes, noise, confidence, n_boot, method,
                       methods=METHODS)
 
