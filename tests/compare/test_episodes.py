@@ -120,12 +120,12 @@ def test_a_drifting_pair_is_not_a_change_that_its_segments_could_make() -> None:
             np.int64)
 
     a, b = run(1.0), run(1.15)
-    pair = compare_samples([a, b], [META, META], ["a", "b"], n_boot=200).pairs[0]
+    pair = compare_samples([a, b], [META, META], ["a", "b"], n_boot=100).pairs[0]
     p50 = next(m for m in pair.metrics if m.metric == "p50")
     assert p50.verdict == "inconclusive"
     assert "widened by the runs' drift" in p50.sentence
     # a change far beyond the drift still shows
-    far = compare_samples([a, (b * 2).astype(np.int64)], [META, META], ["a", "b"], n_boot=200).pairs[0]
+    far = compare_samples([a, (b * 2).astype(np.int64)], [META, META], ["a", "b"], n_boot=100).pairs[0]
     assert far.verdict("p50") == "regressed"
 
 

@@ -186,13 +186,14 @@ def segment_drift(threads: Sequence[np.ndarray]) -> Drift | None:
     return Drift(p, tuple(spreads))
 
 
-def structured_block_length(threads: Sequence[np.ndarray]) -> BlockLength:
+def structured_block_length(threads: Sequence[np.ndarray], drift: Drift | bool | None = True) -> BlockLength:
     """Block length (wake-ups of each thread) from episodes, drift and autocorrelation: the longest of three.
 
     ``threads``: each thread's latencies in wake-up order (the first wake-ups of a long run).
     Politis-White on all wake-ups pooled; twice the longest episode above the pooled p99 (so the
     resampling keeps episodes whole); one of :data:`DRIFT_SEGMENTS` segments when the segments
-    differ (Kruskal-Wallis p < :data:`DRIFT_ALPHA`).  At most a tenth of the shortest thread.
+    differ (Kruskal-Wallis p < :data:`DRIFT_ALPHA`).  At most a tenth of the shortest thread.  ``drift``: the
+    threads' :func:`segment_drift` when the caller has it already (True: compute it here).
     """
     threads = [np.asarray(t, dtype=np.float64) for t in threads if np.asarray(t).size]
     if not threads:
@@ -213,7 +214,8 @@ def structured_block_length(threads: Sequence[np.ndarray]) -> BlockLength:
         longest = max(longest, int((last - first).max()) + 1)
         episodes += first.size
     episode_length = 2 * longest
-    drift = segment_drift(threads)
+    if drift is True:
+        drift = segment_drift(threads)
     drift_p = drift.p_value if drift is not None else None
     drift_length = shortest // DRIFT_SEGMENTS if drift is not None and drift.drifting else 0
     length = int(min(max(pw.length, episode_length, drift_length), cap))

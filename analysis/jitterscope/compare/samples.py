@@ -183,14 +183,14 @@ def compare_samples(
         sum(1e9 / t.interval_ns for t in m.threads) for m in metadatas]
     qs = np.array([q for _, q in QUANTILE_METRICS])
     thresholds = np.quantile(values[0], [q for _, q in EXCEEDANCE_LEVELS])
+    drifts = [segment_drift([v]) for v in values]
     draws = [bootstrap_series(v, qs, thresholds, n_boot=n_boot, seed=seed + 7919 * i, max_resample=max_resample,
-                              block=structured_block_length([v]))
-             for i, v in enumerate(values)]
+                              block=structured_block_length([v], drift))
+             for i, (v, drift) in enumerate(zip(values, drifts, strict=True))]
     intervals = [min((t.interval_ns for t in m.threads), default=1) or 1 for m in metadatas]
     times = list(times_ns) if times_ns is not None else [np.arange(v.size) * iv for v, iv in zip(values, intervals,
                                                                                                    strict=True)]
     exceed = [exceedances_of(t, v, iv) for t, v, iv in zip(times, values, intervals, strict=True)]
-    drifts = [segment_drift([v]) for v in values]
     summaries = _run_summaries(values, metadatas, labels, paths, rates, draws)
     pairs = tuple(
         _compare_pair(values[0], values[i], draws[0], draws[i], summaries[0], summaries[i], thresholds,

@@ -118,8 +118,8 @@ def prefix_structure(dataset: Dataset) -> tuple[BlockLength, float, Drift | None
     series = np.concatenate(threads) if threads else np.zeros(0)
     share = MAX_ACF_SAMPLES / max(series.size, 1)
     heads = [t[:max(1, int(t.size * min(1.0, share)))] for t in threads]
-    block = structured_block_length(heads)
     drift = segment_drift(heads)
+    block = structured_block_length(heads, drift)
     floor = float(np.quantile(series, RECORD_LEVEL)) if series.size else 0.0
     if series.size > MAX_ACF_SAMPLES or (held and max(held.values()) >= MAX_ACF_SAMPLES):
         return BlockLength(block.length, f"{block.reason} (rule applied to the first {MAX_ACF_SAMPLES:,} "
