@@ -136,3 +136,20 @@ def test_real_captures_with_identical_settings_claim_no_change(first: str, secon
     cmp = compare_runs([open_dataset(DATA / first), open_dataset(DATA / second)], n_boot=300)
     claims = [m for m in cmp.pairs[0].metrics if m.verdict in CHANGES]
     assert claims == [], [m.sentence for m in claims]
+
+
+def test_the_in_memory_reference_applies_the_episode_rule_with_times(tmp_path: Path) -> None:
+    """Rule: episode_rule in compare_samples (the in-memory reference), episodes counted in time over both CPUs."""
+    a, b = _stall_runs(tmp_path)
+    series, metas, times = [], [], []
+    for path in (a, b):
+        ds = open_dataset(path)
+        table = ds.read(["thread", "seq", "expected_ns", "actual_ns"])
+        order = np.lexsort((table["seq"].to_numpy(), table["thread"].to_numpy()))
+        expected = table["expected_ns"].to_numpy()[order]
+        series.append((table["actual_ns"].to_numpy()[order] - expected).astype(np.int64))
+        times.append(expected)
+        metas.append(ds.metadata)
+    pair = compare_samples(series, metas, ["stalls", "clean"], n_boot=100, times_ns=times).pairs[0]
+    p999 = next(m for m in pair.metrics if m.metric == "p99.9")
+    assert p999.verdict == "inconclusive" and p999.episodes is not None and not p999.episodes.shown
