@@ -5,6 +5,7 @@ Each test here fails when its rule is removed (named in the docstring).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +52,8 @@ def test_a_tail_decided_by_a_few_episodes_is_inconclusive_and_says_how_many(tmp_
     assert f"{p999.episodes.baseline} vs {p999.episodes.candidate} independent episodes" in pair_headline(cmp, 1)
     # the max: five stalls of 40 ms against a run that never passed 10 µs are enough episodes to show it
     assert pair.verdict("max") == "improved"
+    episodes = json.loads(json.dumps(cmp.to_json(), allow_nan=False))["pairs"][0]["metrics"][2]["episodes"]
+    assert episodes["baseline"] == p999.episodes.baseline and episodes["shown"] is False
 
 
 def test_a_dual_cpu_stall_is_one_episode_and_a_few_episodes_never_show_a_change() -> None:
