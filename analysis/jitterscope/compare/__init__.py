@@ -20,7 +20,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "bootstrap": ["BlockLength", "block_indices", "bootstrap_series", "optimal_block_length"],
         "envdiff": ["diff_environments", "diff_groups", "flatten_metadata", "per_run_key"],
         "episodes": ["EpisodeCheck", "Exceedances", "episode_test", "exceedances_of", "structured_block_length"],
-        "groups": ["GroupComparison", "compare_groups", "group_change"],
+        "groups": ["GroupComparison", "compare_groups", "group_change", "group_changes", "metric_confidence"],
         "headline": ["environment_causes", "group_headline", "pair_headline", "tail_blind_tests",
                      "unique_differences"],
         "pdf": ["write_compare_report", "write_group_report"],
