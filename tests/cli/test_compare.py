@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from jitterscope.cli import main
-from jitterscope.io import spec_from_options, write_simulation
+from jitterscope.io import BaseLatency, spec_from_options, write_simulation
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +104,55 @@ def test_subprocess_runs_the_console_command(runs) -> None:
     assert "within noise" in done.stdout
     failed = subprocess.run([str(command), "compare", str(runs[0])], capture_output=True, text=True, check=False)
     assert failed.returncode == 1 and "Traceback" not in failed.stderr
+
+
+@pytest.fixture(scope="module")
+def replicates(tmp_path_factory) -> tuple[list[Path], list[Path], list[Path]]:
+    """Three runs at a lognormal spread of 0.3, three more alike, three whose p99 is 20 % higher (median alike)."""
+    folder = tmp_path_factory.mktemp("replicates")
+
+    def make(name: str, spread: float, seed: int) -> Path:
+        spec = spec_from_options(threads=1, samples=5000, base=BaseLatency(spread=spread))
+        return write_simulation(spec, folder / name, seed=seed)
+    same_a = [make(f"a{i}.parquet", 0.3, 10 + i) for i in range(3)]
+    same_b = [make(f"b{i}.parquet", 0.3, 20 + i) for i in range(3)]
+    slower = [make(f"c{i}.parquet", 0.3 + 0.0784, 30 + i) for i in range(3)]
+    return same_a, same_b, slower
+
+
+def test_groups_after_a_double_dash_are_judged_by_between_run_variation(replicates, capsys) -> None:
+    same_a, same_b, slower = replicates
+    assert main(["compare", *map(str, same_a), "--", *map(str, slower), "--fail-if", "regressed"]) == 3
+    out = capsys.readouterr()
+    assert "B (3 runs) against A (3 runs), between-run variation" in out.out
+    assert re.search(r"; p99(–\S+)? regressed \(\+(1\d|2\d)\.\d%", out.out), out.out  # +20 % planted
+    assert "FAILED fail-if regressed" in out.err and "B (3 runs) p99 regressed against A (3 runs)" in out.err
+    # identical settings: the gate does not fire on noise; --vs is the same as --
+    assert main(["compare", *map(str, same_a), "--vs", *map(str, same_b), "--fail-if", "regressed",
+                 "--sides", "old,new"]) == 0
+    out = capsys.readouterr().out
+    assert "new (3 runs) against old (3 runs)" in out and "regressed" not in out.split("Runs (each one")[0]
+
+
+def test_groups_json_and_pdf(replicates, tmp_path, capsys) -> None:
+    same_a, _, slower = replicates
+    pdf = tmp_path / "groups.pdf"
+    assert main(["compare", *map(str, same_a[:2]), "--", *map(str, slower[:2]), "--json", "-o", str(pdf)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["runs_per_side"] == [2, 2]
+    assert [m["metric"] for m in data["metrics"]] == ["p50", "p99", "p99.9", "p99.99", "max"]
+    assert data["headline"].startswith("B (2 runs) against A (2 runs)")
+    text = "\n".join(_page_texts(pdf))
+    assert "B (2 runs) against A (2 runs)" in text and "each run one dot" in text
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["{a}", "--", "{b}", "{b}"], "at least 2 runs per side (1 before --, 2 after)"),
+    (["{a}", "{a}", "--vs", "{b}"], "at least 2 runs per side (2 before --, 1 after)"),
+    (["{a}", "{a}", "--", "{b}", "{b}", "--sides", "x"], "--sides needs two names"),
+])
+def test_groups_bad_input_is_one_line_and_exit_2(replicates, capsys, args, message) -> None:
+    a, b = replicates[0][0], replicates[1][0]
+    assert main(["compare", *(x.format(a=a, b=b) for x in args)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and err.startswith("jitterscope compare: error:")

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from jitterscope.compare import compare_runs, compare_samples
+from jitterscope.compare import compare_runs, compare_samples, optimal_block_length
 from jitterscope.dataset import Metadata, ThreadInfo, open_dataset, write_dataset
 from jitterscope.errors import AnalysisError
 from jitterscope.io import BaseLatency, PeriodicDisturbance, SimulationSpec, Stalls, simulate
@@ -143,7 +143,8 @@ def test_autocorrelated_runs_get_longer_blocks_and_long_runs_m_out_of_n() -> Non
     iid = (3000 * np.exp(0.23 * rng.standard_normal(n))).astype(np.int64)
     meta = Metadata(kind="simulation", threads=(ThreadInfo(thread=0, cpu=0, interval_ns=1_000_000),))
     cmp = compare_samples([iid, correlated], [meta, meta], ["iid", "ar1"], n_boot=100, max_resample=5_000)
-    assert cmp.runs[0].block_length <= 3  # PW on i.i.d. data: a few wake-ups at most
+    assert optimal_block_length(iid).length <= 3  # PW on i.i.d. data: a few wake-ups at most
+    # (the run's block may be longer: twice the longest chance episode above p99, which is harmless)
     assert cmp.runs[1].block_length >= 10
     assert any("m-out-of-n with m = 5000" in note for note in cmp.notes)
 

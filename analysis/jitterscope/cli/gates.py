@@ -308,14 +308,23 @@ def events_facts(events: object) -> Facts:
 
 
 def compare_facts(comparison: object) -> Facts:
-    """Facts from :class:`jitterscope.compare.Comparison`: verdicts of every pair, latencies of the worst run."""
+    """Facts from a :class:`jitterscope.compare.Comparison` (verdicts of every pair) or a ``GroupComparison`` (of
+    the two groups): latencies of the worst candidate run."""
     verdicts: dict[str, list[str]] = {}
-    for pair in comparison.pairs:  # type: ignore[attr-defined]
-        for metric in pair.metrics:
-            verdicts.setdefault(metric.verdict, []).append(f"{pair.candidate} {metric.metric} {metric.verdict} "
-                                                           f"against {pair.baseline}")
+    if not hasattr(comparison, "pairs"):  # a group comparison (compare A1 A2 -- B1 B2): one verdict per metric
+        c = comparison
+        for metric in c.metrics:  # type: ignore[attr-defined]
+            verdicts.setdefault(metric.verdict, []).append(
+                f"{c.candidate_label} ({len(c.candidate)} runs) {metric.metric} {metric.verdict} "  # type: ignore
+                f"against {c.baseline_label} ({len(c.baseline)} runs)")  # type: ignore[attr-defined]
+        candidates = c.candidate  # type: ignore[attr-defined]
+    else:
+        for pair in comparison.pairs:  # type: ignore[attr-defined]
+            for metric in pair.metrics:
+                verdicts.setdefault(metric.verdict, []).append(f"{pair.candidate} {metric.metric} {metric.verdict} "
+                                                               f"against {pair.baseline}")
+        candidates = comparison.runs[1:]  # type: ignore[attr-defined]
     latency: dict[str, float | None] = {}
-    candidates = comparison.runs[1:]  # type: ignore[attr-defined]
     for run in candidates:
         values = {"max": run.max_ns, **dict(run.metrics_ns)}
         for name, value in values.items():

@@ -1,7 +1,8 @@
 """Comparing runs: quantile differences with block-bootstrap intervals, tests, verdicts
-and the environment diff.
+and the environment diff; groups of replicate runs by their between-run variation.
 
-Compute: :mod:`.bootstrap`, :mod:`.envdiff`, :mod:`.results` (shared results and helpers),
+Compute: :mod:`.bootstrap`, :mod:`.episodes` (episodes of exceedances, structured block length),
+:mod:`.groups` (replicates: a run is the unit), :mod:`.envdiff`, :mod:`.results` (shared results and helpers),
 :mod:`.samples` (runs with samples; in memory), :mod:`.stream` (the streaming, mergeable accumulator),
 :mod:`.streamed` (runs with samples, streamed: what ``compare_runs`` does), :mod:`.binned` (histogram runs).
 Views: :mod:`.plots`, :mod:`.pdf` (matplotlib, loaded on first use), :mod:`.tables`, :mod:`.headline` (the
@@ -17,9 +18,12 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     submod_attrs={
         "binned": ["BinnedRun", "compare_binned", "compare_histograms"],
         "bootstrap": ["BlockLength", "block_indices", "bootstrap_series", "optimal_block_length"],
-        "envdiff": ["diff_environments", "flatten_metadata"],
-        "headline": ["environment_causes", "pair_headline", "tail_blind_tests", "unique_differences"],
-        "pdf": ["write_compare_report"],
+        "envdiff": ["diff_environments", "diff_groups", "flatten_metadata", "per_run_key"],
+        "episodes": ["EpisodeCheck", "Exceedances", "episode_test", "exceedances_of", "structured_block_length"],
+        "groups": ["GroupComparison", "compare_groups", "group_change", "group_changes", "metric_confidence"],
+        "headline": ["environment_causes", "group_headline", "pair_headline", "tail_blind_tests",
+                     "unique_differences"],
+        "pdf": ["write_compare_report", "write_group_report"],
         "plots": [
             "plot_compare_ccdf", "plot_compare_histograms", "plot_compare_percentiles", "plot_compare_qq",
             "plot_verdicts",
@@ -29,7 +33,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "streamed": ["METHODS", "compare_streams", "histogram_tests", "prefix_block_length", "stream_run"],
         "results": ["VERDICTS"],
         "tables": [
-            "comparison_tables", "comparison_text", "headline_table", "methods_table", "pair_table", "runs_table",
+            "comparison_tables", "comparison_text", "group_tables", "group_text", "headline_table", "methods_table",
+            "pair_table", "runs_table",
             "verdict_summary_table",
         ],
     },

@@ -37,7 +37,7 @@ from ..dataset import Dataset, Metadata, iter_thread_batches
 from ..errors import AnalysisError
 from ..format import format_change, format_us
 from ..summary import HistogramResult
-from .envdiff import diff_environments
+from .envdiff import diff_environments, readings_note
 from .results import (
     EXCEEDANCE_LEVELS,
     HIST_BINS,
@@ -268,7 +268,11 @@ def compare_binned(
     notes = (BOOTSTRAP_NOTE, *(r.note for r in runs if r.note),
              *(f"{s.label}: {s.n} wake-ups, bootstrapped m-out-of-n with m = {s.resample_length} and the spread "
                "scaled by sqrt(m/n)" for s in summaries if s.resample_length < s.n),
-             "threads of each run are pooled; quantiles are per wake-up, from bin midpoints")
+             "threads of each run are pooled; quantiles are per wake-up, from bin midpoints",
+             "histograms keep no time order: episodes of exceedances and drift cannot be seen, so these intervals "
+             "are too narrow for clustered stalls and know nothing of run-to-run variation (a run is the unit); "
+             "for a verdict on configurations capture replicates with samples and compare A1 A2 A3 -- B1 B2 B3",
+             *readings_note([r.metadata for r in runs]))
     method = (f"multinomial bootstrap of bin counts (time order lost; assumes independent wake-ups), {n_boot} "
               f"resamples per run, {confidence:.0%} percentile intervals; noise threshold ±{noise:.0%}; max and "
               f"quantiles with < {MIN_ABOVE} wake-ups above them not judged")

@@ -9,6 +9,7 @@ runs on different CPU sets do not flood the diff; idle states become one line.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,17 @@ from ..dataset import Metadata
 
 LONG_LIST = 8
 """Lists longer than this (planted event times) are summarised as their length."""
+PER_RUN_KEYS: tuple[str, ...] = (
+    # the clocks read at the start and the TSC rate measured against them: readings, new in every run
+    "clock.realtime_ns", "clock.monotonic_ns", "clock.tsc_hz",
+    # counts of what happened during the run (a duration-bound run's wake-ups differ by one or two)
+    "threads.wakeups", "threads.overruns", "threads.counter_read_errors", "threads.drops_after_last",
+    # process ids and what is named after them (the capture's tracefs instance is jitterscope-<pid>)
+    "*pid", "*.tid", "environment.tracing.instance",
+    # where an import was read from
+    "source.file", "source.path",
+)
+"""Keys whose values differ in every run whatever the settings (readings, counts, pids, times): not causes."""
 
 
 @dataclass(frozen=True)
@@ -59,16 +71,59 @@ def flatten_metadata(metadata: Metadata) -> dict[str, str]:
     return out
 
 
-def diff_environments(metadatas: Sequence[Metadata]) -> tuple[EnvironmentDifference, ...]:
-    """Every key whose value is not the same in all runs, in key order."""
+def per_run_key(key: str) -> bool:
+    """Whether ``key`` is a reading that differs in every run (:data:`PER_RUN_KEYS`)."""
+    return any(fnmatch.fnmatchcase(key, pattern) for pattern in PER_RUN_KEYS)
+
+
+def diff_environments(metadatas: Sequence[Metadata], *, readings: bool = False) -> tuple[EnvironmentDifference, ...]:
+    """Every key whose value is not the same in all runs, in key order.
+
+    Keys that differ in every run (:func:`per_run_key`: clock readings, counts, pids, times) are left out
+    unless ``readings``.
+    """
     flat = [flatten_metadata(m) for m in metadatas]
     keys = sorted(set().union(*flat))
     out = []
     for key in keys:
         values = tuple(f.get(key) for f in flat)
-        if len(set(values)) > 1:
+        if len(set(values)) > 1 and (readings or not per_run_key(key)):
             out.append(EnvironmentDifference(key, values))
     return tuple(out)
+
+
+def readings_note(metadatas: Sequence[Metadata]) -> tuple[str, ...]:
+    """A note naming the keys :func:`diff_environments` left out as readings (empty when none differed)."""
+    kept = {d.key for d in diff_environments(metadatas)}
+    left = [d.key for d in diff_environments(metadatas, readings=True) if d.key not in kept]
+    if not left:
+        return ()
+    shown = ", ".join(left[:5]) + (" …" if len(left) > 5 else "")
+    return (f"what differs leaves out {len(left)} key{'s' if len(left) > 1 else ''} that differ in every run "
+            f"whatever the settings (clock readings, counts, pids): {shown}",)
+
+
+def diff_groups(baseline: Sequence[Metadata],
+                candidate: Sequence[Metadata]) -> tuple[tuple[EnvironmentDifference, ...], tuple[str, ...]]:
+    """What differs between two groups of runs: keys the same within each side and different between them.
+
+    Returns the differences (values: side A's, side B's) and the keys left out because they differ between
+    runs of one side or are readings (:func:`per_run_key`): what varies from run to run explains nothing.
+    """
+    flat_a = [flatten_metadata(m) for m in baseline]
+    flat_b = [flatten_metadata(m) for m in candidate]
+    keys = sorted(set().union(*flat_a, *flat_b))
+    out, varying = [], []
+    for key in keys:
+        side_a = {f.get(key) for f in flat_a}
+        side_b = {f.get(key) for f in flat_b}
+        if len(side_a) > 1 or len(side_b) > 1 or per_run_key(key):
+            if len(side_a | side_b) > 1:
+                varying.append(key)
+            continue
+        if side_a != side_b:
+            out.append(EnvironmentDifference(key, (side_a.pop(), side_b.pop())))
+    return tuple(out), tuple(varying)
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:

@@ -16,6 +16,7 @@ from ..format import format_change, format_count, format_percent, format_us
 
 if TYPE_CHECKING:
     from .envdiff import EnvironmentDifference
+    from .groups import GroupComparison
     from .results import Comparison, MetricChange
 
 TAIL_METRICS = ("p99.9", "p99.99", "max")
@@ -65,6 +66,36 @@ def pair_headline(comparison: Comparison, index: int) -> str:
     if environment:
         parts.append("environment: " + ", ".join(environment))
     return "; ".join(parts)
+
+
+def group_headline(comparison: GroupComparison) -> str:
+    """One sentence for a group comparison: how many runs each side has, then the metrics as for a pair.
+
+    E.g. "B (3 runs) against A (3 runs), between-run variation: p99 regressed (+20.3% [+11.2% … +30.1%]);
+    p50 unchanged; …; environment: governor powersave → performance".
+    """
+    changed = [m for m in comparison.metrics if m.verdict in CHANGES]
+    directions = {m.verdict for m in changed}
+    if len(directions) > 1:
+        lead = "mixed: some metrics regressed, others improved"
+    elif directions:
+        direction = directions.pop()
+        lead = ("tail " if all(m.metric in TAIL_METRICS for m in changed) else "") + direction
+    elif any(m.verdict == "inconclusive" for m in comparison.metrics):
+        lead = "no change shown, some inconclusive"
+    else:
+        lead = f"no change beyond ±{comparison.noise:.0%}"
+    sides = (f"{comparison.candidate_label} ({_runs(len(comparison.candidate))}) against "
+             f"{comparison.baseline_label} ({_runs(len(comparison.baseline))}), between-run variation")
+    parts = [f"{sides}: {lead}", *(_group_text(group) for group in _groups(comparison.metrics))]
+    environment = environment_causes(comparison.environment)
+    if environment:
+        parts.append("environment: " + ", ".join(environment))
+    return "; ".join(parts)
+
+
+def _runs(count: int) -> str:
+    return f"{count} run" + ("" if count == 1 else "s")
 
 
 def tail_blind_tests(comparison: Comparison, index: int) -> str:
@@ -157,7 +188,11 @@ def _group_text(group: list[MetricChange]) -> str:
     changes = []
     for m in group:
         text = format_change(m.relative)
-        if verdict == "inconclusive" and m.relative_low is not None and m.relative_low == m.relative_low:
+        if verdict == "inconclusive" and m.episodes is not None and not m.episodes.shown:
+            # a few episodes decided it: say how few, not an interval that looks decisive
+            text += (f", {m.episodes.baseline} vs {m.episodes.candidate} independent episodes above "
+                     f"{format_us(m.episodes.level_ns)}")
+        elif verdict == "inconclusive" and m.relative_low is not None and m.relative_low == m.relative_low:
             text += f" [{format_change(m.relative_low)} … {format_change(m.relative_high)}]"
         changes.append(text)
     return f"{names} {verdict} ({', '.join(changes)})"

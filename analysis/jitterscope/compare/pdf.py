@@ -15,16 +15,22 @@ from matplotlib.figure import Figure
 from ..dataset import check_output, write_atomically
 from ..errors import JitterscopeError
 from ..render import PAGE_SIZE_IN, REPORT_RC, Page, text_pages, write_pdf
+from .groups import GroupComparison
 from .plots import (
     plot_compare_ccdf,
     plot_compare_histograms,
     plot_compare_percentiles,
     plot_compare_qq,
+    plot_group_runs,
     plot_verdicts,
 )
 from .samples import Comparison
 from .tables import (
     environment_diff_table,
+    group_environment_table,
+    group_headline_table,
+    group_metrics_table,
+    group_runs_table,
     headline_table,
     methods_table,
     pair_table,
@@ -88,4 +94,33 @@ def write_compare_report(
         pages = compare_pages(comparison)
         with write_atomically(out, what="the comparison", error=JitterscopeError) as tmp:
             count = write_pdf(pages, tmp, title=f"jitterscope compare: {labels}", footer=f"compare · {labels}")
+    return CompareReportInfo(str(out), count)
+
+
+def group_pages(comparison: GroupComparison) -> list[Page]:
+    """Every page of a group comparison's PDF: the answer, the runs' spread, the tables."""
+    pages = list(text_pages("compare-groups-summary", "Comparison of two groups of runs: what changed",
+                            [group_headline_table(comparison), group_metrics_table(comparison),
+                             group_environment_table(comparison)]))
+    fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
+    plot_group_runs(comparison, fig.add_subplot())
+    fig.suptitle(f"{comparison.candidate_label} ({len(comparison.candidate)} runs) against "
+                 f"{comparison.baseline_label} ({len(comparison.baseline)} runs)", fontsize=13, weight="bold")
+    pages.append(Page("compare-groups-runs", fig))
+    pages += text_pages("compare-groups-details", "Runs", [group_runs_table(comparison)])
+    return pages
+
+
+def write_group_report(
+    comparison: GroupComparison, output: str | os.PathLike[str], *, overwrite: bool = False,
+) -> CompareReportInfo:
+    """Write a group comparison's PDF (as :func:`write_compare_report`)."""
+    out = check_output(output, inputs=[run.path for run in comparison.runs], overwrite=overwrite,
+                       error=JitterscopeError)
+    title = (f"{comparison.candidate_label} ({len(comparison.candidate)} runs) vs {comparison.baseline_label} "
+             f"({len(comparison.baseline)} runs)")
+    with matplotlib.rc_context(REPORT_RC):
+        pages = group_pages(comparison)
+        with write_atomically(out, what="the comparison", error=JitterscopeError) as tmp:
+            count = write_pdf(pages, tmp, title=f"jitterscope compare: {title}", footer=f"compare · {title}")
     return CompareReportInfo(str(out), count)

@@ -8,6 +8,7 @@ convert ns to µs and draw.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -15,6 +16,9 @@ from matplotlib.axes import Axes
 from ..format import format_change
 from ..render import colour, plain_log_axis
 from .samples import PairComparison, RunSummary
+
+if TYPE_CHECKING:
+    from .groups import GroupComparison
 
 NS_PER_US = 1000.0
 
@@ -121,3 +125,23 @@ def plot_verdicts(pair: PairComparison, ax: Axes) -> Axes:
     return ax
 
 
+
+
+def plot_group_runs(comparison: GroupComparison, ax: Axes) -> Axes:
+    """Each run's p50 … max as a dot, side A left of side B per metric (log y): the spread the verdicts use."""
+    metrics = [m.metric for m in comparison.metrics]
+    sides = ((comparison.baseline_label, comparison.baseline, -0.15, "o"),
+             (comparison.candidate_label, comparison.candidate, 0.15, "s"))
+    for i, (label, runs, shift, marker) in enumerate(sides):
+        for j, name in enumerate(metrics):
+            values = [dict(run.metrics_ns)[name] / NS_PER_US for run in runs]
+            ax.scatter(np.full(len(values), j + shift), values, color=colour(i), marker=marker, s=18,
+                       label=f"{label} ({len(runs)} runs)" if j == 0 else None)
+    ax.set_xticks(range(len(metrics)),
+                  [f"{m.metric}\n{m.verdict}\n{format_change(m.relative)}" for m in comparison.metrics])
+    ax.set_yscale("log")
+    plain_log_axis(ax.yaxis)
+    ax.set_ylabel("latency [µs]")
+    ax.set_title("each run one dot: the verdicts come from this spread")
+    ax.legend(loc="upper left", fontsize=8)
+    return ax

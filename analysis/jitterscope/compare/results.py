@@ -18,6 +18,7 @@ from ..errors import AnalysisError
 from ..format import format_change, format_us, jsonable
 from ..tails import gpd
 from .envdiff import EnvironmentDifference
+from .episodes import Drift, EpisodeCheck, Exceedances, episode_test
 
 QUANTILE_METRICS: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999), ("p99.99", 0.9999))
 EXCEEDANCE_LEVELS: tuple[tuple[str, float], ...] = (("p99", 0.99), ("p99.9", 0.999), ("p99.99", 0.9999))
@@ -73,6 +74,8 @@ class MetricChange:
     relative_high: float | None
     verdict: str
     sentence: str
+    episodes: EpisodeCheck | None = None
+    """Independent episodes of both runs above the lower of the two values (tail metrics that moved)."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,70 @@ def check_run_size(label: str, wakeups: int) -> None:
     """The least run both compare paths accept: 100 wake-ups."""
     if wakeups < 100:
         raise AnalysisError(f"run {label!r} has {wakeups} wake-ups; compare needs at least 100 per run")
+
+
+TAIL_EPISODE_METRICS = ("p99", "p99.9", "p99.99", "max")
+"""Metrics a one-run-per-side comparison judges by episodes: a change needs more episodes than chance gives."""
+
+
+def episode_rule(metrics: list[MetricChange], a: Exceedances, n_a: int, b: Exceedances, n_b: int,
+                 alpha: float) -> list[MetricChange]:
+    """Tail changes that a few independent episodes decide become "inconclusive" (a run is the unit).
+
+    For each tail metric called regressed or improved, the two runs' episodes above the lower of its two
+    values (:func:`~.episodes.episode_test`) must differ by more than chance at ``alpha``; otherwise one run
+    per side cannot tell a changed tail from a run that happened to catch more stalls.
+    """
+    out = []
+    for m in metrics:
+        if m.metric not in TAIL_EPISODE_METRICS or m.verdict not in ("regressed", "improved"):
+            out.append(m)
+            continue
+        check = episode_test(a, n_a, b, n_b, min(m.baseline_ns, m.candidate_ns), alpha)
+        if check is None or check.shown:
+            out.append(dataclasses.replace(m, episodes=check))
+            continue
+        sentence = m.sentence.replace(f"{m.metric}: {m.verdict} —", f"{m.metric}: inconclusive —", 1)
+        out.append(dataclasses.replace(
+            m, verdict="inconclusive", episodes=check,
+            sentence=f"{sentence}; but only {check.text()}: too few to tell a changed tail from a run that "
+                     "caught more stalls; compare replicates (compare A1 A2 A3 -- B1 B2 B3)"))
+    return out
+
+
+def drift_rule(metrics: list[MetricChange], a: Drift | None, b: Drift | None, noise: float,
+               confidence: float) -> list[MetricChange]:
+    """Widen the p50 and p99 intervals of one run per side by the runs' drift between segments, and re-judge.
+
+    A drifting run (:class:`~.episodes.Drift`) could have been captured in any of its segments' conditions: on
+    the log scale the change's interval is at least ``log(1 + change) ± z sqrt(sd_a^2 + sd_b^2)``, with ``sd``
+    the spread of the metric's log across each run's segments (0 for a run that does not drift).
+    """
+    z = float(stats.norm.ppf(1 - (1 - confidence) / 2))
+    out = []
+    for m in metrics:
+        sd_a = a.sd(m.metric) if a is not None else 0.0
+        sd_b = b.sd(m.metric) if b is not None else 0.0
+        spread = float(np.hypot(sd_a, sd_b))
+        usable = (m.relative_low is not None and m.relative_high is not None and m.relative > -1
+                  and np.isfinite(m.relative_low) and m.relative_low > -1 and np.isfinite(m.relative_high))
+        if spread == 0 or not usable:
+            out.append(m)
+            continue
+        centre = np.log1p(m.relative)
+        low = min(float(np.log1p(m.relative_low)), centre - z * spread)
+        high = max(float(np.log1p(m.relative_high)), centre + z * spread)
+        if low == np.log1p(m.relative_low) and high == np.log1p(m.relative_high):
+            out.append(m)
+            continue
+        a_ns = m.baseline_ns
+        changed = quantile_change(m.metric, a_ns, m.candidate_ns, min(m.ci_low_ns or 0.0, a_ns * np.expm1(low)),
+                                  max(m.ci_high_ns or 0.0, a_ns * np.expm1(high)), m.relative, float(np.expm1(low)),
+                                  float(np.expm1(high)), noise, confidence)
+        why = (f"; interval widened by the runs' drift: their segments' {m.metric} spread by {sd_a:.0%} and "
+               f"{sd_b:.0%} (log sd), so another run could differ that much with nothing changed")
+        out.append(dataclasses.replace(changed, sentence=changed.sentence + why, episodes=m.episodes))
+    return out
 
 
 VERDICTS = ("regressed", "improved", "within noise", "inconclusive", "not judged")

@@ -50,7 +50,8 @@ from ..errors import AnalysisError
 from ..format import format_p
 from .binned import compare_histograms
 from .bootstrap import BootstrapDraws, bootstrap_series
-from .envdiff import diff_environments
+from .envdiff import diff_environments, readings_note
+from .episodes import Drift, Exceedances, exceedances_of, segment_drift, structured_block_length
 from .results import (
     EXCEEDANCE_LEVELS,
     HIST_BINS,
@@ -65,6 +66,8 @@ from .results import (
     TestResult,
     check_parameters,
     check_run_size,
+    drift_rule,
+    episode_rule,
     largest,
     pair_notes,
     quantile_change,
@@ -77,8 +80,11 @@ MAX_TEST_SAMPLES = 100_000
 """Rank and distribution tests run on a random subsample of at most this many wake-ups per run."""
 EXACT_METHODS: tuple[tuple[str, str], ...] = (
     ("quantiles", "exact order statistics (numpy's linear rule) of the values in memory"),
-    ("intervals", "circular block bootstrap of the whole series (Politis-White block length; m-out-of-n, spread "
-                  "scaled by sqrt(m/n), for long runs)"),
+    ("intervals", "circular block bootstrap of the whole series (blocks: the longest of Politis-White, twice the "
+                  "longest episode above p99, one of 20 segments when they differ; m-out-of-n, spread scaled by "
+                  "sqrt(m/n), for long runs)"),
+    ("tail verdicts", "a tail change is shown only when the two runs' independent episodes above the lower value "
+                      "differ beyond chance (binomial test at 1 - confidence); else inconclusive"),
     ("exceedances", "exact counts above the baseline's quantile"),
     ("max, tail levels", f"exact values; judged against a GPD fit to the top {TAIL_FIT_TOP} values"),
     ("Mann-Whitney, Kolmogorov-Smirnov", f"exact, on a random subsample of at most {MAX_TEST_SAMPLES:,} wake-ups "
@@ -160,10 +166,13 @@ def compare_samples(
     n_boot: int = 1000,
     seed: int = 0,
     max_resample: int = 200_000,
+    times_ns: Sequence[np.ndarray] | None = None,
 ) -> Comparison:
     """:func:`compare_runs` on latency arrays (ns, wake-up order) held in memory: exact quantiles and tests.
 
-    The in-memory reference of the streamed path (parameters as for :func:`compare_runs`).
+    The in-memory reference of the streamed path (parameters as for :func:`compare_runs`).  ``times_ns``:
+    each wake-up's time, for counting episodes of exceedances across threads (default: its index times the
+    shortest interval, as if the threads were one series).
     """
     check_parameters(noise, confidence, n_boot)
     values = [np.asarray(v, dtype=np.int64) for v in runs_latency]
@@ -174,23 +183,32 @@ def compare_samples(
         sum(1e9 / t.interval_ns for t in m.threads) for m in metadatas]
     qs = np.array([q for _, q in QUANTILE_METRICS])
     thresholds = np.quantile(values[0], [q for _, q in EXCEEDANCE_LEVELS])
-    draws = [bootstrap_series(v, qs, thresholds, n_boot=n_boot, seed=seed + 7919 * i, max_resample=max_resample)
-             for i, v in enumerate(values)]
+    drifts = [segment_drift([v]) for v in values]
+    draws = [bootstrap_series(v, qs, thresholds, n_boot=n_boot, seed=seed + 7919 * i, max_resample=max_resample,
+                              block=structured_block_length([v], drift))
+             for i, (v, drift) in enumerate(zip(values, drifts, strict=True))]
+    intervals = [min((t.interval_ns for t in m.threads), default=1) or 1 for m in metadatas]
+    times = list(times_ns) if times_ns is not None else [np.arange(v.size) * iv for v, iv in zip(values, intervals,
+                                                                                                   strict=True)]
+    exceed = [exceedances_of(t, v, iv) for t, v, iv in zip(times, values, intervals, strict=True)]
     summaries = _run_summaries(values, metadatas, labels, paths, rates, draws)
     pairs = tuple(
         _compare_pair(values[0], values[i], draws[0], draws[i], summaries[0], summaries[i], thresholds,
-                      noise=noise, confidence=confidence, seed=seed)
+                      noise=noise, confidence=confidence, seed=seed, episodes=(exceed[0], exceed[i]),
+                      drifts=(drifts[0], drifts[i]))
         for i in range(1, len(values)))
     method = (f"circular block bootstrap, {n_boot} resamples per run, {confidence:.0%} percentile intervals; "
               f"noise threshold ±{noise:.0%}; max (and quantiles with < {MIN_ABOVE} wake-ups above them) judged "
               "against the other run's fitted tail")
-    return Comparison(summaries, pairs, diff_environments(metadatas), run_notes(summaries), noise, confidence,
+    return Comparison(summaries, pairs, diff_environments(metadatas),
+                      (*run_notes(summaries), *readings_note(metadatas)), noise, confidence,
                       n_boot, method, methods=EXACT_METHODS)
 
 
 def _compare_pair(
     base: np.ndarray, cand: np.ndarray, draws_a: BootstrapDraws, draws_b: BootstrapDraws,
     run_a: RunSummary, run_b: RunSummary, thresholds: np.ndarray, *, noise: float, confidence: float, seed: int,
+    episodes: tuple[Exceedances, Exceedances], drifts: tuple[Drift | None, Drift | None] = (None, None),
 ) -> PairComparison:
     alpha = 1 - confidence
     top_a, top_b = largest(base, 2 * TAIL_FIT_TOP), largest(cand, 2 * TAIL_FIT_TOP)
@@ -212,6 +230,8 @@ def _compare_pair(
         metrics.append(quantile_change(name, est_a[j], est_b[j], lo, hi, relative, r_lo, r_hi, noise, confidence))
     metrics.append(tail_change("max", top_a, base.size, top_b, cand.size, float(base.max()), float(cand.max()), noise,
                                "no interval: a sample maximum has no consistent bootstrap"))
+    metrics = drift_rule(metrics, drifts[0], drifts[1], noise, confidence)
+    metrics = episode_rule(metrics, episodes[0], base.size, episodes[1], cand.size, alpha)
     return PairComparison(
         baseline=run_a.label, candidate=run_b.label, metrics=tuple(metrics),
         tests=_tests(base, cand, seed), exceedance_ratios=_ratios(base, cand, draws_a, draws_b, thresholds,

@@ -13,7 +13,8 @@ yields a :class:`StreamedRun` (``result``).  It holds, whatever the number of wa
   (Hanley & MacGibbon 2006 for the Poisson bootstrap; with a fraction below 1 it is an m-out-of-n
   bootstrap, ``m = fraction x n``, whose spread the caller rescales by ``sqrt(m / n)``).
 
-The weights of a block depend only on ``(seed, run, thread, group)``, where a *group* is
+The weights of a block depend only on ``(seed, run, group)`` (the same for every thread: a stall of all CPUs
+stays one draw), where a *group* is
 :data:`GROUP_ROWS` ``seq`` values' worth of blocks: the same wake-ups give the same replicates
 however they are batched, split into parts or merged, provided each stream holds contiguous
 stretches of a thread's wake-ups (as the parts of a dataset do).  A group is drawn once all its
@@ -28,10 +29,14 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import AnalysisError
+
+if TYPE_CHECKING:
+    from .episodes import Drift, Exceedances
 
 SUB_BITS = 10
 """Bits of sub-bucket: buckets are one value wide below ``2**SUB_BITS`` ns, at most ``2**-SUB_BITS`` relative above."""
@@ -106,6 +111,10 @@ class StreamedRun:
     threads: tuple[int, ...] = field(default=())
     block_reason: str = ""
     """Why the block length (set by whoever chose it, e.g. :func:`~.streamed.prefix_block_length`)."""
+    exceedances: Exceedances | None = None
+    """Times and values of the run's largest wake-ups, for counting episodes (set by :func:`~.streamed.stream_run`)."""
+    drift: Drift | None = None
+    """How the run's segments differ (set by :func:`~.streamed.stream_run`)."""
 
     @property
     def keys(self) -> np.ndarray:
@@ -325,7 +334,9 @@ class CompareStream:
         blocks = int(offset.max()) + 1
         sizes = np.bincount(offset, minlength=blocks)
         starts = np.cumsum(sizes) - sizes
-        rng = np.random.default_rng([self.seed, self.run, thread, group])
+        # the thread is not in the seed: block b of every thread (the same stretch of time when the threads share
+        # an interval) gets the same weights, so a stall of several CPUs is resampled as one
+        rng = np.random.default_rng([self.seed, self.run, group])
         # independent Poisson(f) weights for the G blocks of each replicate, drawn as a Poisson(f G) number of
         # uniform block choices (the same law, and cost in proportion to the weights, not to n_boot x G)
         per_replicate = rng.poisson(self.resample_fraction * blocks, self.n_boot)

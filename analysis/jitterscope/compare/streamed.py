@@ -39,8 +39,9 @@ from ..dataset import Dataset, Metadata, iter_thread_batches
 from ..errors import AnalysisError
 from ..format import format_p
 from ..power import rank_test_binned
-from .bootstrap import MAX_ACF_SAMPLES, BlockLength, optimal_block_length
-from .envdiff import diff_environments
+from .bootstrap import MAX_ACF_SAMPLES, BlockLength
+from .envdiff import diff_environments, readings_note
+from .episodes import RECORD_LEVEL, Drift, ExceedanceRecorder, segment_drift, structured_block_length
 from .results import (
     EXCEEDANCE_LEVELS,
     HIST_BINS,
@@ -55,6 +56,8 @@ from .results import (
     TestResult,
     check_parameters,
     check_run_size,
+    drift_rule,
+    episode_rule,
     pair_notes,
     quantile_change,
     run_notes,
@@ -62,12 +65,19 @@ from .results import (
 )
 from .stream import RELATIVE_ERROR, TOP_VALUES, CompareStream, StreamedRun, grid_keys, key_bounds
 
+MIN_BLOCKS_DRAWN = 20
+"""An m-out-of-n replicate draws at least about this many blocks (per thread)."""
 METHODS: tuple[tuple[str, str], ...] = (
     ("quantiles", f"HDR grid (buckets ≤ {RELATIVE_ERROR:.2%} of their value wide): bucket middle within "
                   f"±{RELATIVE_ERROR / 2:.2%} of the exact value; exact below 1024 ns, for the min and the "
                   f"{TOP_VALUES} largest values"),
-    ("intervals", "Poisson block bootstrap of the stream (blocks of the Politis-White length; m-out-of-n, spread "
-                  "scaled by sqrt(m/n), for long runs); replicate quantiles on the same grid (same bound)"),
+    ("intervals", "Poisson block bootstrap of the stream, every thread's block b weighted alike (blocks: the "
+                  "longest of Politis-White, twice the longest episode above p99, one of 20 segments when they "
+                  "differ; m-out-of-n, spread scaled by sqrt(m/n), for long runs); replicate quantiles on the same "
+                  "grid (same bound)"),
+    ("tail verdicts", "a tail change is shown only when the two runs' independent episodes above the lower value "
+                      "(exceedances within 10 intervals on any CPU are one) differ beyond chance (binomial test at "
+                      "1 - confidence); else inconclusive, with the counts"),
     ("exceedances", "exact counts above the top of the grid bucket holding the baseline's quantile "
                     f"(≤ {RELATIVE_ERROR:.2%} above it; the threshold shown is the one used)"),
     ("max, tail levels", f"exact values; judged against a GPD fit to the exact top {TAIL_FIT_TOP} values"),
@@ -81,9 +91,16 @@ METHODS: tuple[tuple[str, str], ...] = (
 
 
 def prefix_block_length(dataset: Dataset) -> BlockLength:
-    """Politis-White block length on the first :data:`MAX_ACF_SAMPLES` wake-ups (threads pooled in thread order).
+    """The bootstrap block length of a dataset from its first wake-ups (:func:`prefix_structure`)."""
+    return prefix_structure(dataset)[0]
 
-    Reads only until one thread has that many wake-ups (or the dataset ends).
+
+def prefix_structure(dataset: Dataset) -> tuple[BlockLength, float, Drift | None]:
+    """Block length (:func:`~.episodes.structured_block_length`) and exceedance-record floor of a dataset.
+
+    Both from the first :data:`MAX_ACF_SAMPLES` wake-ups (threads pooled in thread order): reads only
+    until one thread has that many wake-ups (or the dataset ends).  The floor is their
+    :data:`~.episodes.RECORD_LEVEL` quantile; the drift from their segments (:func:`~.episodes.segment_drift`).
     """
     pieces: dict[int, list[np.ndarray]] = {}
     held: dict[int, int] = {}
@@ -97,11 +114,17 @@ def prefix_block_length(dataset: Dataset) -> BlockLength:
                 break
     finally:
         batches.close()
-    series = np.concatenate([np.concatenate(pieces[t]) for t in sorted(pieces)]) if pieces else np.zeros(0)
-    block = optimal_block_length(series[:MAX_ACF_SAMPLES])
+    threads = [np.concatenate(pieces[t]) for t in sorted(pieces)]
+    series = np.concatenate(threads) if threads else np.zeros(0)
+    share = MAX_ACF_SAMPLES / max(series.size, 1)
+    heads = [t[:max(1, int(t.size * min(1.0, share)))] for t in threads]
+    drift = segment_drift(heads)
+    block = structured_block_length(heads, drift)
+    floor = float(np.quantile(series, RECORD_LEVEL)) if series.size else 0.0
     if series.size > MAX_ACF_SAMPLES or (held and max(held.values()) >= MAX_ACF_SAMPLES):
-        return BlockLength(block.length, f"{block.reason} (rule applied to the first {MAX_ACF_SAMPLES:,} wake-ups)")
-    return block
+        return BlockLength(block.length, f"{block.reason} (rule applied to the first {MAX_ACF_SAMPLES:,} "
+                                         "wake-ups)"), floor, drift
+    return block, floor, drift
 
 
 def stream_run(dataset: Dataset, *, index: int, n_boot: int, seed: int, max_resample: int) -> StreamedRun:
@@ -116,18 +139,23 @@ def stream_run(dataset: Dataset, *, index: int, n_boot: int, seed: int, max_resa
         raise AnalysisError(f"{dataset.path}: histogram-only dataset has no wake-up series")
     if dataset.num_rows == 0:
         raise AnalysisError(f"{dataset.path}: dataset has no rows; capture for longer")
-    block = prefix_block_length(dataset)
+    block, floor, drift = prefix_structure(dataset)
     interval = min((t.interval_ns for t in dataset.metadata.threads), default=0)
+    # m-out-of-n for long runs, but never so few blocks per replicate that segment-level blocks degenerate
+    per_thread = dataset.num_rows / max(1, len(dataset.metadata.threads))
+    fraction = min(1.0, max(max_resample / dataset.num_rows, MIN_BLOCKS_DRAWN * block.length / per_thread))
     stream = CompareStream(n_boot=n_boot, block_length=block.length, seed=seed, run=index, late_ns=interval,
-                           resample_fraction=min(1.0, max_resample / dataset.num_rows))
+                           resample_fraction=fraction)
+    recorder = ExceedanceRecorder(floor, interval or 1)
     for info, batch in iter_thread_batches(dataset, ["seq", "expected_ns", "actual_ns"], check=False):
         seq, expected, actual = (batch.column(i).to_numpy() for i in range(3))
         stream.update(info.thread, seq, actual - expected)
+        recorder.update(expected, actual - expected)
     try:
         run = stream.result()
     except AnalysisError:
         raise AnalysisError(f"{dataset.path}: dataset has no rows; capture for longer") from None
-    return dataclasses.replace(run, block_reason=block.reason)
+    return dataclasses.replace(run, block_reason=block.reason, exceedances=recorder.result(), drift=drift)
 
 
 def compare_datasets_streamed(
@@ -189,8 +217,12 @@ def compare_streams(
     method = (f"streamed: Poisson block bootstrap, {n_boot} resamples per run, {confidence:.0%} percentile "
               f"intervals; quantiles on an HDR grid within ±{RELATIVE_ERROR / 2:.2%}; noise threshold ±{noise:.0%}; "
               f"max (and quantiles with < {MIN_ABOVE} wake-ups above them) judged against the other run's fitted tail")
-    notes = (*run_notes(summaries), "each run read once in batches (memory bounded whatever its size); "
-             "the bootstrap weights each block of consecutive wake-ups with a Poisson draw")
+    notes = (*run_notes(summaries), *readings_note(metadatas),
+             "each run read once in batches (memory bounded whatever its size); the bootstrap weights each block of "
+             "consecutive wake-ups with a Poisson draw, the same for every thread's block at that place",
+             "one run per side: a tail change needs more independent episodes than chance gives, and a drifting "
+             "run's p50/p99 interval is widened by its segments' spread; for a verdict on configurations, compare "
+             "replicates (compare A1 A2 A3 -- B1 B2 B3)")
     return Comparison(summaries, pairs, diff_environments(metadatas), notes, noise, confidence, n_boot, method,
                       methods=METHODS)
 
@@ -260,6 +292,9 @@ def _pair(a: StreamedRun, b: StreamedRun, est_a: np.ndarray, est_b: np.ndarray, 
         metrics.append(quantile_change(name, est_a[j], est_b[j], lo, hi, relative, r_lo, r_hi, noise, confidence))
     metrics.append(tail_change("max", a.top_ns, a.count, b.top_ns, b.count, float(a.max_ns), float(b.max_ns), noise,
                                "no interval: a sample maximum has no consistent bootstrap"))
+    metrics = drift_rule(metrics, a.drift, b.drift, noise, confidence)
+    if a.exceedances is not None and b.exceedances is not None:
+        metrics = episode_rule(metrics, a.exceedances, a.count, b.exceedances, b.count, alpha)
     return PairComparison(
         baseline=sa.label, candidate=sb.label, metrics=tuple(metrics), tests=histogram_tests(a, b),
         exceedance_ratios=_ratios(a, b, da, db, thresholds, sa, sb, alpha), notes=pair_notes(sa, sb),

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..format import format_change, us_value
 from ..render import Table, tables_text
-from .headline import pair_headline, tail_blind_tests, unique_differences
+from .headline import group_headline, pair_headline, tail_blind_tests, unique_differences
 from .samples import Comparison, PairComparison
+
+if TYPE_CHECKING:
+    from .groups import GroupComparison
 
 US = "{:.3f}"
 
@@ -132,3 +137,60 @@ def comparison_text(comparison: Comparison) -> str:
     return tables_text(comparison_tables(comparison))
 
 
+
+
+def group_headline_table(comparison: GroupComparison) -> Table:
+    """The group comparison's sentence: runs per side, verdicts, environment."""
+    return Table(name="compare-groups-headline",
+                 title=f"What changed: {comparison.candidate_label} against {comparison.baseline_label}",
+                 columns=("headline",), rows=((group_headline(comparison),),), formats=("",), align=("l",),
+                 notes=(comparison.method, *comparison.notes))
+
+
+def group_metrics_table(comparison: GroupComparison) -> Table:
+    """Per metric: the two sides' geometric means, the change with its between-run interval, the verdict."""
+    rows = tuple((m.metric, us_value(m.baseline_ns), us_value(m.candidate_ns), _ratio(m.relative),
+                  _ratio(m.relative_low), _ratio(m.relative_high), format_change(m.relative), m.verdict)
+                 for m in comparison.metrics)
+    return Table(name="compare-groups-metrics", title="Verdicts from the between-run variation",
+                 columns=("metric", f"{comparison.baseline_label} [µs]", f"{comparison.candidate_label} [µs]",
+                          "ratio", "CI low", "CI high", "change", "verdict"),
+                 rows=rows, formats=("", US, US, "{:.3g}", "{:.3g}", "{:.3g}", "", ""),
+                 notes=tuple(m.sentence for m in comparison.metrics))
+
+
+def group_runs_table(comparison: GroupComparison) -> Table:
+    """One row per run with its side: the values the verdicts compare."""
+    metrics = [name for name, _ in comparison.runs[0].metrics_ns]
+    rows = []
+    for side, runs in ((comparison.baseline_label, comparison.baseline),
+                       (comparison.candidate_label, comparison.candidate)):
+        for run in runs:
+            values = dict(run.metrics_ns)
+            rows.append((side, run.label, run.n, *(us_value(values[m]) for m in metrics)))
+    return Table(name="compare-groups-runs", title="Runs (each one replicate)",
+                 columns=("side", "run", "wake-ups", *(f"{m} [µs]" for m in metrics)),
+                 rows=tuple(rows), formats=("", "", "{:d}", *(US,) * len(metrics)))
+
+
+def group_environment_table(comparison: GroupComparison) -> Table:
+    """Keys the same within each side that differ between the sides."""
+    rows = tuple((d.key, *("(absent)" if v is None else v for v in d.values)) for d in comparison.environment)
+    notes = () if rows else ("no difference in environment, settings or thread set-up between the sides",)
+    if comparison.varying:
+        shown = ", ".join(comparison.varying[:6]) + (" …" if len(comparison.varying) > 6 else "")
+        notes += (f"left out: {len(comparison.varying)} keys that differ between runs of one side or in every run "
+                  f"({shown})",)
+    return Table(name="compare-groups-environment", title="What differs between the sides",
+                 columns=("key", comparison.baseline_label, comparison.candidate_label), rows=rows, notes=notes)
+
+
+def group_tables(comparison: GroupComparison) -> list[Table]:
+    """All tables of a group comparison, in report order."""
+    return [group_headline_table(comparison), group_metrics_table(comparison), group_environment_table(comparison),
+            group_runs_table(comparison)]
+
+
+def group_text(comparison: GroupComparison) -> str:
+    """A group comparison as plain text for a terminal."""
+    return tables_text(group_tables(comparison))
