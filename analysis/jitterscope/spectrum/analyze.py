@@ -30,6 +30,7 @@ from .peaks import (
 )
 from .sources import Source, attribute, default_sources
 from .spikes import InterSpikeIntervals, IsiAccumulator, default_threshold_ns
+from .stationarity import presence_in_samples, presence_in_spectrogram, with_presence
 from .welch import MIN_NPERSEG, Psd, Spectrogram, WelchAccumulator
 
 METHODS = ("auto", "welch", "lombscargle")
@@ -271,6 +272,7 @@ class _ThreadState:
         peaks = () if psd is None else find_welch_peaks(psd, alpha=options.alpha, floor_bins=options.floor_bins)
         method = f"welch-{options.average}"
         ls = None
+        times = values = None
         if use_ls:
             if self.samples <= options.ls_max_points or self.ls_k == 1 or not self.ls_sums.size:
                 times, values = np.concatenate(self.ls_times) / 1e9, np.concatenate(self.ls_values)
@@ -308,11 +310,16 @@ class _ThreadState:
         peaks = attribute(order_by_family(group_harmonics(merge_close_peaks(peaks), fs_hz=self.fs_hz,
                                                           seeds_hz=seeds)), sources, fs_hz=fs)
         spike_peaks = attribute(order_by_family(spike_peaks), sources, fs_hz=fs)
+        spectrogram = None if psd is None else self.welch.spectrogram()
+        if method.startswith("lomb-scargle"):
+            peaks = with_presence(peaks, lambda p: presence_in_samples(times, values, p.frequency_hz))
+        elif spectrogram is not None and psd is not None:
+            peaks = with_presence(peaks, lambda p: presence_in_spectrogram(spectrogram, psd, p.frequency_hz, p.snr))
         return ThreadSpectra(
             thread=self.thread, cpu=self.cpu, fs_hz=self.fs_hz, samples=self.samples, gaps=self.gaps,
             irregular=self.irregular, method=method, peaks=peaks, psd=psd,
             floor=None if psd is None else assess_noise_floor(psd, floor_bins=options.floor_bins, alpha=options.alpha),
-            spectrogram=None if psd is None else self.welch.spectrogram(), spike_psd=spike_psd,
+            spectrogram=spectrogram, spike_psd=spike_psd,
             spike_peaks=spike_peaks,
             isi=isi, lomb_scargle=ls, notes=tuple(notes),
         )

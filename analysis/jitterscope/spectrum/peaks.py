@@ -75,6 +75,18 @@ class Peak:
     """The family's fundamental (None before grouping); it need not be a peak of its own."""
     alias_candidates_hz: tuple[float, ...] = ()
     likely_source: str | None = None
+    presence: float | None = None
+    """Share of the record's time segments in which the line is present (None: not judged, or too weak to
+    judge segment by segment); see :mod:`jitterscope.spectrum.stationarity`."""
+    present_from_s: float | None = None
+    present_to_s: float | None = None
+    """Start of the first and end of the last segment where the line is present (relative to the record start)."""
+
+    @property
+    def through_run(self) -> bool:
+        """Present through the run (a finding), or not judged: weakness is no evidence of intermittency."""
+        from .stationarity import PRESENT_THROUGH
+        return self.presence is None or self.presence >= PRESENT_THROUGH
 
     @property
     def period_s(self) -> float:
@@ -84,6 +96,10 @@ class Peak:
         out = asdict(self)
         out["period_s"] = self.period_s
         out["alias_candidates_hz"] = list(self.alias_candidates_hz)
+        out["through_run"] = self.through_run
+        for key in ("present_from_s", "present_to_s"):
+            if out[key] is not None and not math.isfinite(out[key]):
+                out[key] = None
         return out
 
 
@@ -253,6 +269,12 @@ def fold_frequency(frequency_hz: float | np.ndarray, fs_hz: float) -> float | np
 _SUBHARMONICS = 3
 """Candidate fundamentals are each strong peak divided by 1 .. this (a fundamental may be weak or absent)."""
 _CANDIDATE_PEAKS = 40
+_SEED_ERROR = 0.005
+"""Relative uncertainty of a seed: the mean interval of the most populated bin (12 % wide) of intervals
+quantised to the timer's, or a spike-train family's fundamental."""
+_COMB_FOLDS = 4
+"""Harmonics are searched up to this many times fs: a sampled spike one interval wide has a sinc envelope whose
+side lobes carry harmonics beyond fs (n x 37 Hz for n = 28 .. 108 fold to 36, 73, ... 406 Hz at 1 kHz)."""
 _TOLERANCE_BINS = 0.75
 _REACH_BINS = 2.0
 
@@ -287,11 +309,11 @@ def group_harmonics(peaks: tuple[Peak, ...], *, fs_hz: float | None, max_harmoni
     fs_hz : float or None
         Sampling frequency for folding; None for no folding (irregular sampling).
     max_harmonic : int
-        Harmonics searched at least this high (and, with folding, up to fs / f0: a comb of spikes one
-        interval wide reaches fs and folds back below fs/2).
+        Harmonics searched at least this high (and, with folding, up to 4 fs / f0: a comb of spikes one
+        interval wide reaches beyond fs and folds back below fs/2).
     seeds_hz : tuple of float
         Fundamentals known from elsewhere (the inter-spike interval, the spike train's spectrum), known to
-        about a sixteenth of a bin.
+        about 0.5 %.
 
     Returns
     -------
@@ -309,8 +331,9 @@ def group_harmonics(peaks: tuple[Peak, ...], *, fs_hz: float | None, max_harmoni
     1 / sqrt(sum n^2)), and harmonics are searched only where the prediction is good to two bins.  A family
     needs two members (three without a peak at its fundamental) and more members than chance would put on
     its harmonics.  Families are taken greedily by evidence (sum of log(1 + SNR) of their members); among
-    candidates within :data:`FAMILY_SHARE` of the best, the one with the fewest harmonics up to its highest
-    member wins (f0 rather than f0 / 2), then the one needing fewer folds.
+    candidates within :data:`FAMILY_SHARE` of the best, the one needing the fewest folded members wins (the
+    folded comb of 7 f0 reaches every harmonic of f0, but through folds), then the one with the fewest
+    harmonics up to its highest member (f0 rather than f0 / 2).
     """
     if not peaks:
         return ()
@@ -343,7 +366,7 @@ def _best_family(freqs: np.ndarray, weights: np.ndarray, resolution: np.ndarray,
     res = float(np.median(resolution[free]))
     order = [int(i) for i in np.argsort(-weights, kind="stable") if free[i]][:_CANDIDATE_PEAKS]
     # (f0, its uncertainty, whether a peak sits at f0)
-    candidates = [(float(s), res / 64, False) for s in seeds_hz if s > 0]
+    candidates = [(float(s), max(res / 64, _SEED_ERROR * s), False) for s in seeds_hz if s > 0]
     candidates += [(float(freqs[i] / m), 0.25 * res / m, m == 1) for i in order for m in range(1, _SUBHARMONICS + 1)]
     found = []
     for f0, sigma, own in candidates:
@@ -356,7 +379,7 @@ def _best_family(freqs: np.ndarray, weights: np.ndarray, resolution: np.ndarray,
         return None
     top = max(f.weight for f in found)
     close = [f for f in found if f.weight >= FAMILY_SHARE * top]
-    return min(close, key=lambda f: (f.top, f.folded, -f.weight))
+    return min(close, key=lambda f: (f.folded, f.top, -f.weight))
 
 
 def _grow(f0: float, sigma: float, freqs: np.ndarray, weights: np.ndarray, free: np.ndarray, res: float,
@@ -367,7 +390,7 @@ def _grow(f0: float, sigma: float, freqs: np.ndarray, weights: np.ndarray, free:
     cand_f = freqs[cand]
     members: dict[int, int] = {}
     for _ in range(8):
-        cap = max(max_harmonic, int(np.ceil((fs_hz if fs_hz else float(cand_f[-1])) / f0)))
+        cap = max(max_harmonic, int(np.ceil((_COMB_FOLDS * fs_hz if fs_hz else float(cand_f[-1])) / f0)))
         reach = int(min(cap, np.floor((_REACH_BINS - _TOLERANCE_BINS) * res / max(sigma, 1e-300))))
         if reach < 1:
             return None
@@ -402,8 +425,13 @@ def _grow(f0: float, sigma: float, freqs: np.ndarray, weights: np.ndarray, free:
             break
     n_arr = np.array(list(members.values()))
     top = int(n_arr.max())
-    # chance: free peaks that land on one of `top` harmonic windows by accident
-    coverage = min(1.0, top * 2 * (_TOLERANCE_BINS * res) / ((fs_hz / 2) if fs_hz else float(cand_f[-1])))
+    # chance: free peaks that land in one of the windows of harmonics 1 .. top by accident (the share of the
+    # band the windows cover: folded harmonics of a spike train often fall on or beside unfolded ones)
+    ns = np.arange(1, top + 1)
+    centres = np.sort(ns * f0 if fs_hz is None else fold_frequency(ns * f0, fs_hz))
+    half = _TOLERANCE_BINS * res
+    covered = float(np.sum(np.minimum(np.diff(centres), 2 * half))) + 2 * half
+    coverage = min(1.0, covered / ((fs_hz / 2) if fs_hz else max(float(cand_f[-1]), f0)))
     expected = coverage * cand.size
     if len(members) > 1 and len(members) <= expected + 3 * np.sqrt(expected):
         return None
