@@ -23,6 +23,7 @@ from .peaks import (
     FloorTest,
     Peak,
     assess_noise_floor,
+    families_of,
     find_welch_peaks,
     group_harmonics,
     merge_close_peaks,
@@ -114,7 +115,8 @@ class ThreadSpectra:
             "thread": self.thread, "cpu": self.cpu, "fs_hz": self.fs_hz, "samples": self.samples,
             "gaps": self.gaps, "irregular": self.irregular, "method": self.method,
             "method_text": self.method_text, "span_s": self.span_s,
-            "peaks": [p.to_json() for p in self.peaks], "psd": _json(self.psd), "floor_threshold": (
+            "peaks": [p.to_json() for p in self.peaks],
+            "families": [f.to_json() for f in families_of(self.peaks)], "psd": _json(self.psd), "floor_threshold": (
                 None if self.floor is None else np.nan_to_num(self.floor.threshold, nan=0.0).tolist()),
             "spectrogram": _json(self.spectrogram), "spike_psd": _json(self.spike_psd),
             "spike_peaks": [p.to_json() for p in self.spike_peaks], "isi": self.isi.to_json(),

@@ -455,3 +455,51 @@ def order_by_family(peaks: tuple[Peak, ...], max_peaks: int = MAX_PEAKS) -> tupl
     for r in range(rounds):
         ordered += [members[r] for members in families.values() if r < len(members)]
     return tuple(ordered[:max_peaks])
+
+
+@dataclass(frozen=True)
+class Family:
+    """One periodic disturbance: the family of peaks it explains, with its fundamental (which need not be a peak)."""
+
+    group: int
+    fundamental_hz: float
+    members: tuple[Peak, ...]
+    """Strongest first."""
+
+    @property
+    def strongest(self) -> Peak:
+        return self.members[0]
+
+    @property
+    def fap(self) -> float:
+        return min(p.fap for p in self.members)
+
+    @property
+    def has_fundamental(self) -> bool:
+        return any(p.harmonic_number == 1 for p in self.members)
+
+    @property
+    def through_run(self) -> bool:
+        return self.strongest.through_run
+
+    def to_json(self) -> dict:
+        top = self.strongest
+        return {"harmonic_group": self.group, "fundamental_hz": self.fundamental_hz, "peaks": len(self.members),
+                "harmonic_numbers": sorted(p.harmonic_number for p in self.members),
+                "fundamental_is_a_peak": self.has_fundamental, "strongest_hz": top.frequency_hz, "snr": top.snr,
+                "fap": self.fap, "presence": top.presence, "through_run": self.through_run,
+                "present_from_s": top.to_json()["present_from_s"], "present_to_s": top.to_json()["present_to_s"],
+                "likely_source": next((p.likely_source for p in self.members if p.harmonic_number == 1), None)}
+
+
+def families_of(peaks: tuple[Peak, ...]) -> tuple[Family, ...]:
+    """The harmonic families of grouped peaks, in order of their strongest member's SNR."""
+    groups: dict[int, list[Peak]] = {}
+    for peak in peaks:
+        groups.setdefault(peak.harmonic_group, []).append(peak)
+    out = []
+    for group, members in groups.items():
+        members.sort(key=lambda p: p.snr, reverse=True)
+        f0 = members[0].fundamental_hz or min(members, key=lambda p: p.harmonic_number).frequency_hz
+        out.append(Family(group, float(f0), tuple(members)))
+    return tuple(sorted(out, key=lambda f: f.strongest.snr, reverse=True))
