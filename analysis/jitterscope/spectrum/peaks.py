@@ -296,6 +296,7 @@ class _Family:
     weight: float
     top: int
     folded: int
+    score: float
 
 
 def group_harmonics(peaks: tuple[Peak, ...], *, fs_hz: float | None, max_harmonic: int = 16,
@@ -330,10 +331,11 @@ def group_harmonics(peaks: tuple[Peak, ...], *, fs_hz: float | None, max_harmoni
     round refits f0 by least squares on the members' unfolded frequencies (its uncertainty shrinks as
     1 / sqrt(sum n^2)), and harmonics are searched only where the prediction is good to two bins.  A family
     needs two members (three without a peak at its fundamental) and more members than chance would put on
-    its harmonics.  Families are taken greedily by evidence (sum of log(1 + SNR) of their members); among
-    candidates within :data:`FAMILY_SHARE` of the best, the one needing the fewest folded members wins (the
-    folded comb of 7 f0 reaches every harmonic of f0, but through folds), then the one with the fewest
-    harmonics up to its highest member (f0 rather than f0 / 2).
+    its harmonics.  Families are taken greedily by evidence: the sum of log(1 + SNR) of their members times
+    their fill (members per distinct place where harmonics 1 .. top fall: f0 / 2 leaves half of its places
+    empty); among candidates within :data:`FAMILY_SHARE` of the best, the one needing the fewest folded
+    members wins (the folded comb of 7 f0 reaches every harmonic of f0, but through folds), then the one
+    with the fewest harmonics up to its highest member (f0 rather than f0 / 2).
     """
     if not peaks:
         return ()
@@ -348,6 +350,8 @@ def group_harmonics(peaks: tuple[Peak, ...], *, fs_hz: float | None, max_harmoni
             break
         families.append(best)
         free[list(best.members)] = False
+    if fs_hz is not None:
+        _unfold_members(families, freqs, resolution, fs_hz)
     group = np.zeros(len(peaks), dtype=np.int64)
     number = np.ones(len(peaks), dtype=np.int64)
     fundamental = freqs.copy()
@@ -366,31 +370,85 @@ def _best_family(freqs: np.ndarray, weights: np.ndarray, resolution: np.ndarray,
     res = float(np.median(resolution[free]))
     order = [int(i) for i in np.argsort(-weights, kind="stable") if free[i]][:_CANDIDATE_PEAKS]
     # (f0, its uncertainty, whether a peak sits at f0)
-    candidates = [(float(s), max(res / 64, _SEED_ERROR * s), False) for s in seeds_hz if s > 0]
-    candidates += [(float(freqs[i] / m), 0.25 * res / m, m == 1) for i in order for m in range(1, _SUBHARMONICS + 1)]
+    candidates = [(float(s), max(res / 64, _SEED_ERROR * s), False, True) for s in seeds_hz if s > 0]
+    candidates += [(float(freqs[i] / m), 0.25 * res / m, m == 1, False) for i in order
+                   for m in range(1, _SUBHARMONICS + 1)]
     found = []
-    for f0, sigma, own in candidates:
+    for f0, sigma, own, seeded in candidates:
         if f0 < 2 * _REACH_BINS * res:
             continue  # harmonics closer than the matching tolerance would claim anything
         family = _grow(f0, sigma, freqs, weights, free, res, fs_hz, max_harmonic)
+        if family is not None and family.folded and not seeded and not _comb_reaches_nyquist(family, fs_hz):
+            # folds need evidence: a spike train (seed) or a comb seen reaching fs/2 unfolded; else chance
+            # coincidences of leftover lines with folded harmonics would make families of unrelated lines
+            family = _grow(f0, sigma, freqs, weights, free, res, fs_hz, max_harmonic, fold=False)
         if family is not None and len(family.members) >= (2 if own or 1 in family.members.values() else 3):
             found.append(family)
     if not found:
         return None
-    top = max(f.weight for f in found)
-    close = [f for f in found if f.weight >= FAMILY_SHARE * top]
-    return min(close, key=lambda f: (f.folded, f.top, -f.weight))
+    top = max(f.score for f in found)
+    close = [f for f in found if f.score >= FAMILY_SHARE * top]
+    return min(close, key=lambda f: (f.folded, f.top, -f.score))
+
+
+def _unfold_members(families: list[_Family], freqs: np.ndarray, resolution: np.ndarray, fs_hz: float) -> None:
+    """A peak a family reached only through a fold goes to a family that explains it better.
+
+    Taken greedily, a comb folded up to 4 fs reaches a good share of the band.  A peak that is a folded
+    harmonic of one family and a harmonic of another below fs/2 is the other's (no fold needed); one folded
+    in both is the family with the higher fundamental's (its comb has fewer places: a coincidence with it is
+    the less likely).
+    """
+    for a, family in enumerate(families):
+        for i, n in list(family.members.items()):
+            if n * family.f0 <= fs_hz / 2:
+                continue
+            best: tuple[int, int] | None = None
+            for b, other in enumerate(families):
+                if b == a:
+                    continue
+                m = _harmonic_at(freqs[i], other.f0, fs_hz, _TOLERANCE_BINS * resolution[i])
+                if m is None:
+                    continue
+                if m * other.f0 <= fs_hz / 2 or other.f0 > family.f0:
+                    best = (b, m)
+                    if m * other.f0 <= fs_hz / 2:
+                        break
+            if best is not None:
+                del family.members[i]
+                families[best[0]].members[i] = best[1]
+
+
+def _harmonic_at(frequency: float, f0: float, fs_hz: float, tolerance: float) -> int | None:
+    """The lowest harmonic n <= 4 fs / f0 of f0 that folds within ``tolerance`` of ``frequency``, or None."""
+    for k in range(_COMB_FOLDS + 1):
+        for true in (k * fs_hz + frequency, k * fs_hz - frequency):
+            n = round(true / f0)
+            if n >= 1 and abs(n * f0 - true) <= tolerance and n * f0 <= _COMB_FOLDS * fs_hz + f0:
+                return int(n)
+    return None
+
+
+def _comb_reaches_nyquist(family: _Family, fs_hz: float | None) -> bool:
+    """At least three members below fs/2, the highest of them above fs/4."""
+    if fs_hz is None:
+        return True
+    unfolded = [n * family.f0 for n in family.members.values() if n * family.f0 <= fs_hz / 2]
+    return len(unfolded) >= 3 and max(unfolded) >= fs_hz / 4
 
 
 def _grow(f0: float, sigma: float, freqs: np.ndarray, weights: np.ndarray, free: np.ndarray, res: float,
-          fs_hz: float | None, max_harmonic: int) -> _Family | None:
+          fs_hz: float | None, max_harmonic: int, fold: bool = True) -> _Family | None:
     index = np.flatnonzero(free)
     sorted_at = np.argsort(freqs[index])
     cand = index[sorted_at]
     cand_f = freqs[cand]
     members: dict[int, int] = {}
     for _ in range(8):
-        cap = max(max_harmonic, int(np.ceil((_COMB_FOLDS * fs_hz if fs_hz else float(cand_f[-1])) / f0)))
+        if fs_hz and not fold:
+            cap = int(fs_hz / 2 / f0)
+        else:
+            cap = max(max_harmonic, int(np.ceil((_COMB_FOLDS * fs_hz if fs_hz else float(cand_f[-1])) / f0)))
         reach = int(min(cap, np.floor((_REACH_BINS - _TOLERANCE_BINS) * res / max(sigma, 1e-300))))
         if reach < 1:
             return None
@@ -436,7 +494,12 @@ def _grow(f0: float, sigma: float, freqs: np.ndarray, weights: np.ndarray, free:
     if len(members) > 1 and len(members) <= expected + 3 * np.sqrt(expected):
         return None
     folded = 0 if fs_hz is None else int(np.count_nonzero(n_arr * f0 > fs_hz / 2))
-    return _Family(f0=f0, members=members, weight=float(weights[list(members)].sum()), top=top, folded=folded)
+    # fill: members per distinct place (folded) where harmonics 1 .. top fall; f0 / 2 explains every harmonic
+    # of f0 but leaves its odd harmonics empty, 7 f0 reaches them all only through folds that leave gaps
+    places = 1 + int(np.count_nonzero(np.diff(centres) > 2 * half))
+    fill = min(1.0, len(members) / places)
+    weight = float(weights[list(members)].sum())
+    return _Family(f0=f0, members=members, weight=weight, top=top, folded=folded, score=weight * fill)
 
 
 def order_by_family(peaks: tuple[Peak, ...], max_peaks: int = MAX_PEAKS) -> tuple[Peak, ...]:
