@@ -351,7 +351,9 @@ def group_harmonics(peaks: tuple[Peak, ...], *, fs_hz: float | None, max_harmoni
         families.append(best)
         free[list(best.members)] = False
     if fs_hz is not None:
+        _absorb_redundant(families, freqs, resolution, fs_hz)
         _unfold_members(families, freqs, resolution, fs_hz)
+        families = [f for f in families if len(f.members) >= 2]
     group = np.zeros(len(peaks), dtype=np.int64)
     number = np.ones(len(peaks), dtype=np.int64)
     fundamental = freqs.copy()
@@ -391,13 +393,47 @@ def _best_family(freqs: np.ndarray, weights: np.ndarray, resolution: np.ndarray,
     return min(close, key=lambda f: (f.folded, f.top, -f.score))
 
 
+ABSORB_SHARE = 0.8
+"""A family whose members are at least this share harmonics of a larger family (folds allowed), and more so than
+that family's comb covers the band by chance, is part of the larger one."""
+
+
+def _absorb_redundant(families: list[_Family], freqs: np.ndarray, resolution: np.ndarray, fs_hz: float) -> None:
+    """Move the members of a family that a larger family already explains into the larger one.
+
+    Greedy choice can make a family of a few folded harmonics of a comb (198.6 Hz from harmonics 26, 39, 52
+    of a 31.1 Hz spike train) before the comb's own family takes them; it explains nothing the comb does not.
+    """
+    for a, small in sorted(enumerate(families), key=lambda item: len(item[1].members)):
+        for b, large in enumerate(families):
+            if b == a or len(large.members) <= len(small.members) or not small.members:
+                continue
+            numbers = {i: _harmonic_at(freqs[i], large.f0, fs_hz, _TOLERANCE_BINS * resolution[i])
+                       for i in small.members}
+            explained = [i for i, n in numbers.items() if n is not None]
+            if len(explained) >= ABSORB_SHARE * len(small.members) and len(explained) / len(small.members) >= (
+                    _comb_coverage(large.f0, float(np.median(resolution)), fs_hz) + 0.5):
+                for i in explained:
+                    del small.members[i]
+                    large.members[i] = int(numbers[i])
+                break
+
+
+def _comb_coverage(f0: float, res: float, fs_hz: float) -> float:
+    """Share of [0, fs/2] within the matching tolerance of a harmonic n <= 4 fs / f0 of f0, folded."""
+    ns = np.arange(1, int(_COMB_FOLDS * fs_hz / f0) + 1)
+    centres = np.sort(fold_frequency(ns * f0, fs_hz))
+    half = _TOLERANCE_BINS * res
+    return min(1.0, (float(np.sum(np.minimum(np.diff(centres), 2 * half))) + 2 * half) / (fs_hz / 2))
+
+
 def _unfold_members(families: list[_Family], freqs: np.ndarray, resolution: np.ndarray, fs_hz: float) -> None:
     """A peak a family reached only through a fold goes to a family that explains it better.
 
     Taken greedily, a comb folded up to 4 fs reaches a good share of the band.  A peak that is a folded
     harmonic of one family and a harmonic of another below fs/2 is the other's (no fold needed); one folded
-    in both is the family with the higher fundamental's (its comb has fewer places: a coincidence with it is
-    the less likely).
+    in both is the family with the higher fundamental's, if that one has three members below fs/2 (its comb
+    has fewer places: a coincidence with it is the less likely).
     """
     for a, family in enumerate(families):
         for i, n in list(family.members.items()):
@@ -410,13 +446,17 @@ def _unfold_members(families: list[_Family], freqs: np.ndarray, resolution: np.n
                 m = _harmonic_at(freqs[i], other.f0, fs_hz, _TOLERANCE_BINS * resolution[i])
                 if m is None:
                     continue
-                if m * other.f0 <= fs_hz / 2 or other.f0 > family.f0:
+                if m * other.f0 <= fs_hz / 2 or (other.f0 > family.f0 and _unfolded_members(other, fs_hz) >= 3):
                     best = (b, m)
                     if m * other.f0 <= fs_hz / 2:
                         break
             if best is not None:
                 del family.members[i]
                 families[best[0]].members[i] = best[1]
+
+
+def _unfolded_members(family: _Family, fs_hz: float) -> int:
+    return sum(n * family.f0 <= fs_hz / 2 for n in family.members.values())
 
 
 def _harmonic_at(frequency: float, f0: float, fs_hz: float, tolerance: float) -> int | None:

@@ -31,6 +31,7 @@ MIN_SEGMENTS = 3
 MAX_SEGMENTS = 16
 SEGMENT_CYCLES = 3
 SEGMENT_ALPHA = 0.01
+GAP_SEGMENTS = 2
 _NEIGHBOURS = np.r_[-12:-1, 2:13]
 _FLOOR_BINS = 31
 
@@ -145,11 +146,17 @@ def _ratio(t: np.ndarray, v: np.ndarray, f: float, span: float, nyquist: float) 
 
 
 def _presence(present: np.ndarray, used: np.ndarray, starts: np.ndarray, span: float) -> Presence:
+    """The share of used segments where the line is present, and the span of its main stretch: present
+    segments with gaps of at most :data:`GAP_SEGMENTS` between them, the stretch holding most of them (a
+    1 % test per segment marks an odd segment of a long run by chance; it must not stretch the span)."""
     where = np.flatnonzero(present)
     fraction = float(present.sum() / max(used.sum(), 1))
     if where.size == 0:
         return Presence(fraction, int(used.sum()), math.nan, math.nan)
-    return Presence(fraction, int(used.sum()), float(starts[where[0]]), float(starts[where[-1]] + span))
+    breaks = np.flatnonzero(np.diff(where) > GAP_SEGMENTS + 1) + 1
+    stretches = np.split(where, breaks)
+    main = max(stretches, key=len)
+    return Presence(fraction, int(used.sum()), float(starts[main[0]]), float(starts[main[-1]] + span))
 
 
 def with_presence(peaks: tuple[Peak, ...], judge) -> tuple[Peak, ...]:
