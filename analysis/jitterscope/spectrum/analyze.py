@@ -316,7 +316,9 @@ class _ThreadState:
         if method.startswith("lomb-scargle"):
             peaks = with_presence(peaks, lambda p: presence_in_samples(times, values, p.frequency_hz))
         elif spectrogram is not None and psd is not None:
-            peaks = with_presence(peaks, lambda p: presence_in_spectrogram(spectrogram, psd, p.frequency_hz, p.snr))
+            # the spectrogram is at hand: every member is judged
+            peaks = with_presence(peaks, lambda p: presence_in_spectrogram(spectrogram, psd, p.frequency_hz, p.snr),
+                                  len(peaks))
         return ThreadSpectra(
             thread=self.thread, cpu=self.cpu, fs_hz=self.fs_hz, samples=self.samples, gaps=self.gaps,
             irregular=self.irregular, method=method, peaks=peaks, psd=psd,

@@ -23,6 +23,8 @@ MIN_POINTS = 64
 # power, is the stronger one's spectral-window side lobe (sinc: -13 dB first lobe).
 _SIDELOBE_REACH = 3.0
 _SIDELOBE_FRACTION = 0.25
+_GATED_REACH = 16.0
+_GATED_FRACTION = 0.1
 LOCAL_REACH = 32
 """A Lomb-Scargle peak's local level is the median power from 2 to this many resolution elements either side."""
 
@@ -129,6 +131,11 @@ def lomb_scargle(times_s: np.ndarray, values: np.ndarray, *, alpha: float = 0.01
         idx = candidates[i]
         near = [k for k in kept if abs(frequencies[candidates[k]] - frequencies[idx]) <= _SIDELOBE_REACH * resolution]
         if any(power[idx] < _SIDELOBE_FRACTION * power[candidates[k]] for k in near):
+            continue
+        # a line present for part of the record has the spectral window of that part: side lobes of -13 dB and
+        # less up to a few of its (wider) resolution elements away
+        far = [k for k in kept if abs(frequencies[candidates[k]] - frequencies[idx]) <= _GATED_REACH * resolution]
+        if any(power[idx] < _GATED_FRACTION * power[candidates[k]] for k in far):
             continue
         kept.append(int(i))
         if len(kept) == max_peaks:

@@ -159,21 +159,44 @@ def _presence(present: np.ndarray, used: np.ndarray, starts: np.ndarray, span: f
     return Presence(fraction, int(used.sum()), float(starts[main[0]]), float(starts[main[-1]] + span))
 
 
-def with_presence(peaks: tuple[Peak, ...], judge) -> tuple[Peak, ...]:
-    """Peaks with ``presence``, ``present_from_s`` and ``present_to_s`` set, one judgement per family.
+MEMBERS_JUDGED = 8
+"""Members of a family (strongest first) whose presence is judged one by one."""
 
-    ``judge(peak)`` returns a :class:`Presence` or None; it is asked about each family's strongest member
-    (a family is one disturbance) and each member carries the answer.
+
+def with_presence(peaks: tuple[Peak, ...], judge, members_judged: int = MEMBERS_JUDGED) -> tuple[Peak, ...]:
+    """Peaks with ``presence``, ``present_from_s`` and ``present_to_s`` set.
+
+    ``judge(peak)`` returns a :class:`Presence` or None.  A family is one disturbance: its strongest
+    ``members_judged`` members are judged, the majority says whether the family runs through the run (its
+    strongest such member gives the share and span every member carries), and a judged member of the other
+    kind is no member of it: a steady 113 Hz line that happens to fall on a folded harmonic of an
+    intermittent 37 Hz spike train is a disturbance of its own, and leaves the family as its own group.
     """
-    strongest: dict[int, Peak] = {}
-    for peak in peaks:
-        best = strongest.get(peak.harmonic_group)
-        if best is None or peak.snr > best.snr:
-            strongest[peak.harmonic_group] = peak
-    verdicts = {group: judge(peak) for group, peak in strongest.items()}
-    out = []
-    for peak in peaks:
-        p = verdicts[peak.harmonic_group]
-        out.append(peak if p is None else replace(peak, presence=p.fraction, present_from_s=p.first_s,
-                                                  present_to_s=p.last_s))
+    families: dict[int, list[int]] = {}
+    for i, peak in enumerate(peaks):
+        families.setdefault(peak.harmonic_group, []).append(i)
+    out = list(peaks)
+    next_group = max((p.harmonic_group for p in peaks), default=0) + 1
+    for members in families.values():
+        members.sort(key=lambda i: peaks[i].snr, reverse=True)
+        own: dict[int, Presence | None] = {i: judge(peaks[i]) for i in members[:members_judged]}
+        judged = [(i, v) for i, v in own.items() if v is not None]
+        # the family's time behaviour is its judged members' majority; the strongest of them speaks for it
+        through = sum(v.fraction >= PRESENT_THROUGH for _, v in judged)
+        steady = not judged or 2 * through >= len(judged)
+        verdict = next((v for _, v in judged if (v.fraction >= PRESENT_THROUGH) == steady), None)
+        for i in members:
+            mine = own.get(i, verdict)
+            if i in own and mine is not None and (mine.fraction >= PRESENT_THROUGH) != steady:
+                out[i] = _placed(replace(peaks[i], harmonic_group=next_group, harmonic_number=1,
+                                         fundamental_hz=peaks[i].frequency_hz), mine)
+                next_group += 1
+            else:
+                out[i] = _placed(peaks[i], verdict)
     return tuple(out)
+
+
+def _placed(peak: Peak, presence: Presence | None) -> Peak:
+    if presence is None:
+        return peak
+    return replace(peak, presence=presence.fraction, present_from_s=presence.first_s, present_to_s=presence.last_s)
