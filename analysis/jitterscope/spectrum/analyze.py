@@ -18,9 +18,20 @@ import numpy as np
 from ..dataset import Dataset, column_values
 from ..errors import AnalysisError
 from .lombscargle import LombScargleSpectrum, lomb_scargle
-from .peaks import FloorTest, Peak, assess_noise_floor, find_welch_peaks, group_harmonics, order_by_family
+from .peaks import (
+    MIN_CYCLES,
+    FloorTest,
+    Peak,
+    assess_noise_floor,
+    families_of,
+    find_welch_peaks,
+    group_harmonics,
+    merge_close_peaks,
+    order_by_family,
+)
 from .sources import Source, attribute, default_sources
 from .spikes import InterSpikeIntervals, IsiAccumulator, default_threshold_ns
+from .stationarity import presence_in_samples, presence_in_spectrogram, with_presence
 from .welch import MIN_NPERSEG, Psd, Spectrogram, WelchAccumulator
 
 METHODS = ("auto", "welch", "lombscargle")
@@ -104,7 +115,8 @@ class ThreadSpectra:
             "thread": self.thread, "cpu": self.cpu, "fs_hz": self.fs_hz, "samples": self.samples,
             "gaps": self.gaps, "irregular": self.irregular, "method": self.method,
             "method_text": self.method_text, "span_s": self.span_s,
-            "peaks": [p.to_json() for p in self.peaks], "psd": _json(self.psd), "floor_threshold": (
+            "peaks": [p.to_json() for p in self.peaks],
+            "families": [f.to_json() for f in families_of(self.peaks)], "psd": _json(self.psd), "floor_threshold": (
                 None if self.floor is None else np.nan_to_num(self.floor.threshold, nan=0.0).tolist()),
             "spectrogram": _json(self.spectrogram), "spike_psd": _json(self.spike_psd),
             "spike_peaks": [p.to_json() for p in self.spike_peaks], "isi": self.isi.to_json(),
@@ -148,7 +160,7 @@ class _ThreadState:
         self.threshold = options.spike_threshold_ns
         self.isi: IsiAccumulator | None = None
         if self.threshold is not None:
-            self.isi = IsiAccumulator(self.threshold, "given")
+            self.isi = IsiAccumulator(self.threshold, "given", merge_ns=1.5 * interval_ns)
         self.pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.pending_n = 0
         self.want_ls = options.method == "lombscargle" or (options.method == "auto" and gaps_expected)
@@ -236,7 +248,7 @@ class _ThreadState:
     def _fix_threshold(self) -> None:
         leading = np.concatenate([lat for _, _, lat in self.pending])[:THRESHOLD_WINDOW]
         rule = f"median + 10 IQR of the first {leading.size} wake-ups"
-        self.isi = IsiAccumulator(default_threshold_ns(leading), rule)
+        self.isi = IsiAccumulator(default_threshold_ns(leading), rule, merge_ns=1.5 * self.interval_ns)
         pending, self.pending = self.pending, []
         for index, actual_ns, latency in pending:
             self._spikes(index, actual_ns, latency)
@@ -262,6 +274,7 @@ class _ThreadState:
         peaks = () if psd is None else find_welch_peaks(psd, alpha=options.alpha, floor_bins=options.floor_bins)
         method = f"welch-{options.average}"
         ls = None
+        times = values = None
         if use_ls:
             if self.samples <= options.ls_max_points or self.ls_k == 1 or not self.ls_sums.size:
                 times, values = np.concatenate(self.ls_times) / 1e9, np.concatenate(self.ls_values)
@@ -287,19 +300,30 @@ class _ThreadState:
         if self.gaps:
             notes.append(f"{self.gaps} gaps in the wake-up index (drops or overruns): Welch segments do not span them")
         isi = self.isi.result()
-        # a spike train's lowest line is often a folded harmonic: its interval names the fundamental
-        seeds = (1.0 / isi.mode_s,) if isi.mode_s and isi.spikes >= 3 else ()
+        # one family decision from three views of a periodic disturbance: the interval between episodes of
+        # spikes names its period, the spike train's spectrum its comb, and the latency spectrum's harmonic sum
+        # (group_harmonics) weighs them against every other explanation
+        seeds = (1.0 / isi.mode_s,) if isi.mode_s and isi.episodes >= MIN_CYCLES else ()
+        spike_peaks = () if spike_psd is None else group_harmonics(merge_close_peaks(
+            find_welch_peaks(spike_psd, alpha=options.alpha, floor_bins=options.floor_bins)), fs_hz=self.fs_hz,
+            seeds_hz=seeds)
+        seeds += _family_fundamentals(spike_peaks)
         # group first, then keep families ahead of further harmonics (a comb must not crowd out a family)
-        peaks = attribute(order_by_family(group_harmonics(peaks, fs_hz=self.fs_hz, seeds_hz=seeds)), sources,
-                          fs_hz=fs)
-        spike_peaks = () if spike_psd is None else attribute(order_by_family(group_harmonics(
-            find_welch_peaks(spike_psd, alpha=options.alpha, floor_bins=options.floor_bins), fs_hz=self.fs_hz,
-            seeds_hz=seeds)), sources, fs_hz=fs)
+        peaks = attribute(order_by_family(group_harmonics(merge_close_peaks(peaks), fs_hz=self.fs_hz,
+                                                          seeds_hz=seeds)), sources, fs_hz=fs)
+        spike_peaks = attribute(order_by_family(spike_peaks), sources, fs_hz=fs)
+        spectrogram = None if psd is None else self.welch.spectrogram()
+        if method.startswith("lomb-scargle"):
+            peaks = with_presence(peaks, lambda p: presence_in_samples(times, values, p.frequency_hz))
+        elif spectrogram is not None and psd is not None:
+            # the spectrogram is at hand: every member is judged
+            peaks = with_presence(peaks, lambda p: presence_in_spectrogram(spectrogram, psd, p.frequency_hz, p.snr),
+                                  len(peaks))
         return ThreadSpectra(
             thread=self.thread, cpu=self.cpu, fs_hz=self.fs_hz, samples=self.samples, gaps=self.gaps,
             irregular=self.irregular, method=method, peaks=peaks, psd=psd,
             floor=None if psd is None else assess_noise_floor(psd, floor_bins=options.floor_bins, alpha=options.alpha),
-            spectrogram=None if psd is None else self.welch.spectrogram(), spike_psd=spike_psd,
+            spectrogram=spectrogram, spike_psd=spike_psd,
             spike_peaks=spike_peaks,
             isi=isi, lomb_scargle=ls, notes=tuple(notes),
         )
@@ -365,6 +389,15 @@ def analyze_spectra(dataset: Dataset, options: SpectralOptions | None = None, *,
     if not results:
         raise AnalysisError(skipped[0].split(": ", 1)[1] if skipped else f"{dataset.path}: no threads")
     return SpectralAnalysis(tuple(results), all_sources, options, tuple(skipped))
+
+
+def _family_fundamentals(peaks: tuple[Peak, ...]) -> tuple[float, ...]:
+    """The fundamentals of the families of three or more members among grouped peaks, largest family first."""
+    sizes: dict[int, list[Peak]] = {}
+    for peak in peaks:
+        sizes.setdefault(peak.harmonic_group, []).append(peak)
+    families = sorted((m for m in sizes.values() if len(m) >= 3), key=len, reverse=True)
+    return tuple(float(m[0].fundamental_hz) for m in families if m[0].fundamental_hz)
 
 
 def _rows_by_thread(threads: np.ndarray):

@@ -42,6 +42,12 @@ _QUADRATURE = np.polynomial.hermite_e.hermegauss(21)
 MIN_CYCLES = 10
 """A peak needs at least this many cycles in the analysed record: a "period" seen two to eight times in a
 record is a burst, not a periodic disturbance (frequency x record span >= MIN_CYCLES)."""
+MERGE_BINS = 2.0
+"""Peaks closer than this many resolution elements are one line (the stronger one is kept): a line's main lobe,
+its scalloping and a slightly unstable frequency must not be listed two or three times."""
+FAMILY_SHARE = 0.9
+"""A family with a higher fundamental that explains this share of a lower one's evidence is preferred: f0 / 2
+explains every harmonic of f0 (and chance peaks on top), so it must explain clearly more to be chosen."""
 MAX_PEAKS = 200
 """Peaks kept per spectrum after harmonic grouping (:func:`order_by_family`); tables and figures show fewer,
 chosen by family (:func:`~jitterscope.spectrum.text.peaks_by_family`)."""
@@ -65,8 +71,22 @@ class Peak:
     method: str
     harmonic_group: int = 0
     harmonic_number: int = 1
+    fundamental_hz: float | None = None
+    """The family's fundamental (None before grouping); it need not be a peak of its own."""
     alias_candidates_hz: tuple[float, ...] = ()
     likely_source: str | None = None
+    presence: float | None = None
+    """Share of the record's time segments in which the line is present (None: not judged, or too weak to
+    judge segment by segment); see :mod:`jitterscope.spectrum.stationarity`."""
+    present_from_s: float | None = None
+    present_to_s: float | None = None
+    """Start of the first and end of the last segment where the line is present (relative to the record start)."""
+
+    @property
+    def through_run(self) -> bool:
+        """Present through the run (a finding), or not judged: weakness is no evidence of intermittency."""
+        from .stationarity import PRESENT_THROUGH
+        return self.presence is None or self.presence >= PRESENT_THROUGH
 
     @property
     def period_s(self) -> float:
@@ -76,6 +96,10 @@ class Peak:
         out = asdict(self)
         out["period_s"] = self.period_s
         out["alias_candidates_hz"] = list(self.alias_candidates_hz)
+        out["through_run"] = self.through_run
+        for key in ("present_from_s", "present_to_s"):
+            if out[key] is not None and not math.isfinite(out[key]):
+                out[key] = None
         return out
 
 
@@ -170,19 +194,24 @@ def find_welch_peaks(psd: Psd, *, alpha: float = 0.01, floor_bins: int = 63, max
 
     Notes
     -----
-    Contiguous significant bins form one peak at their maximum; a peak within
-    the Hann side-lobe envelope (+10 dB) of a stronger one nearby is dropped, and so
-    is one with fewer than :data:`MIN_CYCLES` cycles in the record.
+    Every local maximum among significant bins is a candidate; one within :data:`MERGE_BINS` bins of a
+    stronger one is the same line, one within the Hann side-lobe envelope (+10 dB) of a stronger one nearby
+    is its leakage, and one with fewer than :data:`MIN_CYCLES` cycles in the record is a burst: all dropped.
     """
     if not np.any(psd.psd[1:] > 0):
         return ()  # a constant series (e.g. no spikes at all) has no peaks
     test = assess_noise_floor(psd, floor_bins=floor_bins, alpha=alpha)
     significant = np.nan_to_num(test.fap, nan=1.0) < alpha
-    labels, count = ndimage.label(significant)
-    if count == 0:
+    if not significant.any():
         return ()
     power = psd.psd
-    maxima = np.array(ndimage.maximum_position(power, labels, index=np.arange(1, count + 1))).ravel()
+    # every local maximum of a significant stretch, not only its highest bin: two lines three bins apart
+    # (a 7.3 Hz spike train beside a 6.67 Hz P-state comb) make one stretch of significant bins
+    inner = np.r_[False, (power[1:-1] >= power[:-2]) & (power[1:-1] >= power[2:]), False]
+    maxima = np.flatnonzero(significant & inner)
+    if maxima.size == 0:
+        labels, count = ndimage.label(significant)
+        maxima = np.array(ndimage.maximum_position(power, labels, index=np.arange(1, count + 1))).ravel()
     maxima = _drop_sidelobes(maxima[np.argsort(power[maxima])[::-1]], power)
     # fewer than MIN_CYCLES cycles in the whole record (a long --nperseg leaves few segments): a burst
     record_s = psd.n_samples / psd.fs_hz
@@ -209,6 +238,9 @@ def _drop_sidelobes(order: np.ndarray, power: np.ndarray) -> np.ndarray:
         leak = False
         for strong in kept:
             distance = abs(int(idx) - strong)
+            if distance <= MERGE_BINS:
+                leak = True  # within two bins of a stronger maximum: the same line
+                break
             if distance <= _SIDELOBE_REACH_BINS:
                 decades = np.log10(max(distance, 1) / _SIDELOBE_DB_AT[0])
                 envelope = _SIDELOBE_DB_AT[1] + _SIDELOBE_DB_PER_DECADE * decades
@@ -234,9 +266,42 @@ def fold_frequency(frequency_hz: float | np.ndarray, fs_hz: float) -> float | np
     return np.minimum(wrapped, fs_hz - wrapped)
 
 
+_SUBHARMONICS = 3
+"""Candidate fundamentals are each strong peak divided by 1 .. this (a fundamental may be weak or absent)."""
+_CANDIDATE_PEAKS = 40
+_SEED_ERROR = 0.005
+"""Relative uncertainty of a seed: the mean interval of the most populated bin (12 % wide) of intervals
+quantised to the timer's, or a spike-train family's fundamental."""
+_COMB_FOLDS = 4
+"""Harmonics are searched up to this many times fs: a sampled spike one interval wide has a sinc envelope whose
+side lobes carry harmonics beyond fs (n x 37 Hz for n = 28 .. 108 fold to 36, 73, ... 406 Hz at 1 kHz)."""
+_TOLERANCE_BINS = 0.75
+_REACH_BINS = 2.0
+
+
+def merge_close_peaks(peaks: tuple[Peak, ...], bins: float = MERGE_BINS) -> tuple[Peak, ...]:
+    """Peaks with every weaker peak within ``bins`` resolution elements of a stronger one removed, strongest first."""
+    kept: list[Peak] = []
+    for peak in sorted(peaks, key=lambda p: p.power, reverse=True):
+        reach = bins * peak.resolution_hz
+        if not any(abs(peak.frequency_hz - k.frequency_hz) <= max(reach, bins * k.resolution_hz) for k in kept):
+            kept.append(peak)
+    return tuple(kept)
+
+
+@dataclass(frozen=True)
+class _Family:
+    f0: float
+    members: dict[int, int]  # peak index -> harmonic number
+    weight: float
+    top: int
+    folded: int
+    score: float
+
+
 def group_harmonics(peaks: tuple[Peak, ...], *, fs_hz: float | None, max_harmonic: int = 16,
                     seeds_hz: tuple[float, ...] = ()) -> tuple[Peak, ...]:
-    """Label harmonic families f0, 2 f0, ... (harmonics above fs/2 matched where they fold to).
+    """Label harmonic families: each periodic disturbance once, as its fundamental and the harmonics it explains.
 
     Parameters
     ----------
@@ -245,81 +310,236 @@ def group_harmonics(peaks: tuple[Peak, ...], *, fs_hz: float | None, max_harmoni
     fs_hz : float or None
         Sampling frequency for folding; None for no folding (irregular sampling).
     max_harmonic : int
-        Highest harmonic number searched above fs/2 (all harmonics below it are searched).
+        Harmonics searched at least this high (and, with folding, up to 4 fs / f0: a comb of spikes one
+        interval wide reaches beyond fs and folds back below fs/2).
     seeds_hz : tuple of float
-        Fundamentals known from elsewhere (the inter-spike interval), tried first.
+        Fundamentals known from elsewhere (the inter-spike interval, the spike train's spectrum), known to
+        about 0.5 %.
 
     Returns
     -------
     tuple of Peak
-        The same peaks in the same order, with ``harmonic_group`` (1-based, in
-        the order families were found) and ``harmonic_number`` set.  A peak
-        belonging to no family is its own group with number 1.
+        The same peaks in the same order, with ``harmonic_group`` (1-based, strongest family first),
+        ``harmonic_number`` and ``fundamental_hz`` (the family's fundamental, which need not be a peak).  A
+        peak belonging to no family is its own group, number 1, its own fundamental.
 
     Notes
     -----
-    Fundamentals are tried seeds first, then from the lowest frequency up.
-    Harmonic n matches the nearest free peak within 0.75 resolution elements
-    plus n times the fundamental's uncertainty (a quarter bin divided by the
-    highest harmonic matched so far); each match refines the fundamental from
-    the harmonic's unfolded frequency.  The search stops where that tolerance
-    exceeds two bins.  A sampled spike train has lines at
-    every k f0 folded, so its lowest line is often a folded harmonic: seeding
-    with 1 / (inter-spike interval) keeps the family's true fundamental.
+    One decision for all the evidence: every seed, and every strong peak divided by 1, 2 or 3, is a
+    candidate fundamental.  A candidate's family is grown step by step: harmonic n matches the nearest free
+    peak (folded at fs/2) within 0.75 resolution elements plus n times the fundamental's uncertainty; each
+    round refits f0 by least squares on the members' unfolded frequencies (its uncertainty shrinks as
+    1 / sqrt(sum n^2)), and harmonics are searched only where the prediction is good to two bins.  A family
+    needs two members (three without a peak at its fundamental) and more members than chance would put on
+    its harmonics.  Families are taken greedily by evidence: the sum of log(1 + SNR) of their members times
+    their fill (members per distinct place where harmonics 1 .. top fall: f0 / 2 leaves half of its places
+    empty); among candidates within :data:`FAMILY_SHARE` of the best, the one needing the fewest folded
+    members wins (the folded comb of 7 f0 reaches every harmonic of f0, but through folds), then the one
+    with the fewest harmonics up to its highest member (f0 rather than f0 / 2).
     """
+    if not peaks:
+        return ()
     freqs = np.array([p.frequency_hz for p in peaks], dtype=np.float64)
+    weights = np.log1p(np.maximum([p.snr for p in peaks], 0.0))
+    resolution = np.array([p.resolution_hz for p in peaks], dtype=np.float64)
+    free = np.ones(len(peaks), dtype=bool)
+    families: list[_Family] = []
+    while free.sum() >= 2:
+        best = _best_family(freqs, weights, resolution, free, fs_hz, max_harmonic, seeds_hz)
+        if best is None:
+            break
+        families.append(best)
+        free[list(best.members)] = False
+    if fs_hz is not None:
+        _absorb_redundant(families, freqs, resolution, fs_hz)
+        _unfold_members(families, freqs, resolution, fs_hz)
+        families = [f for f in families if len(f.members) >= 2]
     group = np.zeros(len(peaks), dtype=np.int64)
     number = np.ones(len(peaks), dtype=np.int64)
-    next_group = 1
-    starts: list[tuple[int, float]] = []
-    for seed in seeds_hz:
-        seen = seed if fs_hz is None else float(fold_frequency(seed, fs_hz))
-        if freqs.size and seed > 0:
-            nearest = int(np.argmin(np.abs(freqs - seen)))
-            if abs(freqs[nearest] - seen) <= 0.75 * peaks[nearest].resolution_hz:
-                starts.append((nearest, float(seed)))
-    starts += [(int(i), float(freqs[i])) for i in np.argsort(freqs, kind="stable")]
-    seeded = len(starts) - len(peaks)
-    for rank, (i, f0) in enumerate(starts):
-        if group[i]:
-            continue
-        group[i] = next_group
-        # a seed from the mean inter-spike interval is as precise as a 16th harmonic, a peak as a first
-        known_n = max_harmonic if rank < seeded else 1
-        _collect_harmonics(freqs, group, number, next_group, f0, peaks[i].resolution_hz, fs_hz, max_harmonic,
-                           known_n)
-        next_group += 1
-    return tuple(replace(p, harmonic_group=int(g), harmonic_number=int(n))
-                 for p, g, n in zip(peaks, group, number, strict=True))
+    fundamental = freqs.copy()
+    for g, family in enumerate(families, start=1):
+        for i, n in family.members.items():
+            group[i], number[i], fundamental[i] = g, n, family.f0
+    singles = [i for i in np.argsort(-weights, kind="stable") if group[i] == 0]
+    for g, i in enumerate(singles, start=len(families) + 1):
+        group[i] = g
+    return tuple(replace(p, harmonic_group=int(g), harmonic_number=int(n), fundamental_hz=float(f))
+                 for p, g, n, f in zip(peaks, group, number, fundamental, strict=True))
 
 
-def _collect_harmonics(freqs: np.ndarray, group: np.ndarray, number: np.ndarray, family: int, f0: float,
-                       resolution: float, fs_hz: float | None, max_harmonic: int, known_n: int) -> None:
-    # every harmonic below fs/2 is searched; folded ones only up to max_harmonic
-    top = max_harmonic if fs_hz is None or f0 <= 0 else max(max_harmonic, int(fs_hz / 2 / f0))
-    best_n = known_n
-    for n in range(2, top + 1):
-        free = np.flatnonzero(group == 0)
-        if free.size == 0:
-            return
-        predicted = n * f0 if fs_hz is None else float(fold_frequency(n * f0, fs_hz))
-        tolerance = resolution * (0.75 + 0.25 * n / best_n)
-        if tolerance > 2.0 * resolution:
-            return  # the fundamental is too uncertain to name harmonic n: a family must grow step by step
-        distance = np.abs(freqs[free] - predicted)
-        j = int(np.argmin(distance))
-        if distance[j] > tolerance:
-            continue
-        match = free[j]
-        group[match], number[match] = family, n
-        if fs_hz is not None:
-            # the unfolded frequency k fs +- f nearest n f0 refines f0 (its error shrinks as 1/n)
-            k = np.round(n * f0 / fs_hz)
-            unfolded = min((k * fs_hz + freqs[match], k * fs_hz - freqs[match]), key=lambda u: abs(u - n * f0))
+def _best_family(freqs: np.ndarray, weights: np.ndarray, resolution: np.ndarray, free: np.ndarray,
+                 fs_hz: float | None, max_harmonic: int, seeds_hz: tuple[float, ...]) -> _Family | None:
+    res = float(np.median(resolution[free]))
+    order = [int(i) for i in np.argsort(-weights, kind="stable") if free[i]][:_CANDIDATE_PEAKS]
+    # (f0, its uncertainty, whether a peak sits at f0)
+    candidates = [(float(s), max(res / 64, _SEED_ERROR * s), False, True) for s in seeds_hz if s > 0]
+    candidates += [(float(freqs[i] / m), 0.25 * res / m, m == 1, False) for i in order
+                   for m in range(1, _SUBHARMONICS + 1)]
+    found = []
+    for f0, sigma, own, seeded in candidates:
+        if f0 < 2 * _REACH_BINS * res:
+            continue  # harmonics closer than the matching tolerance would claim anything
+        family = _grow(f0, sigma, freqs, weights, free, res, fs_hz, max_harmonic)
+        if family is not None and family.folded and not seeded and not _comb_reaches_nyquist(family, fs_hz):
+            # folds need evidence: a spike train (seed) or a comb seen reaching fs/2 unfolded; else chance
+            # coincidences of leftover lines with folded harmonics would make families of unrelated lines
+            family = _grow(f0, sigma, freqs, weights, free, res, fs_hz, max_harmonic, fold=False)
+        if family is not None and len(family.members) >= (2 if own or 1 in family.members.values() else 3):
+            found.append(family)
+    if not found:
+        return None
+    top = max(f.score for f in found)
+    close = [f for f in found if f.score >= FAMILY_SHARE * top]
+    return min(close, key=lambda f: (f.folded, f.top, -f.score))
+
+
+ABSORB_SHARE = 0.8
+"""A family whose members are at least this share harmonics of a larger family (folds allowed), and more so than
+that family's comb covers the band by chance, is part of the larger one."""
+
+
+def _absorb_redundant(families: list[_Family], freqs: np.ndarray, resolution: np.ndarray, fs_hz: float) -> None:
+    """Move the members of a family that a larger family already explains into the larger one.
+
+    Greedy choice can make a family of a few folded harmonics of a comb (198.6 Hz from harmonics 26, 39, 52
+    of a 31.1 Hz spike train) before the comb's own family takes them; it explains nothing the comb does not.
+    """
+    for a, small in sorted(enumerate(families), key=lambda item: len(item[1].members)):
+        for b, large in enumerate(families):
+            if b == a or len(large.members) <= len(small.members) or not small.members:
+                continue
+            numbers = {i: _harmonic_at(freqs[i], large.f0, fs_hz, _TOLERANCE_BINS * resolution[i])
+                       for i in small.members}
+            explained = [i for i, n in numbers.items() if n is not None]
+            if len(explained) >= ABSORB_SHARE * len(small.members) and len(explained) / len(small.members) >= (
+                    _comb_coverage(large.f0, float(np.median(resolution)), fs_hz) + 0.5):
+                for i in explained:
+                    del small.members[i]
+                    large.members[i] = int(numbers[i])
+                break
+
+
+def _comb_coverage(f0: float, res: float, fs_hz: float) -> float:
+    """Share of [0, fs/2] within the matching tolerance of a harmonic n <= 4 fs / f0 of f0, folded."""
+    ns = np.arange(1, int(_COMB_FOLDS * fs_hz / f0) + 1)
+    centres = np.sort(fold_frequency(ns * f0, fs_hz))
+    half = _TOLERANCE_BINS * res
+    return min(1.0, (float(np.sum(np.minimum(np.diff(centres), 2 * half))) + 2 * half) / (fs_hz / 2))
+
+
+def _unfold_members(families: list[_Family], freqs: np.ndarray, resolution: np.ndarray, fs_hz: float) -> None:
+    """A peak a family reached only through a fold goes to a family that explains it better.
+
+    Taken greedily, a comb folded up to 4 fs reaches a good share of the band.  A peak that is a folded
+    harmonic of one family and a harmonic of another below fs/2 is the other's (no fold needed); one folded
+    in both is the family with the higher fundamental's, if that one has three members below fs/2 (its comb
+    has fewer places: a coincidence with it is the less likely).
+    """
+    for a, family in enumerate(families):
+        for i, n in list(family.members.items()):
+            if n * family.f0 <= fs_hz / 2:
+                continue
+            best: tuple[int, int] | None = None
+            for b, other in enumerate(families):
+                if b == a:
+                    continue
+                m = _harmonic_at(freqs[i], other.f0, fs_hz, _TOLERANCE_BINS * resolution[i])
+                if m is None:
+                    continue
+                if m * other.f0 <= fs_hz / 2 or (other.f0 > family.f0 and _unfolded_members(other, fs_hz) >= 3):
+                    best = (b, m)
+                    if m * other.f0 <= fs_hz / 2:
+                        break
+            if best is not None:
+                del family.members[i]
+                families[best[0]].members[i] = best[1]
+
+
+def _unfolded_members(family: _Family, fs_hz: float) -> int:
+    return sum(n * family.f0 <= fs_hz / 2 for n in family.members.values())
+
+
+def _harmonic_at(frequency: float, f0: float, fs_hz: float, tolerance: float) -> int | None:
+    """The lowest harmonic n <= 4 fs / f0 of f0 that folds within ``tolerance`` of ``frequency``, or None."""
+    for k in range(_COMB_FOLDS + 1):
+        for true in (k * fs_hz + frequency, k * fs_hz - frequency):
+            n = round(true / f0)
+            if n >= 1 and abs(n * f0 - true) <= tolerance and n * f0 <= _COMB_FOLDS * fs_hz + f0:
+                return int(n)
+    return None
+
+
+def _comb_reaches_nyquist(family: _Family, fs_hz: float | None) -> bool:
+    """At least three members below fs/2, the highest of them above fs/4."""
+    if fs_hz is None:
+        return True
+    unfolded = [n * family.f0 for n in family.members.values() if n * family.f0 <= fs_hz / 2]
+    return len(unfolded) >= 3 and max(unfolded) >= fs_hz / 4
+
+
+def _grow(f0: float, sigma: float, freqs: np.ndarray, weights: np.ndarray, free: np.ndarray, res: float,
+          fs_hz: float | None, max_harmonic: int, fold: bool = True) -> _Family | None:
+    index = np.flatnonzero(free)
+    sorted_at = np.argsort(freqs[index])
+    cand = index[sorted_at]
+    cand_f = freqs[cand]
+    members: dict[int, int] = {}
+    for _ in range(8):
+        if fs_hz and not fold:
+            cap = int(fs_hz / 2 / f0)
         else:
-            unfolded = freqs[match]
-        if n > best_n:
-            f0, best_n = float(unfolded / n), n
+            cap = max(max_harmonic, int(np.ceil((_COMB_FOLDS * fs_hz if fs_hz else float(cand_f[-1])) / f0)))
+        reach = int(min(cap, np.floor((_REACH_BINS - _TOLERANCE_BINS) * res / max(sigma, 1e-300))))
+        if reach < 1:
+            return None
+        ns = np.arange(1, reach + 1)
+        predicted = ns * f0 if fs_hz is None else fold_frequency(ns * f0, fs_hz)
+        tolerance = _TOLERANCE_BINS * res + ns * sigma
+        pos = np.clip(np.searchsorted(cand_f, predicted), 1, cand_f.size - 1) if cand_f.size > 1 else np.zeros(
+            ns.size, dtype=np.int64)
+        left = np.clip(pos - 1, 0, cand_f.size - 1)
+        nearest = np.where(np.abs(cand_f[left] - predicted) <= np.abs(cand_f[pos] - predicted), left, pos)
+        distance = np.abs(cand_f[nearest] - predicted)
+        hit = distance <= tolerance
+        new: dict[int, int] = {}
+        for n, j in zip(ns[hit], nearest[hit], strict=True):
+            new.setdefault(int(cand[j]), int(n))  # a peak is the lowest harmonic that reaches it
+        if not new:
+            return None
+        # least-squares f0 from the members' unfolded frequencies (n f0 = u_n)
+        n_arr = np.array(list(new.values()), dtype=np.float64)
+        seen = freqs[list(new)]
+        if fs_hz is None:
+            unfolded = seen
+        else:
+            k = np.round(n_arr * f0 / fs_hz)
+            both = np.stack([k * fs_hz + seen, k * fs_hz - seen])
+            unfolded = both[np.argmin(np.abs(both - n_arr * f0), axis=0), np.arange(n_arr.size)]
+        fitted = float(np.dot(n_arr, unfolded) / np.dot(n_arr, n_arr))
+        fitted_sigma = 0.25 * res / float(np.sqrt(np.dot(n_arr, n_arr)))
+        done = new == members and reach >= cap
+        members, f0, sigma = new, fitted, min(sigma, fitted_sigma) if len(new) == 1 else fitted_sigma
+        if done:
+            break
+    n_arr = np.array(list(members.values()))
+    top = int(n_arr.max())
+    # chance: free peaks that land in one of the windows of harmonics 1 .. top by accident (the share of the
+    # band the windows cover: folded harmonics of a spike train often fall on or beside unfolded ones)
+    ns = np.arange(1, top + 1)
+    centres = np.sort(ns * f0 if fs_hz is None else fold_frequency(ns * f0, fs_hz))
+    half = _TOLERANCE_BINS * res
+    covered = float(np.sum(np.minimum(np.diff(centres), 2 * half))) + 2 * half
+    coverage = min(1.0, covered / ((fs_hz / 2) if fs_hz else max(float(cand_f[-1]), f0)))
+    expected = coverage * cand.size
+    if len(members) > 1 and len(members) <= expected + 3 * np.sqrt(expected):
+        return None
+    folded = 0 if fs_hz is None else int(np.count_nonzero(n_arr * f0 > fs_hz / 2))
+    # fill: members per distinct place (folded) where harmonics 1 .. top fall; f0 / 2 explains every harmonic
+    # of f0 but leaves its odd harmonics empty, 7 f0 reaches them all only through folds that leave gaps
+    places = 1 + int(np.count_nonzero(np.diff(centres) > 2 * half))
+    fill = min(1.0, len(members) / places)
+    weight = float(weights[list(members)].sum())
+    return _Family(f0=f0, members=members, weight=weight, top=top, folded=folded, score=weight * fill)
 
 
 def order_by_family(peaks: tuple[Peak, ...], max_peaks: int = MAX_PEAKS) -> tuple[Peak, ...]:
@@ -338,3 +558,51 @@ def order_by_family(peaks: tuple[Peak, ...], max_peaks: int = MAX_PEAKS) -> tupl
     for r in range(rounds):
         ordered += [members[r] for members in families.values() if r < len(members)]
     return tuple(ordered[:max_peaks])
+
+
+@dataclass(frozen=True)
+class Family:
+    """One periodic disturbance: the family of peaks it explains, with its fundamental (which need not be a peak)."""
+
+    group: int
+    fundamental_hz: float
+    members: tuple[Peak, ...]
+    """Strongest first."""
+
+    @property
+    def strongest(self) -> Peak:
+        return self.members[0]
+
+    @property
+    def fap(self) -> float:
+        return min(p.fap for p in self.members)
+
+    @property
+    def has_fundamental(self) -> bool:
+        return any(p.harmonic_number == 1 for p in self.members)
+
+    @property
+    def through_run(self) -> bool:
+        return self.strongest.through_run
+
+    def to_json(self) -> dict:
+        top = self.strongest
+        return {"harmonic_group": self.group, "fundamental_hz": self.fundamental_hz, "peaks": len(self.members),
+                "harmonic_numbers": sorted(p.harmonic_number for p in self.members),
+                "fundamental_is_a_peak": self.has_fundamental, "strongest_hz": top.frequency_hz, "snr": top.snr,
+                "fap": self.fap, "presence": top.presence, "through_run": self.through_run,
+                "present_from_s": top.to_json()["present_from_s"], "present_to_s": top.to_json()["present_to_s"],
+                "likely_source": next((p.likely_source for p in self.members if p.harmonic_number == 1), None)}
+
+
+def families_of(peaks: tuple[Peak, ...]) -> tuple[Family, ...]:
+    """The harmonic families of grouped peaks, in order of their strongest member's SNR."""
+    groups: dict[int, list[Peak]] = {}
+    for peak in peaks:
+        groups.setdefault(peak.harmonic_group, []).append(peak)
+    out = []
+    for group, members in groups.items():
+        members.sort(key=lambda p: p.snr, reverse=True)
+        f0 = members[0].fundamental_hz or min(members, key=lambda p: p.harmonic_number).frequency_hz
+        out.append(Family(group, float(f0), tuple(members)))
+    return tuple(sorted(out, key=lambda f: f.strongest.snr, reverse=True))

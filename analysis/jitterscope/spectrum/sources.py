@@ -113,7 +113,9 @@ def attribute(peaks: tuple[Peak, ...], sources: tuple[Source, ...], *, fs_hz: fl
 
     Only fundamentals (harmonic number 1) are matched against the sources; a
     harmonic inherits its family's source, so a chance coincidence of a
-    harmonic with some unrelated source cannot override the family.
+    harmonic with some unrelated source cannot override the family.  A member
+    of a family has no alias candidates but its true frequency n f0 when that
+    is above fs/2: the family explains it, and no other fold is needed.
 
     Parameters
     ----------
@@ -126,9 +128,17 @@ def attribute(peaks: tuple[Peak, ...], sources: tuple[Source, ...], *, fs_hz: fl
         Number of folds k listed among the candidates.
     """
     family = {p.harmonic_group: match_source(p, sources, fs_hz=fs_hz) for p in peaks if p.harmonic_number == 1}
+    sizes: dict[int, int] = {}
+    for peak in peaks:
+        sizes[peak.harmonic_group] = sizes.get(peak.harmonic_group, 0) + 1
     out = []
     for peak in peaks:
-        candidates = alias_candidates(peak.frequency_hz, fs_hz, folds=folds) if fs_hz else (peak.frequency_hz,)
+        if sizes[peak.harmonic_group] > 1 and peak.fundamental_hz:
+            # a family member's true frequency is known: n f0 (an alias only where that lies above fs/2)
+            true = peak.harmonic_number * peak.fundamental_hz
+            candidates = (peak.frequency_hz,) + ((true,) if fs_hz and true > fs_hz / 2 else ())
+        else:
+            candidates = alias_candidates(peak.frequency_hz, fs_hz, folds=folds) if fs_hz else (peak.frequency_hz,)
         source = family.get(peak.harmonic_group)
         if source is not None and peak.harmonic_number > 1:
             source = f"{source}, harmonic {peak.harmonic_number} of the family"

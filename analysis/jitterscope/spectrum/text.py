@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 from ..format import format_p, format_thread_cpu
-from . import MIN_CYCLES, Peak, SpectralAnalysis, ThreadSpectra
+from . import MIN_CYCLES, Family, Peak, SpectralAnalysis, ThreadSpectra, families_of
 
-_HEADER = ("freq Hz", "period", "power", "SNR", "FAP", "group", "alias candidates Hz", "likely source")
+_HEADER = ("freq Hz", "period", "power", "SNR", "FAP", "group", "present", "alias candidates Hz", "likely source")
 
 
 def format_period(seconds: float) -> str:
@@ -33,7 +33,26 @@ def _row(peak: Peak, unit: str) -> tuple[str, ...]:
     group = f"{peak.harmonic_group}" + (f" (×{peak.harmonic_number})" if peak.harmonic_number > 1 else "")
     aliases = ", ".join(f"{c:.6g}" for c in peak.alias_candidates_hz[1:4])
     return (f"{peak.frequency_hz:.4f}", format_period(peak.period_s), f"{peak.power:.3g} {unit}",
-            f"{peak.snr:.1f}", fap_text(peak.fap), group, aliases or "-", peak.likely_source or "-")
+            f"{peak.snr:.1f}", fap_text(peak.fap), group, presence_text(peak), aliases or "-",
+            peak.likely_source or "-")
+
+
+def presence_text(peak: Peak) -> str:
+    """Where in the run a line is present: "100%", "31% (35-86 s)", or "n/r" (too weak to judge in time)."""
+    if peak.presence is None:
+        return "n/r"
+    text = f"{peak.presence:.0%}"
+    if not peak.through_run and peak.present_from_s is not None and math.isfinite(peak.present_from_s):
+        text += f" ({peak.present_from_s:.4g}-{peak.present_to_s:.4g} s)"
+    return text
+
+
+def family_text(family: Family) -> str:
+    """A family in words: "7.2997 Hz (fundamental; 68 peaks up to harmonic 147; present 100%)"."""
+    numbers = sorted(p.harmonic_number for p in family.members)
+    what = "fundamental" if family.has_fundamental else "fundamental not a peak itself"
+    extent = f"{len(numbers)} peaks up to harmonic {numbers[-1]}" if len(numbers) > 1 else "a single line"
+    return f"{family.fundamental_hz:.4f} Hz ({what}; {extent}; present {presence_text(family.strongest)})"
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
@@ -80,17 +99,26 @@ def format_thread(thread: ThreadSpectra, alpha: float, *, top: int = 20) -> str:
         lines.append(f"  no peak with false-alarm probability below {alpha:g} and at least {MIN_CYCLES} cycles in the "
                      "record")
     else:
+        families = families_of(thread.peaks)
+        steady = [f for f in families if f.through_run]
+        passing = [f for f in families if not f.through_run]
+        lines.append(f"  periodic disturbances (families, each once): {len(steady)} through the run"
+                     + (": " + "; ".join(family_text(f) for f in steady[:top]) if steady else ""))
+        if passing:
+            lines.append(f"  present only part of the run (not periodic findings): {len(passing)}: "
+                         + "; ".join(family_text(f) for f in passing[:top]))
         shown, hidden = peaks_by_family(thread.peaks, top)
         lines += ["  " + line for line in _table([_HEADER, *(_row(p, unit) for p in shown)])]
         if hidden:
             lines.append(f"  ... {hidden} more peaks not shown: higher harmonics of the families above, "
                          "or weaker (--top)")
     if thread.spike_peaks:
-        f0 = min(thread.spike_peaks, key=lambda p: p.frequency_hz)
-        lines.append(f"  spike train: {len(thread.spike_peaks)} significant peaks, lowest {f0.frequency_hz:.4f} Hz"
-                     f" ({format_period(f0.period_s)})" + (f", {f0.likely_source}" if f0.likely_source else ""))
+        spike_families = families_of(thread.spike_peaks)
+        lines.append(f"  spike train: {len(thread.spike_peaks)} significant peaks in {len(spike_families)} families: "
+                     + "; ".join(f"{f.fundamental_hz:.4f} Hz ({format_period(1 / f.fundamental_hz)}, "
+                                 f"{len(f.members)} peaks)" for f in spike_families[:3]))
     if thread.isi.mode_s is not None:
-        lines.append(f"  most common inter-spike interval ≈ {format_period(thread.isi.mode_s)}")
+        lines.append(f"  most common interval between spike episodes ≈ {format_period(thread.isi.mode_s)}")
     return "\n".join(lines)
 
 

@@ -403,8 +403,14 @@ def _periodic(key: str, truth: Mapping[str, Any], ctx: _Context) -> list[Planted
     found: list[tuple[Any, Any, float]] = []
     for thread in analysed:
         target = _alias(freq, thread.fs_hz)
-        close = [p for p in thread.peaks if p.fap < SPECTRAL_FAP
-                 and abs(p.frequency_hz - target) <= PEAK_TOLERANCE_BINS * max(p.resolution_hz, 1e-12)]
+        # a family whose fundamental is the planted frequency (or its alias) recovers it, harmonics and all;
+        # else any significant peak there (a harmonic of some other family, say so)
+        close = [p for p in thread.peaks if p.fap < SPECTRAL_FAP and p.fundamental_hz is not None and min(
+            abs(p.fundamental_hz - freq), abs(p.fundamental_hz - target)) <= PEAK_TOLERANCE_BINS * max(
+            p.resolution_hz, 1e-12)]
+        if not close:
+            close = [p for p in thread.peaks if p.fap < SPECTRAL_FAP
+                     and abs(p.frequency_hz - target) <= PEAK_TOLERANCE_BINS * max(p.resolution_hz, 1e-12)]
         if close:
             best = min(close, key=lambda p: (p.fap, abs(p.frequency_hz - target)))
             found.append((thread, best, target))
@@ -413,19 +419,28 @@ def _periodic(key: str, truth: Mapping[str, Any], ctx: _Context) -> list[Planted
         return [PlantedRow(key, planted, recovered, tolerance, MISSED, {"threads_analysed": len(analysed),
                                                                          "threads_found": 0})]
     thread, best, target = min(found, key=lambda item: item[1].fap)
-    alias = f" (alias of {freq:g} Hz at fs = {thread.fs_hz:g} Hz)" if abs(target - freq) > 1e-9 else ""
-    name = (f"harmonic {best.harmonic_number} of a family" if best.harmonic_number != 1 else "a family's fundamental")
+    fundamental = best.fundamental_hz if best.fundamental_hz is not None else best.frequency_hz
+    by_family = min(abs(fundamental - freq), abs(fundamental - target)) <= PEAK_TOLERANCE_BINS * max(
+        best.resolution_hz, 1e-12)
+    shown = fundamental if by_family else best.frequency_hz
+    reference = freq if by_family and abs(fundamental - freq) <= abs(fundamental - target) else target
+    alias = f" (alias of {freq:g} Hz at fs = {thread.fs_hz:g} Hz)" if abs(reference - freq) > 1e-9 else ""
+    members = sum(p.harmonic_group == best.harmonic_group for p in thread.peaks)
+    if by_family:
+        name = f"a family's fundamental, {members} peaks in the family" if members > 1 else "a single line"
+    else:
+        name = f"harmonic {best.harmonic_number} of a family of {fundamental:.4g} Hz"
     if best.likely_source:
         name += f"; named {best.likely_source}"
-    recovered = (f"{best.frequency_hz:g} Hz{alias} on {_cpus_text(t.cpu for t, _, _ in found)} of "
-                 f"{len(analysed)} analysed (error {best.frequency_hz - target:+.3g} Hz, resolution "
+    recovered = (f"{shown:.6g} Hz{alias} on {_cpus_text(t.cpu for t, _, _ in found)} of "
+                 f"{len(analysed)} analysed (error {shown - reference:+.3g} Hz, resolution "
                  f"{best.resolution_hz:.2g} Hz, {best.method}, SNR {best.snr:.1f}, FAP {format_p(best.fap)[2:]}; "
                  f"{name})")
     verdict = RECOVERED if len(found) == len(analysed) else PARTLY
     return [PlantedRow(key, planted, recovered, tolerance, verdict, {
-        "frequency_hz": freq, "found_hz": best.frequency_hz, "error_hz": best.frequency_hz - target,
+        "frequency_hz": freq, "found_hz": shown, "error_hz": shown - reference,
         "resolution_hz": best.resolution_hz, "fap": best.fap, "threads_analysed": len(analysed),
-        "threads_found": len(found)})]
+        "threads_found": len(found), "family_peaks": members, "fundamental_hz": fundamental})]
 
 
 def _alias(freq: float, fs_hz: float) -> float:
@@ -451,13 +466,19 @@ def _unplanted_lines(ground_truth: Mapping[str, Any], spectra: SpectralAnalysis)
         bases.append((1e9 / float(sum(pstates["dwell_ns"])), None, False))
     unexplained: dict[float, list[int]] = {}
     for thread in spectra.threads:
+        families: dict[int, list[Any]] = {}
         for peak in thread.peaks:
-            if peak.fap >= SPECTRAL_FAP or peak.harmonic_number != 1:
-                continue  # a family's harmonics follow its fundamental: judge the fundamental
-            tolerance = PEAK_TOLERANCE_BINS * max(peak.resolution_hz, 1e-12)
-            if not any(_is_harmonic(peak.frequency_hz, base, thread.fs_hz, tolerance, most, fold)
+            families.setdefault(peak.harmonic_group, []).append(peak)
+        for members in families.values():
+            if min(p.fap for p in members) >= SPECTRAL_FAP:
+                continue
+            # a family is one disturbance: its fundamental (which need not be a peak) is what is judged
+            first = min(members, key=lambda p: p.harmonic_number)
+            fundamental = first.fundamental_hz if first.fundamental_hz is not None else first.frequency_hz
+            tolerance = PEAK_TOLERANCE_BINS * max(first.resolution_hz, 1e-12)
+            if not any(_is_harmonic(fundamental, base, thread.fs_hz, tolerance, most, fold)
                        for base, most, fold in bases if base > 0):
-                unexplained.setdefault(round(peak.frequency_hz, 2), []).append(thread.cpu)
+                unexplained.setdefault(round(fundamental, 2), []).append(thread.cpu)
     if not unexplained:
         return []
     lines = "; ".join(f"{freq:g} Hz on {_cpus_text(cpus)}" for freq, cpus in sorted(unexplained.items()))

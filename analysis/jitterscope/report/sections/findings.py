@@ -291,22 +291,47 @@ def _one_claim_line(verdicts: Sequence[str]) -> list[str]:
 
 
 def _spectral_lines(ctx: ReportContext) -> list[str]:
+    """Each periodic disturbance once: its family's fundamental, on the CPUs where it was found.
+
+    Families whose fundamentals lie within two resolution bins on different CPUs are one line; lines present
+    through the run come first, a line present only part of it says where (it is no steady periodicity).
+    """
     if "spectrum" not in ctx.sections or ctx.dataset.is_histogram:
         return []
-    from ...spectrum import analyze_spectra
+    from ...spectrum import MERGE_BINS, analyze_spectra, families_of
+    from ...spectrum.text import presence_text
     try:
         analysis = ctx.shared("spectrum", lambda: analyze_spectra(ctx.dataset))
     except AnalysisError:
         return []
-    found: dict[float, list[Any]] = {}
+    found: list[tuple[float, float, list[tuple[Any, Any]]]] = []  # fundamental, resolution, (thread, family)
     for thread in analysis.threads:
-        for peak in thread.peaks:
-            if peak.harmonic_number == 1 and peak.fap < SPECTRAL_FAP:
-                found.setdefault(round(peak.frequency_hz, 1), []).append((thread, peak))
+        for family in families_of(thread.peaks):
+            if family.fap >= SPECTRAL_FAP:
+                continue
+            resolution = family.strongest.resolution_hz
+            near = next((e for e in found if abs(e[0] - family.fundamental_hz) <= MERGE_BINS * max(e[1], resolution)),
+                        None)
+            if near is None:
+                found.append((family.fundamental_hz, resolution, [(thread, family)]))
+            else:
+                near[2].append((thread, family))
     lines = []
-    for freq, hits in sorted(found.items(), key=lambda kv: -max(p.snr for _, p in kv[1]))[:SPECTRAL_LINES]:
-        best = max((p for _, p in hits), key=lambda p: p.snr)
+    ranked = sorted(found, key=lambda e: (not any(f.through_run for _, f in e[2]),
+                                          -max(f.strongest.snr for _, f in e[2])))
+    for _, _, hits in ranked[:SPECTRAL_LINES]:
+        _, best = max(hits, key=lambda h: h[1].strongest.snr)
+        top = best.strongest
         cpus = ", ".join(sorted({_cpu(t.cpu, t.thread) for t, _ in hits}))
-        source = f"; likely {best.likely_source}" if best.likely_source else ""
-        lines.append(f"{freq:g} Hz on {cpus} (SNR {best.snr:.1f}, {best.method}, FAP {format_p(best.fap)}){source}")
+        members = len(best.members)
+        family = (f"fundamental of {members} harmonically related peaks" if members > 1 else "a single line") + (
+            "" if best.has_fundamental or members == 1 else ", itself no peak")
+        source = next((p.likely_source for p in best.members if p.harmonic_number == 1 and p.likely_source), None)
+        source = f"; likely {source}" if source else ""
+        if best.through_run:
+            lines.append(f"{best.fundamental_hz:.4g} Hz on {cpus} ({family}; strongest SNR {top.snr:.1f}, "
+                         f"{top.method}, FAP {format_p(best.fap)}; present {presence_text(top)}){source}")
+        else:
+            lines.append(f"{best.fundamental_hz:.4g} Hz on {cpus}, only part of the run: present "
+                         f"{presence_text(top)} ({family}); not a steady periodicity{source}")
     return lines
