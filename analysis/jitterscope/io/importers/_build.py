@@ -51,14 +51,18 @@ def build_histogram(primary: Parsed, companions: list[Parsed]) -> tuple[pa.Table
         rows["count"].append(hist.counts)
         best = own or other
         extra: dict[str, Any] = {"overflows": hist.overflows}
+        if hist.range_ns is not None:
+            extra["overflow_above_ns"] = hist.range_ns
         if best is not None:
             extra.update(min_ns=best.min_ns, avg_ns=best.avg_ns, max_ns=best.max_ns,
                          avg_precision_ns=best.avg_precision_ns, avg_truncated=best.avg_truncated)
         threads.append(ThreadInfo(thread=hist.thread, cpu=cpu, interval_ns=thread_interval, samples=count,
                                   extra=extra))
         if hist.overflows:
+            limit = f" of {hist.range_ns / 1000:g} µs" if hist.range_ns is not None else ""
             notes.append(f"thread {hist.thread}: {hist.overflows} of {count} wake-ups were above the histogram's "
-                         "range (overflows): counted in threads[].overflows, in no bin")
+                         f"range{limit} (overflows): counted in n and in threads[].overflows, in no bin; a "
+                         "percentile among them is known only to be above the range")
     if not interval_ns and not any(t.interval_ns for t in threads) and not primary.format.startswith("oslat"):
         notes.append("interval unknown: the histogram does not record it (interval_ns = 0)")
     table = pa.table({k: np.concatenate(v) for k, v in rows.items()})
