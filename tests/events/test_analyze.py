@@ -5,9 +5,18 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from jitterscope.dataset import open_dataset
-from jitterscope.events import IDLE_EXIT, SMI, TRANSITION, UNEXPLAINED, find_events, poisson_interval
+from jitterscope.events import (
+    IDLE_EXIT,
+    SMI,
+    TRANSITION,
+    UNEXPLAINED,
+    event_rates_table,
+    find_events,
+    poisson_interval,
+)
 from jitterscope.io import (
     BaseLatency,
     IdleStates,
@@ -18,6 +27,7 @@ from jitterscope.io import (
     SMIs,
     write_simulation,
 )
+from jitterscope.tails import clustered_interval, decluster
 
 INTERVAL = 1_000_000
 STALLS_S = (3.3, 12.7)
@@ -57,14 +67,25 @@ def test_a_stall_of_two_cpus_is_one_event_with_its_missed_periods(planted) -> No
     assert len(events.events) == len(stalls) + len(planted.metadata.ground_truth["smi"]["times_ns"]["values"])
 
 
-def test_counts_and_rates_have_exact_poisson_intervals(planted) -> None:
+def test_counts_and_rates_have_cluster_aware_poisson_intervals(planted) -> None:
     events = find_events(planted)
-    above_1ms = next(r for r in events.rates if r.label == "above 1 ms")
+    # at a 1 ms interval "above 1 ms" and "above one interval" are the same level: one rate, both names
+    (above_1ms,) = [r for r in events.rates if r.level_ns == 1_000_000]
+    assert above_1ms.label == "above 1 ms = one interval"
+    assert len({r.level_ns for r in events.rates}) == len(events.rates)
     assert above_1ms.count == sum(1 for e in events.events if e.peak_latency_ns > 1_000_000)
-    low, high = poisson_interval(above_1ms.count)
+    starts = [e.start_ns for e in events.events if e.peak_latency_ns > 1_000_000]
+    found = decluster(np.array(starts, dtype=float))
+    assert above_1ms.clusters == found.clusters
+    low, high = clustered_interval(above_1ms.count, found.clusters, 0.95)
     assert above_1ms.ci_low_per_s == pytest.approx(low / events.observed_s)
     assert above_1ms.ci_high_per_s == pytest.approx(high / events.observed_s)
     assert events.observed_s == pytest.approx(20.0, abs=0.01)
+    assert above_1ms.extrapolated  # 20 s: a rate per hour reaches beyond the run
+    table = event_rates_table(events)
+    assert len(table.rows) == len(events.rates)
+    assert "extrapolated from 20.0 s" in table.notes[0] and "exact" not in table.notes[0].replace(
+        "exact Poisson only if", "")
 
 
 def test_poisson_interval_matches_tabulated_values() -> None:

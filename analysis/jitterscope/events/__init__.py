@@ -26,7 +26,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "CAUSE_KINDS", "Cause", "Episode", "Event", "Events", "HalvesTest", "IDLE_EXIT", "RateInterval", "SMI",
             "TRACE_INCOMPLETE", "TRACE_UNEXPLAINED", "TRANSITION", "TURBOSTAT", "UNEXPLAINED",
         ],
-        "tables": ["event_causes_text", "event_rates_table", "events_table"],
+        "tables": ["event_causes_text", "event_rates_table", "events_table", "rates_basis"],
         "text": ["format_events"],
     },
 )

@@ -20,6 +20,7 @@ from ..errors import AnalysisError
 from ..format import format_us
 from ..power import DEFAULT_THRESHOLD, decode_timeline
 from ..summary import Summary, summarize
+from ..tails import clustered_interval, decluster
 from .causes import COUNTERS, CauseSource, trace_source, turbostat_source
 from .defaults import (
     LEVELS,
@@ -243,21 +244,28 @@ def poisson_interval(count: int, confidence: float = 0.95) -> tuple[float, float
 
 def _rates(events: Sequence[Event], observed_s: float, threshold_ns: float,
            interval_ns: int | None) -> tuple[tuple[RateInterval, ...], list[str]]:
-    levels = [(label, float(level)) for level, label in LEVELS]
+    named: dict[float, list[str]] = {}  # level -> its names: one interval of 1 ms is "1 ms", one row
+    for level, label in LEVELS:
+        named.setdefault(float(level), []).append(label)
     if interval_ns:
-        levels.append((f"one interval ({format_us(interval_ns)})", float(interval_ns)))
-    levels.sort(key=lambda item: item[1])
+        same = float(interval_ns) in named  # "above 1 ms = one interval": its value is already in the name
+        named.setdefault(float(interval_ns), []).append(
+            "one interval" if same else f"one interval ({format_us(interval_ns)})")
     out, notes = [], []
-    for label, level in levels:
+    for level in sorted(named):
+        label = " = ".join(named[level])
         if level < threshold_ns:
             notes.append(f"events above {label} are not counted: the detection threshold "
                          f"{format_us(threshold_ns)} is above it (give a lower --threshold)")
             continue
-        count = sum(1 for e in events if e.peak_latency_ns > level)
-        low, high = poisson_interval(count)
+        starts = np.array([e.start_ns for e in events if e.peak_latency_ns > level], dtype=np.float64)
+        found = decluster(starts)  # storms of stalls: independent clusters, not independent events
+        count = found.events
+        low, high = clustered_interval(count, found.clusters, 0.95)
         span = observed_s if observed_s > 0 else math.nan
         out.append(RateInterval(label=f"above {label}", level_ns=level, count=count, observed_s=observed_s,
-                                rate_per_s=count / span, ci_low_per_s=low / span, ci_high_per_s=high / span))
+                                rate_per_s=count / span, ci_low_per_s=low / span, ci_high_per_s=high / span,
+                                clusters=found.clusters, extremal_index=found.extremal_index))
     return tuple(out), notes
 
 

@@ -142,7 +142,14 @@ class Event:
 
 @dataclass(frozen=True)
 class RateInterval:
-    """A count of events over an observed time, as a rate with an exact Poisson 95 % interval."""
+    """A count of events over an observed time, as a rate with a cluster-aware 95 % interval.
+
+    The events are declustered (``clusters`` independent clusters, extremal index ``extremal_index``: 1
+    when events are isolated); the interval is the Poisson interval of the cluster count times the mean
+    cluster size (:func:`jitterscope.tails.clustered_interval`), which is Garwood's exact interval of
+    ``count`` only when every event is its own cluster.  ``label`` names every level that is the same at
+    this interval ("above 1 ms = one interval (1,000 µs)"): one row, not two with the same content.
+    """
 
     label: str
     level_ns: float
@@ -151,6 +158,13 @@ class RateInterval:
     rate_per_s: float
     ci_low_per_s: float
     ci_high_per_s: float
+    clusters: int = 0
+    extremal_index: float = 1.0
+
+    @property
+    def extrapolated(self) -> bool:
+        """Whether the rate per hour reaches beyond the run (it lasted less than an hour)."""
+        return self.observed_s < 3600.0
 
 
 @dataclass(frozen=True)
