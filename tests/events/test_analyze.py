@@ -179,3 +179,20 @@ def test_a_body_mode_too_common_to_be_spikes_raises_the_default_threshold(tmp_pa
     assert len(events.events) < 0.1 * 6_000  # not the idle exits
     # under the budget the rule is the robust one, unchanged
     assert default_threshold_ns(summary, max_late=10**9)[1].startswith("median")
+
+
+def test_threads_on_their_own_clocks_are_never_joined(planted, tmp_path) -> None:
+    """cyclictest -v rebuilds each thread's times from its own first wake-up: the planted two-CPU stalls, one
+    event on both CPUs when the clocks agree, are per-thread events when the source says they do not."""
+    from dataclasses import replace
+
+    from jitterscope.dataset import write_dataset
+
+    joined = find_events(planted)
+    assert any(len(e.threads) == 2 for e in joined.events)
+    meta = replace(planted.metadata, source={"format": "cyclictest-verbose", "files": [], "reconstructed": {},
+                                             "notes": [], "absolute_times": False})
+    apart = find_events(open_dataset(write_dataset(planted.read(), meta, tmp_path / "own-clocks.parquet")))
+    assert all(len(e.threads) == 1 for e in apart.events)
+    assert len(apart.events) == sum(len(e.threads) for e in joined.events)
+    assert any("not on one clock" in note for note in apart.notes)

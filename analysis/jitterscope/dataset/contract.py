@@ -179,6 +179,8 @@ METADATA_SCHEMA: dict[str, Any] = {
             "properties": {
                 "format": _TEXT_OR_NULL, "files": _TEXTS, "notes": _TEXTS,
                 "reconstructed": {"type": "object", "additionalProperties": _TEXT},
+                "absolute_times": {"type": "boolean"},
+                "assumptions": {"type": "object", "additionalProperties": _TEXT},
             },
         },
         "ground_truth": {"type": ["object", "null"]},

@@ -14,7 +14,7 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
-        "analyze": ["default_threshold_ns", "find_events", "poisson_interval"],
+        "analyze": ["default_threshold_ns", "find_events", "poisson_interval", "threads_share_a_clock"],
         "causes": ["COUNTERS", "CauseFinder", "CauseSource", "counter_causes", "trace_source", "turbostat_source"],
         "defaults": [
             "DISPLAY_EVENTS", "IDLE_C0_RATIO", "LEVELS", "MAX_DEFAULT_THRESHOLD_NS", "MIN_EXCESS_NS", "ROBUST_SD",

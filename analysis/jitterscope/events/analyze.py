@@ -145,7 +145,13 @@ def find_events(
     first = min(acc.first_expected_ns for acc in threads if acc.first_expected_ns is not None)
     last = max(acc.last_actual_ns for acc in threads if acc.last_actual_ns is not None)
     observed_s = max((last - first) / 1e9, 0.0)
-    groups = merge_episodes([e for acc in threads for e in acc.episodes])
+    episodes = [e for acc in threads for e in acc.episodes]
+    if threads_share_a_clock(meta):
+        groups = merge_episodes(episodes)
+    else:  # each thread's times start at its own first wake-up: an overlap in time says nothing
+        groups = [[e] for e in sorted(episodes, key=lambda e: (e.start_ns, e.thread))]
+        notes.append("the source's threads are not on one clock (each thread's times rebuilt from its own first "
+                     "wake-up): events are per thread, none joins several CPUs")
     starts = [group[0].start_ns if len(group) == 1 else min(e.start_ns for e in group) for group in groups]
     utc = _utc_all(starts, offset)
     events = tuple(_event(i, group, start, when, first, sources)
@@ -159,6 +165,19 @@ def find_events(
         halves=_halves(events, first, observed_s), cause_sources=tuple(s.name for s in sources),
         notes=tuple(notes + rate_notes),
     )
+
+
+def threads_share_a_clock(meta: Any) -> bool:
+    """Whether the threads' times are on one clock, so that events on several CPUs can be joined.
+
+    Captures, simulations and imports with absolute times do; an import whose source says
+    ``absolute_times: false`` (cyclictest -v: each thread's times rebuilt from its own first wake-up) does
+    not, nor does a cyclictest -v import written before that key existed.
+    """
+    source = meta.source or {}
+    if isinstance(source.get("absolute_times"), bool):
+        return bool(source["absolute_times"])
+    return source.get("format") != "cyclictest-verbose"
 
 
 def _clock_offset(clock: Any) -> int | None:

@@ -252,7 +252,9 @@ def next_steps(metadata: Metadata, events: Any | None, flags: FlagCheck, *, has_
         steps.append(f"Look at the worst event in context: jitterscope events DATASET --top 20 (largest peak "
                      f"{worst.peak_latency_ns / 1000:,.0f} µs at {worst.start_s:.3f} s)")
     if metadata.kind == "import":
-        steps.append("Capture with jitterscope capture: imported runs lack counters and absolute times")
+        absolute = (metadata.source or {}).get("absolute_times") is True  # jitterdebugger's samples.raw has them
+        steps.append("Capture with jitterscope capture: imported runs lack counters"
+                     + ("" if absolute else " and absolute times"))
     steps.append("Gate CI on the result: jitterscope summary DATASET --fail-if 'max>100us' --fail-if "
                  "'events>1ms:0' --junit gates.xml")
     return tuple(steps)

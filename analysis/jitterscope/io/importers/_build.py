@@ -196,7 +196,11 @@ def _stats_mismatch(tally: LatencyTally, summary: SourceSummary) -> str:
 
 
 def metadata_for(kind: str, threads: list[ThreadInfo], primary: Parsed, companions: list[Parsed],
-              reconstructed: dict[str, str], notes: list[str]) -> Metadata:
+              reconstructed: dict[str, str], notes: list[str], *, absolute_times: bool | None = None,
+              assumptions: dict[str, str] | None = None) -> Metadata:
+    """The dataset's metadata; ``absolute_times`` (sample imports): whether every thread's times are on one
+    clock (False: each thread's rebuilt from its own first wake-up, so no event joins threads);
+    ``assumptions``: what the import took for given that the files do not say (CPUs, interval, unit)."""
     environment: dict[str, Any] = {}
     settings: dict[str, Any] = {}
     tool = primary.tool
@@ -215,6 +219,10 @@ def metadata_for(kind: str, threads: list[ThreadInfo], primary: Parsed, companio
         "tool": dict(tool) if tool else None,
         "settings": settings,
     }
+    if absolute_times is not None:
+        source["absolute_times"] = absolute_times
+    if assumptions:
+        source["assumptions"] = dict(assumptions)
     return Metadata(
         kind=kind, threads=tuple(threads),
         tool={"name": "jitterscope import", "version": __version__},

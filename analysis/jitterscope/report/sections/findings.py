@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ...errors import AnalysisError
-from ...events import UNEXPLAINED, Event, Events, event_rates_table, rates_basis
+from ...events import UNEXPLAINED, Event, Events, event_rates_table, rates_basis, threads_share_a_clock
 from ...format import format_p, format_us
 from ...render import Page, Table, key_value_table, text_pages
 from ..build import ReportContext, register_section
@@ -103,6 +103,9 @@ def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str
         "run", f"{meta.kind}, {overall.n:,} wake-ups on {len(meta.threads)} thread(s)"
         + (f" over {events.observed_s:,.1f} s" if events is not None else "")
         + (f", interval {', '.join(format_us(i) for i in intervals)}" if intervals else ""))]
+    assumed = import_assumptions(meta)
+    if assumed:
+        items.append(("import assumed", assumed))
     worst = max((t for t in ctx.summary.threads if t.spikes.spikes), key=lambda t: t.spikes.spikes[0].latency_ns,
                 default=None)
     if worst is not None:
@@ -129,8 +132,10 @@ def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str
                 for who, _, worst_us, at, where, causes in worst_rows)))
     if events is not None:
         multi = [e for e in events.events if len(e.threads) > 1]
+        together = (f"{len(multi):,} hit several CPUs at once" if threads_share_a_clock(meta) else
+                    "whether any hit several CPUs at once is unknown: the threads' clocks are not aligned")
         items.append(("events", f"{len(events.events):,} (a wake-up later than {format_us(events.threshold_ns)}: "
-                                f"{events.threshold_rule}); {len(multi):,} hit several CPUs at once"))
+                                f"{events.threshold_rule}); {together}"))
         if multi:
             big = max(multi, key=lambda e: e.peak_latency_ns)
             items.append(("largest stall of several CPUs",
@@ -152,6 +157,21 @@ def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str
             items.append(("planted effects", f"{recovery.tally()} (simulation; the table follows this page)"))
     items += [("note", problem) for problem in problems]
     return key_value_table("findings-summary", "What happened", items, headers=("what", "finding"))
+
+
+def import_assumptions(meta: Any) -> str:
+    """What an import took for given that its files do not say, in one line ("" for captures and simulations):
+    the CPUs, the interval (and distance), the unit, whether the threads share a clock."""
+    source = meta.source or {}
+    if meta.kind not in ("import", "histogram") or not source:
+        return ""
+    assumed = dict(source.get("assumptions") or {})
+    if "cpus" not in assumed and meta.threads and all(t.cpu < 0 for t in meta.threads):
+        assumed["cpus"] = "not recorded by the source"
+    if "clocks" not in assumed and meta.kind == "import" and not threads_share_a_clock(meta):
+        assumed["clocks"] = "each thread's times from its own first wake-up: no event joins several CPUs"
+    parts = [f"{what}: {how}" for what, how in assumed.items() if isinstance(how, str)]
+    return f"{source.get('format', 'import')}; " + ("; ".join(parts) if parts else "nothing assumed")
 
 
 def _rates_text(events: Events) -> str:
