@@ -93,3 +93,17 @@ def test_real_jitterdebugger_results_overflows_count(tmp_path, capsys):
     # rank 2978.02 (p99.9) is above the 2,967 in range: "> 1000 µs", not a value inside the histogram
     assert first.percentiles_above["99.9"] == 1_000_000.0 and first.percentiles["99.9"] is None
     assert first.percentiles["99"] is not None and first.percentiles["99"] < 1_000_000
+
+
+def test_a_gate_on_a_percentile_among_the_overflows_is_decided_by_its_bound(tmp_path, capsys):
+    out = tmp_path / "ct.parquet"
+    assert main(["import", str(DATA / "shared" / "cyclictest-histogram.txt"), "-o", str(out)]) == 0
+    capsys.readouterr()
+    # p99.9 > 200 µs is known (it lies among the overflows): "p99.9 > 150us" holds, "p99.9 < 150us" does not
+    assert main(["summary", str(out), "-q", "--fail-if", "p99.9>150us", "--fail-if", "p99.9<150us"]) == 3
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].split(": ", 1)[1].startswith("FAILED fail-if p99.9>150us: p99.9 > 200")
+    assert lines[1].split(": ", 1)[1].startswith("passed fail-if p99.9<150us: p99.9 > 200")
+    # above the bound nothing is known: undecided, so the gate fails rather than passes
+    assert main(["summary", str(out), "-q", "--fail-if", "p99.9>500us"]) == 3
+    assert "cannot tell" in capsys.readouterr().err
