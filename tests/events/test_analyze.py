@@ -28,6 +28,7 @@ from jitterscope.io import (
     write_simulation,
 )
 from jitterscope.tails import clustered_interval, decluster
+from scipy import stats as scipy_stats
 
 INTERVAL = 1_000_000
 STALLS_S = (3.3, 12.7)
@@ -196,3 +197,37 @@ def test_threads_on_their_own_clocks_are_never_joined(planted, tmp_path) -> None
     assert all(len(e.threads) == 1 for e in apart.events)
     assert len(apart.events) == sum(len(e.threads) for e in joined.events)
     assert any("not on one clock" in note for note in apart.notes)
+
+
+def test_storms_of_stalls_are_clusters_and_widen_the_rate_interval(tmp_path) -> None:
+    """Six storms of four 2 ms stalls 50 ms apart, storms seconds apart: 24 events above 1 ms in far fewer
+    clusters, and a 95 % interval that is the clusters' Poisson interval times the mean storm size, wider than
+    Garwood's on 24 independent events (the rule it replaces)."""
+    storms_s = (2.1, 5.9, 9.4, 13.2, 16.8, 19.5)
+    times = tuple(int((s + 0.05 * k) * 1e9) for s in storms_s for k in range(4))
+    spec = SimulationSpec(threads=1, interval_ns=INTERVAL, samples=22_000,
+                          effects=(SharedStalls(times_ns=times, duration_ns=2_000_000),))
+    events = find_events(open_dataset(write_simulation(spec, tmp_path / "storms.parquet", 4)))
+    (above_1ms,) = [r for r in events.rates if r.level_ns == 1_000_000]
+    assert above_1ms.count == 24 and 4 <= above_1ms.clusters <= 12  # θ is estimated from 23 gaps
+    low, high = clustered_interval(24, above_1ms.clusters, 0.95)
+    assert above_1ms.ci_low_per_s * events.observed_s == pytest.approx(low)
+    assert above_1ms.ci_high_per_s * events.observed_s == pytest.approx(high)
+    g_low, g_high = poisson_interval(24)
+    assert high - low > 1.3 * (g_high - g_low)
+
+
+def test_a_rate_change_between_halves_is_tested_on_clusters(tmp_path) -> None:
+    """Five storms of six 2 ms stalls in the first half, two in the second: 30 against 12 events rejects a
+    constant rate (p ≈ 0.008) as if every stall were independent; 5 against 2 storms does not."""
+    storms_s = (1.3, 3.4, 5.2, 7.7, 9.1, 14.6, 18.2)
+    times = tuple(int((s + 0.05 * k) * 1e9) for s in storms_s for k in range(6))
+    spec = SimulationSpec(threads=1, interval_ns=INTERVAL, samples=20_000,
+                          effects=(SharedStalls(times_ns=times, duration_ns=2_000_000),))
+    events = find_events(open_dataset(write_simulation(spec, tmp_path / "halves.parquet", 4)),
+                         threshold_ns=1_000_000.0)
+    h = events.halves
+    assert (h.first, h.second) == (30, 12)
+    assert scipy_stats.binomtest(30, 42, 0.5).pvalue < 0.01
+    assert 0 < h.clusters < 42 and "clusters of events" in h.test
+    assert h.p_value > 0.05

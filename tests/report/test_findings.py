@@ -151,3 +151,11 @@ def test_page_one_of_jitterdebugger_samples_does_not_claim_they_lack_absolute_ti
     assert "imported runs lack counters" in text and "absolute times" not in text
     assert "cpus: thread i on CPU i (jitterdebugger's default; give its stdout to know)" in text
     assert "hit several CPUs at once" in text and "is unknown" not in text
+
+
+def test_page_one_of_a_histogram_with_overflows_says_what_lies_above_its_range(tmp_path) -> None:
+    # the real cyclictest -h 200 output: 13 and 6 of 2,000 wake-ups per thread above 200 µs
+    text = _import_page_one(["shared/cyclictest-histogram.txt"], tmp_path)
+    assert "above the histogram's range 19 of 4,000 wake-ups" in text
+    assert "thread 0 (CPU unknown): 13, thread 1 (CPU unknown): 6" in text and "p99.9 > 200 µs" in text
+    assert "cpus: not recorded by the source" in text

@@ -42,6 +42,22 @@ def test_a_fit_prints_each_check_by_its_own_rule() -> None:
             assert p_text == "-"
 
 
+def test_a_passing_anderson_darling_beside_a_failing_qq_correlation() -> None:
+    """The issue's "p = 0.32 FAIL" beside "p = 0.044 pass": a normal body plus 300 heavy-tailed stalls, where
+    Anderson-Darling passes (p ≈ 0.045 ≥ 0.01) and the QQ correlation fails (0.91 < 0.95); the two are two
+    checks, each with its own rule, so no p-value is printed beside a verdict it did not give."""
+    rng = np.random.default_rng(1)
+    x = 15000 + 3000 * rng.standard_normal(15000).clip(-3, 3)
+    stalls = rng.choice(x.size, 300, replace=False)
+    x[stalls] = 25000 + stats.genpareto.rvs(1.1, scale=10000, size=300, random_state=rng)
+    fit = fit_tail(x, interval_ns=1_000_000)
+    checks = {c.name: c for c in fit.checks}
+    gof, qq = checks["goodness of fit"], checks["QQ correlation"]
+    assert gof.p_value >= ALPHA and gof.passed and gof.result == f"pass (p ≥ {ALPHA:g})"
+    assert qq.statistic < 0.95 and not qq.passed and qq.p_value is None
+    assert not fit.extrapolated and "QQ correlation" in fit.withheld
+
+
 def test_a_resampled_p_value_at_its_floor_says_so() -> None:
     assert format_resampled_p(1 / 200, 199) == "p ≤ 0.005 (floor, B = 199)"
     assert format_resampled_p(1 / 201, 200) == "p ≤ 0.005 (floor, B = 200)"  # not "p = 0.00498"

@@ -20,7 +20,7 @@ from ..errors import AnalysisError
 from ..format import format_us
 from ..power import DEFAULT_THRESHOLD, decode_timeline
 from ..summary import Summary, summarize
-from ..tails import clustered_interval, decluster
+from ..tails import cluster_starts, clustered_interval, decluster
 from .causes import COUNTERS, CauseSource, trace_source, turbostat_source
 from .defaults import (
     LEVELS,
@@ -294,5 +294,12 @@ def _halves(events: Sequence[Event], origin_ns: int, observed_s: float) -> Halve
     middle = origin_ns + observed_s * 1e9 / 2
     first = sum(1 for e in events if e.start_ns < middle)
     second = len(events) - first
+    starts = np.array([e.start_ns for e in events], dtype=np.float64)
+    found = decluster(starts)
+    if found.clusters < len(events):  # a storm is one draw of the process, not many: test the clusters
+        heads = cluster_starts(starts, found.clusters)
+        early = int(np.count_nonzero(heads < middle))
+        p = float(scipy_stats.binomtest(early, heads.size, 0.5).pvalue)
+        return HalvesTest(first=first, second=second, p_value=p, clusters=int(heads.size))
     p = float(scipy_stats.binomtest(first, len(events), 0.5).pvalue) if events else 1.0
     return HalvesTest(first=first, second=second, p_value=p)

@@ -169,14 +169,23 @@ class RateInterval:
 
 @dataclass(frozen=True)
 class HalvesTest:
-    """Events in the first and the second half of the run, and whether the rate changed (exact binomial test).
+    """Events in the first and the second half of the run, and whether the rate changed (binomial test).
 
-    Conditional on the total, the first half's count is Binomial(total, ½) when the rate is constant.
+    Conditional on the total, the first half's count is Binomial(total, ½) when the rate is constant and the
+    events independent.  When the events cluster (``clusters`` > 0: fewer independent clusters than events),
+    the test counts the clusters' starts instead, so a storm of stalls weighs as one.
     """
 
     first: int
     second: int
     p_value: float
+    clusters: int = 0
+
+    @property
+    def test(self) -> str:
+        """The test in words: "exact test of a constant rate", or on how many clusters it was made."""
+        return (f"binomial test of a constant rate on {self.clusters:,} clusters of events" if self.clusters
+                else "exact test of a constant rate")
 
     @property
     def ratio(self) -> float:

@@ -164,7 +164,7 @@ def configuration_flags(metadata: Metadata, events: Any | None = None) -> FlagCh
         if h.first + h.second >= 10 and h.p_value < LOAD_P and not 1 / LOAD_RATIO <= h.ratio <= LOAD_RATIO:
             flags.append(RedFlag("load changing during the run",
                                  f"{h.first} events in the first half, {h.second} in the second ({format_p(h.p_value)},"
-                                 " exact test of a constant rate)",
+                                 f" {h.test})",
                                  "keep the load constant while measuring, or capture each load on its own and "
                                  "compare them (jitterscope compare)"))
     return FlagCheck(flags=tuple(flags), not_checked=tuple(unknown))

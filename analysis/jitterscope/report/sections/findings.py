@@ -106,6 +106,13 @@ def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str
     assumed = import_assumptions(meta)
     if assumed:
         items.append(("import assumed", assumed))
+    overflowing = [t for t in ctx.summary.threads if t.overflows]
+    if overflowing:
+        bounds = {f"p{key}": bound for key, bound in overall.percentiles_above.items()}
+        items.append(("above the histogram's range", f"{overall.overflows:,} of {overall.n:,} wake-ups ("
+                      + ", ".join(f"{_cpu(t.cpu, t.thread)}: {t.overflows:,}" for t in overflowing)
+                      + "), values not recorded; counted in n"
+                      + (": " + ", ".join(f"{k} > {format_us(v)}" for k, v in bounds.items()) if bounds else "")))
     worst = max((t for t in ctx.summary.threads if t.spikes.spikes), key=lambda t: t.spikes.spikes[0].latency_ns,
                 default=None)
     if worst is not None:
@@ -150,7 +157,7 @@ def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str
         if events.halves is not None and events.events:
             h = events.halves
             items.append(("over time", f"{h.first:,} events in the first half, {h.second:,} in the second "
-                                       f"({format_p(h.p_value)}, exact test of a constant rate)"))
+                                       f"({format_p(h.p_value)}, {h.test})"))
     if "planted" in ctx.sections:
         recovery = shared_recovery(ctx)
         if recovery is not None:
@@ -171,7 +178,7 @@ def import_assumptions(meta: Any) -> str:
     if "clocks" not in assumed and meta.kind == "import" and not threads_share_a_clock(meta):
         assumed["clocks"] = "each thread's times from its own first wake-up: no event joins several CPUs"
     parts = [f"{what}: {how}" for what, how in assumed.items() if isinstance(how, str)]
-    return f"{source.get('format', 'import')}; " + ("; ".join(parts) if parts else "nothing assumed")
+    return f"{source.get('format', 'import')}; " + "; ".join(parts) if parts else ""
 
 
 def _rates_text(events: Events) -> str:
