@@ -135,6 +135,30 @@ def format_p(p: float | None, *, floor: float = P_FLOOR, cap: float = 1.0) -> st
     return f"p = {value:.2g}" if value >= 1e-3 else f"p = {value:.1e}"
 
 
+MODEL_P_FLOOR = 1e-6
+"""Below this a probability from a fitted model is written "< 1e-6 (model)": that far out it is the model's
+extrapolation, and its digits (1e-290) say nothing about the machine."""
+
+
+def format_resampled_p(p: float | None, resamples: int) -> str:
+    """A p-value from ``resamples`` resamples (bootstrap, surrogates): "p = 0.034", or at its floor
+    ``1/(B + 1)`` "p ≤ 0.005 (floor, B = 199)": no smaller p can come out of B resamples."""
+    value = _finite(p)
+    floor = 1.0 / (resamples + 1)
+    if value is not None and value <= floor * (1 + 1e-9):
+        return f"p ≤ {floor:.2g} (floor, B = {resamples:,})"
+    return format_p(p)
+
+
+def model_probability(p: float | None) -> float | str | None:
+    """A probability from a fitted model for a table cell: the number, or "< 1e-6 (model)" below
+    :data:`MODEL_P_FLOOR` (a recorded fraction is never passed here: it is data, not a model)."""
+    value = _finite(p)
+    if value is not None and 0 < value < MODEL_P_FLOOR:
+        return "< 1e-6 (model)"
+    return value
+
+
 def format_thread_cpu(thread: int, cpu: int) -> str:
     """A measuring thread for titles and notes: "CPU 3 (thread 0)", or "thread 0 (CPU unknown)" when the source
     did not record the CPU (cpu -1: cyclictest -v without --json), never "CPU -1"."""

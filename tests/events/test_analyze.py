@@ -5,9 +5,18 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from jitterscope.dataset import open_dataset
-from jitterscope.events import IDLE_EXIT, SMI, TRANSITION, UNEXPLAINED, find_events, poisson_interval
+from jitterscope.events import (
+    IDLE_EXIT,
+    SMI,
+    TRANSITION,
+    UNEXPLAINED,
+    event_rates_table,
+    find_events,
+    poisson_interval,
+)
 from jitterscope.io import (
     BaseLatency,
     IdleStates,
@@ -18,6 +27,8 @@ from jitterscope.io import (
     SMIs,
     write_simulation,
 )
+from jitterscope.tails import clustered_interval, decluster
+from scipy import stats as scipy_stats
 
 INTERVAL = 1_000_000
 STALLS_S = (3.3, 12.7)
@@ -57,14 +68,25 @@ def test_a_stall_of_two_cpus_is_one_event_with_its_missed_periods(planted) -> No
     assert len(events.events) == len(stalls) + len(planted.metadata.ground_truth["smi"]["times_ns"]["values"])
 
 
-def test_counts_and_rates_have_exact_poisson_intervals(planted) -> None:
+def test_counts_and_rates_have_cluster_aware_poisson_intervals(planted) -> None:
     events = find_events(planted)
-    above_1ms = next(r for r in events.rates if r.label == "above 1 ms")
+    # at a 1 ms interval "above 1 ms" and "above one interval" are the same level: one rate, both names
+    (above_1ms,) = [r for r in events.rates if r.level_ns == 1_000_000]
+    assert above_1ms.label == "above 1 ms = one interval"
+    assert len({r.level_ns for r in events.rates}) == len(events.rates)
     assert above_1ms.count == sum(1 for e in events.events if e.peak_latency_ns > 1_000_000)
-    low, high = poisson_interval(above_1ms.count)
+    starts = [e.start_ns for e in events.events if e.peak_latency_ns > 1_000_000]
+    found = decluster(np.array(starts, dtype=float))
+    assert above_1ms.clusters == found.clusters
+    low, high = clustered_interval(above_1ms.count, found.clusters, 0.95)
     assert above_1ms.ci_low_per_s == pytest.approx(low / events.observed_s)
     assert above_1ms.ci_high_per_s == pytest.approx(high / events.observed_s)
     assert events.observed_s == pytest.approx(20.0, abs=0.01)
+    assert above_1ms.extrapolated  # 20 s: a rate per hour reaches beyond the run
+    table = event_rates_table(events)
+    assert len(table.rows) == len(events.rates)
+    assert "extrapolated from 20.0 s" in table.notes[0] and "exact" not in table.notes[0].replace(
+        "exact Poisson only if", "")
 
 
 def test_poisson_interval_matches_tabulated_values() -> None:
@@ -158,3 +180,54 @@ def test_a_body_mode_too_common_to_be_spikes_raises_the_default_threshold(tmp_pa
     assert len(events.events) < 0.1 * 6_000  # not the idle exits
     # under the budget the rule is the robust one, unchanged
     assert default_threshold_ns(summary, max_late=10**9)[1].startswith("median")
+
+
+def test_threads_on_their_own_clocks_are_never_joined(planted, tmp_path) -> None:
+    """cyclictest -v rebuilds each thread's times from its own first wake-up: the planted two-CPU stalls, one
+    event on both CPUs when the clocks agree, are per-thread events when the source says they do not."""
+    from dataclasses import replace
+
+    from jitterscope.dataset import write_dataset
+
+    joined = find_events(planted)
+    assert any(len(e.threads) == 2 for e in joined.events)
+    meta = replace(planted.metadata, source={"format": "cyclictest-verbose", "files": [], "reconstructed": {},
+                                             "notes": [], "absolute_times": False})
+    apart = find_events(open_dataset(write_dataset(planted.read(), meta, tmp_path / "own-clocks.parquet")))
+    assert all(len(e.threads) == 1 for e in apart.events)
+    assert len(apart.events) == sum(len(e.threads) for e in joined.events)
+    assert any("not on one clock" in note for note in apart.notes)
+
+
+def test_storms_of_stalls_are_clusters_and_widen_the_rate_interval(tmp_path) -> None:
+    """Six storms of four 2 ms stalls 50 ms apart, storms seconds apart: 24 events above 1 ms in far fewer
+    clusters, and a 95 % interval that is the clusters' Poisson interval times the mean storm size, wider than
+    Garwood's on 24 independent events (the rule it replaces)."""
+    storms_s = (2.1, 5.9, 9.4, 13.2, 16.8, 19.5)
+    times = tuple(int((s + 0.05 * k) * 1e9) for s in storms_s for k in range(4))
+    spec = SimulationSpec(threads=1, interval_ns=INTERVAL, samples=22_000,
+                          effects=(SharedStalls(times_ns=times, duration_ns=2_000_000),))
+    events = find_events(open_dataset(write_simulation(spec, tmp_path / "storms.parquet", 4)))
+    (above_1ms,) = [r for r in events.rates if r.level_ns == 1_000_000]
+    assert above_1ms.count == 24 and 4 <= above_1ms.clusters <= 12  # θ is estimated from 23 gaps
+    low, high = clustered_interval(24, above_1ms.clusters, 0.95)
+    assert above_1ms.ci_low_per_s * events.observed_s == pytest.approx(low)
+    assert above_1ms.ci_high_per_s * events.observed_s == pytest.approx(high)
+    g_low, g_high = poisson_interval(24)
+    assert high - low > 1.3 * (g_high - g_low)
+
+
+def test_a_rate_change_between_halves_is_tested_on_clusters(tmp_path) -> None:
+    """Five storms of six 2 ms stalls in the first half, two in the second: 30 against 12 events rejects a
+    constant rate (p ≈ 0.008) as if every stall were independent; 5 against 2 storms does not."""
+    storms_s = (1.3, 3.4, 5.2, 7.7, 9.1, 14.6, 18.2)
+    times = tuple(int((s + 0.05 * k) * 1e9) for s in storms_s for k in range(6))
+    spec = SimulationSpec(threads=1, interval_ns=INTERVAL, samples=20_000,
+                          effects=(SharedStalls(times_ns=times, duration_ns=2_000_000),))
+    events = find_events(open_dataset(write_simulation(spec, tmp_path / "halves.parquet", 4)),
+                         threshold_ns=1_000_000.0)
+    h = events.halves
+    assert (h.first, h.second) == (30, 12)
+    assert scipy_stats.binomtest(30, 42, 0.5).pvalue < 0.01
+    assert 0 < h.clusters < 42 and "clusters of events" in h.test
+    assert h.p_value > 0.05

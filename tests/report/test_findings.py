@@ -122,3 +122,40 @@ def test_a_cyclictest_import_with_unknown_cpus_gets_a_report(tmp_path) -> None:
     names = {Path(f).stem for f in info.figure_files}
     assert {"spectrum-thread0", "spectrum-thread1", "spikes-thread0", "spikes-thread1"} <= names
     assert "thread 0 (CPU unknown)" in _page_one(tmp_path / "r.pdf")
+
+
+def _import_page_one(files: list[str], tmp_path) -> str:
+    from pathlib import Path
+
+    from jitterscope.dataset import write_dataset
+    from jitterscope.io import import_files
+    table, meta = import_files([Path(__file__).resolve().parents[1] / "data" / "formats" / f for f in files])
+    path = write_dataset(table, meta, tmp_path / "imported.parquet")
+    write_report(path, tmp_path / "r.pdf", sections=("findings",))
+    return _page_one(tmp_path / "r.pdf")
+
+
+def test_page_one_states_what_a_cyclictest_verbose_import_assumed(tmp_path) -> None:
+    # cyclictest -v alone: no CPUs, no unit, the interval from the headers, each thread's clock its own
+    text = _import_page_one(["ct-verbose.txt"], tmp_path)
+    assert "import assumed cyclictest-verbose;" in text
+    assert "clocks: each thread's times rebuilt from its own first wake-up" in text
+    assert "cpus: not recorded (give cyclictest's --json file)" in text
+    assert "interval: from the" in text and "unit: µs" in text
+    assert "whether any hit several CPUs at once is unknown" in text
+    assert "imported runs lack counters and absolute times" in text
+
+
+def test_page_one_of_jitterdebugger_samples_does_not_claim_they_lack_absolute_times(tmp_path) -> None:
+    text = _import_page_one(["jd-shared/samples.raw"], tmp_path)
+    assert "imported runs lack counters" in text and "absolute times" not in text
+    assert "cpus: thread i on CPU i (jitterdebugger's default; give its stdout to know)" in text
+    assert "hit several CPUs at once" in text and "is unknown" not in text
+
+
+def test_page_one_of_a_histogram_with_overflows_says_what_lies_above_its_range(tmp_path) -> None:
+    # the real cyclictest -h 200 output: 13 and 6 of 2,000 wake-ups per thread above 200 µs
+    text = _import_page_one(["shared/cyclictest-histogram.txt"], tmp_path)
+    assert "above the histogram's range 19 of 4,000 wake-ups" in text
+    assert "thread 0 (CPU unknown): 13, thread 1 (CPU unknown): 6" in text and "p99.9 > 200 µs" in text
+    assert "cpus: not recorded by the source" in text

@@ -164,6 +164,8 @@ def test_page_one_has_findings_then_provenance_and_says_simulated(rendered, simu
     assert first.strip().startswith("Findings: sim.parquet")
     assert "SIMULATED DATA" in first and "What happened" in first and "other CPUs' worst" in first
     assert "event rates" in first and "above 1 ms" in first  # the rates, with their intervals
+    # a run of seconds: its rates per hour say they are extrapolated, and their intervals are not called exact
+    assert "extrapolated" in first and "cluster-aware" in first and "exact Poisson" not in first
     file_hash = hashlib.sha256(simulated.read_bytes()).hexdigest()
     assert file_hash not in first  # hashes are in the appendix
     assert any(file_hash in page for page in pages if page.strip().startswith("Reproducibility"))

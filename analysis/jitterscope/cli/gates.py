@@ -113,6 +113,8 @@ class Facts:
     events_threshold_ns: float | None = None
     verdicts: Mapping[str, Sequence[str]] = field(default_factory=dict)
     scope: str = "all threads"
+    latency_above_ns: Mapping[str, float] = field(default_factory=dict)
+    """statistic -> a lower bound, for those known only to lie above it (among a histogram's overflows)."""
 
 
 def parse_condition(text: str, command: str) -> Condition:
@@ -230,6 +232,15 @@ def _evaluate(condition: Condition, facts: Facts) -> GateResult:
         verb = "FAILED" if holds else "passed"
         return GateResult(condition, holds, f"{verb} {label}: {condition.metric} = {value:,} ({facts.scope})")
     value = facts.latency_ns.get(condition.metric)
+    bound = facts.latency_above_ns.get(condition.metric)
+    if value is None and bound is not None:
+        # only "above bound" is known: that decides "> limit" and "< limit" when the limit is not above it
+        if condition.operator in (">", ">=") and bound >= condition.limit:
+            return GateResult(condition, True, f"FAILED {label}: {condition.metric} > {_us(bound)} (among the "
+                                               f"histogram's overflows; {facts.scope}), limit {_us(condition.limit)}")
+        if condition.operator in ("<", "<=") and bound >= condition.limit:
+            return GateResult(condition, False, f"passed {label}: {condition.metric} > {_us(bound)} (among the "
+                                                f"histogram's overflows; {facts.scope}), limit {_us(condition.limit)}")
     if value is None or not math.isfinite(value):
         return GateResult(condition, True, f"FAILED {label}: cannot tell, {condition.metric} is not resolved by "
                                            f"the data ({facts.scope})", undecided=True)
@@ -290,7 +301,8 @@ def summary_facts(summary: object, events: object | None = None, scope: str = "a
     latency.update({f"p{key}": value if overall.n * (1 - float(key) / 100) >= 1 else None
                     for key, value in overall.percentiles.items()})
     counts = {"overruns": overall.overruns, "drops": overall.drops}
-    return Facts(latency_ns=latency, counts=counts, scope=scope, **_event_facts(events))
+    above = {f"p{key}": bound for key, bound in getattr(overall, "percentiles_above", {}).items()}
+    return Facts(latency_ns=latency, counts=counts, scope=scope, latency_above_ns=above, **_event_facts(events))
 
 
 def _event_facts(events: object | None) -> dict[str, object]:

@@ -80,6 +80,7 @@ THREAD_SCHEMA: dict[str, Any] = {
         "interval_ns": {"type": "integer", "minimum": 0, "maximum": MAX_INTERVAL_NS},
         "samples": _COUNT, "drops": _COUNT, "overruns": _COUNT, "wakeups": _COUNT,
         "drops_after_last": _COUNT, "counter_read_errors": _COUNT, "overflows": _COUNT,
+        "overflow_above_ns": {"type": "number", "minimum": 0},
         "min_ns": {"type": ["number", "null"]}, "avg_ns": {"type": ["number", "null"]},
         "max_ns": {"type": ["number", "null"]},
     },
@@ -178,6 +179,8 @@ METADATA_SCHEMA: dict[str, Any] = {
             "properties": {
                 "format": _TEXT_OR_NULL, "files": _TEXTS, "notes": _TEXTS,
                 "reconstructed": {"type": "object", "additionalProperties": _TEXT},
+                "absolute_times": {"type": "boolean"},
+                "assumptions": {"type": "object", "additionalProperties": _TEXT},
             },
         },
         "ground_truth": {"type": ["object", "null"]},

@@ -15,7 +15,7 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
-        "analyze": ["default_threshold_ns", "find_events", "poisson_interval"],
+        "analyze": ["default_threshold_ns", "find_events", "poisson_interval", "threads_share_a_clock"],
         "causes": [
             "COUNTERS", "CauseFinder", "CauseSource", "StealSeries", "counter_causes", "decode_steal",
             "steal_by_chance", "steal_source", "trace_source", "turbostat_source",
@@ -32,7 +32,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "RateInterval", "SMI", "TRACE_INCOMPLETE", "TRACE_UNEXPLAINED", "TRANSITION", "TURBOSTAT", "UNEXPLAINED",
             "cause_class",
         ],
-        "tables": ["event_causes_text", "event_rates_table", "events_table"],
+        "tables": ["event_causes_text", "event_rates_table", "events_table", "rates_basis"],
         "text": ["format_events"],
     },
 )

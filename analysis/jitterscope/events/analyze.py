@@ -20,6 +20,7 @@ from ..errors import AnalysisError
 from ..format import format_us
 from ..power import DEFAULT_THRESHOLD, decode_timeline
 from ..summary import Summary, summarize
+from ..tails import cluster_starts, clustered_interval, decluster
 from .causes import COUNTERS, CauseSource, decode_steal, steal_source, trace_source, turbostat_source
 from .defaults import (
     LEVELS,
@@ -144,7 +145,13 @@ def find_events(
     first = min(acc.first_expected_ns for acc in threads if acc.first_expected_ns is not None)
     last = max(acc.last_actual_ns for acc in threads if acc.last_actual_ns is not None)
     observed_s = max((last - first) / 1e9, 0.0)
-    groups = merge_episodes([e for acc in threads for e in acc.episodes])
+    episodes = [e for acc in threads for e in acc.episodes]
+    if threads_share_a_clock(meta):
+        groups = merge_episodes(episodes)
+    else:  # each thread's times start at its own first wake-up: an overlap in time says nothing
+        groups = [[e] for e in sorted(episodes, key=lambda e: (e.start_ns, e.thread))]
+        notes.append("the source's threads are not on one clock (each thread's times rebuilt from its own first "
+                     "wake-up): events are per thread, none joins several CPUs")
     starts = [group[0].start_ns if len(group) == 1 else min(e.start_ns for e in group) for group in groups]
     utc = _utc_all(starts, offset)
     events = tuple(_event(i, group, start, when, first, sources)
@@ -167,6 +174,17 @@ def _text(value: Any) -> str | None:
 
 def _whole(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+def threads_share_a_clock(meta: Any) -> bool:
+    """Whether the threads' times are on one clock, so that events on several CPUs can be joined.
+
+    Captures, simulations and imports with absolute times do; an import whose source says
+    ``absolute_times: false`` (cyclictest -v: each thread's times rebuilt from its own first wake-up) does
+    not, nor does a cyclictest -v import written before that key existed.
+    """
+    source = meta.source or {}
+    if isinstance(source.get("absolute_times"), bool):
+        return bool(source["absolute_times"])
+    return source.get("format") != "cyclictest-verbose"
 
 
 def _clock_offset(clock: Any) -> int | None:
@@ -261,21 +279,28 @@ def poisson_interval(count: int, confidence: float = 0.95) -> tuple[float, float
 
 def _rates(events: Sequence[Event], observed_s: float, threshold_ns: float,
            interval_ns: int | None) -> tuple[tuple[RateInterval, ...], list[str]]:
-    levels = [(label, float(level)) for level, label in LEVELS]
+    named: dict[float, list[str]] = {}  # level -> its names: one interval of 1 ms is "1 ms", one row
+    for level, label in LEVELS:
+        named.setdefault(float(level), []).append(label)
     if interval_ns:
-        levels.append((f"one interval ({format_us(interval_ns)})", float(interval_ns)))
-    levels.sort(key=lambda item: item[1])
+        same = float(interval_ns) in named  # "above 1 ms = one interval": its value is already in the name
+        named.setdefault(float(interval_ns), []).append(
+            "one interval" if same else f"one interval ({format_us(interval_ns)})")
     out, notes = [], []
-    for label, level in levels:
+    for level in sorted(named):
+        label = " = ".join(named[level])
         if level < threshold_ns:
             notes.append(f"events above {label} are not counted: the detection threshold "
                          f"{format_us(threshold_ns)} is above it (give a lower --threshold)")
             continue
-        count = sum(1 for e in events if e.peak_latency_ns > level)
-        low, high = poisson_interval(count)
+        starts = np.array([e.start_ns for e in events if e.peak_latency_ns > level], dtype=np.float64)
+        found = decluster(starts)  # storms of stalls: independent clusters, not independent events
+        count = found.events
+        low, high = clustered_interval(count, found.clusters, 0.95)
         span = observed_s if observed_s > 0 else math.nan
         out.append(RateInterval(label=f"above {label}", level_ns=level, count=count, observed_s=observed_s,
-                                rate_per_s=count / span, ci_low_per_s=low / span, ci_high_per_s=high / span))
+                                rate_per_s=count / span, ci_low_per_s=low / span, ci_high_per_s=high / span,
+                                clusters=found.clusters, extremal_index=found.extremal_index))
     return tuple(out), notes
 
 
@@ -285,5 +310,12 @@ def _halves(events: Sequence[Event], origin_ns: int, observed_s: float) -> Halve
     middle = origin_ns + observed_s * 1e9 / 2
     first = sum(1 for e in events if e.start_ns < middle)
     second = len(events) - first
+    starts = np.array([e.start_ns for e in events], dtype=np.float64)
+    found = decluster(starts)
+    if found.clusters < len(events):  # a storm is one draw of the process, not many: test the clusters
+        heads = cluster_starts(starts, found.clusters)
+        early = int(np.count_nonzero(heads < middle))
+        p = float(scipy_stats.binomtest(early, heads.size, 0.5).pvalue)
+        return HalvesTest(first=first, second=second, p_value=p, clusters=int(heads.size))
     p = float(scipy_stats.binomtest(first, len(events), 0.5).pvalue) if events else 1.0
     return HalvesTest(first=first, second=second, p_value=p)

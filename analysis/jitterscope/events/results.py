@@ -164,7 +164,14 @@ class Event:
 
 @dataclass(frozen=True)
 class RateInterval:
-    """A count of events over an observed time, as a rate with an exact Poisson 95 % interval."""
+    """A count of events over an observed time, as a rate with a cluster-aware 95 % interval.
+
+    The events are declustered (``clusters`` independent clusters, extremal index ``extremal_index``: 1
+    when events are isolated); the interval is the Poisson interval of the cluster count times the mean
+    cluster size (:func:`jitterscope.tails.clustered_interval`), which is Garwood's exact interval of
+    ``count`` only when every event is its own cluster.  ``label`` names every level that is the same at
+    this interval ("above 1 ms = one interval (1,000 µs)"): one row, not two with the same content.
+    """
 
     label: str
     level_ns: float
@@ -173,18 +180,34 @@ class RateInterval:
     rate_per_s: float
     ci_low_per_s: float
     ci_high_per_s: float
+    clusters: int = 0
+    extremal_index: float = 1.0
+
+    @property
+    def extrapolated(self) -> bool:
+        """Whether the rate per hour reaches beyond the run (it lasted less than an hour)."""
+        return self.observed_s < 3600.0
 
 
 @dataclass(frozen=True)
 class HalvesTest:
-    """Events in the first and the second half of the run, and whether the rate changed (exact binomial test).
+    """Events in the first and the second half of the run, and whether the rate changed (binomial test).
 
-    Conditional on the total, the first half's count is Binomial(total, ½) when the rate is constant.
+    Conditional on the total, the first half's count is Binomial(total, ½) when the rate is constant and the
+    events independent.  When the events cluster (``clusters`` > 0: fewer independent clusters than events),
+    the test counts the clusters' starts instead, so a storm of stalls weighs as one.
     """
 
     first: int
     second: int
     p_value: float
+    clusters: int = 0
+
+    @property
+    def test(self) -> str:
+        """The test in words: "exact test of a constant rate", or on how many clusters it was made."""
+        return (f"binomial test of a constant rate on {self.clusters:,} clusters of events" if self.clusters
+                else "exact test of a constant rate")
 
     @property
     def ratio(self) -> float:

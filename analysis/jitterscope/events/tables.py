@@ -42,15 +42,28 @@ def events_table(events: Events, *, top: int = 20, name: str = "events") -> Tabl
     )
 
 
+def rates_basis(events: Events, *, short: bool = False) -> str:
+    """How the rates were made, in one sentence: the span they come from and what their intervals assume."""
+    span = f"{events.observed_s:,.1f} s"
+    if short:  # page 1
+        return ((f"/h extrapolated from a {span} run" if events.observed_s < 3600 else f"over {span}")
+                + "; cluster-aware intervals (approximate)")
+    per_hour = (f"rates per hour are extrapolated from {span} (less than an hour)" if events.observed_s < 3600
+                else f"rates over {events.observed_s / 3600:,.2f} h")
+    return (f"{per_hour}; 95% intervals are cluster-aware: the Poisson interval of the count of independent "
+            "clusters (events declustered by the extremal index, Ferro-Segers) times the mean cluster size, "
+            "approximate (exact Poisson only if the events are independent)")
+
+
 def event_rates_table(events: Events, name: str = "event-rates") -> Table:
-    """Events above 100 µs, 1 ms and one interval: counts and rates with exact Poisson 95 % intervals."""
-    rows = tuple((r.label, r.count, r.rate_per_s * 3600, r.ci_low_per_s * 3600, r.ci_high_per_s * 3600)
+    """Events above 100 µs, 1 ms and one interval (a level named once when two are the same): counts, clusters,
+    rates with cluster-aware 95 % intervals."""
+    rows = tuple((r.label, r.count, r.clusters, r.rate_per_s * 3600, r.ci_low_per_s * 3600, r.ci_high_per_s * 3600)
                  for r in events.rates)
     return Table(
         name=name, title="Events by peak latency",
-        columns=("events", "count", "rate [/h]", "95% CI low [/h]", "95% CI high [/h]"),
-        rows=rows, formats=("", "{:,}", "{:,.1f}", "{:,.1f}", "{:,.1f}"),
-        notes=(f"Over {events.observed_s:,.1f} s of the run ({events.wakeups:,} wake-ups); intervals are exact "
-               "(Garwood) Poisson intervals of the count.",),
-        align=("l", "r", "r", "r", "r"),
+        columns=("events", "count", "clusters", "rate [/h]", "95% CI low [/h]", "95% CI high [/h]"),
+        rows=rows, formats=("", "{:,}", "{:,}", "{:,.1f}", "{:,.1f}", "{:,.1f}"),
+        notes=(f"Over {events.observed_s:,.1f} s of the run ({events.wakeups:,} wake-ups): {rates_basis(events)}.",),
+        align=("l", "r", "r", "r", "r", "r"),
     )

@@ -16,8 +16,7 @@ def format_events(events: Events, *, top: int = 20) -> str:
     lines.append(tables_text([event_rates_table(events)]))
     if events.halves is not None and events.events:
         h = events.halves
-        lines.append(f"first half {h.first:,} events, second half {h.second:,} ({format_p(h.p_value)}, exact "
-                     "binomial test of a constant rate)")
+        lines.append(f"first half {h.first:,} events, second half {h.second:,} ({format_p(h.p_value)}, {h.test})")
     lines += ["", tables_text([events_table(events, top=top)])]
     worst = events.worst(top)
     if worst:

@@ -17,6 +17,7 @@ from matplotlib import colors
 from matplotlib.axes import Axes
 
 from ..derive import CounterSeries
+from ..format import format_resampled_p
 from ..render import colour, plain_log_axis
 from .correlate import EventTrigger, LaggedLink
 from .cpufreq import Transitions
@@ -142,7 +143,7 @@ def plot_event_average(trigger: EventTrigger, ax: Axes, *, index: int = 0) -> Ax
         ax.fill_between(lags, low, high, color="0.8", step="mid",
                         label=f"95% band of {a.n_surrogates} circular-shift surrogates")
     ax.plot(lags, np.asarray(a.mean) / NS_PER_US, color=colour(index), marker="o", markersize=3, linewidth=1.2,
-            label=f"mean over {a.n_events} {event}s (p = {a.p_value:.3g})")
+            label=f"mean over {a.n_events} {event}s ({format_resampled_p(a.p_value, a.n_surrogates)})")
     ax.axvline(0, color="0.4", linewidth=0.6, linestyle=":")
     ax.set_xlabel(f"wake-ups relative to the {event}")
     ax.set_ylabel("mean latency [µs]")

@@ -6,6 +6,7 @@ they compute no statistics.
 
 from __future__ import annotations
 
+from ..format import format_resampled_p
 from ..render import P_VALUE, Table, to_text
 from .correlate import Correlation
 
@@ -77,12 +78,14 @@ def event_table(result: Correlation) -> Table:
         a = trig.average
         centre = [i for i, lag in enumerate(a.lags) if abs(lag) <= a.peak_halfwidth]
         peak = max(centre, key=lambda i: a.mean[i])
+        # at its floor 1/(B + 1) the p-value says "≤ 0.005 (floor, B = 199)": no smaller p comes from B surrogates
+        p_text = format_resampled_p(a.p_value, a.n_surrogates).removeprefix("p ").removeprefix("= ")
         rows.append((trig.cpu, trig.event, a.n_events, a.lags[peak], a.mean[peak] / 1e3, a.band_high[peak] / 1e3,
-                     a.p_value))
+                     p_text))
     return Table(name="event-average-peaks", title="Event-triggered average latency around transitions and SMIs",
                  columns=("cpu", "event", "events", "peak lag", "peak mean [µs]", "surrogate 97.5% [µs]",
                           "p (surrogates)"),
-                 rows=tuple(rows), formats=("", "", "", "", "{:.1f}", "{:.1f}", "{:.3g}"),
+                 rows=tuple(rows), formats=("", "", "", "", "{:.1f}", "{:.1f}", ""),
                  notes=("Surrogates: the event train circularly shifted by random offsets; p compares the largest "
                         "mean within the window with the surrogates' largest means.",))
 

@@ -164,7 +164,7 @@ def configuration_flags(metadata: Metadata, events: Any | None = None) -> FlagCh
         if h.first + h.second >= 10 and h.p_value < LOAD_P and not 1 / LOAD_RATIO <= h.ratio <= LOAD_RATIO:
             flags.append(RedFlag("load changing during the run",
                                  f"{h.first} events in the first half, {h.second} in the second ({format_p(h.p_value)},"
-                                 " exact test of a constant rate)",
+                                 f" {h.test})",
                                  "keep the load constant while measuring, or capture each load on its own and "
                                  "compare them (jitterscope compare)"))
     return FlagCheck(flags=tuple(flags), not_checked=tuple(unknown))
@@ -252,7 +252,9 @@ def next_steps(metadata: Metadata, events: Any | None, flags: FlagCheck, *, has_
         steps.append(f"Look at the worst event in context: jitterscope events DATASET --top 20 (largest peak "
                      f"{worst.peak_latency_ns / 1000:,.0f} µs at {worst.start_s:.3f} s)")
     if metadata.kind == "import":
-        steps.append("Capture with jitterscope capture: imported runs lack counters and absolute times")
+        absolute = (metadata.source or {}).get("absolute_times") is True  # jitterdebugger's samples.raw has them
+        steps.append("Capture with jitterscope capture: imported runs lack counters"
+                     + ("" if absolute else " and absolute times"))
     steps.append("Gate CI on the result: jitterscope summary DATASET --fail-if 'max>100us' --fail-if "
                  "'events>1ms:0' --junit gates.xml")
     return tuple(steps)

@@ -12,6 +12,7 @@ interval blocks; the ``overall`` row merges the threads.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections import deque
 from collections.abc import Callable
@@ -92,12 +93,18 @@ class ThreadSummary:
     spikes: SpikesResult
     cyclictest: CyclictestResult | None = None
     summary_only: bool = False
+    overflows: int = 0
+    """Wake-ups of a histogram source above its range (counted in ``n``, their values unknown)."""
+    percentiles_above: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Percentiles that fall among the overflows: only a lower bound is known (``percentiles`` holds None);
+    printed "> bound"."""
 
     def to_json(self, *, histograms: bool = True) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out["spikes"] = self.spikes.to_json()
         out["cyclictest"] = None if self.cyclictest is None else self.cyclictest.to_json()
         out["percentiles"] = dict(self.percentiles)
+        out["percentiles_above"] = dict(self.percentiles_above)
         if histograms:
             out["histogram"] = None if self.histogram is None else self.histogram.to_json()
             out["period_error"] = None if self.period_error is None else self.period_error.to_json()
@@ -367,13 +374,41 @@ def _provenance(dataset: Dataset) -> DatasetProvenance:
                              rows=dataset.num_rows, schema_version=meta.schema_version, tool=dict(meta.tool))
 
 
-def _shape_stats(histogram: HistogramResult) -> dict[str, Any]:
+def resolved(n: int, key: str) -> bool:
+    """Whether ``n`` wake-ups resolve the percentile ``key``: n·(1 − q) ≥ 1 (else it is n/a, everywhere)."""
+    return n * (1.0 - float(key) / 100.0) >= 1.0
+
+
+def _shape_stats(histogram: HistogramResult, known: int | None = None, above_ns: float | None = None,
+                 ) -> dict[str, Any]:
+    """Percentiles (None where the count does not resolve them), MAD and mode of a histogram.
+
+    ``known``/``above_ns``: only the lowest ``known`` values are placed by bins; the others (a histogram
+    source's overflows) are only known to be above ``above_ns``.  A percentile whose interpolation reaches
+    among them is given as a lower bound in ``percentiles_above``, never as a value interpolated below it.
+    """
     values = histogram.percentiles(float(q) for q in PERCENTILES)
-    return {
-        "percentiles": {key: values[float(key)] for key in PERCENTILES},
-        "mad_ns": histogram.mad_ns(),
-        "mode_ns": histogram.mode_ns(),
-    }
+    n = histogram.count
+    percentiles: dict[str, float | None] = {}
+    bounds: dict[str, float] = {}
+    for key in PERCENTILES:
+        if not resolved(n, key):
+            percentiles[key] = None
+            continue
+        position = (n - 1) * float(key) / 100.0
+        below = math.floor(position)
+        reaches = below + 1 if position > below else below
+        if known is None or above_ns is None or reaches < known:
+            percentiles[key] = values[float(key)]
+            continue
+        percentiles[key] = None
+        if below >= known:
+            bounds[key] = float(above_ns)
+        else:  # between the last value in range and an overflow (> above_ns): above the interpolation to above_ns
+            low = histogram.percentile(100.0 * below / (n - 1))
+            bounds[key] = low + (position - below) * (float(above_ns) - low)
+    return {"percentiles": percentiles, "percentiles_above": bounds,
+            "mad_ns": histogram.mad_ns(), "mode_ns": histogram.mode_ns()}
 
 
 def _thread_summary(acc: _ThreadAccumulators, settings: dict[str, Any]) -> ThreadSummary:
@@ -416,16 +451,29 @@ def _summarize_histogram(dataset: Dataset) -> Summary:
     bins = _read_bins(dataset)
     summaries = []
     histograms = []
+    ranges: list[tuple[float, int, np.ndarray, np.ndarray]] = []  # (range, overflows, bin tops, bin counts)
     for info in dataset.metadata.threads:
         lower, upper, count, relative_error = bins.pop(info.thread, (None, None, None, 0.0))
         if count is None or count.sum() == 0:
             continue
         extra = info.extra
+        overflows = int(extra.get("overflows") or 0)
+        above = float(upper[-1]) if upper.size else 0.0  # overflows lie above every bin at least
+        if overflows:
+            # one bucket for the overflows, from the histogram's range to the source's maximum: it places them
+            # in n, the median and the MAD; a percentile among them is given only as "> range" (_shape_stats)
+            recorded = extra.get("overflow_above_ns")
+            above = max(above, float(recorded)) if isinstance(recorded, int | float) else above
+            top = float(extra["max_ns"]) if isinstance(extra.get("max_ns"), int | float) else above
+            lower, upper = np.append(lower, above), np.append(upper, max(top, above + 1.0))
+            count = np.append(count, overflows)
+        ranges.append((above, overflows, upper[:-1] if overflows else upper, count[:-1] if overflows else count))
         histogram = HistogramResult.from_edges(lower, upper, count, min_ns=extra.get("min_ns"),
                                                max_ns=extra.get("max_ns"), relative_error=relative_error)
         del lower, upper, count  # the histogram holds them (no copy when in order)
         histograms.append(histogram)
-        summaries.append(_binned_summary(histogram, info, settings, extra.get("avg_ns")))
+        summaries.append(_binned_summary(histogram, info, settings, extra.get("avg_ns"), overflows=overflows,
+                                         above_ns=above))
     if not summaries:
         raise AnalysisError(f"{dataset.path}: the histogram dataset has no counts (no wake-ups were recorded)")
     low, high = min(s.min_ns for s in summaries), max(s.max_ns for s in summaries)
@@ -437,9 +485,21 @@ def _summarize_histogram(dataset: Dataset) -> Summary:
             np.concatenate([h.bucket_upper_ns for h in histograms]),
             np.concatenate([h.bucket_counts for h in histograms]),
             min_ns=low, max_ns=high, relative_error=max(h.relative_error for h in histograms))
-    overall = _binned_summary(merged, ThreadInfo(thread=OVERALL, cpu=OVERALL, interval_ns=0), settings, None)
+    overflows = sum(s.overflows for s in summaries)
+    # all threads: every overflow is above the lowest range, so the values in bins wholly below it are the
+    # lowest ones, in order; the rest (overflows, and bins of threads with a larger range) only "> lowest range"
+    floor = min(r[0] for r in ranges if r[1]) if overflows else None
+    known = sum(int(c[t <= floor].sum()) for _, _, t, c in ranges) if floor is not None else None
+    overall = _binned_summary(merged, ThreadInfo(thread=OVERALL, cpu=OVERALL, interval_ns=0), settings, None,
+                              overflows=overflows, above_ns=floor, known=known)
     overall = dataclasses.replace(overall, interval_ns=None, overruns=sum(s.overruns for s in summaries),
                                   drops=sum(s.drops for s in summaries))
+    if overflows:
+        # the mean of all wake-ups from the threads' means (the sources' averages include their overflows)
+        means = [(s.mean_ns, s.n) for s in summaries]
+        mean = (sum(m * k for m, k in means) / sum(k for _, k in means)
+                if all(m is not None for m, _ in means) else None)
+        overall = dataclasses.replace(overall, mean_ns=mean)
     return Summary(threads=tuple(summaries), overall=overall, dataset=_provenance(dataset))
 
 
@@ -478,14 +538,26 @@ def _read_bins(dataset: Dataset) -> dict[int, tuple[np.ndarray, np.ndarray, np.n
 
 
 def _binned_summary(
-    histogram: HistogramResult, info: ThreadInfo, settings: dict[str, Any], avg_ns: float | None,
+    histogram: HistogramResult, info: ThreadInfo, settings: dict[str, Any], avg_ns: float | None, *,
+    overflows: int = 0, above_ns: float | None = None, known: int | None = None,
 ) -> ThreadSummary:
-    mean = float(avg_ns) if avg_ns is not None else histogram.mean_ns()
-    std = histogram.std_ns(mean)
+    """Statistics of one histogram (its last bucket the ``overflows`` above ``above_ns``, when there are any).
+
+    With overflows the mean is the source's average (over every wake-up) or unknown, and the standard
+    deviation unknown: the overflows' values are not recorded.
+    """
+    if overflows:
+        mean = float(avg_ns) if avg_ns is not None else None
+        std = None
+        shape = _shape_stats(histogram, histogram.count - overflows if known is None else known, above_ns)
+    else:
+        mean = float(avg_ns) if avg_ns is not None else histogram.mean_ns()
+        std = histogram.std_ns(mean)
+        shape = _shape_stats(histogram)
     return ThreadSummary(
         thread=info.thread, cpu=info.cpu, tid=info.tid, policy=settings.get("policy"),
         priority=settings.get("priority"), interval_ns=info.interval_ns or None, n=histogram.count,
-        min_ns=histogram.min_ns, max_ns=histogram.max_ns, mean_ns=mean, std_ns=std, **_shape_stats(histogram),
+        min_ns=histogram.min_ns, max_ns=histogram.max_ns, mean_ns=mean, std_ns=std, **shape,
         overruns=info.overruns, drops=info.drops, histogram=histogram, period_error=None,
-        spikes=SpikesResult(spikes=()),
+        spikes=SpikesResult(spikes=()), overflows=overflows,
     )

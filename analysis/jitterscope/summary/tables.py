@@ -20,11 +20,11 @@ def summary_table(summary: Any, *, name: str = "summary") -> Table:
     for item in (*summary.threads, summary.overall):
         label = "all" if item is summary.overall else str(item.thread)
         cpu = "all" if item is summary.overall else (None if item.cpu is None or item.cpu < 0 else int(item.cpu))
-        pct = {level: _resolved(item.percentiles.get(level), item.n, float(level)) for level in SUMMARY_LEVELS}
+        pct = {level: percentile_cell(item, level) for level in SUMMARY_LEVELS}
         rows.append((
-            label, cpu, int(item.n), us_value(item.min_ns), us_value(pct["50"]), us_value(item.mean_ns),
-            us_value(item.std_ns), us_value(item.mad_ns), us_value(pct["90"]), us_value(pct["99"]),
-            us_value(pct["99.9"]), us_value(pct["99.99"]), us_value(pct["99.999"]), us_value(item.max_ns),
+            label, cpu, int(item.n), us_value(item.min_ns), pct["50"], us_value(item.mean_ns),
+            us_value(item.std_ns), us_value(item.mad_ns), pct["90"], pct["99"],
+            pct["99.9"], pct["99.99"], pct["99.999"], us_value(item.max_ns),
             _int_or_none(item.overruns), _int_or_none(item.drops),
         ))
     columns = ("thread", "CPU", "n", "min [µs]", "p50 [µs]", "mean [µs]", "std [µs]", "MAD [µs]", "p90 [µs]",
@@ -32,6 +32,9 @@ def summary_table(summary: Any, *, name: str = "summary") -> Table:
     formats = ("", "", "{:,}") + ("{:.2f}",) * 11 + ("{:,}", "{:,}")
     notes = ("Latency = actual − expected wake-up time. Percentiles from an HDR histogram (≤ 0.1 % relative error); "
              "n/a where n·(1 − q) < 1, i.e. the sample cannot resolve that percentile.",)
+    overflowing = [item for item in (*summary.threads, summary.overall) if getattr(item, "overflows", 0)]
+    if overflowing:
+        notes += (OVERFLOW_NOTE,)
     if getattr(summary, "summary_only", False):
         notes = ("n/a (summary-only source): the source printed only each thread's count, min, avg (the mean "
                  "here) and max, so every other statistic is unknown. Import per-wake-up samples (cyclictest -v, "
@@ -64,10 +67,18 @@ def _neighbours(values: Sequence[int]) -> str:
     return " ".join(f"{int(v) / 1000.0:.1f}" for v in values) if len(values) else "-"
 
 
-def _resolved(value: float | None, n: int, level: float) -> float | None:
-    if value is None or n * (1.0 - level / 100.0) < 1.0:
-        return None
-    return float(value)
+OVERFLOW_NOTE = ("n counts the histogram's overflows (wake-ups above its range, values not recorded); a percentile "
+                 "among them is shown as \"> bound\" (at least the range), never interpolated below it; std is "
+                 "then unknown and the mean is the source's average.")
+
+
+def percentile_cell(item: Any, level: str) -> float | str | None:
+    """A percentile in µs for a table cell: the value, "> 400.00" when only a lower bound is known (it falls
+    among a histogram's overflows), None (n/a) when the count does not resolve it (the summary's rule)."""
+    bound = getattr(item, "percentiles_above", {}).get(level)
+    if bound is not None:
+        return f"> {bound / 1000.0:.2f}"
+    return us_value(item.percentiles.get(level))
 
 
 def _int_or_none(value: Any) -> int | None:

@@ -12,6 +12,7 @@ from ..dataset import Dataset
 from ..format import shorten
 from .accumulators import IntervalBlock, IntervalResult
 from .stats import PERCENTILES, Summary, ThreadSummary
+from .tables import OVERFLOW_NOTE
 
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("n", "n"), ("min", "min_ns"), ("p50", "50"), ("mean", "mean_ns"), ("std", "std_ns"), ("MAD", "mad_ns"),
@@ -69,6 +70,8 @@ SUMMARY_ONLY_NOTE = ("n/a (summary-only source): the source printed only count/m
 
 
 def _cell(summary: ThreadSummary, source: str) -> str:
+    if source in summary.percentiles_above:  # among a histogram's overflows: only a lower bound is known
+        return f"> {summary.percentiles_above[source] / 1000:.2f}"
     value = summary.percentiles[source] if source in PERCENTILES else getattr(summary, source)
     if value is None:
         return "n/a"
@@ -91,6 +94,8 @@ def format_summary_table(summary: Summary) -> str:
     lines = ["latency in µs (n, overruns, drops: counts)"]
     lines.append("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)))
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    if any(t.overflows for t in summary.threads):
+        lines.append(OVERFLOW_NOTE)
     if summary.summary_only:
         lines.append(SUMMARY_ONLY_NOTE)
     return "\n".join(lines)

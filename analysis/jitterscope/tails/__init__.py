@@ -17,7 +17,9 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "EVT_PROMISE", "TailFit", "TailsReport", "analyze_tails", "choose_threshold", "clock_resolution",
             "fit_summary", "fit_tail", "shape_text", "XI_MAX", "QQ_MIN", "MODEL_CHECKS",
         ],
-        "rates": ["DECLUSTER_GAP", "RATE_LEVELS_NS", "EventRate", "count_events", "event_rates", "poisson_interval"],
+        "rates": ["DECLUSTER_GAP", "RATE_LEVELS_NS", "Clusters", "EventRate", "cluster_starts", "clustered_interval",
+                  "count_events",
+                  "decluster", "event_rates", "intervals_estimator", "poisson_interval"],
         "plots": ["plot_mean_residual_life", "plot_parameter_stability", "plot_return_levels", "plot_tail_qq"],
         "tables": [
             "tail_checks_table", "tail_events_table", "tail_fit_table", "tail_levels_table", "tails_tables",

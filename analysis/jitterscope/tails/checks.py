@@ -1,9 +1,12 @@
 """The assumptions behind a tail fit, checked: independence and stationarity of extremes.
 
 Each check is a :class:`Check` with a plain sentence; :mod:`jitterscope.tails` states
-them next to its numbers and gates the result on them.  All checks use the
-significance level :data:`ALPHA` (several checks at 1 % give a false alarm on about
-4 % of perfectly i.i.d. runs; the sentence says which check fired).
+them next to its numbers and gates the result on them.  One rule for every check with
+a p-value: it fails when ``p < ALPHA`` and passes otherwise (several checks at 1 % give a
+false alarm on about 4 % of perfectly i.i.d. runs; the sentence says which check fired).
+A check without a p-value (extremal index, QQ correlation, threshold stability)
+compares its statistic with a stated bound.  Tests whose null assumes independence are
+run on declustered exceedances when the exceedances cluster, or say that they assume it.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ..format import format_p
+from ..format import format_p, format_resampled_p
+from .rates import DECLUSTER_GAP, cluster_starts, decluster
 
 ALPHA = 0.01
 EXTREMAL_INDEX_MIN = 0.7
@@ -29,6 +33,28 @@ class Check:
     p_value: float | None
     passed: bool
     sentence: str
+    resamples: int | None = None
+    """B of a resampling p-value (its floor is 1/(B + 1)); None for an analytic one."""
+
+    def __post_init__(self) -> None:
+        # the one rule: a p-value decides pass/fail at ALPHA (a check may fail for a stated bound as well,
+        # never pass below ALPHA nor fail above it on its p-value alone)
+        if self.p_value is not None and self.p_value == self.p_value and self.passed != (self.p_value >= ALPHA):
+            raise ValueError(f"check {self.name!r}: p = {self.p_value} but passed = {self.passed} (α = {ALPHA})")
+
+    @property
+    def p_text(self) -> str:
+        """The p-value as printed everywhere: "p = 0.034", "p < 1e-12", "p ≤ 0.005 (floor, B = 199)", or "-"."""
+        if self.p_value is None:
+            return "-"
+        return format_resampled_p(self.p_value, self.resamples) if self.resamples else format_p(self.p_value)
+
+    @property
+    def result(self) -> str:
+        """"pass" or "FAIL", with the rule that decided it."""
+        if self.p_value is not None:
+            return f"pass (p ≥ {ALPHA:g})" if self.passed else f"FAIL (p < {ALPHA:g})"
+        return "pass" if self.passed else "FAIL"
 
 
 def ljung_box(acf: np.ndarray, n: int) -> tuple[float, float]:
@@ -106,19 +132,36 @@ def check_exceedances(positions: np.ndarray, n: int, max_lag: int = 10) -> tuple
            else f"exceedances come in clusters (θ < {EXTREMAL_INDEX_MIN}): intervals are too narrow"),
     )
     half = n // 2
-    first = int(np.count_nonzero(positions < half))
-    test = stats.binomtest(first, positions.size, half / n)
+    # the binomial test assumes independent exceedances: with clusters it is run on the clusters' starts
+    # (declustered: runs within DECLUSTER_GAP wake-ups, then the extremal index's clusters)
+    counted, what = positions, "exceedances"
+    if theta < EXTREMAL_INDEX_MIN and positions.size > 2:
+        ordered = np.sort(positions)
+        runs = ordered[np.concatenate([[True], np.diff(ordered) > DECLUSTER_GAP])]
+        counted = cluster_starts(runs, decluster(runs, discrete=True).clusters)
+        what = f"clusters of exceedances ({counted.size} declustered from {positions.size})"
+    first = int(np.count_nonzero(counted < half))
+    test = stats.binomtest(first, max(counted.size, 1), half / n) if counted.size else None
+    p_half = float(test.pvalue) if test is not None else 1.0
     halves = Check(
-        "exceedance rate, first vs second half", first / max(positions.size, 1), test.pvalue,
-        test.pvalue >= ALPHA,
-        f"exceedances in first/second half: {first}/{positions.size - first} (binomial {format_p(test.pvalue)}) — "
-        + ("rate steady" if test.pvalue >= ALPHA else "the tail changed during the capture: not stationary"),
+        "exceedance rate, first vs second half", first / max(counted.size, 1), p_half,
+        p_half >= ALPHA,
+        f"{what} in first/second half: {first}/{counted.size - first} (binomial {format_p(p_half)}) — "
+        + ("rate steady" if p_half >= ALPHA else "the tail changed during the capture: not stationary"),
     )
     return lb, ei, halves
 
 
+INDEPENDENCE_CAVEAT = ("assumes independent block maxima, which the block-maximum autocorrelation check "
+                       "rejects: the p-value is too small, indicative only")
+"""Said of a test on block maxima whose neighbours are correlated: its null distribution is not the one used."""
+
+
 def check_block_maxima(maxima: np.ndarray) -> tuple[Check, Check]:
-    """Independence (Ljung-Box) and stationarity (Mann-Whitney, first vs second half) of block maxima."""
+    """Independence (Ljung-Box) and stationarity (Mann-Whitney, first vs second half) of block maxima.
+
+    Mann-Whitney assumes independent maxima: when the Ljung-Box check fails its sentence says so.
+    """
     lags = max(1, min(10, maxima.size // 5))
     q, p = ljung_box(autocorrelation(maxima, lags), maxima.size)
     lb = Check(
@@ -131,7 +174,8 @@ def check_block_maxima(maxima: np.ndarray) -> tuple[Check, Check]:
     shift = Check(
         "block maxima, first vs second half", float(mw.statistic), float(mw.pvalue), mw.pvalue >= ALPHA,
         f"block maxima first vs second half: Mann-Whitney {format_p(mw.pvalue)} — "
-        + ("same level" if mw.pvalue >= ALPHA else "the level changed during the capture: not stationary"),
+        + ("same level" if mw.pvalue >= ALPHA else "the level changed during the capture: not stationary")
+        + ("" if lb.passed else f" (the test {INDEPENDENCE_CAVEAT})"),
     )
     return lb, shift
 

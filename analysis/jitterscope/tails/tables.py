@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ..format import format_thread_cpu, format_us, us_value
+from ..format import format_thread_cpu, format_us, model_probability, us_value
 from ..render import Table, tables_text
+from .checks import ALPHA
 from .fit import TailFit, TailsReport, shape_text
 
 
@@ -17,9 +18,11 @@ def tail_fit_table(report: TailsReport) -> Table:
         p_max = dict(f.exceedance_probabilities)[f.observed_max_ns]
         levels = {r.period: r.level_ns for r in f.return_levels}
         hour, day = levels.get("hour"), levels.get("day")
+        # a probability from the model below 1e-6 is "< 1e-6 (model)"; a recorded fraction is data, printed as is
+        shown = model_probability if f.extrapolated else _number
         rows.append((f.thread, _cpu(f.cpu), f.n, us_value(f.threshold_ns), f.exceedances, f.xi, f.xi_se,
                      us_value(f.sigma_ns),
-                     us_value(f.observed_max_ns), p_max.estimate, p_max.lower, p_max.upper,
+                     us_value(f.observed_max_ns), shown(p_max.estimate), shown(p_max.lower), shown(p_max.upper),
                      us_value(hour.estimate) if hour else None, us_value(hour.lower) if hour else None,
                      us_value(hour.upper) if hour else None, us_value(day.estimate) if day else None,
                      "yes" if f.extrapolated else "withheld", "ok" if f.assumptions_ok else "NOT MET"))
@@ -47,19 +50,26 @@ def tail_fit_table(report: TailsReport) -> Table:
 
 def tail_events_table(report: TailsReport) -> Table:
     """Per thread and level: declustered events above it counted in the data, and their rate per hour."""
-    rows = tuple((f.thread, _cpu(f.cpu), us_value(r.level_ns), r.events, r.wakeups, r.hours, r.per_hour,
-                  r.per_hour_lower, r.per_hour_upper)
+    rows = tuple((f.thread, _cpu(f.cpu), us_value(r.level_ns), r.events, r.clusters, r.wakeups, r.hours,
+                  r.per_hour, r.per_hour_lower, r.per_hour_upper)
                  for f in report.threads for r in f.large_events)
     conf = report.threads[0].confidence
+    notes = ["an event: wake-ups above the level at most 10 wake-ups apart (a stall and its catch-up wake-ups); "
+             "clusters: the events declustered once more by their extremal index (Ferro-Segers intervals "
+             f"estimator; storms of stalls are one cluster); per hour = events / hours captured, with a {conf:.0%} "
+             "interval that is the Poisson interval of the clusters times the mean cluster size (approximate; "
+             "exact only for independent events); levels: the fit's threshold, one interval (a missed period), "
+             "100 µs, 1 ms and 10 ms, up to the first above the maximum"]
+    shortest = min((r.hours for f in report.threads for r in f.large_events), default=1.0)
+    if shortest < 1.0:
+        notes.append(f"per hour is extrapolated: the capture lasted {shortest * 3600:,.1f} s, less than an hour")
     return Table(
         name="tails-events", title="Large events counted in the data (no model)",
-        columns=("thread", "CPU", "above [µs]", "events", "wake-ups", "hours", "per hour", "low", "high"),
+        columns=("thread", "CPU", "above [µs]", "events", "clusters", "wake-ups", "hours", "per hour", "low",
+                 "high"),
         rows=rows,
-        formats=("{:d}", "{:d}", "{:.6g}", "{:d}", "{:d}", "{:.3g}", "{:.4g}", "{:.4g}", "{:.4g}"),
-        notes=("an event: wake-ups above the level at most 10 wake-ups apart (a stall and its catch-up wake-ups); "
-               f"per hour = events / hours captured, with the exact Poisson {conf:.0%} interval; levels: the fit's "
-               "threshold, one interval (a missed period), 100 µs, 1 ms and 10 ms, up to the first above the "
-               "maximum",))
+        formats=("{:d}", "{:d}", "{:.6g}", "{:d}", "{:d}", "{:d}", "{:.3g}", "{:.4g}", "{:.4g}", "{:.4g}"),
+        notes=tuple(notes))
 
 
 def tail_levels_table(report: TailsReport) -> Table:
@@ -79,9 +89,11 @@ def tail_levels_table(report: TailsReport) -> Table:
                              f"withheld: {why}"))
                 withheld.append((f.thread, f.extrapolated))
                 continue
-            source = "GPD fit" if level > f.threshold_ns and f.extrapolated else "recorded fraction"
-            rows.append((f.thread, _cpu(f.cpu), us_value(level), p.estimate, p.lower, p.upper, p.estimate * per_hour,
-                         p.lower * per_hour, p.upper * per_hour, source))
+            model = level > f.threshold_ns and f.extrapolated
+            source = "GPD fit" if model else "recorded fraction"
+            shown = model_probability if model else _number
+            rows.append((f.thread, _cpu(f.cpu), us_value(level), shown(p.estimate), shown(p.lower), shown(p.upper),
+                         p.estimate * per_hour, p.lower * per_hour, p.upper * per_hour, source))
     notes = [f"P(> level) per wake-up with its {conf:.0%} interval (recorded fraction: Clopper-Pearson; GPD fit: "
              "profile likelihood above the threshold u); per hour = P x the thread's wake-up rate"]
     for thread, extrapolated in dict.fromkeys(withheld):
@@ -101,8 +113,10 @@ def tail_levels_table(report: TailsReport) -> Table:
 
 def tail_checks_table(fit: TailFit) -> Table:
     """The assumption checks of one thread, each with its sentence."""
-    rows = tuple((c.name, c.statistic, c.p_value, "pass" if c.passed else "FAIL") for c in fit.checks)
-    notes = [f"verdict: {fit.verdict}"]
+    rows = tuple((c.name, c.statistic, c.p_text, c.result) for c in fit.checks)
+    notes = [f"verdict: {fit.verdict}",
+             f"one rule for every check with a p-value: FAIL when p < {ALPHA:g}, pass otherwise; the checks without "
+             "one compare their statistic with the bound their sentence states"]
     if fit.block_maxima is not None:
         notes.append(fit.block_maxima.sentence)
     if fit.mrl_xi == fit.mrl_xi:  # not NaN: enough candidates above the threshold for a slope
@@ -125,7 +139,7 @@ def tail_checks_table(fit: TailFit) -> Table:
     notes += [c.sentence for c in fit.checks]
     return Table(name=f"tails-checks-{fit.thread}", title=f"{format_thread_cpu(fit.thread, fit.cpu)}: assumptions",
                  columns=("check", "statistic", "p-value", "result"), rows=rows,
-                 formats=("", "{:.4g}", "{:.2g}", ""), notes=tuple(notes))
+                 formats=("", "{:.4g}", "", ""), notes=tuple(notes))
 
 
 def tails_tables(report: TailsReport) -> list[Table]:
@@ -138,6 +152,10 @@ def tails_tables(report: TailsReport) -> list[Table]:
 def tails_text(report: TailsReport) -> str:
     """The tail report as plain text, ending with what EVT can and cannot promise."""
     return tables_text(tails_tables(report)) + "\n\n" + report.promise + "\n"
+
+
+def _number(value: float) -> float:
+    return value
 
 
 def _cpu(cpu: int) -> int | None:

@@ -51,14 +51,18 @@ def build_histogram(primary: Parsed, companions: list[Parsed]) -> tuple[pa.Table
         rows["count"].append(hist.counts)
         best = own or other
         extra: dict[str, Any] = {"overflows": hist.overflows}
+        if hist.range_ns is not None:
+            extra["overflow_above_ns"] = hist.range_ns
         if best is not None:
             extra.update(min_ns=best.min_ns, avg_ns=best.avg_ns, max_ns=best.max_ns,
                          avg_precision_ns=best.avg_precision_ns, avg_truncated=best.avg_truncated)
         threads.append(ThreadInfo(thread=hist.thread, cpu=cpu, interval_ns=thread_interval, samples=count,
                                   extra=extra))
         if hist.overflows:
+            limit = f" of {hist.range_ns / 1000:g} µs" if hist.range_ns is not None else ""
             notes.append(f"thread {hist.thread}: {hist.overflows} of {count} wake-ups were above the histogram's "
-                         "range (overflows): counted in threads[].overflows, in no bin")
+                         f"range{limit} (overflows): counted in n and in threads[].overflows, in no bin; a "
+                         "percentile among them is known only to be above the range")
     if not interval_ns and not any(t.interval_ns for t in threads) and not primary.format.startswith("oslat"):
         notes.append("interval unknown: the histogram does not record it (interval_ns = 0)")
     table = pa.table({k: np.concatenate(v) for k, v in rows.items()})
@@ -192,7 +196,11 @@ def _stats_mismatch(tally: LatencyTally, summary: SourceSummary) -> str:
 
 
 def metadata_for(kind: str, threads: list[ThreadInfo], primary: Parsed, companions: list[Parsed],
-              reconstructed: dict[str, str], notes: list[str]) -> Metadata:
+              reconstructed: dict[str, str], notes: list[str], *, absolute_times: bool | None = None,
+              assumptions: dict[str, str] | None = None) -> Metadata:
+    """The dataset's metadata; ``absolute_times`` (sample imports): whether every thread's times are on one
+    clock (False: each thread's rebuilt from its own first wake-up, so no event joins threads);
+    ``assumptions``: what the import took for given that the files do not say (CPUs, interval, unit)."""
     environment: dict[str, Any] = {}
     settings: dict[str, Any] = {}
     tool = primary.tool
@@ -211,6 +219,10 @@ def metadata_for(kind: str, threads: list[ThreadInfo], primary: Parsed, companio
         "tool": dict(tool) if tool else None,
         "settings": settings,
     }
+    if absolute_times is not None:
+        source["absolute_times"] = absolute_times
+    if assumptions:
+        source["assumptions"] = dict(assumptions)
     return Metadata(
         kind=kind, threads=tuple(threads),
         tool={"name": "jitterscope import", "version": __version__},

@@ -186,7 +186,16 @@ def build_cyclictest_verbose(reader: VerboseReader, companions: list[Parsed], si
             thread=thread, cpu=cpu, tid=summary.tid if summary is not None else None, interval_ns=carry.interval_ns,
             samples=carry.tally.n, drops=carry.tally.gaps, overruns=carry.overruns, extra=extra,
         ))
-    return metadata_for("import", threads, primary, all_companions, reconstructed, notes)
+    assumptions = {"clocks": "each thread's times rebuilt from its own first wake-up (cyclictest -v prints no "
+                             "times): threads are not aligned, so no event joins several CPUs",
+                   "interval": how_interval}
+    if any(t.cpu < 0 for t in threads):
+        assumptions["cpus"] = "not recorded (give cyclictest's --json file)"
+    if resolution == 1000 and not any(c.format == "cyclictest-json" for c in all_companions) \
+            and not options.get("nsecs"):
+        assumptions["unit"] = "µs (the -v output does not say; give the --json file)"
+    return metadata_for("import", threads, primary, all_companions, reconstructed, notes, absolute_times=False,
+                        assumptions=assumptions)
 
 
 def _cpu(summaries: dict, thread: int) -> int:
@@ -409,7 +418,11 @@ def build_jitterdebugger(reader: SamplesReader, companions: list[Parsed], sink: 
         threads.append(ThreadInfo(thread=thread, cpu=cpus[thread], interval_ns=grid.interval_ns, samples=grid.n,
                                   drops=grid.tally.gaps, overruns=grid.catch_up,
                                   tid=summary.tid if summary else None, extra=extra))
-    return metadata_for("import", threads, primary, companions, reconstructed, notes)
+    assumptions = {"interval": "the median step of the targets (jitterdebugger does not record it)"}
+    if stdout is None:
+        assumptions["cpus"] = "thread i on CPU i (jitterdebugger's default; give its stdout to know)"
+    return metadata_for("import", threads, primary, companions, reconstructed, notes, absolute_times=True,
+                        assumptions=assumptions)
 
 
 def _off_grid(primary: Parsed, thread: int) -> ImportFormatError:

@@ -73,6 +73,7 @@ class ThreadHistogram:
     counts: np.ndarray  # int64
     overflows: int = 0
     cpu: int | None = None
+    range_ns: int | None = None  # overflows are wake-ups at or above this (the histogram's range), when known
 
 
 @dataclass

@@ -104,6 +104,7 @@ def parse(path: Path, resolution_ns: int = 1000) -> Parsed:
         parsed.histograms.append(ThreadHistogram(
             thread=thread, bin_start_ns=bin_values * resolution_ns,
             bin_width_ns=np.full(counts.size, resolution_ns, np.int64), counts=counts, overflows=overflows,
+            range_ns=values * resolution_ns,  # cyclictest counts a latency of -h units or more as an overflow
         ))
         count = total + overflows
         parsed.summaries.append(SourceSummary(

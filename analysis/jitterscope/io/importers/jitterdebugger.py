@@ -48,6 +48,9 @@ STDOUT_FORMAT = "jitterdebugger-stdout"
 RECORD = np.dtype([("cpuid", "<u4"), ("tv_sec", "<i8"), ("tv_nsec", "<i8"), ("val", "<u8")])
 assert RECORD.itemsize == 28
 MAX_THREADS = 4096
+HIST_ENTRIES = 1000
+"""jitterdebugger's histogram has this many 1-unit bins (HIST_MAX_ENTRIES); a larger latency is counted only
+in ``count`` (an overflow, in no bin)."""
 MAX_LATENCY_NS = 3600 * 10**9  # an hour: anything above is a damaged record
 
 _STDOUT_LINE = re.compile(
@@ -220,9 +223,10 @@ def parse_results(path: Path) -> Parsed:
             avg_ns=json_number(entry, "avg", fmt, path, where) * resolution_ns if count else None,
             unit_ns=resolution_ns, overflows=count - int(counts.sum()),
         ))
+        top = int(values[-1]) + resolution_ns if values.size else 0  # a build with a longer histogram: its end
         parsed.histograms.append(ThreadHistogram(
             thread=int(key), bin_start_ns=values, bin_width_ns=np.full(len(values), resolution_ns, np.int64),
-            counts=counts, overflows=count - int(counts.sum()),
+            counts=counts, overflows=count - int(counts.sum()), range_ns=max(HIST_ENTRIES * resolution_ns, top),
         ))
     return parsed
 

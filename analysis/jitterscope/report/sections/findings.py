@@ -16,7 +16,17 @@ from typing import Any
 
 from ...derive import held_by_meaning
 from ...errors import AnalysisError
-from ...events import HYPERVISOR, Event, Events, decode_steal, event_rates_table, group_causes, steal_by_chance
+from ...events import (
+    HYPERVISOR,
+    Event,
+    Events,
+    decode_steal,
+    event_rates_table,
+    group_causes,
+    rates_basis,
+    steal_by_chance,
+    threads_share_a_clock,
+)
 from ...format import format_p, format_us
 from ...render import Page, Table, key_value_table, text_pages
 from ..build import ReportContext, register_section
@@ -104,6 +114,16 @@ def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str
         "run", f"{meta.kind}, {overall.n:,} wake-ups on {len(meta.threads)} thread(s)"
         + (f" over {events.observed_s:,.1f} s" if events is not None else "")
         + (f", interval {', '.join(format_us(i) for i in intervals)}" if intervals else ""))]
+    assumed = import_assumptions(meta)
+    if assumed:
+        items.append(("import assumed", assumed))
+    overflowing = [t for t in ctx.summary.threads if t.overflows]
+    if overflowing:
+        bounds = {f"p{key}": bound for key, bound in overall.percentiles_above.items()}
+        items.append(("above the histogram's range", f"{overall.overflows:,} of {overall.n:,} wake-ups ("
+                      + ", ".join(f"{_cpu(t.cpu, t.thread)}: {t.overflows:,}" for t in overflowing)
+                      + "), values not recorded; counted in n"
+                      + (": " + ", ".join(f"{k} > {format_us(v)}" for k, v in bounds.items()) if bounds else "")))
     worst = max((t for t in ctx.summary.threads if t.spikes.spikes), key=lambda t: t.spikes.spikes[0].latency_ns,
                 default=None)
     if worst is not None:
@@ -130,8 +150,10 @@ def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str
                 for who, _, worst_us, at, where, causes in worst_rows)))
     if events is not None:
         multi = [e for e in events.events if len(e.threads) > 1]
+        together = (f"{len(multi):,} hit several CPUs at once" if threads_share_a_clock(meta) else
+                    "whether any hit several CPUs at once is unknown: the threads' clocks are not aligned")
         items.append(("events", f"{len(events.events):,} (a wake-up later than {format_us(events.threshold_ns)}: "
-                                f"{events.threshold_rule}); {len(multi):,} hit several CPUs at once"))
+                                f"{events.threshold_rule}); {together}"))
         if multi:
             big = max(multi, key=lambda e: e.peak_latency_ns)
             items.append(("largest stall of several CPUs",
@@ -149,7 +171,7 @@ def _what_happened(ctx: ReportContext, events: Events | None, problems: list[str
         if events.halves is not None and events.events:
             h = events.halves
             items.append(("over time", f"{h.first:,} events in the first half, {h.second:,} in the second "
-                                       f"({format_p(h.p_value)}, exact test of a constant rate)"))
+                                       f"({format_p(h.p_value)}, {h.test})"))
     if "planted" in ctx.sections:
         recovery = shared_recovery(ctx)
         if recovery is not None:
@@ -173,22 +195,31 @@ def _virtualised(ctx: ReportContext, events: Events) -> str | None:
             f"else on their vCPUs: /proc/stat steal rose during them, read every {steal.period_ns / 1e6:g} ms; "
             f"{chance:,.1f} expected by chance at these times); in {covered:,} the steal can account for the "
             f"peak latency; stolen over the run: {total}")
+def import_assumptions(meta: Any) -> str:
+    """What an import took for given that its files do not say, in one line ("" for captures and simulations):
+    the CPUs, the interval (and distance), the unit, whether the threads share a clock."""
+    source = meta.source or {}
+    if meta.kind not in ("import", "histogram") or not source:
+        return ""
+    assumed = dict(source.get("assumptions") or {})
+    if "cpus" not in assumed and meta.threads and all(t.cpu < 0 for t in meta.threads):
+        assumed["cpus"] = "not recorded by the source"
+    if "clocks" not in assumed and meta.kind == "import" and not threads_share_a_clock(meta):
+        assumed["clocks"] = "each thread's times from its own first wake-up: no event joins several CPUs"
+    parts = [f"{what}: {how}" for what, how in assumed.items() if isinstance(how, str)]
+    return f"{source.get('format', 'import')}; " + "; ".join(parts) if parts else ""
 
 
 def _rates_text(events: Events) -> str:
-    """"86 above 100 µs (30,963/h, 95% CI 24,766–38,239); 4 above 1 ms = one interval (...)": one line."""
-    parts: list[str] = []
-    shown: dict[tuple[int, float], int] = {}
-    for rate in events.rates:
-        key = (rate.count, rate.level_ns)
-        if key in shown:  # "above one interval" of a 1 ms interval is "above 1 ms"
-            same = rate.label.removeprefix('above ').split(' (')[0]
-            parts[shown[key]] = parts[shown[key]].replace(" (", f" = {same} (", 1)
-            continue
-        shown[key] = len(parts)
-        parts.append(f"{rate.count:,} {rate.label} ({rate.rate_per_s * 3600:,.0f}/h, 95% CI "
-                     f"{rate.ci_low_per_s * 3600:,.0f}–{rate.ci_high_per_s * 3600:,.0f})")
-    return "; ".join(parts) + f"; exact Poisson intervals over {events.observed_s:,.1f} s"
+    """"86 above 100 µs in 31 clusters (30,963/h, 95% CI 14,020–60,127); 4 above 1 ms = one interval (...)",
+    then how the rates were made (extrapolated from less than an hour, cluster-aware intervals): one line.
+
+    A level that is the same as another at this interval is one rate with both names (``find_events``)."""
+    parts = [f"{rate.count:,} {rate.label}" + (f" in {rate.clusters:,} clusters" if rate.clusters < rate.count
+                                                else "")
+             + f" ({rate.rate_per_s * 3600:,.0f}/h, 95% CI {rate.ci_low_per_s * 3600:,.0f}–"
+               f"{rate.ci_high_per_s * 3600:,.0f})" for rate in events.rates]
+    return "; ".join(parts) + f"; {rates_basis(events, short=True)}"
 
 
 def _when(ctx: ReportContext, events: Events | None, actual_ns: int) -> str:
