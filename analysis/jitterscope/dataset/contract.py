@@ -186,6 +186,11 @@ METADATA_SCHEMA: dict[str, Any] = {
             "properties": {"sha256": _TEXT, "anonymized": _TEXTS, "rows": _COUNT},
         },
         "timeline": {"type": ["object", "null"]},
+        "experiment": {
+            "type": ["object", "null"],
+            "properties": {"sweep": _TEXT, "run": _TEXT, "replicate": _COUNT, "position": _COUNT,
+                           "condition": _COUNT, "levels": {"type": "object"}, "warmup_ns": _COUNT},
+        },
     },
 }
 

@@ -85,7 +85,7 @@ REQUIRED_METADATA_KEYS = ("schema_version", "kind", "tool", "threads")
 # Optional, present when the producer knows them:
 OPTIONAL_METADATA_KEYS = (
     "settings", "environment", "counters", "clock", "status",
-    "source", "ground_truth", "pack", "timeline",
+    "source", "ground_truth", "pack", "timeline", "experiment",
 )
 METADATA_KEYS = REQUIRED_METADATA_KEYS + OPTIONAL_METADATA_KEYS
 
