@@ -14,12 +14,23 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
+        "analyze": ["analyze_sweep", "compare_conditions", "holm", "histogram_metrics", "run_histogram"],
         "journal": [
             "FAULT_ENV", "FAULT_STEPS", "JOURNAL", "Journal", "RestoreError", "read_journal", "restore_directory",
         ],
         "knobs": ["KNOBS", "KnobError", "Machine", "Setting", "knob_settings", "parse_cpuset"],
         "loads": ["Started", "start_process", "stop_process"],
         "runner": ["MANIFEST", "SweepInterrupted", "SweepResult", "annotate_dataset", "run_sweep"],
+        "results": [
+            "METRICS", "VERDICTS", "VERDICT_EFFECT", "VERDICT_INCONCLUSIVE", "VERDICT_NONE", "ConditionStats",
+            "Effect", "Estimate", "RunMetrics", "SweepAnalysis",
+        ],
+        "tables": [
+            "conditions_table", "effects_table", "headline", "latex_table", "methods_paragraph", "runs_table",
+            "sweep_text",
+        ],
+        "plots": ["plot_effects", "plot_sweep_ccdf"],
+        "pdf": ["write_sweep_figures", "write_sweep_report"],
         "plan": [
             "CAPTURE_OPTIONS", "Condition", "Plan", "PlanCheck", "PlanError", "PlannedRun", "check_plan",
             "check_text", "read_plan",

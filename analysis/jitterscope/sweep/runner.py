@@ -209,7 +209,7 @@ def _one_run(plan: Plan, run: PlannedRun, directory: Path, journal: Journal, mac
     experiment = {
         "sweep": directory.name, "run": run.id, "position": run.position, "replicate": run.block + 1,
         "condition": run.condition.index, "label": run.condition.label, "levels": dict(run.condition.levels),
-        "warmup_ns": int(round(plan.warmup_s * 1e9)), "order": plan.order, "seed": plan.seed,
+        "warmup_ns": round(plan.warmup_s * 1e9), "order": plan.order, "seed": plan.seed,
         "settings": entry["settings"],
         "load": ({"command": load_argv, "cpus": load_cpus, "exit_status": load_status,
                   "log": f"{run.id}.load.log"} if load_argv else None),
