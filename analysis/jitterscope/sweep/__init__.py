@@ -31,6 +31,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         ],
         "plots": ["plot_effects", "plot_sweep_ccdf"],
         "pdf": ["write_sweep_figures", "write_sweep_report"],
+        "simulate": ["simulated_sweep_runs", "write_simulated_sweep"],
         "plan": [
             "CAPTURE_OPTIONS", "Condition", "Plan", "PlanCheck", "PlanError", "PlannedRun", "check_plan",
             "check_text", "read_plan",

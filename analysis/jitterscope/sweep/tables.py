@@ -51,19 +51,32 @@ def headline(result: SweepAnalysis) -> list[str]:
     return lines
 
 
+def _short_level(level: Any) -> str:
+    text = level if isinstance(level, str) else str(level)
+    return text if len(text) <= 18 else text[:17] + "…"
+
+
 def conditions_table(result: SweepAnalysis) -> Table:
     rows = []
     for c in result.conditions:
-        row: list[Any] = [c.label, len(c.runs)]
+        row: list[Any] = [*(_short_level(c.levels[name]) for name in result.factors), len(c.runs)]
         for metric in METRIC_NAMES:
             est = c.metrics[metric]
-            row.append(f"{format_us(est.value_ns)}" + (f" [{est.low_ns / 1e3:.1f}, {est.high_ns / 1e3:.1f}]"
-                                                      if est.low_ns is not None and est.high_ns is not None else ""))
+            interval = (f" [{_us(est.low_ns)}, {_us(est.high_ns)}]" if est.low_ns is not None
+                        and est.high_ns is not None else "")
+            row.append(_us(est.value_ns) + interval)
         rows.append(tuple(row))
-    return Table("sweep-conditions", "Conditions: geometric mean over runs [interval from the replicates, µs]",
-                 ("condition", "runs", *METRIC_NAMES), tuple(rows),
+    return Table("sweep-conditions", "Conditions: geometric mean over runs [interval from the replicates] (µs)",
+                 (*result.factors, "runs", *METRIC_NAMES), tuple(rows),
                  notes=(f"{result.confidence * 100:g} % t intervals of the run-level values (log scale); a run is "
                         "the unit, wake-ups are not pooled. Warm-up wake-ups excluded.",))
+
+
+def _us(ns: float | None) -> str:
+    if ns is None:
+        return "n/a"
+    us = ns / 1e3
+    return f"{us:.0f}" if us >= 100 else f"{us:.1f}"
 
 
 def effects_table(result: SweepAnalysis, interactions: bool = False) -> Table:
