@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..format import format_p, format_us
+from ..format import format_p
 from ..render import Table, latex_escape, tables_text
 from .results import METRIC_NAMES, VERDICT_EFFECT, VERDICT_NONE, Effect, SweepAnalysis
 
