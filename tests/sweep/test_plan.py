@@ -4,7 +4,6 @@ changed)."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -139,7 +138,8 @@ def test_every_problem_of_a_plan_is_one_line(tmp_path: Path, fake_machine: Path,
 def test_a_bad_plan_on_the_real_machine_changes_nothing(tmp_path: Path, real_knobs: dict[str, str]) -> None:
     path = _plan(tmp_path, '[capture]\nduration = "0"\n[factors]\n"cpuidle.governor" = ["ladder"]\n'
                            'load = ["no-such-load-program"]\n')
-    done = subprocess.run([*JITTERSCOPE, "sweep", "run", str(path), "-o", str(tmp_path / "out")], capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run([*JITTERSCOPE, "sweep", "run", str(path), "-o", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert REAL_GOVERNOR.read_text().strip() == real_knobs["governor"]

@@ -39,8 +39,9 @@ FAULT_STEPS = (
     "before-recorded",     # the original value is on disk, the knob not yet written
     "setting-written",     # the knob is written, not yet read back
     "torn-record",         # half a journal record written (then killed)
-    "process-started",     # a load runs, its record not yet written
-    "process-recorded",    # a load runs and is recorded
+    "process-started",     # a load is forked and held at its gate, its record not yet written
+    "process-recorded",    # its record is written, the gate not yet opened
+    "process-running",     # the gate is open: the load runs
     "restore-written",     # an original value written back, 'restored' not yet recorded
 )
 _fault_counts: dict[str, int] = {}
@@ -50,14 +51,19 @@ class RestoreError(JitterscopeError):
     """The machine could not be put back as the journal says; the message names the setting."""
 
 
-def fault_point(step: str) -> None:
-    """Die here (SIGKILL) when ``$JITTERSCOPE_SWEEP_FAULT`` names ``step`` (and this is its N-th visit)."""
+def fault_due(step: str) -> bool:
+    """Whether ``$JITTERSCOPE_SWEEP_FAULT`` names ``step`` and this is its N-th visit (counts the visit)."""
     wanted = os.environ.get(FAULT_ENV, "")
     name, _, count = wanted.partition(":")
     if name != step:
-        return
+        return False
     _fault_counts[step] = _fault_counts.get(step, 0) + 1
-    if _fault_counts[step] == int(count or 1):
+    return _fault_counts[step] == int(count or 1)
+
+
+def fault_point(step: str) -> None:
+    """Die here (SIGKILL) when ``$JITTERSCOPE_SWEEP_FAULT`` names ``step`` (and this is its N-th visit)."""
+    if fault_due(step):
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -143,7 +149,21 @@ class Journal:
         self.directory = Path(directory)
         self.path = self.directory / JOURNAL
         self.machine = machine
+        self._drop_torn_record()
         self.state = read_journal(self.directory)
+
+    def _drop_torn_record(self) -> None:
+        """Cut a torn last record (a kill in the middle of its write): the change it announced was never made,
+        and the next record must start on a line of its own."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return
+        if data and not data.endswith(b"\n"):
+            with open(self.path, "r+b") as handle:
+                handle.truncate(data.rfind(b"\n") + 1)
+                handle.flush()
+                os.fsync(handle.fileno())
 
     def _append(self, record: dict[str, object]) -> None:
         line = json.dumps(record, sort_keys=True).encode() + b"\n"
@@ -152,10 +172,10 @@ class Journal:
             line = json.dumps({"op": "machine", "root": str(self.machine.root)}).encode() + b"\n" + line
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:
-            if os.environ.get(FAULT_ENV, "").partition(":")[0] == "torn-record":
+            if fault_due("torn-record"):
                 os.write(fd, line[: len(line) // 2])
                 os.fsync(fd)
-                fault_point("torn-record")
+                os.kill(os.getpid(), signal.SIGKILL)
             os.write(fd, line)
             os.fsync(fd)
         finally:

@@ -54,7 +54,7 @@ class Machine:
     def write(self, path: str | os.PathLike[str], value: str) -> None:
         """Write ``value`` as one write(2) (sysfs takes a value per write); an error names the file."""
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+            fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)  # O_TRUNC: sysfs ignores it
         except OSError as exc:
             raise KnobError(f"cannot open {path} for writing: {exc.strerror}") from None
         try:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .journal import Journal
+from .journal import Journal, fault_point
 
 
 @dataclass
@@ -72,6 +72,7 @@ def start_process(argv: Sequence[str], journal: Journal, *, role: str, run: str,
         os.write(gate_write, b"go\n")
     finally:
         os.close(gate_write)
+    fault_point("process-running")
     return Started(popen=popen, argv=tuple(argv), role=role, log=log)
 
 
