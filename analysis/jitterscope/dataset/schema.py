@@ -15,6 +15,9 @@ Version history
 1 (2026-11-30, addition)
     Optional ``timeline`` metadata key (a turbostat frequency/SMI timeline
     joined by wall-clock time); backward compatible, readers ignore unknown keys.
+1 (2026-12-01, addition)
+    Optional ``experiment`` metadata key: the run of a ``jitterscope sweep`` a
+    dataset is (factor levels, replicate, order, warm-up, settings applied).
 """
 
 from __future__ import annotations
