@@ -18,6 +18,7 @@ from jitterscope.sweep import (
     RunMetrics,
     analyze_sweep,
     compare_conditions,
+    events_table,
     holm,
     latex_table,
     methods_paragraph,
@@ -122,6 +123,8 @@ def test_the_report_reads_a_sweep_directory_as_the_planted_truth_says(tmp_path: 
     for name in ("sweep-effects.pdf", "sweep-ccdf.svg", "sweep-effects.png", "sweep-conditions.csv", "methods.txt"):
         assert (tmp_path / "fig" / name).exists(), name
     assert "randomised complete blocks" in methods_paragraph(result)
+    assert all(r.events is not None and r.measured_s for r in result.runs)
+    assert len(events_table(result).rows) == 4
     assert latex_table(result).count(r"\\") == 1 + 4 + 2  # header, four conditions, two effects
 
 

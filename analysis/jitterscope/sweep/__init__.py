@@ -14,7 +14,10 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
-        "analyze": ["analyze_sweep", "compare_conditions", "holm", "histogram_metrics", "run_histogram"],
+        "analyze": [
+            "EVENT_THRESHOLD_NS", "analyze_sweep", "compare_conditions", "histogram_metrics", "holm", "run_events",
+            "run_histogram",
+        ],
         "journal": [
             "FAULT_ENV", "FAULT_STEPS", "JOURNAL", "Journal", "RestoreError", "read_journal", "restore_directory",
         ],
@@ -26,7 +29,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "Effect", "Estimate", "RunMetrics", "SweepAnalysis",
         ],
         "tables": [
-            "conditions_table", "effects_table", "headline", "latex_table", "methods_paragraph", "runs_table",
+            "conditions_table", "effects_table", "events_table", "headline", "latex_table", "methods_paragraph",
+            "runs_table",
             "sweep_text",
         ],
         "plots": ["plot_effects", "plot_sweep_ccdf"],

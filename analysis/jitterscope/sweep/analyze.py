@@ -25,6 +25,7 @@ from scipy import stats
 
 from ..dataset import iter_thread_batches, open_dataset
 from ..errors import AnalysisError, JitterscopeError
+from ..events import find_events
 from ..summary import LatencyHistogram
 from .journal import read_journal
 from .results import (
@@ -40,6 +41,23 @@ from .results import (
 )
 
 CCDF_POINTS = 200
+EVENT_THRESHOLD_NS = 100_000.0
+"""One threshold for every run's events (a per-run default would move with the condition being compared)."""
+
+
+def run_events(path: str | Path, warmup_ns: int, threshold_ns: float) -> tuple[int, float, dict[str, int]]:
+    """(events, seconds measured, events per cause kind) of a run after its warm-up."""
+    found = find_events(open_dataset(path), threshold_ns=threshold_ns)
+    start = found.first_expected_ns + warmup_ns
+    causes: dict[str, int] = {}
+    kept = 0
+    for event in found.events:
+        if event.start_ns < start:
+            continue
+        kept += 1
+        for kind in sorted({cause.kind for cause in event.causes}) or ["unexplained"]:
+            causes[kind] = causes.get(kind, 0) + 1
+    return kept, max(found.observed_s - warmup_ns / 1e9, 0.0), causes
 
 
 def run_histogram(path: str | Path, warmup_ns: int = 0) -> tuple[LatencyHistogram, int]:
@@ -222,7 +240,8 @@ def _test(weights: Mapping[tuple[str, ...], float], logs: Mapping[tuple[str, ...
             "df": df}
 
 
-def analyze_sweep(directory: str | Path, *, noise: float = 0.10, confidence: float = 0.95) -> SweepAnalysis:
+def analyze_sweep(directory: str | Path, *, noise: float = 0.10, confidence: float = 0.95,
+                  event_threshold_ns: float = EVENT_THRESHOLD_NS) -> SweepAnalysis:
     """Read a sweep's manifest and complete runs and compare its conditions.
 
     Raises
@@ -255,10 +274,12 @@ def analyze_sweep(directory: str | Path, *, noise: float = 0.10, confidence: flo
         levels = experiment.get("levels", entry["levels"])
         if isinstance(experiment.get("load"), dict):
             loads[" ".join(experiment["load"]["command"])] = experiment["load"].get("cpus")
+        warmup_ns = int(experiment.get("warmup_ns", 0))
+        events, measured_s, causes = run_events(path, warmup_ns, event_threshold_ns)
         runs.append(RunMetrics(id=entry["id"], position=entry["position"], replicate=entry["block"] + 1,
                                condition=entry["condition"], levels=levels, samples=histogram.count,
                                warmup_samples=skipped, metrics_ns=histogram_metrics(histogram),
-                               ccdf_us=thin_ccdf(histogram)))
+                               ccdf_us=thin_ccdf(histogram), events=events, measured_s=measured_s, causes=causes))
         if entry["condition"] in histograms:
             histograms[entry["condition"]].merge(histogram)
         else:
@@ -272,4 +293,4 @@ def analyze_sweep(directory: str | Path, *, noise: float = 0.10, confidence: flo
     return SweepAnalysis(directory=str(directory), factors=factors, design=manifest["design"], runs=tuple(runs),
                          conditions=conditions, effects=effects, interactions=interactions, noise=noise,
                          confidence=confidence, restored=restored, missing=tuple(missing),
-                         capture=manifest.get("capture", {}), loads=loads)
+                         capture=manifest.get("capture", {}), loads=loads, event_threshold_ns=event_threshold_ns)

@@ -24,7 +24,15 @@ from ..render import (
 )
 from .plots import plot_condition_metric, plot_effects, plot_sweep_ccdf
 from .results import SweepAnalysis
-from .tables import conditions_table, effects_table, headline, latex_table, methods_paragraph, runs_table
+from .tables import (
+    conditions_table,
+    effects_table,
+    events_table,
+    headline,
+    latex_table,
+    methods_paragraph,
+    runs_table,
+)
 
 
 def _first_page(result: SweepAnalysis) -> Page:
@@ -53,7 +61,7 @@ def sweep_pages(result: SweepAnalysis) -> list[Page]:
     plot_condition_metric(result, "p99", right)
     pages.append(Page("sweep-ccdf", fig))
     pages += text_pages("sweep-tables", "Conditions and effects",
-                        [conditions_table(result), effects_table(result)]
+                        [conditions_table(result), events_table(result), effects_table(result)]
                         + ([effects_table(result, interactions=True)] if result.interactions else []))
     methods = Table("sweep-methods", "Methods", ("",),
                     tuple((line,) for line in textwrap.wrap(methods_paragraph(result), 140)))
@@ -101,8 +109,8 @@ def write_sweep_figures(result: SweepAnalysis, directory: str | os.PathLike[str]
                     raise JitterscopeError(f"{path} exists; use --force to replace it")
                 page.figure.savefig(path, dpi=150)
                 written.append(path)
-    for table in (conditions_table(result), effects_table(result), effects_table(result, interactions=True),
-                  runs_table(result)):
+    for table in (conditions_table(result), events_table(result), effects_table(result),
+                  effects_table(result, interactions=True), runs_table(result)):
         put(f"{table.name}.csv", to_csv(table))
         put(f"{table.name}.json", to_json_text(table))
         put(f"{table.name}.tex", to_latex(table))

@@ -32,7 +32,7 @@ RESERVED_CAPTURE = {"output", "force", "help", "version", "quiet", "o", "q", "h"
 CAPTURE_OPTIONS = (
     "interval", "frequency", "affinity", "priority", "policy", "loops", "latency", "no-latency", "timer",
     "counters", "msr-dir", "flush-interval", "ring", "sync", "writer-cpu", "group-seconds", "group-rows",
-    "part-seconds", "trace", "trace-buffer", "break", "trace-read-interval", "trace-flush",
+    "part-seconds", "trace", "trace-buffer", "break", "trace-read-interval", "trace-flush", "deepest-idle-state",
 )
 """The capture binary's long options a plan may set (``[capture]`` or a ``capture.NAME`` factor); a test keeps
 them within ``jitterscope capture``'s mirror of ``capture/config.c``."""
@@ -40,7 +40,8 @@ _ALIASES = {"interval_us": "interval", "frequency_hz": "frequency", "latency_us"
 _CHOICES = {"policy": ("fifo", "rr", "other"), "timer": ("abs", "timerfd", "posix"),
             "counters": ("auto", "msr", "perf", "none"), "sync": ("data", "none")}
 _INT_RANGES = {"interval": (1, 10**9), "priority": (1, 99), "latency": (0, 2**31 - 1), "loops": (1, 2**62),
-               "writer-cpu": (0, 8191), "trace-buffer": (1, 2**31 - 1), "break": (1, 2**31 - 1)}
+               "writer-cpu": (0, 8191), "trace-buffer": (1, 2**31 - 1), "break": (1, 2**31 - 1),
+               "deepest-idle-state": (0, 63)}
 
 
 class PlanError(JitterscopeError):

@@ -36,11 +36,17 @@ class RunMetrics:
     metrics_ns: Mapping[str, float]
     ccdf_us: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())
     """(latency in µs, fraction of wake-ups later) after the warm-up, thinned for plotting."""
+    events: int | None = None
+    """Latency spike events after the warm-up (``jitterscope events`` at the sweep's fixed threshold)."""
+    measured_s: float | None = None
+    causes: Mapping[str, int] = field(default_factory=dict)
+    """Events per cause kind (``unexplained`` for events without one)."""
 
     def to_json(self) -> dict[str, Any]:
         return jsonable({"id": self.id, "position": self.position, "replicate": self.replicate,
                          "condition": self.condition, "levels": dict(self.levels), "samples": self.samples,
-                         "warmup_samples": self.warmup_samples, "metrics_ns": dict(self.metrics_ns)})
+                         "warmup_samples": self.warmup_samples, "metrics_ns": dict(self.metrics_ns),
+                         "events": self.events, "measured_s": self.measured_s, "causes": dict(self.causes)})
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,7 @@ class SweepAnalysis:
     capture: Mapping[str, Any] = field(default_factory=dict)
     loads: Mapping[str, Any] = field(default_factory=dict)
     """Load command -> where it ran."""
+    event_threshold_ns: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return jsonable({
@@ -140,7 +147,7 @@ class SweepAnalysis:
             "effects": [e.to_json() for e in self.effects],
             "interactions": [e.to_json() for e in self.interactions],
             "restored": list(self.restored), "missing": list(self.missing), "capture": dict(self.capture),
-            "loads": dict(self.loads),
+            "loads": dict(self.loads), "event_threshold_ns": self.event_threshold_ns,
         })
 
 

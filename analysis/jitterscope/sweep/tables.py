@@ -79,6 +79,31 @@ def _us(ns: float | None) -> str:
     return f"{us:.0f}" if us >= 100 else f"{us:.1f}"
 
 
+def events_table(result: SweepAnalysis) -> Table:
+    """Latency spike events per condition: per minute over its runs (min-max of the runs), and their causes."""
+    rows = []
+    for c in result.conditions:
+        runs = [r for r in result.runs if r.id in c.runs and r.events is not None and r.measured_s]
+        if not runs:
+            continue
+        rates = [60 * r.events / r.measured_s for r in runs]  # type: ignore[operator]
+        causes: dict[str, int] = {}
+        for r in runs:
+            for kind, n in r.causes.items():
+                causes[kind] = causes.get(kind, 0) + n
+        rows.append((*(_short_level(c.levels[name]) for name in result.factors), sum(r.events or 0 for r in runs),
+                     sum(rates) / len(rates), min(rates), max(rates),
+                     ", ".join(f"{k} {n}" for k, n in sorted(causes.items(), key=lambda kv: -kv[1])) or "none"))
+    threshold = (result.event_threshold_ns or 0) / 1e3
+    return Table("sweep-events", f"Latency spike events above {threshold:g} µs per condition, and their causes",
+                 (*result.factors, "events", "per min", "min", "max", "causes (events)"), tuple(rows),
+                 formats=(*("",) * len(result.factors), "", "{:.1f}", "{:.1f}", "{:.1f}", ""),
+                 notes=("An event is a stall seen by one or several CPUs with its catch-up wake-ups (jitterscope "
+                        "events), counted after the warm-up; per-minute rates are the mean over the condition's "
+                        "runs with their range. This VM has no APERF/MPERF or SMI counters, so most events are "
+                        "'unexplained' here unless a capture ran with --trace.",))
+
+
 def effects_table(result: SweepAnalysis, interactions: bool = False) -> Table:
     effects = result.interactions if interactions else result.effects
     rows = tuple((e.label, e.metric, e.ratio, e.low, e.high, e.p, e.p_holm, e.verdict) for e in effects)
@@ -178,7 +203,7 @@ def sweep_text(result: SweepAnalysis) -> str:
              *headline(result), ""]
     if result.missing:
         lines += ["runs left out: " + "; ".join(result.missing), ""]
-    tables = [conditions_table(result), effects_table(result)]
+    tables = [conditions_table(result), events_table(result), effects_table(result)]
     if result.interactions:
         tables.append(effects_table(result, interactions=True))
     lines.append(tables_text(tables))
