@@ -84,6 +84,12 @@ def test_capture_options_and_cpu_dma_latency_reach_the_binary(tmp_path: Path, fa
     assert "--interval=500" in by_dma[0]
 
 
+def test_quoted_and_dotted_factor_names_are_the_same(tmp_path: Path, fake_machine: Path) -> None:
+    quoted = read_plan(_plan(tmp_path, GOOD, fake_machine)).factors
+    dotted = read_plan(_plan(tmp_path, GOOD.replace('"cpuidle.governor"', "cpuidle.governor"), fake_machine)).factors
+    assert dotted == quoted
+
+
 def test_the_plan_knows_only_options_the_binary_has() -> None:
     assert set(CAPTURE_OPTIONS) <= set(BINARY_LONG_OPTIONS)
 

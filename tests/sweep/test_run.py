@@ -177,3 +177,35 @@ def test_after_sigkill_restore_repairs_and_resume_finishes(tmp_path: Path, real_
         if child.poll() is None:
             child.kill()
         subprocess.run([*JITTERSCOPE, "sweep", "restore", str(out)], capture_output=True, timeout=60, check=False)
+
+
+def test_a_failed_capture_is_recorded_the_sweep_goes_on_and_the_machine_is_put_back(
+        tmp_path: Path) -> None:
+    from .conftest import make_fake_machine, snapshot  # cpufreq exists only in the fake tree
+
+    machine = make_fake_machine(tmp_path / "machine")
+    before = snapshot(machine)
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f"""
+[capture]
+duration = "0.3s"
+[factors]
+"cpufreq.governor" = ["performance", "powersave"]
+capture.writer-cpu = [0, 63]
+[design]
+order = "sequential"
+[machine]
+root = "{machine}"
+""")
+    done = subprocess.run([*JITTERSCOPE, "sweep", "run", str(plan), "-o", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1, done.stderr
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    statuses = {(r["levels"]["cpufreq.governor"], r["levels"]["capture.writer-cpu"]): r["status"]
+                for r in manifest["runs"]}
+    assert statuses == {("performance", 0): "complete", ("performance", 63): "failed",
+                        ("powersave", 0): "complete", ("powersave", 63): "failed"}
+    failed = next(r for r in manifest["runs"] if r["status"] == "failed")
+    assert "CPU 63 is not online" in failed["error"]
+    assert snapshot(machine) == before
+    assert "failed: run-002, run-004" in done.stdout

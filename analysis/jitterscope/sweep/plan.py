@@ -242,7 +242,7 @@ def read_plan(path: str | os.PathLike[str], *, machine_root: str | None = None) 
                 problems.append(problem)
             options[name] = value
     factors: dict[str, tuple[Any, ...]] = {}
-    for name, levels in _table(doc, "factors", problems).items():
+    for name, levels in _flatten(_table(doc, "factors", problems)).items():
         if not isinstance(levels, list) or not levels:
             problems.append(f"[factors] {name}: give a non-empty list of levels, e.g. {name} = [a, b]")
             continue
@@ -282,6 +282,17 @@ def read_plan(path: str | os.PathLike[str], *, machine_root: str | None = None) 
     return Plan(capture=options, duration_s=duration_s, factors=factors, replicates=replicates, order=order,
                 seed=seed, warmup_s=warmup_s, load_cpus=load_cpus, machine_root=root, text=text, source=str(source),
                 problems=tuple(problems))
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """TOML reads an unquoted ``cpuidle.governor = [...]`` as a nested table: the same factor name either way."""
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
 
 
 def _table(doc: Mapping[str, Any], name: str, problems: list[str]) -> Mapping[str, Any]:
