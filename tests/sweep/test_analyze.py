@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from jitterscope.cli import main
 from jitterscope.sweep import (
@@ -133,3 +134,24 @@ def test_report_of_a_directory_that_is_not_a_sweep_is_one_line(tmp_path: Path,
     assert main(["sweep", "report", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "has no readable manifest.json" in err[0]
+
+
+def test_the_warm_up_is_left_out_of_the_statistics(tmp_path: Path) -> None:
+    from jitterscope.dataset import write_dataset
+    from jitterscope.io import SimulationSpec, simulate
+    from jitterscope.sweep import run_histogram
+
+    table, metadata = simulate(SimulationSpec(threads=2, samples=2000, counters=()), seed=1)
+    expected = table.column("expected_ns").to_numpy()
+    actual = table.column("actual_ns").to_numpy().copy()
+    threads = table.column("thread").to_numpy()
+    first = {t: expected[threads == t].min() for t in (0, 1)}
+    early = np.array([e < first[t] + 300_000_000 for e, t in zip(expected, threads, strict=True)])
+    actual[early] += 5_000_000  # a 5 ms stall in every wake-up of the first 0.3 s of each thread
+    table = table.set_column(table.column_names.index("actual_ns"), "actual_ns", pa.array(actual))
+    path = write_dataset(table, metadata.with_changes(experiment={"warmup_ns": 300_000_000}), tmp_path / "d.parquet")
+    histogram, skipped = run_histogram(path, 300_000_000)
+    assert skipped == int(early.sum()) == 2 * 300
+    assert histogram.count == 2 * 2000 - 2 * 300 and histogram.max_ns < 5_000_000
+    with_warmup, _ = run_histogram(path, 0)
+    assert with_warmup.max_ns >= 5_000_000

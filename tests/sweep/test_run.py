@@ -103,6 +103,10 @@ def test_a_sweep_runs_every_run_records_its_levels_and_puts_the_machine_back(
             assert experiment["load"]["cpus"] == sorted(os.sched_getaffinity(0))
     assert governors == {"ladder", "haltpoll"}
     assert not read_journal(out).changed
+    # put back after every run, not only at the end: each run's changes are restored before the next run's
+    ops = [json.loads(line)["op"] for line in (out / "journal.jsonl").read_text().splitlines()]
+    settings_ops = [op for op in ops if op in ("before", "restored")]
+    assert settings_ops == ["before", "before", "restored", "restored"] * 4, settings_ops
     assert (out / "plan.toml").read_text() == (tmp_path / "plan.toml").read_text()
 
 
