@@ -68,7 +68,7 @@ def test_only_the_measured_cpus_are_touched(capture_bin: Path, tmp_path: Path) -
     assert [k for k, v in during.items() if v == "1"] == ["cpu1/cpuidle/state2"]
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"])
 def test_a_signal_puts_the_states_back(capture_bin: Path, tmp_path: Path, signum: int) -> None:
     tree = _tree(tmp_path / "cpu")
     before = _disabled(tree)

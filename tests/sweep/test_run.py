@@ -110,7 +110,7 @@ def test_a_sweep_runs_every_run_records_its_levels_and_puts_the_machine_back(
     assert (out / "plan.toml").read_text() == (tmp_path / "plan.toml").read_text()
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"])
 def test_a_signal_mid_run_puts_the_machine_back_and_leaves_nothing_running(
         tmp_path: Path, real_knobs: dict[str, str], signum: int) -> None:
     seconds = _seconds()
