@@ -37,7 +37,7 @@ from .tables import (
 
 def _first_page(result: SweepAnalysis) -> Page:
     fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
-    top, bottom = fig.subfigures(2, 1, height_ratios=(1, 2.2))
+    top, bottom = fig.subfigures(2, 1, height_ratios=(1, 3.4))
     ax = top.subplots()
     ax.set_axis_off()
     ax.text(0, 1, f"Sweep {Path(result.directory).name}: which settings matter", fontsize=14, weight="bold",

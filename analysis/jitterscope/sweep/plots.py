@@ -19,7 +19,10 @@ INCONCLUSIVE_COLOUR = "#7f7f7f"
 
 def plot_effects(result: SweepAnalysis, ax: Axes) -> Axes:
     """Every main effect and interaction as a ratio with its interval (log scale), the noise band shaded."""
-    effects = list(result.effects) + list(result.interactions)
+    order = {name: i for i, name in enumerate(METRIC_NAMES)}
+    effects = sorted(result.effects, key=lambda e: (list(result.factors).index(e.factor), str(e.level),
+                                                    order[e.metric]))
+    effects += sorted(result.interactions, key=lambda e: (e.factor, str(e.other_factor), order[e.metric]))
     labels = []
     for y, effect in enumerate(reversed(effects)):
         colour = VERDICT_COLOURS.get(effect.verdict, INCONCLUSIVE_COLOUR)
@@ -38,7 +41,11 @@ def plot_effects(result: SweepAnalysis, ax: Axes) -> Axes:
     ax.set_xlabel(f"ratio to the reference level ({result.confidence * 100:g} % interval, runs as units)")
     for verdict, colour in [*VERDICT_COLOURS.items(), ("inconclusive", INCONCLUSIVE_COLOUR)]:
         ax.plot([], [], "o-", color=colour, label=verdict)
-    ax.legend(fontsize=7, loc="lower right")
+    for y in range(len(effects) - 1):  # a rule between factors (and before the interactions)
+        upper, lower = list(reversed(effects))[y + 1], list(reversed(effects))[y]
+        if (upper.kind, upper.factor, str(upper.level)) != (lower.kind, lower.factor, str(lower.level)):
+            ax.axhline(y + 0.5, color="0.75", lw=0.6)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("Which settings matter: effect of each factor on each latency metric", fontsize=10, loc="left")
     return ax
 
