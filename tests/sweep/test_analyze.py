@@ -105,9 +105,10 @@ def test_planted_truth_30_percent_found_null_called_no_effect_in_95_percent_of_s
 
 def test_the_report_reads_a_sweep_directory_as_the_planted_truth_says(tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    directory = write_simulated_sweep(tmp_path / "sim", FACTORS, {"A": {"a1": 1.3}}, seed=5)
+    directory = write_simulated_sweep(tmp_path / "sim", FACTORS, {"A": {"a1": 1.3}}, seed=5, samples=2000)
     result = analyze_sweep(directory)
-    memory = compare_conditions(simulated_sweep_runs(FACTORS, {"A": {"a1": 1.3}}, seed=5), FACTORS)[1]
+    memory = compare_conditions(simulated_sweep_runs(FACTORS, {"A": {"a1": 1.3}}, seed=5, samples=2000),
+                                FACTORS)[1]
     # through the datasets (Parquet, jitterscope.experiment) as in memory: the same numbers
     assert [(e.label, e.metric, e.verdict) for e in result.effects] == [(e.label, e.metric, e.verdict)
                                                                         for e in memory]

@@ -53,13 +53,17 @@ def _first_page(result: SweepAnalysis) -> Page:
     return Page("sweep-effects", fig)
 
 
-def sweep_pages(result: SweepAnalysis) -> list[Page]:
-    pages = [_first_page(result)]
+def figure_pages(result: SweepAnalysis) -> list[Page]:
+    """The figures: page 1 (which settings matter) and the CCDF overlay with each run's p99."""
     fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
     left, right = fig.subplots(1, 2, width_ratios=(1.5, 1))
     plot_sweep_ccdf(result, left)
     plot_condition_metric(result, "p99", right)
-    pages.append(Page("sweep-ccdf", fig))
+    return [_first_page(result), Page("sweep-ccdf", fig)]
+
+
+def sweep_pages(result: SweepAnalysis) -> list[Page]:
+    pages = figure_pages(result)
     pages += text_pages("sweep-tables", "Conditions and effects",
                         [conditions_table(result), events_table(result), effects_table(result)]
                         + ([effects_table(result, interactions=True)] if result.interactions else []))
@@ -100,9 +104,7 @@ def write_sweep_figures(result: SweepAnalysis, directory: str | os.PathLike[str]
         written.append(path)
 
     with matplotlib.rc_context(REPORT_RC):
-        for page in sweep_pages(result):
-            if page.kind != "figure" or page.name.startswith(("sweep-tables", "sweep-runs")):
-                continue
+        for page in figure_pages(result):
             for ext in ("pdf", "svg", "png"):
                 path = folder / f"{page.name}.{ext}"
                 if path.exists() and not overwrite:
