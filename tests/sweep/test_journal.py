@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from jitterscope.errors import JitterscopeError
 from jitterscope.sweep import (
     FAULT_ENV,
     Journal,
@@ -206,3 +207,25 @@ def test_restore_leaves_a_recycled_pid_alone(tmp_path: Path, fake_machine: Path)
 def test_restore_of_a_directory_without_a_journal_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(RestoreError, match=r"has no journal\.jsonl"):
         restore_directory(tmp_path)
+
+
+def test_one_sweep_or_restore_per_machine_at_a_time(tmp_path: Path, fake_machine: Path) -> None:
+    from jitterscope.sweep import lock_machine, run_sweep
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f'[capture]\nduration = "1s"\n[factors]\n"cpufreq.governor" = ["performance"]\n'
+                    f'[machine]\nroot = "{fake_machine}"\n')
+    before = snapshot(fake_machine)
+    held = lock_machine(Machine(fake_machine))  # as a sweep in progress holds it
+    try:
+        with pytest.raises(JitterscopeError, match=rf"another sweep \(pid {os.getpid()}\) is changing"):
+            run_sweep(plan, tmp_path / "out", progress=False)
+        (tmp_path / "restore").mkdir()
+        (tmp_path / "restore" / "journal.jsonl").write_text(json.dumps({"op": "machine", "root": str(fake_machine)})
+                                                            + "\n")
+        with pytest.raises(JitterscopeError, match="another sweep"):
+            restore_directory(tmp_path / "restore")
+    finally:
+        os.close(held)
+    assert snapshot(fake_machine) == before and not (tmp_path / "out").exists()
+    restore_directory(tmp_path / "restore")  # free again

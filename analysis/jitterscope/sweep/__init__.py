@@ -19,7 +19,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "run_histogram",
         ],
         "journal": [
-            "FAULT_ENV", "FAULT_STEPS", "JOURNAL", "Journal", "RestoreError", "read_journal", "restore_directory",
+            "FAULT_ENV", "FAULT_STEPS", "JOURNAL", "Journal", "RestoreError", "lock_machine", "lock_path",
+            "read_journal", "restore_directory",
         ],
         "knobs": ["KNOBS", "KnobError", "Machine", "Setting", "knob_settings", "parse_cpuset"],
         "loads": ["Started", "start_process", "stop_process"],

@@ -22,9 +22,12 @@ binary.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import signal
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -326,6 +329,35 @@ def _end_group(record: ProcessRecord, grace_s: float) -> None:
             time.sleep(0.02)
 
 
+def lock_path(machine: Machine) -> Path:
+    """The lock a sweep holds on a machine: in /run/lock for the real one; for a fake tree (tests), a file in the
+    temporary directory named after the tree (not inside it: the tree must read back exactly as it was)."""
+    if machine.root == Path("/"):
+        return Path("/run/lock/jitterscope-sweep.lock")
+    digest = hashlib.sha1(str(machine.root.resolve()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"jitterscope-sweep-{digest}.lock"
+
+
+def lock_machine(machine: Machine) -> int:
+    """Hold the machine's sweep lock (released when the process ends, however it ends).
+
+    Two sweeps at once would each journal the other's settings as the originals and "restore" them.
+    """
+    path = lock_path(machine)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise JitterscopeError(f"another sweep (pid {holder}) is changing this machine's settings; wait for it "
+                               f"to finish (lock {path})") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
 def restore_directory(directory: str | os.PathLike[str], machine: Machine | None = None) -> tuple[list[str], list[str]]:
     """``jitterscope sweep restore DIR``: end the sweep's recorded processes and put its settings back.
 
@@ -339,7 +371,11 @@ def restore_directory(directory: str | os.PathLike[str], machine: Machine | None
         raise RestoreError(f"{directory} has no {JOURNAL}; give the output directory of a 'jitterscope sweep run'")
     if machine is None:
         machine = Machine(_recorded_root(directory))
-    return Journal(directory, machine).restore()
+    lock = lock_machine(machine)  # not while a sweep changes the same machine
+    try:
+        return Journal(directory, machine).restore()
+    finally:
+        os.close(lock)
 
 
 def _recorded_root(directory: Path) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 from ..dataset import write_atomically
 from ..errors import CaptureError, JitterscopeError
 from ..io import capture_binary
-from .journal import JOURNAL, Journal
+from .journal import JOURNAL, Journal, lock_machine
 from .knobs import Machine
 from .loads import Started, start_process, stop_process
 from .plan import Plan, PlanError, PlannedRun, check_plan, read_plan
@@ -83,7 +83,15 @@ def run_sweep(plan_path: str | os.PathLike[str], output: str | os.PathLike[str],
     check = check_plan(plan, machine)
     if not check.ok:
         raise PlanError(check.problems)
-    directory = Path(output)
+    lock = lock_machine(machine)  # before anything is read as "the original": one sweep per machine at a time
+    try:
+        return _run_locked(plan, machine, Path(output), resume=resume, progress=progress, log=log)
+    finally:
+        os.close(lock)
+
+
+def _run_locked(plan: Plan, machine: Machine, directory: Path, *, resume: bool, progress: bool,
+                log: Callable[[str], None] | None) -> SweepResult:
     say = log or ((lambda line: print(line, file=sys.stderr, flush=True)) if progress else (lambda line: None))
     manifest = _open_directory(directory, plan, resume)
     journal = Journal(directory, machine)
@@ -131,6 +139,8 @@ def run_sweep(plan_path: str | os.PathLike[str], output: str | os.PathLike[str],
     say(f"sweep: {len(runs)} runs in {_clock(time.monotonic() - started_at)}")
     result.runs = manifest["runs"]
     return result
+
+
 
 
 def _open_directory(directory: Path, plan: Plan, resume: bool) -> dict[str, Any]:
