@@ -23,11 +23,9 @@ binary.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import signal
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -330,12 +328,12 @@ def _end_group(record: ProcessRecord, grace_s: float) -> None:
 
 
 def lock_path(machine: Machine) -> Path:
-    """The lock a sweep holds on a machine: in /run/lock for the real one; for a fake tree (tests), a file in the
-    temporary directory named after the tree (not inside it: the tree must read back exactly as it was)."""
+    """The lock a sweep holds on a machine: in /run/lock for the real one; for a fake tree (tests), a hidden file
+    beside the tree (not inside it: the tree must read back exactly as it was)."""
     if machine.root == Path("/"):
         return Path("/run/lock/jitterscope-sweep.lock")
-    digest = hashlib.sha1(str(machine.root.resolve()).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"jitterscope-sweep-{digest}.lock"
+    root = machine.root.resolve()
+    return root.parent / f".{root.name}.jitterscope-sweep.lock"
 
 
 def lock_machine(machine: Machine) -> int:
