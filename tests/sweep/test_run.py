@@ -73,6 +73,13 @@ def _ours_left(directory: Path) -> list[str]:
     return left
 
 
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
 def _seconds() -> str:
     return f"{3000 + os.getpid() % 997}"
 
@@ -158,6 +165,7 @@ def test_after_sigkill_restore_repairs_and_resume_finishes(tmp_path: Path, real_
     plan = _plan(tmp_path, "2s", seconds)
     # a sequential order puts the loaded ladder run first, so the kill lands while a load runs and ladder is set
     plan.write_text(plan.read_text().replace('order = "random"', 'order = "sequential"').replace(
+        'warmup = "100ms"', 'warmup = "100ms"\n[load]\ncpus = "0"').replace(
         'load = ["none", ', 'load = [').replace('"]\n[design]', '", "none"]\n[design]'))
     child = subprocess.Popen([*JITTERSCOPE, "sweep", "run", str(plan), "-o", str(out), "--quiet"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -166,7 +174,11 @@ def test_after_sigkill_restore_repairs_and_resume_finishes(tmp_path: Path, real_
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
         assert REAL_GOVERNOR.read_text().strip() == "ladder"  # the kill left the machine changed...
-        assert _running(_load_argv(seconds))  # ...and the load running
+        loads = _running(_load_argv(seconds))
+        assert loads  # ...and the load running, pinned where the plan says, its workers too
+        workers = [int(p.name) for p in Path("/proc").iterdir()
+                   if p.name.isdigit() and _pgid(int(p.name)) == loads[0]]
+        assert len(workers) >= 2 and all(os.sched_getaffinity(pid) == {0} for pid in workers)
         done = subprocess.run([*JITTERSCOPE, "sweep", "restore", str(out)], capture_output=True, text=True,
                               timeout=60, check=False)
         assert done.returncode == 0, done.stderr
