@@ -17,6 +17,7 @@ enum long_only {
 	OPT_POLICY = 256, OPT_LATENCY, OPT_NO_LATENCY, OPT_TIMER, OPT_COUNTERS,
 	OPT_MSR_DIR, OPT_FLUSH, OPT_FORCE, OPT_VERSION, OPT_RING, OPT_SYNC, OPT_WRITER_CPU, OPT_GROUP_SECONDS,
 	OPT_GROUP_ROWS, OPT_PART_SECONDS, OPT_TRACE, OPT_TRACE_BUFFER, OPT_BREAK, OPT_TRACE_READ, OPT_TRACE_FLUSH,
+	OPT_DEEPEST_IDLE, OPT_CPU_SYSFS, OPT_STATE_DIR,
 	OPT_LAST, /* one past the last option code (the size of config_parse's seen[]) */
 };
 
@@ -50,6 +51,9 @@ static const struct option config_options[] = {
 	{"break", required_argument, NULL, OPT_BREAK},
 	{"trace-read-interval", required_argument, NULL, OPT_TRACE_READ},
 	{"trace-flush", required_argument, NULL, OPT_TRACE_FLUSH},
+	{"deepest-idle-state", required_argument, NULL, OPT_DEEPEST_IDLE},
+	{"cpu-sysfs", required_argument, NULL, OPT_CPU_SYSFS},
+	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 	{NULL, 0, NULL, 0},
 };
 
@@ -68,6 +72,9 @@ static const char config_usage_text[] =
 	"  -l, --loops N           stop after N wake-ups per thread\n"
 	"      --latency US        hold /dev/cpu_dma_latency at US while measuring (default 0)\n"
 	"      --no-latency        leave /dev/cpu_dma_latency alone (to study idle states)\n"
+	"      --deepest-idle-state N  disable the idle states deeper than N on the measured CPUs while\n"
+	"                          measuring (as rtla's); journaled and put back on every exit, and a\n"
+	"                          killed capture's states are put back by the next capture\n"
 	"      --timer T           abs (clock_nanosleep, default), timerfd or posix\n"
 	"      --counters C        auto (default), msr, perf or none\n"
 	"      --msr-dir DIR       read MSRs from DIR/N/msr instead of /dev/cpu/N/msr (tests)\n"
@@ -337,6 +344,9 @@ static void config_defaults(struct config *cfg)
 	cfg->flush_interval_ns = 1000000000;
 	cfg->sync = SYNC_DATA;
 	cfg->writer_cpu = -1;
+	cfg->deepest_idle_state = -1;
+	cfg->cpu_sysfs = "/sys/devices/system/cpu";
+	cfg->state_dir = "/run/jitterscope-capture";
 	cfg->group_ns = 20 * (int64_t)1000000000;
 	cfg->group_rows = 1 << 20;
 	cfg->part_ns = 3600 * (int64_t)1000000000;
@@ -381,6 +391,13 @@ static int config_trace_option(struct config *cfg, int opt, const char *arg)
 					   arg);
 		cfg->break_ns = (int64_t)u * 1000;
 		return 0;
+	case OPT_DEEPEST_IDLE:
+		if (config_uint(arg, &u) || u > 63)
+			return config_fail("invalid --deepest-idle-state '%s': use an idle state number from 0 to 63", arg);
+		cfg->deepest_idle_state = (int)u;
+		return 0;
+	case OPT_CPU_SYSFS: cfg->cpu_sysfs = arg; return 0;
+	case OPT_STATE_DIR: cfg->state_dir = arg; return 0;
 	case OPT_TRACE_READ: return config_seconds(arg, 10, &cfg->trace_read_ns, "--trace-read-interval");
 	case OPT_TRACE_FLUSH: return config_seconds(arg, 3600, &cfg->trace_flush_ns, "--trace-flush");
 	default: return -EINVAL;

@@ -47,6 +47,11 @@ struct config {
 	int64_t group_ns;           /* --group-seconds: close a row group after this long; default 20 s */
 	uint64_t group_rows;        /* --group-rows: ... or this many rows; default 1048576 */
 	int64_t part_ns;            /* --part-seconds: start a new part after this long; default 3600 s */
+	int deepest_idle_state;     /* --deepest-idle-state N: states deeper than N disabled while measuring; -1 = off */
+	/* hidden, for tests: --cpu-sysfs DIR (default /sys/devices/system/cpu) and --state-dir DIR (where the
+	 * idle-state journal lives; default /run/jitterscope-capture) */
+	const char *cpu_sysfs;
+	const char *state_dir;
 };
 
 /* Exit statuses. */

@@ -20,6 +20,7 @@
 #include "counters.h"
 #include "envinfo.h"
 #include "fault.h"
+#include "idlestate.h"
 #include "output.h"
 #include "setupinfo.h"
 #include "timerloop.h"
@@ -56,6 +57,7 @@ struct capture {
 	int ndegraded;
 	char *environment_json, *settings_json, *counters_json, *clock_json;
 	struct trace trace;           /* --trace (trace.h) */
+	struct idlestate idle;        /* --deepest-idle-state (idlestate.h) */
 	struct timerloop_break brk;   /* --break */
 	char stop_reason[256];
 };
@@ -384,6 +386,7 @@ static int capture_setup(struct capture *c)
 	if (fault_init())
 		return EXIT_USAGE;
 	trace_clean_stale(c->cfg.quiet); /* any capture cleans up after a killed --trace run */
+	idlestate_repair(&c->cfg);        /* ... and after a killed --deepest-idle-state run */
 	if (capture_check_policy(&c->cfg))
 		return EXIT_RUNTIME;
 	if (c->cfg.policy == POLICY_OTHER)
@@ -394,6 +397,8 @@ static int capture_setup(struct capture *c)
 		return EXIT_RUNTIME;
 	capture_lock_memory(c);
 	capture_hold_latency(c);
+	if (idlestate_apply(&c->idle, &c->cfg))
+		return EXIT_RUNTIME;
 	if (capture_alloc(c)) {
 		fprintf(stderr, PROG ": cannot set up the measuring threads (out of memory or counters failed)\n");
 		return EXIT_RUNTIME;
@@ -408,6 +413,7 @@ static int capture_setup(struct capture *c)
 		
 		.writer_cpu = c->writer_cpu, .writer_shares = c->writer_shares, .writer_priority = c->writer_priority,
 		.ring_capacity = ring_capacity(&c->loops[0].ring),
+		.idle_states_disabled = idlestate_disabled(&c->idle),
 		.counters = c->probe.source, .degraded = c->degraded, .ndegraded = c->ndegraded,
 	};
 	char *tracing_json = trace_environment_json(&c->trace, &c->cfg);
@@ -460,6 +466,7 @@ static void capture_cleanup(struct capture *c)
 		pthread_join(c->writer_tid, NULL);
 	}
 	trace_close(&c->trace);
+	idlestate_restore(&c->idle); /* after the threads stopped, on every path out of setup or run */
 	writer_free(&c->writer);
 	for (int i = 0; c->loops && i < c->cfg.ncpus; i++) {
 		counters_close(&c->loops[i].counters);

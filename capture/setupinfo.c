@@ -20,6 +20,7 @@ static void setupinfo_asked(struct jsonw *j, const struct config *cfg)
 	jsonw_int(j, "duration_ns", cfg->duration_ns);
 	jsonw_uint(j, "loops", cfg->loops);
 	jsonw_int(j, "latency_us", cfg->latency_us);
+	jsonw_int(j, "deepest_idle_state", cfg->deepest_idle_state);
 	jsonw_string(j, "timer", config_timer_name(cfg->timer));
 	jsonw_string(j, "counters", config_counters_name(cfg->counters));
 	jsonw_string(j, "msr_dir", cfg->msr_dir);
@@ -41,6 +42,7 @@ static void setupinfo_granted(struct jsonw *j, const struct config *cfg, const s
 	jsonw_int(j, "latency_us", g->latency_held ? cfg->latency_us : -1);
 	if (cfg->latency_us >= 0 && !g->latency_held)
 		jsonw_string(j, "latency_error", strerror(g->latency_errno));
+	jsonw_int(j, "idle_states_disabled", g->idle_states_disabled);
 	jsonw_bool(j, "mlockall", g->mlocked);
 	if (!g->mlocked)
 		jsonw_string(j, "mlockall_error", strerror(g->mlock_errno));

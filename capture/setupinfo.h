@@ -19,6 +19,7 @@ struct setup_granted {
 	bool writer_shares;         /* the writer may run on a measured CPU */
 	int writer_priority;        /* SCHED_FIFO priority of the writer; 0: SCHED_OTHER */
 	size_t ring_capacity;
+	int idle_states_disabled;   /* --deepest-idle-state: states disabled while measuring */
 	enum counters_source counters;
 	const char *const *degraded; /* plain sentences */
 	int ndegraded;

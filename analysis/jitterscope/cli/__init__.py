@@ -42,6 +42,7 @@ COMMANDS: tuple[str, ...] = (
     "compare",
     "tails",
     "fleet",
+    "sweep",
 )
 """Adding a numeric option to a command: ``type=number(min=0, unit="µs")`` from :mod:`.options`."""
 

@@ -201,6 +201,11 @@ METADATA_SCHEMA: dict[str, Any] = {
                 "left_out": _COUNT,
             },
         },
+        "experiment": {
+            "type": ["object", "null"],
+            "properties": {"sweep": _TEXT, "run": _TEXT, "replicate": _COUNT, "position": _COUNT,
+                           "condition": _COUNT, "levels": {"type": "object"}, "warmup_ns": _COUNT},
+        },
     },
 }
 

@@ -82,6 +82,8 @@ class Metadata:
     pack: Mapping[str, Any] | None = None
     timeline: Mapping[str, Any] | None = None
     steal: Mapping[str, Any] | None = None
+    experiment: Mapping[str, Any] | None = None
+    """The run of a sweep this dataset is (``jitterscope sweep run``): its factor levels, replicate, order."""
 
     def thread(self, index: int) -> ThreadInfo:
         for info in self.threads:

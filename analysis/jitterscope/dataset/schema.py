@@ -18,6 +18,8 @@ Version history
 1 (2026-12-01, addition)
     Optional ``steal`` metadata key: the measured CPUs' steal time from
     ``/proc/stat``, sampled every 10 ms by the capture's writer (issue 21).
+    Optional ``experiment`` metadata key: the run of a ``jitterscope sweep`` a
+    dataset is (factor levels, replicate, order, warm-up, settings applied).
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ REQUIRED_METADATA_KEYS = ("schema_version", "kind", "tool", "threads")
 # Optional, present when the producer knows them:
 OPTIONAL_METADATA_KEYS = (
     "settings", "environment", "counters", "clock", "status",
-    "source", "ground_truth", "pack", "timeline", "steal",
+    "source", "ground_truth", "pack", "timeline", "steal", "experiment",
 )
 METADATA_KEYS = REQUIRED_METADATA_KEYS + OPTIONAL_METADATA_KEYS
 
