@@ -112,7 +112,7 @@ ATTRIBUTE = """
 from jitterscope.dataset import open_dataset
 from jitterscope.derive import attribute_spikes
 r = attribute_spikes(open_dataset(PATH), 100_000)
-named = sum(s.longest is not None and s.longest.startswith("spinner (pid 77") for s in r.spikes)
+named = sum(s.longest is not None and s.longest.startswith("spinner (SCHED_FIFO") for s in r.spikes)
 print(f"# {r.n_wakeups:,} wake-ups, {r.n_spikes:,} spikes, {named:,} with the spinner longest", file=sys.stderr)
 assert r.n_spikes == r.n_wakeups // 100 + (r.n_wakeups % 100 > 0) and named == r.n_spikes, (r.n_spikes, named)
 """
