@@ -156,3 +156,23 @@ def test_the_in_memory_reference_applies_the_episode_rule_with_times(tmp_path: P
     pair = compare_samples(series, metas, ["stalls", "clean"], n_boot=100, times_ns=times).pairs[0]
     p999 = next(m for m in pair.metrics if m.metric == "p99.9")
     assert p999.verdict == "inconclusive" and p999.episodes is not None and not p999.episodes.shown
+
+
+def test_a_long_drifting_run_draws_enough_segments_per_replicate(tmp_path: Path) -> None:
+    """Rule: MIN_BLOCKS_DRAWN in stream_run.  m-out-of-n with m = 10,000 of 100,000 wake-ups would draw about two
+    5,000-wake-up segments per replicate; the run is resampled whole instead."""
+    import pyarrow as pa
+
+    sim = simulate(SimulationSpec(threads=1, samples=100_000), 8)
+    table = sim.table
+    actual = table["actual_ns"].to_numpy().copy()
+    expected = table["expected_ns"].to_numpy()
+    latency = actual - expected
+    latency[50_000:] = (latency[50_000:] * 1.15).astype(np.int64)  # the host got slower half-way
+    table = table.set_column(table.schema.get_field_index("actual_ns"), "actual_ns",
+                             pa.array(expected + latency, type=pa.int64()))
+    path = write_dataset(table, sim.metadata, tmp_path / "drift.parquet")
+    cmp = compare_runs([open_dataset(path), open_dataset(path)], n_boot=20, max_resample=10_000)
+    run = cmp.runs[0]
+    assert run.block_length == 5_000 and "segments (drift)" in run.block_reason
+    assert run.resample_length == run.n

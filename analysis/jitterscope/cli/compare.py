@@ -26,7 +26,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "replicate histograms); the methods table says what is exact and what is within a stated "
                     "bound. When any dataset "
                     "is a histogram (kind histogram), every run is compared as bins: multinomial bootstrap of the "
-                    "counts (assumes independent wake-ups), max not judged, rank tests not available.",
+                    "counts (assumes independent wake-ups), max not judged, rank tests not available.  "
+                    "One run per side: a tail change needs more independent episodes of exceedances than chance "
+                    "gives and a drifting run's p50/p99 interval is widened by its segments' spread.  "
+                    "'compare A1 A2 A3 -- B1 B2 B3' compares two groups of replicate runs by their between-run "
+                    "variation (a run is the unit).",
     )
     parser.add_argument("datasets", nargs="+", metavar="DATASET",
                         help="two or more datasets; the first is the baseline (or, with -- or --vs, the "
