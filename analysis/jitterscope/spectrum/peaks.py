@@ -313,8 +313,8 @@ def group_harmonics(peaks: tuple[Peak, ...], *, fs_hz: float | None, max_harmoni
         Harmonics searched at least this high (and, with folding, up to 4 fs / f0: a comb of spikes one
         interval wide reaches beyond fs and folds back below fs/2).
     seeds_hz : tuple of float
-        Fundamentals known from elsewhere (the inter-spike interval, the spike train's spectrum), known to
-        about 0.5 %.
+        Fundamentals known from elsewhere (the inter-spike interval, the spike train's spectrum), tried as
+        known to a sixteenth of a bin at the 16th harmonic, and to 0.5 %.
 
     Returns
     -------
@@ -372,7 +372,10 @@ def _best_family(freqs: np.ndarray, weights: np.ndarray, resolution: np.ndarray,
     res = float(np.median(resolution[free]))
     order = [int(i) for i in np.argsort(-weights, kind="stable") if free[i]][:_CANDIDATE_PEAKS]
     # (f0, its uncertainty, whether a peak sits at f0)
-    candidates = [(float(s), max(res / 64, _SEED_ERROR * s), False, True) for s in seeds_hz if s > 0]
+    # a seed as precise as a mean interval can be (a sixteenth of the 16th harmonic's bin), and as rough as a
+    # mean over a histogram bin may be: both compete
+    candidates = [(float(s), error, False, True) for s in seeds_hz if s > 0
+                  for error in (res / 64, max(res / 64, _SEED_ERROR * s))]
     candidates += [(float(freqs[i] / m), 0.25 * res / m, m == 1, False) for i in order
                    for m in range(1, _SUBHARMONICS + 1)]
     found = []

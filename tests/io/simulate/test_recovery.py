@@ -162,8 +162,10 @@ def test_a_spectral_line_nothing_planted_is_a_false_positive() -> None:
     truth = {"periodic[0]": {"type": "periodic", "frequency_hz": 113.0, "amplitude_ns": 5_000.0}}
 
     def peak(hz: float, harmonic: int = 1) -> SimpleNamespace:
+        # every peak its own family (as group_harmonics leaves unrelated lines)
         return SimpleNamespace(frequency_hz=hz, fap=1e-9, harmonic_number=harmonic, resolution_hz=0.05, snr=30.0,
-                               method="welch", likely_source=None)
+                               method="welch", likely_source=None, harmonic_group=round(hz * 100),
+                               fundamental_hz=hz / harmonic)
 
     thread = SimpleNamespace(thread=0, cpu=0, fs_hz=1000.0, peaks=(peak(113.02), peak(226.0), peak(77.0)))
     spectra = SimpleNamespace(threads=(thread,), skipped=())

@@ -405,9 +405,9 @@ def _periodic(key: str, truth: Mapping[str, Any], ctx: _Context) -> list[Planted
         target = _alias(freq, thread.fs_hz)
         # a family whose fundamental is the planted frequency (or its alias) recovers it, harmonics and all;
         # else any significant peak there (a harmonic of some other family, say so)
-        close = [p for p in thread.peaks if p.fap < SPECTRAL_FAP and p.fundamental_hz is not None and min(
-            abs(p.fundamental_hz - freq), abs(p.fundamental_hz - target)) <= PEAK_TOLERANCE_BINS * max(
-            p.resolution_hz, 1e-12)]
+        close = [p for p in thread.peaks if p.fap < SPECTRAL_FAP and getattr(p, "fundamental_hz", None) is not None
+                 and min(abs(p.fundamental_hz - freq), abs(p.fundamental_hz - target)) <= PEAK_TOLERANCE_BINS * max(
+                     p.resolution_hz, 1e-12)]
         if not close:
             close = [p for p in thread.peaks if p.fap < SPECTRAL_FAP
                      and abs(p.frequency_hz - target) <= PEAK_TOLERANCE_BINS * max(p.resolution_hz, 1e-12)]
@@ -419,7 +419,7 @@ def _periodic(key: str, truth: Mapping[str, Any], ctx: _Context) -> list[Planted
         return [PlantedRow(key, planted, recovered, tolerance, MISSED, {"threads_analysed": len(analysed),
                                                                          "threads_found": 0})]
     thread, best, target = min(found, key=lambda item: item[1].fap)
-    fundamental = best.fundamental_hz if best.fundamental_hz is not None else best.frequency_hz
+    fundamental = getattr(best, "fundamental_hz", None) or best.frequency_hz
     by_family = min(abs(fundamental - freq), abs(fundamental - target)) <= PEAK_TOLERANCE_BINS * max(
         best.resolution_hz, 1e-12)
     shown = fundamental if by_family else best.frequency_hz
@@ -474,7 +474,7 @@ def _unplanted_lines(ground_truth: Mapping[str, Any], spectra: SpectralAnalysis)
                 continue
             # a family is one disturbance: its fundamental (which need not be a peak) is what is judged
             first = min(members, key=lambda p: p.harmonic_number)
-            fundamental = first.fundamental_hz if first.fundamental_hz is not None else first.frequency_hz
+            fundamental = getattr(first, "fundamental_hz", None) or first.frequency_hz
             tolerance = PEAK_TOLERANCE_BINS * max(first.resolution_hz, 1e-12)
             if not any(_is_harmonic(fundamental, base, thread.fs_hz, tolerance, most, fold)
                        for base, most, fold in bases if base > 0):
