@@ -65,7 +65,11 @@ def test_table_has_every_statistic_with_units(dataset, capsys):
         assert cells[2] == str(len(g))
         assert cells[3] == f"{lat.min() / 1000:.2f}" and cells[13] == f"{lat.max() / 1000:.2f}"
         assert cells[5] == f"{lat.mean() / 1000:.2f}"
-        assert float(cells[11]) == pytest.approx(np.percentile(lat, 99.99) / 1000, rel=1e-3, abs=0.006)
+        for column, q in ((9, 99.0), (10, 99.9), (11, 99.99)):
+            if len(lat) * (1 - q / 100) < 1:  # not resolved by n wake-ups: n/a, as in the report and the JSON
+                assert cells[column] == "n/a"
+            else:
+                assert float(cells[column]) == pytest.approx(np.percentile(lat, q) / 1000, rel=1e-3, abs=0.006)
         assert cells[14] == str(int(g.overruns.sum()))
     assert table["all"][2] == str(sum(len(g) for g in rows.values()))
 

@@ -315,8 +315,8 @@ def _fit_maxima(maxima: np.ndarray, block_size: int, gpd_xi: float, gpd_se: floa
     z = abs(xi_gev - gpd_xi) / np.hypot(se, gpd_se) if np.isfinite(se) else float("nan")
     sentence = (
         f"block maxima ({n_blocks} blocks of {block_size} wake-ups): GEV shape {shape_text(xi_gev, se)}; "
-        + (f"Gumbel (ξ = 0) rejected (LR = {lr:.1f}, {format_p(p)} < {ALPHA:g})" if p < ALPHA
-           else f"Gumbel (ξ = 0) not rejected (LR = {lr:.1f}, {format_p(p)} ≥ {ALPHA:g})")
+        + (f"Gumbel (ξ = 0) rejected at α = {ALPHA:g} (LR = {lr:.1f}, {format_p(p)})" if p < ALPHA
+           else f"Gumbel (ξ = 0) not rejected at α = {ALPHA:g} (LR = {lr:.1f}, {format_p(p)})")
         + ("; agrees with the GPD shape" if z <= 2 else f"; differs from the GPD shape ({z:.1f} standard errors)")
     )
     return BlockMaxima(
