@@ -107,3 +107,23 @@ def test_a_gate_on_a_percentile_among_the_overflows_is_decided_by_its_bound(tmp_
     # above the bound nothing is known: undecided, so the gate fails rather than passes
     assert main(["summary", str(out), "-q", "--fail-if", "p99.9>500us"]) == 3
     assert "cannot tell" in capsys.readouterr().err
+
+
+def test_real_400us_cyclictest_histogram_counts_its_overflows_in_n(tmp_path, capsys):
+    # cyclictest -l5000 -h400: "# Total: 000004993 000004989", "# Histogram Overflows: 00007 00011"
+    out = tmp_path / "ct.parquet"
+    assert main(["import", str(DATA / "ct-hist-overflows.txt"), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["summary", str(out)]) == 0
+    rows = _cells(capsys.readouterr().out)
+    assert rows["0"]["n"] == rows["1"]["n"] == "5000" and rows["all"]["n"] == "10000"
+    # 7 and 11 of 5,000 above 400 µs: p99.9 (rank 4995.0) lies among them; all: 18 of 10,000 (rank 9990.0)
+    assert rows["0"]["p99.9"] == rows["1"]["p99.9"] == rows["all"]["p99.9"] == ">400.00"
+    assert rows["all"]["p99.99"] == ">400.00"  # rank 9999.0 of 10,000, also an overflow: not "n/a", not a value
+    doc_main = main(["summary", str(out), "--json"])
+    assert doc_main == 0
+    doc = json.loads(capsys.readouterr().out)
+    for row in doc["threads"]:
+        assert row["n"] == 5000 and row["percentiles"]["99.9"] is None
+        assert row["percentiles_above"]["99.9"] == 400_000.0
+    assert doc["overall"]["n"] == 10_000
