@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 from ..errors import ImportFormatError
 from ..format import jsonable
@@ -74,6 +75,8 @@ def _is_trace(args: argparse.Namespace) -> bool:
         return True
     if args.format is not None or len(args.files) != 1:
         return False
+    if not os.path.isfile(args.files[0]):
+        return False  # missing, a directory, a device, a FIFO (whose open would wait): the importer says so
     try:
         with open(args.files[0], "rb") as handle:
             return sniff_trace(handle.read(64 * 1024)) is not None

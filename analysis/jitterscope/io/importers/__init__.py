@@ -54,7 +54,7 @@ from . import (
 )
 from ._build import build_histogram, build_summary_only
 from ._build_samples import Sink, TableSink, build_cyclictest_verbose, build_jitterdebugger
-from ._common import Parsed
+from ._common import Parsed, open_input
 
 SNIFF_BYTES = 64 * 1024
 
@@ -95,12 +95,12 @@ def detect(path: str | os.PathLike[str]) -> str:
         The file cannot be read.
     """
     file = Path(path)
-    try:
-        size = file.stat().st_size
-        with file.open("rb") as handle:
+    with open_input(file) as handle:  # a device or a FIFO is refused here, before it is opened
+        try:
+            size = os.fstat(handle.fileno()).st_size
             head = handle.read(SNIFF_BYTES)
-    except OSError as exc:
-        raise ImportFormatError(f"{file}: cannot read ({exc.strerror or exc})") from None
+        except OSError as exc:
+            raise ImportFormatError(f"{file}: cannot read ({exc.strerror or exc})") from None
     if size == 0:
         raise UnknownFormatError(f"{file}: file is empty; nothing to import")
     for name, sniff in _SNIFFERS:
