@@ -90,7 +90,8 @@ def test_planted_identifiers_in_every_string_of_the_contract_are_gone(tmp_path) 
         document.setdefault(key, {})["unknown_field"] = f"{key}.unknown_field: {CARRIER}"
     document["environment"]["hostname"] = PLANTED["host"]
     threads = tuple(ThreadInfo(thread=t.thread, cpu=t.cpu, interval_ns=t.interval_ns, samples=t.samples,
-                               drops=t.drops, overruns=t.overruns, tid=31337 + t.thread, extra={"note": f"note: {CARRIER}"})
+                               drops=t.drops, overruns=t.overruns, tid=31337 + t.thread,
+                               extra={"note": f"note: {CARRIER}"})
                     for t in meta.threads)
     planted = meta.with_changes(threads=threads, **{k: document[k] for k in (
         "environment", "settings", "source", "status", "counters", "clock", "ground_truth") if k in document})
