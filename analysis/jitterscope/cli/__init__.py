@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from .. import __version__
 from ..errors import JitterscopeError
 from ..format import visible
-from .options import OneLineParser, UsageError, VisibleText
+from .options import PATHS_HELP, OneLineParser, UsageError, VisibleText
 
 # Modules under jitterscope.cli, one per subcommand, in the order --help lists them.
 COMMANDS: tuple[str, ...] = (
@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(subparsers)
+    for command in subparsers.choices.values():  # the one rule for paths, said in every command's --help
+        command.epilog = f"{command.epilog}\n\n{PATHS_HELP}" if command.epilog else PATHS_HELP
+    parser.epilog = PATHS_HELP
     return parser
 
 

@@ -8,7 +8,7 @@ import sys
 
 from ..errors import AnalysisError
 from .gates import add_gate_arguments, compare_facts, evaluate, report
-from .options import number, seed
+from .options import input_path, number, output_path, seed
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,9 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "is a histogram (kind histogram), every run is compared as bins: multinomial bootstrap of the "
                     "counts (assumes independent wake-ups), max not judged, rank tests not available.",
     )
-    parser.add_argument("datasets", nargs="+", metavar="DATASET",
+    parser.add_argument("datasets", type=input_path, nargs="+", metavar="DATASET",
                         help="two or more datasets; the first is the baseline")
-    parser.add_argument("-o", "--output", metavar="PDF", help="also write the comparison as a PDF")
+    parser.add_argument("-o", "--output", type=output_path, metavar="PDF", help="also write the comparison as a PDF")
     parser.add_argument("--force", action="store_true", help="replace an existing OUTPUT")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     parser.add_argument("--labels", metavar="A,B,…", help="names of the runs (default: file names)")

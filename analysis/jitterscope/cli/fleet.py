@@ -8,7 +8,7 @@ import json
 import re
 import sys
 
-from .options import number, usage_error
+from .options import input_path, number, output_path, usage_error
 
 BY_KINDS = ("host", "kernel", "governor", "env", "cmdline")
 
@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "a LocalCluster with one worker process per core runs the tasks; --scheduler uses a running "
                     "cluster.",
     )
-    parser.add_argument("datasets", nargs="*", metavar="DATASET", help="dataset files or directories")
+    parser.add_argument("datasets", type=input_path, nargs="*", metavar="DATASET", help="dataset files or directories")
     parser.add_argument("--glob", metavar="PATTERN", action="append", default=[],
                         help="datasets matching a pattern ('**' recurses), e.g. --glob 'runs/**/*.parquet'")
     parser.add_argument("--by", nargs="+", metavar="KEY", default=["host"],
@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "LocalCluster); 'serial' runs in this process without Dask")
     parser.add_argument("--workers", type=number(integer=True, min=1, max=1024), metavar="N",
                         help="worker processes of the LocalCluster (default: one per core)")
-    parser.add_argument("-o", "--output", metavar="PDF", help="also write the fleet report as a PDF")
+    parser.add_argument("-o", "--output", type=output_path, metavar="PDF", help="also write the fleet report as a PDF")
     parser.add_argument("--force", action="store_true", help="replace an existing PDF")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     parser.add_argument("--noise", type=number(min=0, max=1000, unit="%"), default=5.0, metavar="PCT",

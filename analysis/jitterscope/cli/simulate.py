@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from .options import DURATION_HELP, duration, number, seed, usage_error
+from .options import DURATION_HELP, duration, input_path, number, output_path, seed, usage_error
 
 if TYPE_CHECKING:  # for annotations only: the implementation is imported when the command runs
     from ..io import Effect, SimulationSpec
@@ -20,8 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write a synthetic dataset (kind 'simulation') from options or a JSON spec (--spec); "
                     "the planted ground truth goes into its metadata.",
     )
-    parser.add_argument("-o", "--output", required=True, help="Parquet file to write")
-    parser.add_argument("--spec", help="JSON spec file (see jitterscope.io.simulate); other shape options are ignored")
+    parser.add_argument("-o", "--output", type=output_path, required=True, help="Parquet file to write")
+    parser.add_argument("--spec", type=input_path,
+                        help="JSON spec file (see jitterscope.io.simulate); other shape options are ignored")
     parser.add_argument("--seed", type=seed(), default=0, help="random seed (default 0)")
     parser.add_argument("--force", action="store_true", help="overwrite OUTPUT")
     parser.add_argument("--print-spec", action="store_true", help="print the spec as JSON and write nothing")

@@ -185,7 +185,12 @@ def capture_dataset(
     if refusal and not fallback_to_other:
         raise CaptureError(refusal.removeprefix("jitterscope-capture: "))
     policy = "other" if refusal else "fifo"
-    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.parent.exists() and not out.parent.is_dir():
+        raise CaptureError(f"{out.parent}: exists and is not a directory; choose another output directory")
+    try:  # the folder itself, not its missing parents (the rule of every command: parents must exist)
+        out.parent.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise CaptureError(f"{out.parent}: cannot create the directory ({exc.strerror})") from None
     argv = [str(binary), "-D", f"{seconds:g}", "-f", f"{hz:g}", "--policy", policy, "-o", str(out), *extra]
     if quiet:
         argv.append("-q")

@@ -222,7 +222,15 @@ def _import(files: list[Path], fmt: str | None, sink: Sink) -> Metadata:
             cyclictest_quiet.scale(comp, resolution or 1000)
     primary_path, primary_format = files[primary_index], formats[primary_index]
     if primary_format == "cyclictest-verbose":
-        return build_cyclictest_verbose(cyclictest_verbose.VerboseReader(primary_path), companions, sink)
+        metadata = build_cyclictest_verbose(cyclictest_verbose.VerboseReader(primary_path), companions, sink)
+        beside = None if any(c.format == "cyclictest-json" for c in companions) else _json_beside(primary_path)
+        if beside is None:
+            return metadata
+        source = dict(metadata.source or {})
+        source["notes"] = [*source.get("notes", []), (
+            f"{beside} beside it looks like cyclictest --json output, not imported: if it is this run's, import "
+            f"both ('jitterscope import {primary_path} {beside} -o OUT') to know each thread's CPU (now -1)")]
+        return metadata.with_changes(source=source)
     if primary_format == "jitterdebugger-samples":
         return build_jitterdebugger(jitterdebugger.SamplesReader(primary_path, resolution or 1000), companions,
                                     sink)
@@ -235,6 +243,24 @@ def _import(files: list[Path], fmt: str | None, sink: Sink) -> Metadata:
         table, metadata = build_summary_only(primary, companions)
     sink.write(table, metadata.kind)
     return metadata
+
+
+def _json_beside(path: Path) -> Path | None:
+    """A cyclictest ``--json`` file in the folder of a ``-v`` log (its name's stem first), or None."""
+    try:
+        candidates = sorted(path.parent.glob("*.json"), key=lambda p: (p.stem != path.stem, p.name))[:20]
+    except OSError:
+        return None
+    for candidate in candidates:
+        try:
+            if not candidate.is_file():
+                continue
+            with open_input(candidate) as handle:
+                if cyclictest_json.sniff(handle.read(SNIFF_BYTES)):
+                    return candidate
+        except (OSError, ImportFormatError):
+            continue
+    return None
 
 
 def _expand(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:

@@ -21,10 +21,10 @@ import pyarrow as pa
 
 from ...dataset import Metadata, ThreadInfo
 from ...errors import ImportFormatError
-from . import cyclictest_verbose
 from ._build import LatencyTally, check_against, merged_summaries, metadata_for, other_path
 from ._common import Parsed, fail
 from .cyclictest_quiet import scale as scale_summaries
+from .cyclictest_verbose import FORMAT as VERBOSE_FORMAT
 from .cyclictest_verbose import VerboseReader, resolve_intervals
 from .jitterdebugger import SamplesReader
 
@@ -107,7 +107,7 @@ def _verbose_plan(reader: VerboseReader, companions: list[Parsed], options: dict
         companions = [*companions, embedded]
     headers = [reader.headers[t] for t in sorted(reader.headers)]
     if not headers:  # sample lines without the preamble (a log cut at its start): no interval to go by
-        raise fail(cyclictest_verbose.FORMAT, reader.path, "preamble", "no 'Thread N Interval:' header",
+        raise fail(VERBOSE_FORMAT, reader.path, "preamble", "no 'Thread N Interval:' header",
                    "was cyclictest run with -v, and is the start of its output in the file?")
     intervals_us, how = resolve_intervals(headers, options)
     for comp in companions:
