@@ -17,7 +17,24 @@ The inputs:
 Usage: ``python benchmarks/hostile_sweep.py [--timeout 60] [--jobs 2] [--only CATEGORY] [--list] [--source DIR]``;
 exit status 0 when every count is 0. ``--source DIR`` runs the ``jitterscope`` package found in DIR (e.g. an
 ``analysis`` directory from ``git archive OLD analysis | tar -x``) instead of the installed one: how the "before"
-counts were taken. The closing note of issue 26 gives the counts before and after its fixes.
+counts were taken.
+
+Counts on the shared, loaded 2-CPU VM (load average ~14 from other work), 623 runs, ``--timeout 60``:
+
+==========  =====  ==========  =====  =========  =========  ========
+            runs   tracebacks  hangs  over 1 GB  leftovers  odd exit
+==========  =====  ==========  =====  =========  =========  ========
+before      623    43          11     1          5          1
+after       623    0           1      0          1          0
+==========  =====  ==========  =====  =========  =========  ========
+
+Before (commit 966c96b): RecursionError in every command on a 100,000-deep or 30 MB ``[`` environment,
+ZeroDivisionError in spectrum, import of /dev/zero at 800 MB when stopped and of a FIFO waiting forever, simulate
+--spec /dev/zero over 1 GB, UnicodeDecodeError of a binary spec, NaN/inf effect specs, fleet --scheduler
+tracebacks, demo FileExistsError, --fail-if p101 exit 3. After: the one hang is ``report --figures`` into an
+existing folder, a full report with every figure at 300 dpi, which ran past its 180 s under that load (no
+deadlock: it ends given time); the one leftover was a false attribution of a concurrent run's output (the
+directory fixture is now per run).
 """
 
 from __future__ import annotations
@@ -187,7 +204,7 @@ def _cases(paths: dict[str, str]) -> list[Case]:
         cases.append(Case("paths" if name != "nan-spec" else "numbers", f"simulate --spec {name}",
                           ["simulate", "--spec", paths[name], "-o", "{out}/s.parquet"]))
     for command, (argv, option) in OUTPUTS.items():
-        for name, target in (("empty", ""), ("missing-parent", "{out}/no/such/x"), ("dir", paths["dir"]),
+        for name, target in (("empty", ""), ("missing-parent", "{out}/no/such/x"), ("dir", "{out}/a-dir"),
                              ("dev-full", "/dev/full"), ("fifo", paths["fifo"])):
             if command == "capture" and name in ("dev-full", "fifo"):
                 continue
@@ -220,8 +237,8 @@ def _cases(paths: dict[str, str]) -> list[Case]:
 
 def _run(case: Case, work: Path, timeout: float, command: list[str]) -> Outcome:
     out = Path(tempfile.mkdtemp(prefix="run-", dir=work))
+    (out / "a-dir").mkdir()  # an existing directory as an output, the run's own (runs go two at a time)
     argv = [a.replace("{out}", str(out)) for a in case.argv]
-    before = set(os.listdir(work / "a-dir"))
     started = time.monotonic()
     process = subprocess.Popen([*command, *argv], cwd=out, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, start_new_session=True)
@@ -259,10 +276,8 @@ def _run(case: Case, work: Path, timeout: float, command: list[str]) -> Outcome:
     seconds = time.monotonic() - started
     _kill_group(process.pid)
     leftovers = [str(p.relative_to(work)) for p in out.rglob("*") if ".tmp" in p.name]
-    leftovers += [f"a-dir/{n}" for n in set(os.listdir(work / "a-dir")) - before]
-    for name in set(os.listdir(work / "a-dir")) - before:
-        target = work / "a-dir" / name
-        shutil.rmtree(target) if target.is_dir() else target.unlink()
+    if code not in (0, None):  # a failed run leaves nothing it made in the directory it was given
+        leftovers += [f"a-dir/{n}" for n in os.listdir(out / "a-dir")]
     shutil.rmtree(out, ignore_errors=True)
     code = code if code is None or code >= 0 else 128 - code
     return Outcome(case, code, seconds, peak, b"".join(stderr_chunks).decode("utf-8", "replace"), leftovers)
