@@ -1,7 +1,7 @@
 /* jitterscope-capture: options -> setup -> run -> drain -> finish.
  * Every failure during setup prints one line and exits non-zero; after
- * setup every exit goes through capture_cleanup().  SIGINT, SIGTERM and SIGHUP are
- * blocked everywhere and taken synchronously by main with sigwaitinfo(), so
+ * setup every exit goes through capture_cleanup().  SIGINT, SIGTERM, SIGHUP and SIGQUIT
+ * (and, under the jitterscope wrapper, PARENT_SIGNAL: the wrapper died) are blocked everywhere and taken synchronously by main with sigwaitinfo(), so
  * no handler runs at all; measuring threads and the writer wake main with
  * SIGUSR1 when they end or fail. */
 #include <errno.h>
@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -32,6 +33,10 @@
 /* Small stacks: mlockall locks every page of them, and 8 MB each costs thousands of page faults. */
 #define MEASURING_STACK (128 * 1024)
 #define WRITER_STACK (512 * 1024)
+/* The wrapper (jitterscope capture) puts its pid here: the capture must not outlive it (a SIGKILL of the
+ * wrapper would otherwise leave a SCHED_FIFO 99 process running, forever without -D). */
+#define PARENT_ENV "JITTERSCOPE_CAPTURE_PARENT"
+#define PARENT_SIGNAL SIGUSR2 /* the kernel's PR_SET_PDEATHSIG signal: the wrapper died */
 #define WRITER_PRIORITY 1 /* SCHED_FIFO priority of the writer: above ordinary load, below the measuring threads */
 
 struct capture {
@@ -60,6 +65,8 @@ struct capture {
 	struct idlestate idle;        /* --deepest-idle-state (idlestate.h) */
 	struct timerloop_break brk;   /* --break */
 	char stop_reason[256];
+	pid_t parent;                 /* the wrapper watched with PR_SET_PDEATHSIG; 0: none */
+	bool dir_created;             /* this run made the output directory (removed again if setup fails) */
 };
 
 static int capture_policy(enum config_policy p)
@@ -278,6 +285,8 @@ static void capture_block_signals(sigset_t *set)
 	sigaddset(set, SIGINT);
 	sigaddset(set, SIGTERM);
 	sigaddset(set, SIGHUP); /* a closed terminal ends the run like SIGINT: final flush, status interrupted */
+	sigaddset(set, SIGQUIT); /* Ctrl-\\ too: a core dump would lose the last flush */
+	sigaddset(set, PARENT_SIGNAL);
 	sigaddset(set, SIGUSR1);
 	sigaddset(set, timerloop_signal());
 	pthread_sigmask(SIG_BLOCK, set, NULL);
@@ -346,7 +355,8 @@ static int capture_wait(struct capture *c, const sigset_t *signals)
 	int signo = 0;
 	while (!signo && !capture_threads_done(c) && !atomic_load(&c->stop)) {
 		int got = sigwaitinfo(signals, NULL);
-		if (got == SIGINT || got == SIGTERM || got == SIGHUP)
+		if (got == SIGINT || got == SIGTERM || got == SIGHUP || got == SIGQUIT ||
+		    (got == PARENT_SIGNAL && c->parent))
 			signo = got;
 	}
 	atomic_store(&c->stop, true);
@@ -356,7 +366,11 @@ static int capture_wait(struct capture *c, const sigset_t *signals)
 	int thread_err = 0;
 	for (int i = 0; i < c->cfg.ncpus && !thread_err; i++)
 		thread_err = c->loops[i].error;
+	if (signo == PARENT_SIGNAL)
+		snprintf(c->stop_reason, sizeof(c->stop_reason),
+			 "parent died: the jitterscope wrapper (pid %ld) ended, and a capture never outlives it", (long)c->parent);
 	const char *reason = signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM" : signo == SIGHUP ? "SIGHUP"
+			     : signo == SIGQUIT ? "SIGQUIT" : signo == PARENT_SIGNAL ? c->stop_reason
 			     : thread_err ? "a timer failed in a measuring thread"
 			     : capture_break_reason(c) ? c->stop_reason
 			     : c->cfg.duration_ns ? "duration reached" : "loop count reached";
@@ -393,7 +407,7 @@ static int capture_setup(struct capture *c)
 		capture_degrade(c, "policy other: wake-ups compete with ordinary tasks; not a real-time measurement");
 	if (counters_probe(&c->probe, &c->cfg))
 		return EXIT_RUNTIME;
-	if (c->cfg.output && (c->dir_fd = output_create(c->cfg.output, c->cfg.force, &owner)) < 0)
+	if (c->cfg.output && (c->dir_fd = output_create(c->cfg.output, c->cfg.force, &owner, &c->dir_created)) < 0)
 		return EXIT_RUNTIME;
 	capture_lock_memory(c);
 	capture_hold_latency(c);
@@ -485,6 +499,31 @@ static void capture_cleanup(struct capture *c)
 		close(c->dir_fd);
 }
 
+/* Under the wrapper: the kernel sends PARENT_SIGNAL when it dies (even of SIGKILL), and the run stops as on
+ * SIGTERM (final flush, state interrupted, the reason says why).  A wrapper that died before the prctl is seen
+ * by getppid(): false then, and nothing is started.  Run directly (no PARENT_ENV), a capture may outlive its
+ * shell (nohup, setsid), as before. */
+static bool capture_watch_parent(struct capture *c)
+{
+	const char *text = getenv(PARENT_ENV);
+	if (!text || !*text)
+		return true;
+	char *end;
+	errno = 0;
+	long pid = strtol(text, &end, 10);
+	if (errno || *end || pid <= 1) {
+		fprintf(stderr, PROG ": warning: ignoring " PARENT_ENV "=%s (not a process id)\n", text);
+		return true;
+	}
+	c->parent = (pid_t)pid;
+	if (prctl(PR_SET_PDEATHSIG, PARENT_SIGNAL))
+		fprintf(stderr, PROG ": warning: cannot watch the wrapper (pid %ld): %s\n", pid, strerror(errno));
+	if (getppid() == c->parent)
+		return true;
+	fprintf(stderr, PROG ": the jitterscope wrapper (pid %ld) has already ended; not starting\n", pid);
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	static struct capture c; /* large (the config holds a CPU array); zeroed */
@@ -502,9 +541,14 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	sigset_t signals;
 	capture_block_signals(&signals); /* a SIGINT during setup waits, then ends the run cleanly */
+	if (!capture_watch_parent(&c))
+		return EXIT_RUNTIME;
 	int status = capture_setup(&c);
-	if (status == EXIT_OK)
+	bool setup_failed = status != EXIT_OK;
+	if (!setup_failed)
 		status = capture_run(&c, &signals);
 	capture_cleanup(&c);
+	if (setup_failed && c.dir_created)
+		output_remove_empty(c.cfg.output); /* a failed capture leaves no directory it made */
 	return status;
 }

@@ -87,8 +87,9 @@ static int output_replace(const char *path, const struct stat *st)
 	return err;
 }
 
-int output_create(const char *path, bool force, const struct output_owner *owner)
+int output_create(const char *path, bool force, const struct output_owner *owner, bool *created)
 {
+	*created = false;
 	struct stat st;
 	if (lstat(path, &st) == 0) {
 		if (S_ISLNK(st.st_mode))
@@ -99,7 +100,9 @@ int output_create(const char *path, bool force, const struct output_owner *owner
 		if (err)
 			return err;
 	}
-	if (mkdir(path, 0755) && errno != EEXIST) {
+	if (mkdir(path, 0755) == 0) {
+		*created = true;
+	} else if (errno != EEXIST) {
 		int err = errno;
 		fprintf(stderr, PROG ": cannot create directory %s: %s (check the parent directory)\n", path,
 			strerror(err));
@@ -116,4 +119,12 @@ int output_create(const char *path, bool force, const struct output_owner *owner
 		/* best effort: the capture still works, the user may need sudo to delete it */
 	}
 	return fd;
+}
+
+void output_remove_empty(const char *path)
+{
+	char trace[4096];
+	if (snprintf(trace, sizeof(trace), "%s/_trace", path) < (int)sizeof(trace))
+		rmdir(trace); /* fails, harmlessly, when absent or not empty */
+	rmdir(path);
 }

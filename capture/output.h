@@ -15,7 +15,11 @@ struct output_owner {
 /* Reads SUDO_UID/SUDO_GID when we are root. */
 void output_owner(struct output_owner *owner);
 /* Creates the directory path (replacing our old parts with force) and returns
- * an O_DIRECTORY fd, or -errno after printing one line. */
-int output_create(const char *path, bool force, const struct output_owner *owner);
+ * an O_DIRECTORY fd, or -errno after printing one line; *created says whether
+ * the directory is new. */
+int output_create(const char *path, bool force, const struct output_owner *owner, bool *created);
+/* Removes the directory path and its _trace subdirectory if they are empty
+ * (after a failed setup); anything with data in it stays. */
+void output_remove_empty(const char *path);
 
 #endif

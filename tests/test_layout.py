@@ -34,7 +34,8 @@ ROOT_MODULES = {"errors", "format"}
 
 
 def _entries() -> list[str]:
-    return sorted(p.name for p in PACKAGE.iterdir() if p.name != "__pycache__")
+    # __main__.py (python -m jitterscope) is no feature, like __init__.py it is how the package is entered
+    return sorted(p.name for p in PACKAGE.iterdir() if p.name not in ("__pycache__", "__main__.py"))
 
 
 def _packages() -> list[str]:

@@ -91,7 +91,8 @@ static int bench_writer(const struct bench_spec *spec, const struct config *cfg)
 	int64_t interval = 1000000000 / spec->hz;
 	for (int i = 0; i < n; i++)
 		threads[i] = (struct writer_thread){.thread = i, .cpu = i, .interval_ns = interval};
-	if (cfg->output && (dir_fd = output_create(cfg->output, cfg->force, &owner)) < 0)
+	bool created;
+	if (cfg->output && (dir_fd = output_create(cfg->output, cfg->force, &owner, &created)) < 0)
 		return EXIT_RUNTIME;
 	char *env = envinfo_json();
 	w.to_dev_null = dir_fd < 0;

@@ -86,7 +86,7 @@ def test_three_runs_pdf_one_page_per_pair_and_a_summary(runs, tmp_path, capsys, 
     (["{base}", "{tmp}/missing.parquet"], "no such file or directory", 1),
     (["{base}", "{base}", "--labels", "one"], "one label per dataset", 1),
     (["{base}", "{base}", "--confidence", "120"], "--confidence", 2),  # a usage error: refused by the parser
-    (["{base}", "{base}", "-o", "{tmp}/no/dir/c.pdf"], "no such directory", 1),
+    (["{base}", "{base}", "-o", "{tmp}/no/dir/c.pdf"], "does not exist; jitterscope creates no parent", 2),
 ])
 def test_bad_input_is_one_line_and_exit_1(runs, tmp_path, capsys, args, message, status) -> None:
     argv = ["compare", *(a.format(base=runs[0], tmp=tmp_path) for a in args), "--resamples", "20"]

@@ -104,6 +104,7 @@ def test_junit_file_is_read_by_junitparser(runs, capsys, tmp_path) -> None:
 
 
 def test_unwritable_junit_file_is_one_line(runs, capsys, tmp_path) -> None:
-    code = main(["summary", runs["calm"], "--fail-if", "max>1ms", "--junit", str(tmp_path / "no" / "dir.xml")])
+    (tmp_path / "dir.xml").mkdir()  # a directory where the file should go (a missing folder is a usage error)
+    code = main(["summary", runs["calm"], "--fail-if", "max>1ms", "--junit", str(tmp_path / "dir.xml")])
     err = capsys.readouterr().err
     assert code == 1 and "cannot write the JUnit file" in err and "Traceback" not in err

@@ -43,7 +43,8 @@ def _numeric_options() -> list[tuple[str, str, argparse.Action]]:
             continue
         seen.add(id(sub))  # an alias (correlate) shares its parser
         for action in sub._actions:
-            if action.option_strings and action.type is not None:
+            if action.option_strings and action.type is not None and getattr(action.type, "__name__", "") not in (
+                    "input_path", "output_path", "scheduler_address"):  # paths and addresses: test_hostile_paths
                 found.append((name, action.option_strings[-1], action))
     return found
 

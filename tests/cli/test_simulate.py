@@ -65,8 +65,9 @@ def test_refuses_to_overwrite_and_bad_options(tmp_path, capsys):
     assert main(["simulate", "-o", str(out), "--samples", "10"]) == 1
     assert "already exists" in capsys.readouterr().err
     assert main(["simulate", "-o", str(out), "--samples", "10", "--force"]) == 0
-    for bad, status in ((["--periodic", "ten:20"], 1), (["--coupling", "1:2:3"], 1), (["--smi", "1"], 1),
-                        (["--threads", "0"], 2), (["--pstates", "fast,slow"], 1)):
+    # every option that takes numbers is a usage error (exit 2) when they are not (issue 26), effect specs too
+    for bad, status in ((["--periodic", "ten:20"], 2), (["--coupling", "1:2:3"], 2), (["--smi", "1"], 2),
+                        (["--threads", "0"], 2), (["--pstates", "fast,slow"], 2)):
         capsys.readouterr()
         assert main(["simulate", "-o", str(tmp_path / "x.parquet"), *bad]) == status
         assert capsys.readouterr().err.count("\n") == 1

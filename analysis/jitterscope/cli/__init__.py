@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from .. import __version__
 from ..errors import JitterscopeError
 from ..format import visible
-from .options import OneLineParser, UsageError, VisibleText
+from .options import PATHS_HELP, OneLineParser, UsageError, VisibleText
 
 # Modules under jitterscope.cli, one per subcommand, in the order --help lists them.
 COMMANDS: tuple[str, ...] = (
@@ -57,33 +57,47 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(subparsers)
+    for command in subparsers.choices.values():  # the one rule for paths, said in every command's --help
+        command.epilog = f"{command.epilog}\n\n{PATHS_HELP}" if command.epilog else PATHS_HELP
+    parser.epilog = PATHS_HELP
     return parser
 
 
+TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+"""Signals that end a command as Ctrl-C does (temporaries removed on the way out), exit status 128 + N: SIGTERM
+(kill, a service stop), SIGHUP (the terminal closed), SIGQUIT (Ctrl-\\; no core dump: nothing to debug)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one ``jitterscope`` command line; return its exit status (0, 1 error, 2 usage, 130 interrupted)."""
-    # SIGTERM as an exception, so that writers remove their temporaries on the way out (as on Ctrl-C)
-    previous = signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() \
-        else None
+    """Run one ``jitterscope`` command line; return its exit status (0, 1 error, 2 usage, 130 interrupted,
+    128 + N after signal N of :data:`TERMINATING_SIGNALS`)."""
+    # these signals as an exception, so that writers remove their temporaries on the way out (as on Ctrl-C)
+    previous = {signum: signal.signal(signum, _terminate) for signum in TERMINATING_SIGNALS} \
+        if threading.current_thread() is threading.main_thread() else {}
     try:
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C before a command runs (parsing, imports): one line, as during it
         print("jitterscope: interrupted", file=sys.stderr)
         return 130
-    except Terminated:
-        print("jitterscope: terminated (SIGTERM)", file=sys.stderr)
-        return 128 + signal.SIGTERM
+    except Terminated as stop:
+        print(f"jitterscope: terminated ({signal.Signals(stop.signum).name})", file=sys.stderr)
+        return 128 + stop.signum
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class Terminated(BaseException):
-    """SIGTERM arrived: unwinds like KeyboardInterrupt (a BaseException: no ``except Exception`` swallows it)."""
+    """A terminating signal arrived: unwinds like KeyboardInterrupt (a BaseException: no ``except Exception``
+    swallows it)."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__(signum)
+        self.signum = int(signum)
 
 
 def _terminate(signum: int, frame: object) -> None:
-    raise Terminated
+    raise Terminated(signum)
 
 
 def _main(argv: Sequence[str] | None) -> int:

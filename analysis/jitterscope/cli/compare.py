@@ -12,7 +12,7 @@ import sys
 
 from ..errors import AnalysisError
 from .gates import add_gate_arguments, compare_facts, evaluate, report
-from .options import UsageError, number, seed
+from .options import UsageError, input_path, number, output_path, seed
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,15 +32,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "'compare A1 A2 A3 -- B1 B2 B3' compares two groups of replicate runs by their between-run "
                     "variation (a run is the unit).",
     )
-    parser.add_argument("datasets", nargs="+", metavar="DATASET",
+    parser.add_argument("datasets", type=input_path, nargs="+", metavar="DATASET",
                         help="two or more datasets; the first is the baseline (or, with -- or --vs, the "
                              "baseline group's runs)")
-    parser.add_argument("--vs", nargs="+", metavar="DATASET", dest="candidates",
+    parser.add_argument("--vs", type=input_path, nargs="+", metavar="DATASET", dest="candidates",
                         help="the candidate group's runs (the same as writing them after --): compare the two "
                              "groups by their between-run variation, at least 2 runs each; the headline says "
                              "how many runs each side has")
     parser.add_argument("--sides", metavar="A,B", help="names of the two groups (default: A,B)")
-    parser.add_argument("-o", "--output", metavar="PDF", help="also write the comparison as a PDF")
+    parser.add_argument("-o", "--output", type=output_path, metavar="PDF", help="also write the comparison as a PDF")
     parser.add_argument("--force", action="store_true", help="replace an existing OUTPUT")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     parser.add_argument("--labels", metavar="A,B,…", help="names of the runs (default: file names)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .options import DURATION_HELP, duration, number
+from .options import DURATION_HELP, duration, number, output_path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,7 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seconds", dest="duration", type=duration(max=86_400), help=argparse.SUPPRESS)
     parser.add_argument("--hz", type=number(min=0, max=1e6, inclusive=False, unit="Hz"), default=1000.0,
                         help="wake-ups per second per CPU (default 1000)")
-    parser.add_argument("--out", default="out", metavar="DIR", help="parent of the demo-* directory (default ./out)")
+    parser.add_argument("--out", type=output_path, default="out", metavar="DIR",
+                        help="parent of the demo-* directory (default ./out)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no live status while capturing")
     parser.set_defaults(func=_run)
 

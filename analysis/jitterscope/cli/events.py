@@ -9,7 +9,7 @@ import math
 from ..errors import JitterscopeError
 from ..events import MAX_DEFAULT_THRESHOLD_NS, MIN_EXCESS_NS, ROBUST_SD  # light: events/defaults.py
 from .gates import add_gate_arguments, evaluate, events_facts, report
-from .options import number
+from .options import input_path, number
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "start (UTC and relative), duration, CPUs, wake-ups, missed periods, peak latency and the "
                     "causes the counters (SMI, frequency transition, idle exit) or a turbostat timeline support.",
     )
-    parser.add_argument("dataset", metavar="DATASET", help="dataset file or directory")
+    parser.add_argument("dataset", type=input_path, metavar="DATASET", help="dataset file or directory")
     parser.add_argument("--threshold", type=number(min=0, inclusive=False, max=1e9, unit="µs"), metavar="US",
                         help=f"a wake-up later than US µs is late (default: median + {ROBUST_SD:g} robust SD, at "
                              f"least median + {MIN_EXCESS_NS / 1000:g} µs, at most "

@@ -7,14 +7,14 @@ import json
 
 from ..format import jsonable
 from ..io import EXPORT_FORMATS  # light: formats/names.py
-from .options import number
+from .options import input_path, number, output_path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("export", help="write a dataset as csv, rt-tests-json or hgrm for other tools")
-    parser.add_argument("dataset", help="dataset file or directory")
+    parser.add_argument("dataset", type=input_path, help="dataset file or directory")
     parser.add_argument("--format", required=True, choices=EXPORT_FORMATS, help="output format")
-    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="file to write")
+    parser.add_argument("-o", "--output", type=output_path, required=True, metavar="FILE", help="file to write")
     parser.add_argument("--thread", type=number(integer=True, min=0, max=2**31 - 1), metavar="N",
                         help="only thread N (hgrm merges all threads otherwise)")
     parser.add_argument("--force", action="store_true", help="overwrite the output")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import re
 import sys
 
-from .options import number, usage_error
+from .options import input_path, number, output_path, usage_error
 
 BY_KINDS = ("host", "kernel", "governor", "env", "cmdline")
 
@@ -23,17 +24,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "a LocalCluster with one worker process per core runs the tasks; --scheduler uses a running "
                     "cluster.",
     )
-    parser.add_argument("datasets", nargs="*", metavar="DATASET", help="dataset files or directories")
+    parser.add_argument("datasets", type=input_path, nargs="*", metavar="DATASET", help="dataset files or directories")
     parser.add_argument("--glob", metavar="PATTERN", action="append", default=[],
                         help="datasets matching a pattern ('**' recurses), e.g. --glob 'runs/**/*.parquet'")
     parser.add_argument("--by", nargs="+", metavar="KEY", default=["host"],
                         help="group the ranking by host, kernel, governor, env KEY or cmdline PARAM (default: host)")
-    parser.add_argument("--scheduler", metavar="ADDRESS",
+    parser.add_argument("--scheduler", metavar="ADDRESS", type=scheduler_address,
                         help="address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: start a "
                              "LocalCluster); 'serial' runs in this process without Dask")
     parser.add_argument("--workers", type=number(integer=True, min=1, max=1024), metavar="N",
                         help="worker processes of the LocalCluster (default: one per core)")
-    parser.add_argument("-o", "--output", metavar="PDF", help="also write the fleet report as a PDF")
+    parser.add_argument("-o", "--output", type=output_path, metavar="PDF", help="also write the fleet report as a PDF")
     parser.add_argument("--force", action="store_true", help="replace an existing PDF")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     parser.add_argument("--noise", type=number(min=0, max=1000, unit="%"), default=5.0, metavar="PCT",
@@ -89,3 +90,22 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(fleet_text(fleet))
     return 0
+
+
+_ADDRESS = re.compile(r"(?:(?:tcp|tls|ws|wss|ucx)://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})")
+
+
+def scheduler_address(text: str) -> str:
+    """The ``--scheduler`` type: ``serial``, or ``[tcp|tls|ws|wss|ucx://]HOST:PORT`` with a port 1-65535.
+
+    Checked here, so an empty or malformed address is a usage error (exit 2) rather than an error of Dask's
+    address parser deep inside the run.
+    """
+    value = text.strip()
+    if value == "serial":
+        return value
+    match = _ADDRESS.fullmatch(value)
+    if not match or not 1 <= int(match.group(1)) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a scheduler address: give tcp://HOST:PORT (a port "
+                                         "1-65535) or 'serial'")
+    return value

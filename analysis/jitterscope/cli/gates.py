@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..format import format_us as _us
+from .options import output_path
 
 EXIT_FAILED = 3
 """Exit status when a --fail-if condition holds (1 is an error, 2 a usage error)."""
@@ -145,6 +146,10 @@ def parse_condition(text: str, command: str) -> Condition:
         raise argparse.ArgumentTypeError(f"{text!r}: the limit must be a finite number >= 0")
     condition = Condition(text=raw, metric=metric, operator=operator)
     kind = condition.kind
+    percentile = _PERCENTILE.match(metric)
+    if percentile and not 0 < float(percentile.group(1)) < 100:  # p101 "held" as undecided (exit 3) before
+        raise argparse.ArgumentTypeError(f"{text!r}: {metric!r} is no percentile; pNN takes 0 < NN < 100 "
+                                         "(min and max are the ends)")
     if kind == "latency" and metric not in LATENCY_METRICS:
         known = ", ".join([*LATENCY_METRICS, "pNN", *COUNT_METRICS, "events"])
         raise argparse.ArgumentTypeError(f"{text!r}: unknown statistic {metric!r} (known: {known})")
@@ -181,7 +186,7 @@ def add_gate_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         help="exit with status 3 when CONDITION holds, e.g. 'max>100us', 'p99.99>50us', 'events>1ms:0'"
              + (", 'regressed'" if command == "compare" else "") + "; repeatable; one line per condition on stderr",
     )
-    parser.add_argument("--junit", metavar="FILE",
+    parser.add_argument("--junit", type=output_path, metavar="FILE",
                         help="write the --fail-if verdicts as JUnit XML to FILE (for CI test reports)")
 
 

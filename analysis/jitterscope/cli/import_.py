@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 from ..errors import ImportFormatError
 from ..format import jsonable
 from ..io import IMPORT_FORMATS, TRACE_FORMATS  # light: io/names.py
-from .options import DURATION_HELP, duration, number, usage_error
+from .options import DURATION_HELP, duration, input_path, number, output_path, usage_error
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,12 +19,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "and companions of the same run (cyclictest --json/-q output, jitterdebugger's "
                     "results.json/stdout) used to check counts and fill in what the primary lacks.",
     )
-    parser.add_argument("files", nargs="+", metavar="FILE", help="input files (a jitterdebugger -o directory too)")
-    parser.add_argument("-o", "--output", required=True, metavar="DATASET", help="dataset file to write (.parquet)")
+    parser.add_argument("files", type=input_path, nargs="+", metavar="FILE",
+                        help="input files (a jitterdebugger -o directory too)")
+    parser.add_argument("-o", "--output", type=output_path, required=True, metavar="DATASET",
+                        help="dataset file to write (.parquet)")
     parser.add_argument("--format", choices=(*IMPORT_FORMATS, *TRACE_FORMATS),
                         help="format of the first FILE (default: detected)")
     parser.add_argument("--force", action="store_true", help="overwrite the output")
-    parser.add_argument("--onto", metavar="DATASET",
+    parser.add_argument("--onto", type=input_path, metavar="DATASET",
                         help="FILE is turbostat interval output: write a copy of DATASET with it attached as a "
                              "timeline joined by wall-clock time; or FILE is kernel trace text (a raw ftrace "
                              "'trace' file, 'trace-cmd report' output) recorded with the mono clock: write the "
@@ -74,6 +77,8 @@ def _is_trace(args: argparse.Namespace) -> bool:
         return True
     if args.format is not None or len(args.files) != 1:
         return False
+    if not os.path.isfile(args.files[0]):
+        return False  # missing, a directory, a device, a FIFO (whose open would wait): the importer says so
     try:
         with open(args.files[0], "rb") as handle:
             return sniff_trace(handle.read(64 * 1024)) is not None

@@ -6,10 +6,12 @@ import argparse
 import json
 import sys
 
+from .options import input_path
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("info", help="metadata, environment, counters and row counts of a dataset")
-    parser.add_argument("dataset", help="dataset file or directory")
+    parser.add_argument("dataset", type=input_path, help="dataset file or directory")
     parser.add_argument("--json", action="store_true", help="print the decoded metadata as JSON")
     parser.set_defaults(func=_run)
 

@@ -117,6 +117,30 @@ def duration(*, min: float = 0.0, max: float | None = None) -> Callable[[str], f
     return parse
 
 
+PATHS_HELP = ("paths: an empty path is a usage error; the folder an output goes into must exist "
+              "(no command creates missing parent folders)")
+"""The one rule for paths of every command, as ``--help`` says it."""
+
+
+def input_path(text: str) -> str:
+    """The ``type`` of every input path: anything but empty ('' used to mean the current directory)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names no file; give a path ('.' for the current directory)")
+    return text
+
+
+def output_path(text: str) -> str:
+    """The ``type`` of every output path: not empty, and in a folder that exists (:data:`PATHS_HELP`)."""
+    input_path(text)
+    import os
+
+    parent = os.path.dirname(text.rstrip("/")) or "."
+    if not os.path.isdir(parent):
+        raise argparse.ArgumentTypeError(f"{text!r}: the folder {parent!r} does not exist; jitterscope creates no "
+                                         "parent folders (make it first)")
+    return text
+
+
 def format_seconds(seconds: float) -> str:
     """A duration in seconds as the capture binary's ``-D`` takes it: plain decimal, to the nanosecond."""
     return f"{seconds:.9f}".rstrip("0").rstrip(".")

@@ -6,12 +6,14 @@ import argparse
 import json
 
 from ..format import jsonable
+from .options import input_path, output_path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("pack", help="write a dataset as one sorted, compressed, checksummed file")
-    parser.add_argument("dataset", help="dataset file or directory")
-    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="packed file to write (.parquet)")
+    parser.add_argument("dataset", type=input_path, help="dataset file or directory")
+    parser.add_argument("-o", "--output", type=output_path, required=True, metavar="FILE",
+                        help="packed file to write (.parquet)")
     parser.add_argument("--anonymize", action="store_true",
                         help="hash hostnames, serial numbers, MAC/IP addresses and user names in the metadata")
     parser.add_argument("--force", action="store_true", help="overwrite the output")

@@ -8,7 +8,7 @@ import sys
 
 from ..errors import AnalysisError
 from ..power import DEFAULT_C0_EDGES, DEFAULT_MIN_DWELL, DEFAULT_THRESHOLD  # light: power/defaults.py
-from .options import number, seed
+from .options import input_path, number, seed
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "APERF/MPERF/SMI counters), test each with risk ratios, rank tests and Holm's correction, "
                     "and say in plain words what caused the spikes.",
     )
-    parser.add_argument("dataset", help="dataset file or directory")
+    parser.add_argument("dataset", type=input_path, help="dataset file or directory")
     parser.add_argument("--threshold-us", type=number(min=0, max=1e12, inclusive=False, unit="µs"), action="append",
                         metavar="US",
                         help="spike threshold in µs (repeatable; the first is used in the verdict; "

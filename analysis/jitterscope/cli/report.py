@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..render import FIGURE_WIDTHS_IN
-from .options import number, usage_error
+from .options import input_path, number, output_path, usage_error
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -15,9 +15,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write the PDF report of a dataset; with --figures, also every figure "
                     "(PDF/SVG/PNG) and table (CSV/JSON/LaTeX) for papers.",
     )
-    parser.add_argument("dataset", metavar="DATASET", help="dataset file or directory")
-    parser.add_argument("-o", "--output", default="report.pdf", help="PDF to write (default: report.pdf)")
-    parser.add_argument("--figures", metavar="DIR", help="also write each figure and table into DIR")
+    parser.add_argument("dataset", type=input_path, metavar="DATASET", help="dataset file or directory")
+    parser.add_argument("-o", "--output", type=output_path, default="report.pdf",
+                        help="PDF to write (default: report.pdf)")
+    parser.add_argument("--figures", type=output_path, metavar="DIR", help="also write each figure and table into DIR")
     parser.add_argument("--figure-width", choices=tuple(FIGURE_WIDTHS_IN), metavar="column|page",
                         help="with --figures: refit each figure to a paper's column ("
                              f"{FIGURE_WIDTHS_IN['column']:g} in) or page ({FIGURE_WIDTHS_IN['page']:g} in) width "

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from .options import DURATION_HELP, duration, number, seed
+from .options import DURATION_HELP, duration, input_path, number, output_path, seed, usage_error
 
 if TYPE_CHECKING:  # for annotations only: the implementation is imported when the command runs
     from ..io import Effect, SimulationSpec
@@ -20,8 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write a synthetic dataset (kind 'simulation') from options or a JSON spec (--spec); "
                     "the planted ground truth goes into its metadata.",
     )
-    parser.add_argument("-o", "--output", required=True, help="Parquet file to write")
-    parser.add_argument("--spec", help="JSON spec file (see jitterscope.io.simulate); other shape options are ignored")
+    parser.add_argument("-o", "--output", type=output_path, required=True, help="Parquet file to write")
+    parser.add_argument("--spec", type=input_path,
+                        help="JSON spec file (see jitterscope.io.simulate); other shape options are ignored")
     parser.add_argument("--seed", type=seed(), default=0, help="random seed (default 0)")
     parser.add_argument("--force", action="store_true", help="overwrite OUTPUT")
     parser.add_argument("--print-spec", action="store_true", help="print the spec as JSON and write nothing")
@@ -77,44 +78,46 @@ def _spec_from_args(args: argparse.Namespace) -> SimulationSpec:
     interval_ns = round(args.interval_us * 1000)
     duration_ns = None if args.duration is None else round(args.duration * 1e9)
     samples = None if duration_ns is not None else (args.samples if args.samples is not None else 10_000)
+    # the options built the spec: what is wrong with it is a usage error (exit 2), naming the effect and field
     try:
         base = BaseLatency(distribution=args.distribution, median_ns=args.median_us * 1000, spread=args.spread)
         effects = _effects(args, interval_ns)
-    except ValueError as exc:
-        raise SpecError(f"simulate: {exc}") from None
-    return spec_from_options(threads=args.threads, interval_ns=interval_ns, samples=samples,
-                             duration_ns=duration_ns, base=base, effects=effects, governor=args.governor)
+        return spec_from_options(threads=args.threads, interval_ns=interval_ns, samples=samples,
+                                 duration_ns=duration_ns, base=base, effects=effects, governor=args.governor)
+    except (ValueError, SpecError) as exc:
+        usage_error(PROG, str(exc).removeprefix("simulation spec: "))
 
 
-def _numbers(text: str, option: str, count: tuple[int, int]) -> list[float]:
-    from ..io import SpecError
+PROG = "jitterscope simulate"
+
+
+def _numbers(text: str, option: str, count: tuple[int, int], separator: str = ":") -> list[float]:
+    parse = number()  # the one number parser of every option: NaN and ±inf refused
     try:
-        values = [float(part) for part in text.split(":")]
-    except ValueError:
-        raise SpecError(f"{option} {text!r}: expected numbers separated by ':'") from None
-    if not count[0] <= len(values) <= count[1]:
-        raise SpecError(f"{option} {text!r}: expected {count[0]} to {count[1]} numbers separated by ':'")
+        values = [float(parse(part)) for part in text.split(separator)]
+    except argparse.ArgumentTypeError:
+        values = []
+    if not values or not count[0] <= len(values) <= count[1]:
+        usage_error(PROG, f"argument {option}: {text!r}: expected {count[0]}" + (f" to {count[1]}" if count[1] !=
+                    count[0] else "") + f" finite numbers separated by {separator!r}")
     return values
 
 
 def _effects(args: argparse.Namespace, interval_ns: int) -> list[Effect]:
-    from ..io import Drops, IdleStates, PeriodicDisturbance, PStates, SMIs, SpecError, Stalls
+    from ..io import Drops, IdleStates, PeriodicDisturbance, PStates, SMIs, Stalls
     effects: list[Effect] = []
     for text in args.periodic:
         values = _numbers(text, "--periodic", (2, 3))
         width = values[2] * 1000 if len(values) == 3 else interval_ns
         effects.append(PeriodicDisturbance(frequency_hz=values[0], amplitude_ns=values[1] * 1000, width_ns=width))
     if args.pstates:
-        try:
-            levels = tuple(float(v) for v in args.pstates.split(","))
-        except ValueError:
-            raise SpecError(f"--pstates {args.pstates!r}: expected MHz values separated by ','") from None
+        levels = tuple(_numbers(args.pstates, "--pstates", (1, 10_000), ","))
         coupling = _numbers(args.coupling, "--coupling", (3, 3)) if args.coupling else [0.0, 0.0, 0]
         effects.append(PStates(levels_mhz=levels, dwell_ns=tuple([round(args.dwell_ms * 1e6)] * len(levels)),
                                coupling_probability=coupling[0], coupling_amplitude_ns=coupling[1] * 1000,
                                coupling_window=int(coupling[2])))
     elif args.coupling:
-        raise SpecError("--coupling needs --pstates (the transitions it couples to)")
+        usage_error(PROG, "--coupling needs --pstates (the transitions it couples to)")
     if args.smi:
         rate, duration = _numbers(args.smi, "--smi", (2, 2))
         effects.append(SMIs(rate_hz=rate, duration_ns=round(duration * 1000)))

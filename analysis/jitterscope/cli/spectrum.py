@@ -6,14 +6,14 @@ import argparse
 import json
 import sys
 
-from .options import number
+from .options import input_path, number
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "spectrum", help="periodic disturbances: significant spectral peaks, harmonics, aliases, likely sources",
     )
-    parser.add_argument("dataset", help="dataset file or directory")
+    parser.add_argument("dataset", type=input_path, help="dataset file or directory")
     parser.add_argument("--json", action="store_true", help="print the full results (spectra included) as JSON")
     parser.add_argument("--method", choices=("auto", "welch", "lombscargle"), default="auto",
                         help="auto: Welch on the wake-up index, Lomb-Scargle when there are gaps (default)")

@@ -7,7 +7,7 @@ import json
 import sys
 
 from .gates import add_gate_arguments, evaluate, report, summary_facts, wants_events
-from .options import number, usage_error
+from .options import input_path, number, usage_error
 
 TOLERANCE_US = 1.0
 
@@ -16,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "summary", help="latency statistics per thread and overall (cyclictest line, percentile table)",
     )
-    parser.add_argument("dataset", help="dataset file or directory")
+    parser.add_argument("dataset", type=input_path, help="dataset file or directory")
     parser.add_argument("--json", action="store_true", help="print the same numbers as JSON")
     parser.add_argument("--interval-stats", type=number(integer=True, min=1), metavar="N",
                         help="also print periodic_timer's period statistics every N periods")

@@ -7,7 +7,7 @@ import json
 
 from ..errors import AnalysisError
 from .gates import add_gate_arguments, evaluate, report, summary_facts, wants_events
-from .options import number
+from .options import input_path, number
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "give P(latency > x) and the latency exceeded about once per hour/day with profile-likelihood "
                     "intervals, cross-check with block maxima, and check independence and stationarity.",
     )
-    parser.add_argument("dataset", metavar="DATASET", help="dataset file or directory")
+    parser.add_argument("dataset", type=input_path, metavar="DATASET", help="dataset file or directory")
     parser.add_argument("--level-us", type=number(min=0, max=1e12, inclusive=False, unit="µs"), action="append",
                         default=[], metavar="US",
                         help="also give P(latency > US µs); repeatable")

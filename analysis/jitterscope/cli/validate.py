@@ -7,11 +7,12 @@ import json
 import sys
 
 from ..format import jsonable
+from .options import input_path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("validate", help="check a dataset against the format contract")
-    parser.add_argument("dataset", help="dataset file or directory")
+    parser.add_argument("dataset", type=input_path, help="dataset file or directory")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors (the exit status says)")
     parser.set_defaults(func=_run)

@@ -46,8 +46,8 @@ GROUP_ROWS = 1 << 16
 """``seq`` values per group of blocks whose bootstrap weights are drawn together."""
 TOP_VALUES = 256
 """The largest values of a run kept exactly (tail fits, the max, quantiles with few wake-ups above)."""
-CHUNK_ROWS = 1 << 22
-"""Rows added to the replicates at once (bounds the temporaries of a group's draw)."""
+_DRAW_CELLS = 1 << 20
+"""Weights (replicates x blocks) of one chunk of a group's draw: 8 MiB."""
 _EXACT = 1 << 53
 _GROW_MARGIN = 512
 
@@ -332,37 +332,32 @@ class CompareStream:
         # blocks past the group's last wake-up hold none: drawing weights for them would change nothing, and
         # the group's content alone decides how many are drawn, so the draw is the same however it was batched
         blocks = int(offset.max()) + 1
-        sizes = np.bincount(offset, minlength=blocks)
-        starts = np.cumsum(sizes) - sizes
         # the thread is not in the seed: block b of every thread (the same stretch of time when the threads share
         # an interval) gets the same weights, so a stall of several CPUs is resampled as one
         rng = np.random.default_rng([self.seed, self.run, group])
         # independent Poisson(f) weights for the G blocks of each replicate, drawn as a Poisson(f G) number of
         # uniform block choices (the same law, and cost in proportion to the weights, not to n_boot x G)
         per_replicate = rng.poisson(self.resample_fraction * blocks, self.n_boot)
-        chosen = rng.integers(0, blocks, int(per_replicate.sum()))
-        replicate = np.repeat(np.arange(self.n_boot, dtype=np.int64), per_replicate)
-        size = sizes[chosen]
-        keep = size > 0
-        chosen, replicate, size = chosen[keep], replicate[keep], size[keep]
-        if size.size == 0:
-            return
-        flat = self._replicates.reshape(-1)  # a view: the array is C-contiguous
+        # A replicate adds, for each block, (times it was chosen) x (the block's counts per key): the weights W
+        # (replicates x blocks) times the group's sparse (blocks x keys) count matrix H. One sparse product per
+        # chunk of replicates costs (rows of the group) x (replicates) additions in one C loop, with temporaries
+        # of a few MiB; the uniform block choices are drawn chunk by chunk, which gives numpy's generator the
+        # same values as one draw of all of them (tests/compare/test_stream_speed.py checks the replicates are
+        # identical to the former row-by-row accumulation).
+        from scipy import sparse
+
         width = self._replicates.shape[1]
-        longest = int(size.max())
-        full = bool(np.all(size == longest))  # the usual case: whole blocks, no dropped wake-ups
-        step = max(1, CHUNK_ROWS // longest)
-        within = np.arange(longest)
-        for lo in range(0, size.size, step):
-            # (chosen blocks, rows of a block): the rows of each chosen block, masked where a block is short
-            position = starts[chosen[lo:lo + step], None] + within[None, :]
-            row = replicate[lo:lo + step, None] * width
-            if full:
-                cells = (row + columns[position]).ravel()
-            else:
-                valid = within[None, :] < size[lo:lo + step, None]
-                cells = (row + columns[np.minimum(position, columns.size - 1)])[valid]
-            if cells.size > flat.size // 8:
-                flat += np.bincount(cells, minlength=flat.size)
-            else:
-                np.add.at(flat, cells, 1)
+        counts_t = sparse.csr_array((np.ones(offset.size), (columns.astype(np.int64), offset)),
+                                    shape=(width, blocks))  # H transposed: keys x blocks
+        ends = np.cumsum(per_replicate)
+        rows_at_once = max(1, _DRAW_CELLS // blocks)
+        for r0 in range(0, self.n_boot, rows_at_once):
+            r1 = min(self.n_boot, r0 + rows_at_once)
+            first = int(ends[r0 - 1]) if r0 else 0
+            chosen = rng.integers(0, blocks, int(ends[r1 - 1]) - first)
+            if not chosen.size:
+                continue
+            replicate = np.repeat(np.arange(r1 - r0, dtype=np.int64), per_replicate[r0:r1])
+            weights = np.bincount(replicate * blocks + chosen, minlength=(r1 - r0) * blocks)
+            added = counts_t @ weights.reshape(r1 - r0, blocks).T.astype(np.float64)  # keys x replicates, exact
+            self._replicates[r0:r1] += np.rint(added.T).astype(np.int64)

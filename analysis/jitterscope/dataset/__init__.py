@@ -2,7 +2,8 @@
 
 Modules: :mod:`.schema` (columns and version), :mod:`.metadata` (the metadata document),
 :mod:`.files` (open, iterate, write), :mod:`.invariants` and :mod:`.validate` (the contract
-check), :mod:`.atomic` (write-to-temporary-then-rename), :mod:`.trace` (the kernel events table
+check), :mod:`.atomic` (write-to-temporary-then-rename), :mod:`.jsonvalue` (every JSON value read from a file,
+bounded), :mod:`.trace` (the kernel events table
 ``_trace/part-NNNNN.parquet`` inside a dataset directory).
 """
 
@@ -18,6 +19,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "Dataset", "DatasetStream", "column_values", "iter_thread_batches", "open_dataset", "stream_dataset",
             "write_dataset",
         ],
+        "jsonvalue": ["MAX_JSON_DEPTH", "json_depth", "load_json"],
         "metadata": ["Metadata", "ThreadInfo"],
         "schema": ["COUNTER_COLUMNS", "SAMPLE_COLUMNS", "sample_schema"],
         "trace": [

@@ -128,7 +128,7 @@ def write_atomically(out: Path, *, what: str = "", error: type[JitterscopeError]
         os.replace(tmp, out)  # replaces a symbolic link itself, never its target
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        raise error(f"{out}: {doing} ({exc.strerror or exc})") from None
+        raise error(f"{out}: {doing} ({_reason(exc, tmp, out)})") from None
     except BaseException:  # an error, Ctrl-C, SIGTERM (the CLI turns it into an exception): no temporary left
         tmp.unlink(missing_ok=True)
         raise
@@ -160,10 +160,19 @@ def write_directory_atomically(
         tmp.rmdir()
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise error(f"{out}: cannot write {what or 'the folder'} ({exc.strerror or exc})") from None
+        raise error(f"{out}: cannot write {what or 'the folder'} ({_reason(exc, tmp, out)})") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _reason(exc: OSError, tmp: Path, out: Path) -> str:
+    """Why a write failed, naming the path the user gave, never the temporary (pyarrow's messages name the file
+    it opened: "Failed to open local file 'ro/.x.csv.22887.tmp'")."""
+    text = exc.strerror or str(exc)
+    for name, shown in ((str(tmp.absolute()), str(out.absolute())), (str(tmp), str(out)), (tmp.name, out.name)):
+        text = text.replace(name, shown)
+    return text
 
 
 def _alive(pid: int) -> bool:

@@ -257,9 +257,22 @@ def check_metadata(decoded: Mapping[str, Any], where: str) -> None:
                           f"{MAX_THREADS} the format allows; the file is damaged or was not written by jitterscope")
     error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(dict(decoded)))
     if error is None:
+        _check_intervals(decoded, where)
         return
     raise SchemaError(f"{where}: metadata {key_path(error.absolute_path)}: {_reason(error)}; "
                       "the file is damaged or was not written by jitterscope ('jitterscope validate' says more)")
+
+
+def _check_intervals(decoded: Mapping[str, Any], where: str) -> None:
+    """A dataset of wake-up rows needs every thread's interval > 0: periods, rates and frequencies divide by it
+    (0 is allowed by the schema for histogram imports whose source does not say)."""
+    if decoded.get("kind") == "histogram":
+        return
+    for index, thread in enumerate(decoded.get("threads") or ()):
+        if isinstance(thread, Mapping) and thread.get("interval_ns") == 0:
+            raise SchemaError(f"{where}: metadata jitterscope.threads[{index}].interval_ns: 0, but a dataset of "
+                              f"{decoded.get('kind')} rows needs an interval > 0; the file is damaged or was not "
+                              "written by jitterscope ('jitterscope validate' says more)")
 
 
 def key_path(path: Sequence[Any]) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 from .. import __version__
 from ..errors import SchemaError, UnsupportedVersionError
 from .contract import check_metadata, check_raw_sizes
+from .jsonvalue import load_json
 from .schema import DATASET_KINDS, METADATA_KEYS, METADATA_PREFIX, REQUIRED_METADATA_KEYS, SCHEMA_VERSION
 
 
@@ -143,10 +144,7 @@ class Metadata:
         for key in METADATA_KEYS:
             if key not in values and getattr(self, key) is not None:
                 values[key] = getattr(self, key)
-        return {
-            (METADATA_PREFIX + key).encode(): json.dumps(value, sort_keys=True, default=_json_default).encode()
-            for key, value in values.items()
-        }
+        return {(METADATA_PREFIX + key).encode(): _dumps(key, value) for key, value in values.items()}
 
     @classmethod
     def from_kv(cls, kv: Mapping[bytes, bytes] | None, *, where: str) -> Metadata:
@@ -209,14 +207,19 @@ def _decode_kv(kv: Mapping[bytes, bytes], where: str) -> dict[str, Any]:
         if not raw_key.startswith(prefix):
             continue
         key = raw_key[len(prefix):].decode("utf-8", "replace")
-        try:
-            out[key] = json.loads(raw_value)
-        except (ValueError, UnicodeDecodeError):
-            raise SchemaError(
-                f"{where}: metadata {raw_key.decode('utf-8', 'replace')} is not valid JSON; "
-                "the file is damaged or was not written by jitterscope"
-            ) from None
+        # depth checked before parsing (100,000 nested '[' made the parser recurse to a RecursionError), NaN and
+        # Infinity refused (JSON has neither; they passed every range check as numbers)
+        out[key] = load_json(raw_value, f"{where}: metadata {raw_key.decode('utf-8', 'replace')}")
     return out
+
+
+def _dumps(key: str, value: Any) -> bytes:
+    """One metadata value as JSON: never NaN or Infinity (not JSON; readers refuse them)."""
+    try:
+        return json.dumps(value, sort_keys=True, default=_json_default, allow_nan=False).encode()
+    except ValueError:
+        raise SchemaError(f"metadata {METADATA_PREFIX}{key} holds NaN or Infinity, which JSON does not have; "
+                          "nothing is written") from None
 
 
 def _json_default(value: Any) -> Any:

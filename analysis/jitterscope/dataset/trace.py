@@ -36,6 +36,8 @@ import pyarrow.parquet as pq
 
 from ..errors import DatasetError, SchemaError
 from .atomic import write_atomically
+from .contract import MAX_VALUE_BYTES
+from .jsonvalue import load_json
 from .schema import Column
 
 TRACE_DIR = "_trace"
@@ -151,11 +153,10 @@ def trace_part_paths(dataset_path: str | os.PathLike[str]) -> tuple[Path, ...]:
 
 
 def _trace_metadata(path: Path, kv: Mapping[bytes, bytes]) -> tuple[dict[str, Any], tuple[str, ...]]:
-    try:
-        info = json.loads(kv.get(b"jitterscope.trace", b"{}")) or {}
-        strings = json.loads(kv.get(b"jitterscope.trace_strings", b"[]"))
-    except ValueError:
-        raise SchemaError(f"{path}: jitterscope.trace metadata is not valid JSON") from None
+    info = load_json(kv.get(b"jitterscope.trace", b"{}"), f"{path}: metadata jitterscope.trace",
+                     max_bytes=MAX_VALUE_BYTES) or {}
+    strings = load_json(kv.get(b"jitterscope.trace_strings", b"[]"), f"{path}: metadata jitterscope.trace_strings",
+                        max_bytes=MAX_VALUE_BYTES)
     if not isinstance(info, dict) or not isinstance(strings, list) or not all(isinstance(x, str) for x in strings):
         raise SchemaError(f"{path}: jitterscope.trace must be an object and jitterscope.trace_strings a list of "
                           "strings (docs/dataset-format.md, Trace events)")

@@ -12,16 +12,17 @@ across every part, the parts' names, row counts and string lists.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..errors import JitterscopeError
+from ..errors import JitterscopeError, SchemaError
+from .contract import MAX_VALUE_BYTES
 from .files import open_dataset
 from .invariants import InvariantChecker
+from .jsonvalue import load_json
 from .trace import TRACE_EVENTS, open_trace
 
 _CHECKED = ("thread", "cpu", "seq", "expected_ns", "actual_ns")
@@ -132,8 +133,9 @@ def _validate_trace(path: str | os.PathLike[str], notes: list[str]) -> list[str]
     for part, count in zip(table.parts[:-1], table.part_strings[:-1], strict=True):
         kv = pq.read_metadata(part).metadata or {}
         try:
-            earlier = json.loads(kv.get(b"jitterscope.trace_strings", b"[]"))
-        except ValueError:
+            earlier = load_json(kv.get(b"jitterscope.trace_strings", b"[]"), f"{part}: jitterscope.trace_strings",
+                                max_bytes=MAX_VALUE_BYTES)
+        except SchemaError:
             earlier = None
         if earlier is None or list(strings[:count]) != earlier:
             problems.append(f"kernel trace: {part.name}'s string list is not the start of the last part's: its "

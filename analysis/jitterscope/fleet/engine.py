@@ -120,7 +120,7 @@ def _connect(scheduler: str | None, workers: int | None) -> Any:
         return local_cluster(count)
     try:
         return _ClusterClient(Client(scheduler, timeout=CONNECT_TIMEOUT), None)
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, ValueError) as exc:  # ValueError: an address Dask cannot parse
         raise JitterscopeError(f"cannot reach the Dask scheduler at {scheduler} ({exc}); start one with "
                                "'dask scheduler' and 'dask worker ADDRESS', or leave out --scheduler") from None
 

@@ -53,17 +53,28 @@ def capture_binary() -> Path:
     )
 
 
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 """Signals ``jitterscope capture`` passes on to the binary, which ends the run with a final flush on each."""
+PARENT_ENV = "JITTERSCOPE_CAPTURE_PARENT"
+"""Set to the wrapper's pid for the binary it starts: the binary asks the kernel for a signal when that process
+dies (``PR_SET_PDEATHSIG``; even a SIGKILL of the wrapper) and ends its run as on SIGTERM, with a final flush and
+the reason in its status, instead of running on at SCHED_FIFO 99 as an orphan. A binary run by hand, without it,
+may outlive its shell (nohup)."""
+
+
+def binary_environment() -> dict[str, str]:
+    """The environment for a capture binary this process starts: ours, plus :data:`PARENT_ENV`."""
+    return {**os.environ, PARENT_ENV: str(os.getpid())}
 
 
 def run_capture(options: Sequence[str]) -> int:
     """Run the capture binary with ``options``, its stdout/stderr ours; return its exit status.
 
-    SIGINT, SIGTERM and SIGHUP sent to this process are forwarded to the binary (which makes its final flush
+    SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to this process are forwarded to the binary (which makes its final flush
     and records the state ``interrupted``) instead of killing it or leaving it orphaned; the handlers are in
     place before the binary starts, so there is no moment where Ctrl-C gives a Python traceback. The exit status
-    is the binary's (``128 + N`` when it died of signal N, as a shell reports it).
+    is the binary's (``128 + N`` when it died of signal N, as a shell reports it). Should this process die
+    anyway (SIGKILL), the binary stops by itself (:data:`PARENT_ENV`).
     """
     binary = capture_binary()
     child: subprocess.Popen[bytes] | None = None
@@ -77,7 +88,7 @@ def run_capture(options: Sequence[str]) -> int:
     previous = {signum: signal.signal(signum, forward) for signum in FORWARDED_SIGNALS}
     try:
         try:
-            child = subprocess.Popen([str(binary), *options])
+            child = subprocess.Popen([str(binary), *options], env=binary_environment())
         except OSError as exc:
             raise CaptureError(f"cannot run {binary}: {exc.strerror}") from None
         status = child.wait()  # PEP 475: the wait resumes after each forwarded signal
@@ -174,13 +185,18 @@ def capture_dataset(
     if refusal and not fallback_to_other:
         raise CaptureError(refusal.removeprefix("jitterscope-capture: "))
     policy = "other" if refusal else "fifo"
-    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.parent.exists() and not out.parent.is_dir():
+        raise CaptureError(f"{out.parent}: exists and is not a directory; choose another output directory")
+    try:  # the folder itself, not its missing parents (the rule of every command: parents must exist)
+        out.parent.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise CaptureError(f"{out.parent}: cannot create the directory ({exc.strerror})") from None
     argv = [str(binary), "-D", f"{seconds:g}", "-f", f"{hz:g}", "--policy", policy, "-o", str(out), *extra]
     if quiet:
         argv.append("-q")
     try:
         done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=None if not quiet else subprocess.PIPE,
-                              text=True, check=False)
+                              text=True, check=False, env=binary_environment())
     except OSError as exc:
         raise CaptureError(f"cannot run {binary}: {exc.strerror}") from None
     if done.returncode != 0:

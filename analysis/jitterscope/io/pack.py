@@ -14,11 +14,12 @@ changed, and a SHA-256 of the canonical column data (see
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import ipaddress
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,8 +92,8 @@ def pack_dataset(
     output
         The ``.parquet`` file to write.
     anonymize
-        Replace hostnames, serial numbers, MAC/IP addresses and user names in the
-        metadata by unsalted hashes (``anon-<12 hex>``) and record which fields changed.
+        Apply the allowlist (:func:`anonymize_metadata`): listed strings kept, listed identifying ones
+        transformed (hashes ``anon-<12 hex>``), the rest dropped; record which places changed.
     overwrite
         Replace ``output`` if it exists.
 
@@ -203,19 +204,72 @@ SUBSTRING_MIN = 3
 shorter ones only as a whole word, so a 2-letter user name does not eat every 'al' of the metadata."""
 
 
-def anonymize_metadata(metadata: Metadata) -> tuple[Metadata, list[str]]:
-    """Hash identifying values in the metadata; returns the new metadata and the changed JSON paths.
+# The allowlist (README "Sharing a dataset"): every string of the metadata is kept only when its place is listed
+# as not identifying, transformed when its place is listed with a rule, and dropped otherwise; numbers, booleans
+# and nulls are kept but for process and thread ids. Places are dotted paths, list items as [], * any one key.
+ANONYMIZE_KEEP: tuple[str, ...] = (
+    "tool.name", "tool.version", "kind",
+    "settings.*.policy", "settings.*.timer", "settings.*.counters", "settings.*.sync", "settings.*.clock",
+    "settings.*.mode", "settings.*.distribution", "settings.*.governor", "settings.*.unit",
+    "environment.kernel_release", "environment.kernel_version", "environment.machine", "environment.sysname",
+    "environment.preempt", "environment.no_hz", "environment.cpu_model", "environment.cpu_vendor",
+    "environment.microcode", "environment.clocksource", "environment.available_clocksources",
+    "environment.cpus_online", "environment.isolated_cpus", "environment.nohz_full_cpus",
+    "environment.intel_pstate_status", "environment.cpu_siblings.*", "environment.cpufreq.*.driver",
+    "environment.cpufreq.*.governor", "environment.cpuidle.driver", "environment.cpuidle.governor",
+    "environment.cpuidle.states[].name", "environment.cpuidle.states[].desc", "environment.tracing.events[]",
+    "environment.tracing.clock",
+    "counters.source", "counters.columns[]", "counters.cpu_vendor",
+    "status.state", "status.cpu_load.since", "source.format", "source.reconstructed.*", "ground_truth.*",
+    "source.companion_formats[]", "source.tool.*", "source.settings.start_time", "source.settings.end_time",
+    "pack.*",
+)
+"""Places whose strings say nothing about the machine's or the user's identity: kept as they are."""
+ANONYMIZE_TRANSFORM: dict[str, str] = {
+    "environment.hostname": "hash", "environment.nodename": "hash", "environment.domainname": "hash",
+    "environment.cmdline": "cmdline",
+    "environment.kernel_config_source": "text", "environment.kernel_config_error": "text",
+    "environment.tracing.instance": "instance", "counters.missing.*": "text", "clock.tsc_hz_source": "text",
+    "status.reason": "text", "settings.granted.degraded[]": "text", "settings.asked.output": "text",
+    "settings.asked.msr_dir": "text", "source.files[]": "text",
+    "source.settings.cmdline": "text", "source.notes[]": "text", "timeline.*": "text",
+}
+"""Places transformed: ``hash`` (the value becomes ``anon-`` + 12 hex digits of its SHA-256), ``cmdline``
+(:data:`CMDLINE_KEEP` parameters and flags kept, every other value hashed, the init's arguments after ``--``
+dropped), ``text`` (free text: absolute paths, addresses, MACs, process and thread ids, hostnames and user names
+in it replaced; kept strings get the same treatment), ``instance`` (text, and the pid at the end of a trace
+instance's name)."""
+ANONYMIZE_IDS = frozenset({"tid", "pid", "ppid", "tgid"})
+"""Numeric keys that identify a process or thread of the capture machine: nulled."""
+CMDLINE_KEEP = frozenset({
+    "isolcpus", "nohz_full", "nohz", "rcu_nocbs", "rcu_nocb_poll", "irqaffinity", "kthread_cpus", "housekeeping",
+    "idle", "intel_idle.max_cstate", "processor.max_cstate", "cpuidle.off", "cpufreq.off", "intel_pstate",
+    "amd_pstate", "mitigations", "preempt", "skew_tick", "tsc", "clocksource", "nosmt", "nmi_watchdog",
+    "nowatchdog", "nosoftlockup", "threadirqs", "transparent_hugepage", "hugepages", "default_hugepagesz",
+    "numa_balancing", "intel_iommu", "iommu", "pcie_aspm", "hpet", "console", "quiet", "ro", "rw", "audit",
+    "workqueue.power_efficient", "rcupdate.rcu_expedited", "splash",
+})
+"""Kernel parameters (and flags) that matter for wake-up latency, kept with their values (a CPU list, a number,
+a word); every other parameter keeps its name and loses its value to a hash."""
+_SAFE_VALUE = re.compile(r"[A-Za-z0-9_,.+-]{0,64}")
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~-])/[^\s'\"(),;]+")
+_SERIAL_TEXT = re.compile(r"(?i)\b(serial(?:\s*(?:number|no\.?))?|uuid|machine[-_ ]id|asset[-_ ]tag)(\s*[=:]?\s*)"
+                          r"([A-Za-z0-9][\w.-]{3,})")
+_PID_TEXT = re.compile(r"(?i)\b(pid|tid)(\s*[=:]?\s*)\d+")
+_TRAILING_ID = re.compile(r"(?<=[-_])\d{2,}\b")
 
-    Hostnames (``hostname``/``nodename`` keys, and that name wherever else it
-    appears), user names (user keys, ``/home/<name>`` paths), serial numbers and
-    machine ids (keys containing ``serial``, ``uuid``, ``machine_id`` ...), MAC
-    addresses and IPv4/IPv6 addresses anywhere in a string are replaced by
-    ``anon-`` plus the first 12 hex digits of their SHA-256, so the same value
-    maps to the same token across files.
+
+def anonymize_metadata(metadata: Metadata) -> tuple[Metadata, list[str]]:
+    """Apply the allowlist (:data:`ANONYMIZE_KEEP`, :data:`ANONYMIZE_TRANSFORM`, :data:`ANONYMIZE_IDS`) to the
+    metadata; return the new metadata and the changed places (``PATH`` transformed, ``PATH (dropped)``).
+
+    Kept strings still go through the replacement of every identifying value found anywhere (hostnames, user
+    names, serials, MAC and IP addresses), so a hostname inside a kept string does not survive either; the same
+    value always maps to the same token (``anon-`` + 12 hex digits of its SHA-256) across files.
     """
     changed: list[str] = []
     fields = {name: getattr(metadata, name) for name in ("settings", "environment", "counters", "clock", "status",
-                                                          "source", "ground_truth", "tool")}
+                                                          "source", "ground_truth", "tool", "timeline")}
     secrets: set[str] = set()
     for value in fields.values():
         _collect(value, secrets)
@@ -225,15 +279,88 @@ def anonymize_metadata(metadata: Metadata) -> tuple[Metadata, list[str]]:
         short = host.split(".", 1)[0]
         if len(short) >= SUBSTRING_MIN and not short.isdigit():
             secrets.add(short)
-    replace = _replacer(secrets)
-    new = {name: _walk(value, name, replace, changed) for name, value in fields.items()}
+    ids = {str(t.tid) for t in metadata.threads if t.tid is not None}
+    rules = _Rules(_replacer(secrets), ids)
+    new = {name: _allow(value, name, rules, changed) for name, value in fields.items()}
     threads = tuple(
         ThreadInfo(thread=t.thread, cpu=t.cpu, interval_ns=t.interval_ns, samples=t.samples, drops=t.drops,
-                   overruns=t.overruns, tid=t.tid,
-                   extra=_walk(dict(t.extra), f"threads[{t.thread}]", replace, changed))
+                   overruns=t.overruns, tid=None,
+                   extra=_allow(dict(t.extra), "threads[]", rules, changed) or {})
         for t in metadata.threads
     )
-    return metadata.with_changes(threads=threads, **new), changed
+    if any(t.tid is not None for t in metadata.threads):
+        changed.append("threads[].tid")
+    return metadata.with_changes(threads=threads, **new), list(dict.fromkeys(changed))
+
+
+@dataclass(frozen=True)
+class _Rules:
+    replace: Callable[[str], str]
+    ids: set[str]
+
+    def text(self, value: str) -> str:
+        value = self.replace(value)
+        value = _ABSOLUTE_PATH.sub(lambda m: m.group(0) if m.group(0).startswith("/anon-") else _token(m.group(0)),
+                                   value)
+        value = _PID_TEXT.sub(lambda m: f"{m.group(1)}{m.group(2)}N", value)
+        value = _SERIAL_TEXT.sub(lambda m: m.group(1) + m.group(2) + (m.group(3) if m.group(3).startswith("anon-")
+                                                                      else _token(m.group(3))), value)
+        for number in sorted(self.ids, key=len, reverse=True):
+            value = re.sub(rf"\b{number}\b", "N", value)
+        return value
+
+    def cmdline(self, value: str) -> str:
+        words, _, _init = self.replace(value).partition(" -- ")  # the init's own arguments: dropped
+        out = []
+        for word in words.split():
+            name, has_value, argument = word.partition("=")
+            if name.lower() in CMDLINE_KEEP and (not has_value or _SAFE_VALUE.fullmatch(argument)):
+                out.append(word)
+            elif has_value:
+                out.append(f"{name}={argument if argument.startswith('anon-') else _token(argument)}")
+            else:
+                out.append(word if word.startswith("anon-") else _token(word))
+        return " ".join(out)
+
+
+def _place(path: str, patterns: Iterable[str]) -> str | None:
+    return next((p for p in patterns if fnmatch.fnmatchcase(path, p)), None)
+
+
+def _allow(value: Any, path: str, rules: _Rules, changed: list[str]) -> Any:
+    """``value`` at ``path`` after the allowlist; strings in no listed place are dropped (None is returned and
+    the caller leaves the key out)."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            new_key = rules.replace(key) if isinstance(key, str) else key  # a key can hold a name too
+            if new_key != key:
+                changed.append(f"{path}.{new_key} (key)")
+            if str(key).lower() in ANONYMIZE_IDS and isinstance(item, int | float) and not isinstance(item, bool):
+                changed.append(f"{path}.{key}")
+                out[new_key] = None
+                continue
+            kept = _allow(item, f"{path}.{key}", rules, changed)
+            if kept is not None or item is None:
+                out[new_key] = kept
+        return out
+    if isinstance(value, list | tuple):
+        items = [_allow(item, f"{path}[]", rules, changed) for item in value]
+        return [item for item, old in zip(items, value, strict=True) if item is not None or old is None]
+    if not isinstance(value, str):
+        return value
+    rule = ANONYMIZE_TRANSFORM.get(_place(path, ANONYMIZE_TRANSFORM) or "")
+    if rule is None and _place(path, ANONYMIZE_KEEP) is None:
+        changed.append(f"{path} (dropped)")
+        return None
+    # kept strings are scrubbed as free text too: a listed place holding a path or an id (a hostile or damaged
+    # file) does not carry it out
+    new = (_token(value) if rule == "hash" and not value.startswith("anon-") else value if rule == "hash"
+           else rules.cmdline(value) if rule == "cmdline"
+           else _TRAILING_ID.sub("N", rules.text(value)) if rule == "instance" else rules.text(value))
+    if new != value:
+        changed.append(path)
+    return new
 
 
 def _token(value: str) -> str:
@@ -286,22 +413,3 @@ def _is_ip(text: str) -> bool:
     except ValueError:
         return False
     return not address.is_unspecified
-
-
-def _walk(value: Any, path: str, replace: Callable[[str], str], changed: list[str]) -> Any:
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            new_key = replace(key) if isinstance(key, str) else key  # a key can hold a name too
-            if new_key != key:
-                changed.append(f"{path}.{new_key} (key)")
-            out[new_key] = _walk(item, f"{path}.{new_key}", replace, changed)
-        return out
-    if isinstance(value, list | tuple):
-        return [_walk(item, f"{path}[{i}]", replace, changed) for i, item in enumerate(value)]
-    if isinstance(value, str):
-        new = replace(value)
-        if new != value:
-            changed.append(path)
-        return new
-    return value

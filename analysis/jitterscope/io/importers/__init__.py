@@ -54,7 +54,7 @@ from . import (
 )
 from ._build import build_histogram, build_summary_only
 from ._build_samples import Sink, TableSink, build_cyclictest_verbose, build_jitterdebugger
-from ._common import Parsed
+from ._common import Parsed, open_input
 
 SNIFF_BYTES = 64 * 1024
 
@@ -95,12 +95,12 @@ def detect(path: str | os.PathLike[str]) -> str:
         The file cannot be read.
     """
     file = Path(path)
-    try:
-        size = file.stat().st_size
-        with file.open("rb") as handle:
+    with open_input(file) as handle:  # a device or a FIFO is refused here, before it is opened
+        try:
+            size = os.fstat(handle.fileno()).st_size
             head = handle.read(SNIFF_BYTES)
-    except OSError as exc:
-        raise ImportFormatError(f"{file}: cannot read ({exc.strerror or exc})") from None
+        except OSError as exc:
+            raise ImportFormatError(f"{file}: cannot read ({exc.strerror or exc})") from None
     if size == 0:
         raise UnknownFormatError(f"{file}: file is empty; nothing to import")
     for name, sniff in _SNIFFERS:
@@ -222,7 +222,15 @@ def _import(files: list[Path], fmt: str | None, sink: Sink) -> Metadata:
             cyclictest_quiet.scale(comp, resolution or 1000)
     primary_path, primary_format = files[primary_index], formats[primary_index]
     if primary_format == "cyclictest-verbose":
-        return build_cyclictest_verbose(cyclictest_verbose.VerboseReader(primary_path), companions, sink)
+        metadata = build_cyclictest_verbose(cyclictest_verbose.VerboseReader(primary_path), companions, sink)
+        beside = None if any(c.format == "cyclictest-json" for c in companions) else _json_beside(primary_path)
+        if beside is None:
+            return metadata
+        source = dict(metadata.source or {})
+        source["notes"] = [*source.get("notes", []), (
+            f"{beside} beside it looks like cyclictest --json output, not imported: if it is this run's, import "
+            f"both ('jitterscope import {primary_path} {beside} -o OUT') to know each thread's CPU (now -1)")]
+        return metadata.with_changes(source=source)
     if primary_format == "jitterdebugger-samples":
         return build_jitterdebugger(jitterdebugger.SamplesReader(primary_path, resolution or 1000), companions,
                                     sink)
@@ -235,6 +243,24 @@ def _import(files: list[Path], fmt: str | None, sink: Sink) -> Metadata:
         table, metadata = build_summary_only(primary, companions)
     sink.write(table, metadata.kind)
     return metadata
+
+
+def _json_beside(path: Path) -> Path | None:
+    """A cyclictest ``--json`` file in the folder of a ``-v`` log (its name's stem first), or None."""
+    try:
+        candidates = sorted(path.parent.glob("*.json"), key=lambda p: (p.stem != path.stem, p.name))[:20]
+    except OSError:
+        return None
+    for candidate in candidates:
+        try:
+            if not candidate.is_file():
+                continue
+            with open_input(candidate) as handle:
+                if cyclictest_json.sniff(handle.read(SNIFF_BYTES)):
+                    return candidate
+        except (OSError, ImportFormatError):
+            continue
+    return None
 
 
 def _expand(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:

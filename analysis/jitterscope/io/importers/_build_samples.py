@@ -22,8 +22,9 @@ import pyarrow as pa
 from ...dataset import Metadata, ThreadInfo
 from ...errors import ImportFormatError
 from ._build import LatencyTally, check_against, merged_summaries, metadata_for, other_path
-from ._common import Parsed
+from ._common import Parsed, fail
 from .cyclictest_quiet import scale as scale_summaries
+from .cyclictest_verbose import FORMAT as VERBOSE_FORMAT
 from .cyclictest_verbose import VerboseReader, resolve_intervals
 from .jitterdebugger import SamplesReader
 
@@ -105,6 +106,9 @@ def _verbose_plan(reader: VerboseReader, companions: list[Parsed], options: dict
                           summaries=[type(s)(**vars(s)) for s in reader.summaries])
         companions = [*companions, embedded]
     headers = [reader.headers[t] for t in sorted(reader.headers)]
+    if not headers:  # sample lines without the preamble (a log cut at its start): no interval to go by
+        raise fail(VERBOSE_FORMAT, reader.path, "preamble", "no 'Thread N Interval:' header",
+                   "was cyclictest run with -v, and is the start of its output in the file?")
     intervals_us, how = resolve_intervals(headers, options)
     for comp in companions:
         if comp.format == "cyclictest-quiet" and comp.resolution_ns is None:

@@ -10,18 +10,25 @@ parsers never write datasets.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
+from ...dataset import MAX_JSON_DEPTH, json_depth
 from ...errors import ImportFormatError
 
-MAX_INPUT_BYTES = 8 << 30
-"""Files larger than this are refused rather than read into memory."""
+MAX_INPUT_BYTES = 256 << 20
+"""Largest file read whole into memory (JSON documents, kernel trace text); the line formats stream and have
+no size limit (their memory is bounded by :data:`CHUNK_BYTES` and :data:`MAX_LINE_BYTES`)."""
+MAX_LINE_BYTES = 1 << 20
+"""Longest line of a text input (1 MiB; the formats' lines are tens to a few thousand bytes): a longer one is an
+error naming its line number, so a file without newlines cannot make a reader hold all of it."""
 
 _INT = re.compile(r"-?\d+")
 
@@ -102,15 +109,44 @@ def fail(fmt: str, path: Path, where: str, what: str, hint: str = "") -> ImportF
     return ImportFormatError(" ".join(msg.split()))
 
 
-def read_bytes(path: Path) -> bytes:
-    """Read a whole input file, refusing absurd sizes."""
+def open_input(path: Path) -> BinaryIO:
+    """Open an input file for reading, after checking that it is a regular file.
+
+    A device (``/dev/zero`` never ends), a FIFO (its open waits for a writer that may never come) or a socket is
+    refused in one line before it is opened: inputs are files.
+
+    Raises
+    ------
+    ImportFormatError
+        The path is missing, not a regular file, or cannot be read.
+    """
     try:
-        size = path.stat().st_size
-        if size > MAX_INPUT_BYTES:
-            raise ImportFormatError(f"{path}: {size} bytes is too large to import (limit {MAX_INPUT_BYTES})")
-        return path.read_bytes()
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise ImportFormatError(f"{path}: is {_kind(mode)}, not a regular file; jitterscope imports files "
+                                    "(save the tool's output to a file first)")
+        return open(path, "rb")
     except OSError as exc:
         raise ImportFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _kind(mode: int) -> str:
+    return ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "a character device" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode) else "not a regular file")
+
+
+def read_bytes(path: Path, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """Read a whole input file (a regular file), refusing one larger than ``limit``."""
+    with open_input(path) as handle:
+        try:
+            data = handle.read(limit + 1)  # bounded even if the file grows while it is read
+        except OSError as exc:
+            raise ImportFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise ImportFormatError(f"{path}: more than {limit >> 20} MiB, too large to read into memory "
+                                f"(the limit for this format); is it the right file?")
+    return data
 
 
 def read_text(path: Path, fmt: str) -> str:
@@ -138,10 +174,7 @@ def iter_line_chunks(path: Path, fmt: str, chunk_bytes: int | None = None) -> It
     ImportFormatError
         The file cannot be read or is not text.
     """
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise ImportFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    handle = open_input(path)
     chunk_bytes = chunk_bytes or CHUNK_BYTES
     line, offset, carry = 1, 0, b""
     with handle:
@@ -157,10 +190,10 @@ def iter_line_chunks(path: Path, fmt: str, chunk_bytes: int | None = None) -> It
                     yield line, data
                 return
             cut = data.rfind(b"\n") + 1
-            if cut == 0:
-                carry = data
-                continue
             chunk, carry = data[:cut], data[cut:]
+            _check_line_lengths(chunk, carry, line, fmt, path)
+            if cut == 0:
+                continue
             _check_utf8(chunk, offset, fmt, path)
             yield line, chunk
             line += chunk.count(b"\n")
@@ -191,6 +224,24 @@ def iter_lines(path: Path, fmt: str) -> Iterator[tuple[int, str]]:
         yield last + 1, ""
 
 
+def _check_line_lengths(chunk: bytes, carry: bytes, first_line: int, fmt: str, path: Path) -> None:
+    """Refuse a line longer than :data:`MAX_LINE_BYTES` in ``chunk`` (whole lines) or ``carry`` (the unfinished
+    last line), naming its number."""
+    if len(carry) > MAX_LINE_BYTES:
+        number = first_line + chunk.count(b"\n")
+    elif len(chunk) > MAX_LINE_BYTES:
+        ends = np.flatnonzero(np.frombuffer(chunk, np.uint8) == ord("\n"))
+        lengths = np.diff(ends, prepend=-1) - 1
+        long = np.flatnonzero(lengths > MAX_LINE_BYTES)
+        if not long.size:
+            return
+        number = first_line + int(long[0])
+    else:
+        return
+    raise fail(fmt, path, f"line {number}", f"longer than {MAX_LINE_BYTES >> 20} MiB (the longest line an "
+               "import reads)", "the file is binary or damaged, or not this format")
+
+
 def _check_utf8(chunk: bytes, offset: int, fmt: str, path: Path) -> None:
     if chunk.isascii():
         return
@@ -204,6 +255,9 @@ def _check_utf8(chunk: bytes, offset: int, fmt: str, path: Path) -> None:
 def read_json(path: Path, fmt: str) -> Any:
     """Read a UTF-8 JSON file; a syntax error is reported with its line and column."""
     text = read_text(path, fmt)
+    if json_depth(text) > MAX_JSON_DEPTH:  # before parsing: Python's parser recurses until RecursionError
+        raise fail(fmt, path, "JSON", f"nested more than {MAX_JSON_DEPTH} levels deep", "the file is damaged or "
+                   "not this tool's output")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

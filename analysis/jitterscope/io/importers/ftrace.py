@@ -31,7 +31,7 @@ import numpy as np
 
 from ...dataset import TRACE_EVENTS, TraceEvents, events_from_rows
 from ...errors import ImportFormatError
-from ._common import fail, read_text, show
+from ._common import fail, open_input, read_text, show
 
 FORMATS = ("ftrace", "trace-cmd-report")
 _LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(?P<cpu>\d{1,4})\]\s+"
@@ -157,7 +157,10 @@ def read_trace_text(path: str | os.PathLike[str], fmt: str | None = None) -> Tra
         No trace line in the file, or timestamps that are not seconds (a counter clock).
     """
     file = Path(path)
-    name = fmt or sniff_trace(file.read_bytes()[:65536]) or "ftrace"
+    if fmt is None:
+        with open_input(file) as handle:  # the head only: the whole file is read (bounded) once, below
+            head = handle.read(65536)
+    name = fmt or sniff_trace(head) or "ftrace"
     text = read_text(file, name)
     b = _Builder()
     digits: set[int] = set()

@@ -18,6 +18,7 @@ them, and the importer reports the difference.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from ._common import (
     json_histogram,
     json_int,
     json_number,
+    open_input,
     read_json,
     show,
 )
@@ -119,10 +121,8 @@ class SamplesReader:
     def __init__(self, path: Path, resolution_ns: int = 1000) -> None:
         self.path, self.resolution_ns = path, resolution_ns
         fmt = SAMPLES_FORMAT
-        try:
-            size = path.stat().st_size
-        except OSError as exc:
-            raise ImportFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        with open_input(path) as handle:  # a regular file: a device's or a FIFO's size says nothing
+            size = os.fstat(handle.fileno()).st_size
         if not size:
             raise fail(fmt, path, "byte 0", "the file is empty", "jitterdebugger wrote no samples (was -s given?)")
         whole = size - size % RECORD.itemsize
@@ -139,11 +139,7 @@ class SamplesReader:
         """Yield each chunk's records as one :class:`ThreadRecords` per thread, threads in increasing order."""
         fmt, path, resolution_ns = SAMPLES_FORMAT, self.path, self.resolution_ns
         last_time: dict[int, int] = {}
-        try:
-            handle = path.open("rb")
-        except OSError as exc:
-            raise ImportFormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
-        with handle:
+        with open_input(path) as handle:
             for first in range(0, self.records, CHUNK_RECORDS):
                 try:
                     data = handle.read(min(CHUNK_RECORDS, self.records - first) * RECORD.itemsize)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,7 +47,15 @@ import pyarrow.parquet as pq
 from scipy import special
 
 from ... import __version__
-from ...dataset import Metadata, ThreadInfo, check_output, sample_schema, write_atomically, write_dataset
+from ...dataset import (
+    Metadata,
+    ThreadInfo,
+    check_output,
+    load_json,
+    sample_schema,
+    write_atomically,
+    write_dataset,
+)
 from ...errors import DatasetError, JitterscopeError
 from .effects import EFFECT_TYPES, Effect, FrequencyTimeline, SimulationRun, ThreadChunk, ThreadRows
 
@@ -140,6 +149,10 @@ class SimulationSpec:
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        where = _non_finite(self, "")
+        if where is not None:  # NaN passes every range check (all comparisons are false), inf most of them
+            raise ValueError(f"{where.lstrip('.')} is {_value_at(self, where)!r}: every number of a spec must be "
+                             "finite")
         for name in ("environment", "settings"):
             value = getattr(self, name)
             if value is None:
@@ -211,6 +224,34 @@ class SimulationSpec:
             raise SpecError(f"simulation spec: {exc}") from None
 
 
+def _non_finite(value: Any, where: str) -> str | None:
+    """The path of the first NaN or infinite number in a spec (its fields, base, effects and overrides), or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else where
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        kind = getattr(value, "type", "")
+        for fld in dataclasses.fields(value):
+            found = _non_finite(getattr(value, fld.name), f"{where}.{fld.name}")
+            if found is not None:
+                return found.replace(f"{where}.{fld.name}", f"{where} ({kind}).{fld.name}", 1) if kind else found
+        return None
+    if isinstance(value, Mapping):
+        return next((f for k, v in value.items() if (f := _non_finite(v, f"{where}.{k}")) is not None), None)
+    if isinstance(value, list | tuple):
+        return next((f for i, v in enumerate(value) if (f := _non_finite(v, f"{where}[{i}]")) is not None), None)
+    return None
+
+
+def _value_at(spec: Any, where: str) -> Any:
+    """The value :func:`_non_finite` found (for the message)."""
+    import re
+    value = spec
+    for name, index in re.findall(r"\.(\w+)(?: \(\w+\))?|\[(\d+)\]", where):
+        value = getattr(value, name) if name and not isinstance(value, Mapping) else value[name] if name \
+            else value[int(index)]
+    return value
+
+
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise SpecError(f"spec: '{where}' must be a JSON object")
@@ -228,16 +269,24 @@ def _effect_from_json(obj: Any) -> Effect:
         raise SpecError(f"spec: effect {kind!r}: {exc}") from None
 
 
+MAX_SPEC_BYTES = 16 << 20
+"""Largest spec file read (a spec is a few KiB; overrides of a large machine's environment some hundreds)."""
+
+
 def load_spec(path: str | os.PathLike[str]) -> SimulationSpec:
-    """Read a spec from a JSON file."""
+    """Read a spec from a JSON file (a regular file of at most :data:`MAX_SPEC_BYTES`; NaN and Infinity,
+    which JSON does not have, refused)."""
+    import stat
     try:
-        text = Path(path).read_text()
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise SpecError(f"{path}: not a regular file; --spec takes a JSON file")
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_SPEC_BYTES + 1)
     except OSError as exc:
         raise SpecError(f"{path}: cannot read spec ({exc.strerror})") from None
-    try:
-        obj = json.loads(text)
-    except ValueError as exc:
-        raise SpecError(f"{path}: not valid JSON ({exc})") from None
+    obj = load_json(raw, f"{path}: spec", max_bytes=MAX_SPEC_BYTES, error=SpecError,
+                    hint="give a JSON spec (see 'jitterscope simulate --print-spec')")
     return SimulationSpec.from_json(obj)
 
 
