@@ -30,7 +30,9 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "stationarity": ["PRESENT_THROUGH", "Presence", "presence_in_samples", "presence_in_spectrogram"],
         "spikes": ["InterSpikeIntervals", "IsiAccumulator", "default_threshold_ns", "threshold_from_histogram"],
         "tables": ["peak_table"],
-        "text": ["PEAKS_SHOWN", "fap_text", "format_spectral_analysis", "peaks_by_family"],
+        "text": [
+            "PEAKS_SHOWN", "family_text", "fap_text", "format_spectral_analysis", "peaks_by_family", "presence_text",
+        ],
         "welch": ["Psd", "Spectrogram", "WelchAccumulator"],
     },
 )

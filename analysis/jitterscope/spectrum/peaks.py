@@ -351,7 +351,6 @@ def group_harmonics(peaks: tuple[Peak, ...], *, fs_hz: float | None, max_harmoni
         families.append(best)
         free[list(best.members)] = False
     if fs_hz is not None:
-        _absorb_redundant(families, freqs, resolution, fs_hz)
         _unfold_members(families, freqs, resolution, fs_hz)
         families = [f for f in families if len(f.members) >= 2]
     group = np.zeros(len(peaks), dtype=np.int64)
@@ -394,40 +393,6 @@ def _best_family(freqs: np.ndarray, weights: np.ndarray, resolution: np.ndarray,
     top = max(f.score for f in found)
     close = [f for f in found if f.score >= FAMILY_SHARE * top]
     return min(close, key=lambda f: (f.folded, f.top, -f.score))
-
-
-ABSORB_SHARE = 0.8
-"""A family whose members are at least this share harmonics of a larger family (folds allowed), and more so than
-that family's comb covers the band by chance, is part of the larger one."""
-
-
-def _absorb_redundant(families: list[_Family], freqs: np.ndarray, resolution: np.ndarray, fs_hz: float) -> None:
-    """Move the members of a family that a larger family already explains into the larger one.
-
-    Greedy choice can make a family of a few folded harmonics of a comb (198.6 Hz from harmonics 26, 39, 52
-    of a 31.1 Hz spike train) before the comb's own family takes them; it explains nothing the comb does not.
-    """
-    for a, small in sorted(enumerate(families), key=lambda item: len(item[1].members)):
-        for b, large in enumerate(families):
-            if b == a or len(large.members) <= len(small.members) or not small.members:
-                continue
-            numbers = {i: _harmonic_at(freqs[i], large.f0, fs_hz, _TOLERANCE_BINS * resolution[i])
-                       for i in small.members}
-            explained = [i for i, n in numbers.items() if n is not None]
-            if len(explained) >= ABSORB_SHARE * len(small.members) and len(explained) / len(small.members) >= (
-                    _comb_coverage(large.f0, float(np.median(resolution)), fs_hz) + 0.5):
-                for i in explained:
-                    del small.members[i]
-                    large.members[i] = int(numbers[i])
-                break
-
-
-def _comb_coverage(f0: float, res: float, fs_hz: float) -> float:
-    """Share of [0, fs/2] within the matching tolerance of a harmonic n <= 4 fs / f0 of f0, folded."""
-    ns = np.arange(1, int(_COMB_FOLDS * fs_hz / f0) + 1)
-    centres = np.sort(fold_frequency(ns * f0, fs_hz))
-    half = _TOLERANCE_BINS * res
-    return min(1.0, (float(np.sum(np.minimum(np.diff(centres), 2 * half))) + 2 * half) / (fs_hz / 2))
 
 
 def _unfold_members(families: list[_Family], freqs: np.ndarray, resolution: np.ndarray, fs_hz: float) -> None:

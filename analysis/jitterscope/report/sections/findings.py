@@ -329,8 +329,7 @@ def _spectral_lines(ctx: ReportContext) -> list[str]:
     """
     if "spectrum" not in ctx.sections or ctx.dataset.is_histogram:
         return []
-    from ...spectrum import MERGE_BINS, analyze_spectra, families_of
-    from ...spectrum.text import presence_text
+    from ...spectrum import MERGE_BINS, analyze_spectra, families_of, presence_text
     try:
         analysis = ctx.shared("spectrum", lambda: analyze_spectra(ctx.dataset))
     except AnalysisError:
