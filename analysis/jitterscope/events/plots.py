@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 from matplotlib.axes import Axes
 
-from ..render import colour
+from ..render import capped_legend, colour
 from .defaults import DISPLAY_EVENTS
 from .results import UNEXPLAINED, Events
 
@@ -43,7 +43,7 @@ def plot_events(events: Events, ax: Axes) -> Axes:
     ax.set_title(f"Latency spike events (n = {len(events.events):,}{shown}; mark size: CPUs affected)",
                  fontsize=None if k == 1 else 9)
     if events.events:
-        ax.legend(fontsize=8, loc="best")
+        capped_legend(ax, fontsize=8, outside=True)  # off the marks it would cover
     else:
         ax.text(0.5, 0.5, "no wake-up above the threshold: no events", transform=ax.transAxes, ha="center")
     return ax

@@ -42,6 +42,26 @@ def colour(index: int, total: int = 10) -> Any:
     return matplotlib.colormaps["turbo"](index / max(total - 1, 1))
 
 
+def capped_legend(ax: Axes, *, outside: bool = False, **kwargs: Any) -> Any:
+    """``ax.legend(**kwargs)`` of at most :data:`~.layout.MAX_LEGEND_ENTRIES` entries: the first ones, and a last
+    entry saying how many more series the plot has.  ``outside``: to the right of the axes, off the data (the
+    layout engine makes room for it).  Returns the legend, or None when nothing is labelled."""
+    from matplotlib.lines import Line2D
+
+    from .layout import MAX_LEGEND_ENTRIES
+
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    if len(handles) > MAX_LEGEND_ENTRIES:
+        rest = len(handles) - (MAX_LEGEND_ENTRIES - 1)
+        handles = [*handles[:MAX_LEGEND_ENTRIES - 1], Line2D([], [], linestyle="none")]
+        labels = [*labels[:MAX_LEGEND_ENTRIES - 1], f"and {rest} more (not listed)"]
+    if outside:
+        kwargs = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0, **kwargs}
+    return ax.legend(handles, labels, **kwargs)
+
+
 def literal_text(figure: Figure) -> Figure:
     """Draw every text of ``figure`` literally: no mathtext, no control characters, no missing glyphs; call it
     before saving.
