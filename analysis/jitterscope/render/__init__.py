@@ -17,7 +17,10 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "CHARS_PER_LINE", "LINES_PER_PAGE", "PAGE_SIZE_IN", "Page", "REPORT_RC", "new_page", "note_page",
             "source_date", "text_pages", "write_pdf",
         ],
-        "style": ["capped_legend", "colour", "literal_text", "plain_log_axis", "plot_note", "plot_text_page"],
+        "style": [
+            "capped_legend", "colour", "literal_text", "major_labels_only", "plain_log_axis", "plot_note",
+            "plot_text_page",
+        ],
         "table": [
             "P_VALUE", "tables_text",
             "Table", "format_cell", "key_value_table", "latex_escape", "text_header_lines", "to_csv", "to_json_text",
