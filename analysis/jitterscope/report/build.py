@@ -409,6 +409,8 @@ def write_report(
                         page.figure.clear()
                     seconds.append((section.name, time.perf_counter() - started))
                 seconds += [(f"{key} (shared, within the sections above)", secs) for key, secs in ctx.shared_seconds]
+            if fig_dir is not None:
+                written += _export_methods(ctx, fig_dir)
     if figures_dir is not None:  # the files now stand in the folder asked for, not in its temporary
         written = [str(Path(figures_dir) / Path(path).name) for path in written]
     return ReportInfo(path=str(out), pages=pages, sections=tuple(contributed), figure_files=tuple(written),
@@ -491,6 +493,19 @@ def _export_table(table: Table, directory: Path) -> list[str]:
         path = directory / f"{table.name}.{ext}"
         path.write_text(text, encoding="utf-8")
         paths.append(str(path))
+    return paths
+
+
+def _export_methods(ctx: ReportContext, directory: Path) -> list[str]:
+    """methods.md and methods.tex: the paragraph a paper's methods section can cite (:mod:`.methods`)."""
+    from .methods import methods_latex, methods_text
+
+    meta, sha256 = ctx.dataset.metadata, ctx.provenance.dataset_sha256
+    paths = []
+    for name, text in (("methods.md", methods_text(meta, dataset_sha256=sha256) + "\n"),
+                       ("methods.tex", methods_latex(meta, dataset_sha256=sha256))):
+        (directory / name).write_text(text, encoding="utf-8")
+        paths.append(str(directory / name))
     return paths
 
 

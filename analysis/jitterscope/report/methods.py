@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from ..dataset import Metadata
+from ..dataset import Dataset, Metadata, open_dataset
 from ..render import latex_escape
 
 NOT_RECORDED = "not recorded"
@@ -56,6 +57,16 @@ def methods_sentences(meta: Metadata, *, dataset_sha256: str) -> list[Sentence]:
     out.append(Sentence(f"The dataset (schema version {meta.schema_version}) has SHA-256 {dataset_sha256}.",
                         ("schema_version", "sha256")))
     return out
+
+
+def dataset_methods(dataset: str | Path | Dataset) -> str:
+    """The methods paragraph of a dataset (plain text): its metadata and the hash of its files."""
+    from .build import hash_files
+
+    if not isinstance(dataset, Dataset):
+        dataset = open_dataset(dataset)
+    _, sha256 = hash_files(dataset)
+    return methods_text(dataset.metadata, dataset_sha256=sha256)
 
 
 def methods_text(meta: Metadata, *, dataset_sha256: str) -> str:
@@ -198,4 +209,4 @@ def _duration(ns: Any) -> str:
     return f"{ns:g} ns"
 
 
-__all__: Sequence[str] = ("Sentence", "methods_latex", "methods_sentences", "methods_text")
+__all__: Sequence[str] = ("Sentence", "dataset_methods", "methods_latex", "methods_sentences", "methods_text")
