@@ -38,3 +38,13 @@ def test_a_split_never_falls_inside_a_wrapped_row() -> None:
     for text in _page_texts(list(text_pages("w", "Heading", [table]))):
         body = [line for line in text.splitlines() if line.startswith(("r", " ")) and "word" in line]
         assert body and body[0].startswith("r") and not body[-1].startswith("r"), body[-2:]
+
+
+def test_series_colours_are_colour_blind_safe_and_lines_differ_by_dash_too() -> None:
+    from jitterscope.render import REPORT_RC, colour
+    from jitterscope.render.style import OKABE_ITO
+
+    assert [colour(i, 8) for i in range(8)] == list(OKABE_ITO)
+    cycle = REPORT_RC["axes.prop_cycle"].by_key()
+    assert cycle["color"] == list(OKABE_ITO)
+    assert len({str(style) for style in cycle["linestyle"]}) == len(cycle["color"])  # no colour alone

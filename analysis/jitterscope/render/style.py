@@ -38,16 +38,32 @@ def major_labels_only(axis: Any) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#000000")
+"""Okabe & Ito's colour-blind-safe palette (blue, orange, bluish green, vermillion, sky blue, reddish purple,
+yellow, black): told apart with every common colour-vision deficiency and in greyscale by lightness."""
+
+TABLEAU_COLORBLIND10 = ("#006BA4", "#FF800E", "#ABABAB", "#595959", "#5F9ED1", "#C85200", "#898989", "#A2C8EC",
+                        "#FFBC79", "#CFCFCF")
+"""matplotlib's tableau-colorblind10 style colours (the style sheet itself would be loaded from disk)."""
+
+LINE_STYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 1)), (0, (8, 2)))
+"""One dash pattern per palette colour, in the same order (:data:`REPORT_RC` cycles both together), so that lines
+differ by more than colour."""
+
+
 def colour(index: int, total: int = 10) -> Any:
-    """The colour of series ``index`` of ``total``: distinct for up to 20, sampled from a colour map beyond.
+    """The colour of series ``index`` of ``total``: Okabe-Ito for up to 8 (colour-blind safe), matplotlib's
+    tableau-colorblind10 for up to 10, sampled from a colour map beyond.
 
     A CPU keeps its colour across the figures of one report (same index, same total).
     """
+    if total <= len(OKABE_ITO):
+        return OKABE_ITO[index % len(OKABE_ITO)]
     if total <= 10:
-        return f"C{index % 10}"
+        return TABLEAU_COLORBLIND10[index % 10]
     if total <= 20:
         return matplotlib.colormaps["tab20"](index % 20)
-    return matplotlib.colormaps["turbo"](index / max(total - 1, 1))
+    return matplotlib.colormaps["cividis"](index / max(total - 1, 1))
 
 
 def capped_legend(ax: Axes, *, outside: bool = False, **kwargs: Any) -> Any:
