@@ -18,13 +18,14 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "source_date", "text_pages", "write_pdf",
         ],
         "style": [
-            "capped_legend", "colour", "literal_text", "major_labels_only", "plain_log_axis", "plot_note",
+            "capped_legend", "colour", "literal_text", "major_labels_only", "plain_log_axis", "plot_envelope",
+            "plot_note",
             "plot_text_page",
         ],
         "table": [
             "P_VALUE", "tables_text",
             "Table", "format_cell", "key_value_table", "latex_escape", "text_header_lines", "to_csv", "to_json_text",
-            "to_latex", "to_text", "LATEX_PREAMBLE",
+            "to_latex", "to_text", "LATEX_PREAMBLE", "latex_breakable",
         ],
     },
 )

@@ -245,7 +245,7 @@ def to_latex(table: Table) -> str:
             lines.append(r"\par\medskip")
         lines += _latex_tabular([columns[c] for c in block], len(table.rows), wide)
     for note in table.notes:
-        lines.append(rf"\par\smallskip{{\footnotesize {_latex_breakable(note)}\par}}")
+        lines.append(rf"\par\smallskip{{\footnotesize {latex_breakable(note)}\par}}")
     lines.append(rf"\end{{{env}}}")
     return "\n".join(lines) + "\n"
 
@@ -298,7 +298,7 @@ def _latex_column(table: Table, c: int) -> _LatexColumn:
         return _LatexColumn(name, unit, cells, f"S[table-format={fmt}]",
                             max(header_pt, max(number_chars, text_chars) * _CHAR_PT), False)
     paragraph = how == "l" and any(len(t) > LATEX_WRAP for t in texts)
-    cells = tuple(_latex_breakable(t) if paragraph else latex_escape(t) for t in texts)
+    cells = tuple(latex_breakable(t) if paragraph else latex_escape(t) for t in texts)
     width = _X_MIN_PT if paragraph else max([header_pt, *(len(t) * _CHAR_PT for t in texts)])
     return _LatexColumn(name, unit, cells, r">{\raggedright\arraybackslash}X" if paragraph else how, width,
                         paragraph)
@@ -312,6 +312,12 @@ def _latex_blocks(columns: list[_LatexColumn]) -> tuple[list[list[int]], bool]:
     if len(columns) <= LATEX_MAX_COLUMNS and total <= LATEX_PAGE_PT:
         return [list(range(len(columns)))], True
     key = columns[0].width_pt + _GAP_PT
+    # as few blocks as the column limit allows, of even size (16 columns: 8 + 8, not 8 + 7 + 1) when they fit
+    count = -(-(len(columns) - 1) // (LATEX_MAX_COLUMNS - 1))
+    size = -(-(len(columns) - 1) // count)
+    even = [[0, *range(start, min(start + size, len(columns)))] for start in range(1, len(columns), size)]
+    if all(key + sum(columns[c].width_pt + _GAP_PT for c in block[1:]) <= LATEX_PAGE_PT for block in even):
+        return even, True
     blocks: list[list[int]] = [[0]]
     used = key
     for c in range(1, len(columns)):
@@ -343,7 +349,7 @@ def _latex_tabular(columns: list[_LatexColumn], rows: int, wide: bool) -> list[s
     return lines
 
 
-def _latex_breakable(text: str) -> str:
+def latex_breakable(text: str) -> str:
     """``text`` escaped, with break points inside tokens too long for a narrow column (hashes, paths, JSON)."""
     words = []
     for word in text.split(" "):

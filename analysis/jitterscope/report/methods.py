@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dataset import Dataset, Metadata, open_dataset
-from ..render import latex_escape
+from ..render import latex_breakable
 
 NOT_RECORDED = "not recorded"
 
@@ -76,7 +76,8 @@ def methods_text(meta: Metadata, *, dataset_sha256: str) -> str:
 
 def methods_latex(meta: Metadata, *, dataset_sha256: str) -> str:
     """The paragraph as LaTeX text (ASCII, every special escaped), for ``\\input`` in a methods section."""
-    return latex_escape(methods_text(meta, dataset_sha256=dataset_sha256)) + "\n"
+    # break points inside the hash and other long tokens: a 64-digit word runs past a column's edge
+    return latex_breakable(methods_text(meta, dataset_sha256=dataset_sha256)) + "\n"
 
 
 def _what(meta: Metadata) -> Sentence:
