@@ -139,7 +139,7 @@ def test_compare_and_fleet_figures_are_laid_out_cleanly(tmp_path) -> None:
 
     runs = [write_simulation(spec_from_options(threads=2, samples=5_000, base=BaseLatency(median_ns=median)),
                              tmp_path / f"run{i}.parquet", seed=i) for i, median in enumerate((3000.0, 4000.0, 3000.0))]
-    fleet = write_simulated_fleet(tmp_path / "fleet", hosts=20, nights=2, samples=2_000)
+    fleet = write_simulated_fleet(tmp_path / "fleet", hosts=20, nights=3, samples=2_000)
     problems: list[str] = []
     names: list[str] = []
     with matplotlib.rc_context(REPORT_RC):  # the compare and fleet PDFs are A4 only: no --figures

@@ -11,7 +11,7 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
-        "layout": ["MAX_LEGEND_ENTRIES", "layout_problems", "text_boxes"],
+        "layout": ["MAX_LEGEND_ENTRIES", "layout_problems", "text_boxes", "tidy_layout"],
         "paper": ["FIGURE_WIDTHS_IN", "PNG_DPI", "fit_for_paper"],
         "pages": [
             "CHARS_PER_LINE", "LINES_PER_PAGE", "PAGE_SIZE_IN", "Page", "REPORT_RC", "new_page", "note_page",

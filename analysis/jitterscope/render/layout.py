@@ -228,6 +228,8 @@ def _move_legend(legend: Any, ax: Any, figure: Figure) -> bool:
         return False
     alone = _only_legend(figure)
     legend.remove()
+    if stage == 0 and _has_twin(ax, figure):
+        stage = 1  # the right side holds the twin axis's ticks
     if stage == 0:
         new = ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
                         fontsize=size, ncols=1)
@@ -245,11 +247,17 @@ def _move_legend(legend: Any, ax: Any, figure: Figure) -> bool:
         new = ax.legend(handles, labels, loc="upper center", borderaxespad=0.0, fontsize=size,
                         bbox_to_anchor=(0.5, (below - frame.y0) / max(frame.height, 1.0) - 0.02),
                         ncols=_legend_columns(labels, figure))
-    else:
-        new = ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
-                        fontsize=max(6.0, size - 1.5), ncols=1, handlelength=1.2, labelspacing=0.2)
+    else:  # inside, where it covers the least data, smaller: it may hide a few points, never other text
+        new = ax.legend(handles, labels, loc="best", fontsize=max(6.0, size - 1.5), ncols=1, handlelength=1.2,
+                        labelspacing=0.2, framealpha=0.8)
     new._jitterscope_stage = stage + 1
     return True
+
+
+def _has_twin(ax: Any, figure: Figure) -> bool:
+    """Whether another axes of ``figure`` shares ``ax``'s frame (twinx/twiny): its ticks sit beside it."""
+    box = ax.get_position().bounds
+    return any(other is not ax and other.get_position().bounds == box for other in figure.axes)
 
 
 def _legend_columns(labels: list[str], figure: Figure) -> int:
@@ -273,11 +281,17 @@ def _thin_ticks(axis: Any) -> bool:
             t.label1.get_text() for t in axis.get_minor_ticks()):
         axis.set_minor_formatter(NullFormatter())
         return True
-    shown = max(2, len([t for t in _drawn_ticks(axis) if t.label1.get_text()]) // 2)
+    shown = len([t for t in _drawn_ticks(axis) if t.label1.get_text()])
+    if shown <= 3:  # as few ticks as can be: smaller labels
+        size = axis.get_ticklabels()[0].get_fontsize() if axis.get_ticklabels() else 8.0
+        if size <= 6.0:
+            return False
+        axis.set_tick_params(labelsize=size - 1.0)
+        return True
     if axis.get_scale() == "log":
-        axis.set_major_locator(LogLocator(numticks=shown))
+        axis.set_major_locator(LogLocator(numticks=max(2, shown // 2)))
     else:
-        axis.set_major_locator(MaxNLocator(nbins=shown))
+        axis.set_major_locator(MaxNLocator(nbins=max(1, shown // 2)))
     return True
 
 

@@ -74,6 +74,7 @@ from ..render import (
     literal_text,
     source_date,
     text_pages,
+    tidy_layout,
     to_csv,
     to_json_text,
     to_latex,
@@ -396,6 +397,8 @@ def write_report(
                         contributed.append(section.name)
                     for page in _pages_of(section.name, items, ctx):
                         _claim(page.name, used_names, section.name)
+                        if _annotated(page.figure):  # labels at data points may fall on each other
+                            tidy_layout(page.figure)
                         # the PDF page first, so it is the same bytes with or without --figures
                         undo = _decorate(page.figure, ctx, pages + 1)
                         pdf.savefig(literal_text(page.figure))
@@ -462,6 +465,13 @@ def _decorate(fig: Figure, ctx: ReportContext, page_no: int) -> Callable[[], Non
             engine.set(rect=rect)
 
     return undo
+
+
+def _annotated(fig: Figure) -> bool:
+    """Whether ``fig`` labels data points (annotations): only those pages pay for a layout pass at A4."""
+    from matplotlib.text import Annotation
+
+    return any(isinstance(text, Annotation) for ax in fig.axes for text in ax.texts)
 
 
 def _claim(name: str, used: set[str], section: str) -> None:
