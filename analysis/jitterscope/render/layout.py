@@ -153,7 +153,7 @@ def _pt(box: Bbox, figure: Figure) -> str:
 
 
 
-def tidy_layout(figure: Figure, *, rounds: int = 5) -> list[str]:
+def tidy_layout(figure: Figure, *, rounds: int = 8) -> list[str]:
     """Move what collides until no text box leaves the canvas or covers another; returns what is left.
 
     Used when a figure is refitted to a paper's width, where a layout made for an A4 page crowds.  Each round
@@ -220,7 +220,10 @@ def _fix(box: TextBox, other: TextBox | None, figure: Figure) -> bool:
 
 
 def _move_legend(legend: Any, ax: Any, figure: Figure) -> bool:
-    """A legend: outside its axes on the right, then (one axes) below the figure in columns, then smaller."""
+    """A legend: outside its axes on the right (last column), then below (the figure's only legend, or the last
+    row), then inside at matplotlib's 'best' place, smaller, its labels wrapped to the panel's width."""
+    import textwrap
+
     handles, labels = legend.legend_handles, [t.get_text() for t in legend.get_texts()]
     size = legend.get_texts()[0].get_fontsize() if labels else 8
     stage = getattr(legend, "_jitterscope_stage", 0)
@@ -228,8 +231,11 @@ def _move_legend(legend: Any, ax: Any, figure: Figure) -> bool:
         return False
     alone = _only_legend(figure)
     legend.remove()
-    if stage == 0 and _has_twin(ax, figure):
-        stage = 1  # the right side holds the twin axis's ticks
+    last_col, last_row = _grid_edges(ax)
+    if stage == 0 and (_has_twin(ax, figure) or not last_col):
+        stage = 1  # the right side holds the twin axis's ticks or the next panel
+    if stage == 1 and not alone and not last_row:
+        stage = 2  # below is the next row's title
     if stage == 0:
         new = ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
                         fontsize=size, ncols=1)
@@ -246,12 +252,23 @@ def _move_legend(legend: Any, ax: Any, figure: Figure) -> bool:
         frame = ax.get_window_extent(renderer)
         new = ax.legend(handles, labels, loc="upper center", borderaxespad=0.0, fontsize=size,
                         bbox_to_anchor=(0.5, (below - frame.y0) / max(frame.height, 1.0) - 0.02),
-                        ncols=_legend_columns(labels, figure))
-    else:  # inside, where it covers the least data, smaller: it may hide a few points, never other text
-        new = ax.legend(handles, labels, loc="best", fontsize=max(6.0, size - 1.5), ncols=1, handlelength=1.2,
-                        labelspacing=0.2, framealpha=0.8)
+                        ncols=_legend_columns(labels, figure, ax))
+    else:  # inside, where it covers the least data, smaller, its labels wrapped to the panel's width
+        small = max(6.0, size - 1.5)
+        chars = max(12, int(ax.get_position().width * figure.get_figwidth() * 72 * 0.8 / (0.55 * small)) - 4)
+        new = ax.legend(handles, ["\n".join(textwrap.wrap(label, chars)) or label for label in labels], loc="best",
+                        fontsize=small, ncols=1, handlelength=1.2, labelspacing=0.2, framealpha=0.8)
     new._jitterscope_stage = stage + 1
     return True
+
+
+def _grid_edges(ax: Any) -> tuple[bool, bool]:
+    """Whether ``ax`` is in the last column and in the last row of its grid (True, True when not in a grid)."""
+    spec = ax.get_subplotspec() if hasattr(ax, "get_subplotspec") else None
+    if spec is None:
+        return True, True
+    grid = spec.get_gridspec()
+    return spec.colspan.stop == grid.ncols, spec.rowspan.stop == grid.nrows
 
 
 def _has_twin(ax: Any, figure: Figure) -> bool:
@@ -260,10 +277,11 @@ def _has_twin(ax: Any, figure: Figure) -> bool:
     return any(other is not ax and other.get_position().bounds == box for other in figure.axes)
 
 
-def _legend_columns(labels: list[str], figure: Figure) -> int:
-    """Columns of a legend set across the figure: as many as its longest label fits, at most 3."""
+def _legend_columns(labels: list[str], figure: Figure, ax: Any = None) -> int:
+    """Columns of a legend set across the figure (or under ``ax``): as many as its longest label fits, at most 3."""
     longest_in = max((len(label) for label in labels), default=1) * 0.075 + 0.5  # 8 pt glyphs, the handle
-    return max(1, min(len(labels), 3, int(figure.get_figwidth() * 0.9 / longest_in)))
+    room = figure.get_figwidth() if ax is None else ax.get_position().width * figure.get_figwidth()
+    return max(1, min(len(labels), 3, int(room * 0.9 / longest_in)))
 
 
 def _only_legend(figure: Figure) -> bool:
