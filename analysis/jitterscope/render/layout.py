@@ -255,7 +255,7 @@ def _move_legend(legend: Any, ax: Any, figure: Figure) -> bool:
                         ncols=_legend_columns(labels, figure, ax))
     else:  # inside, where it covers the least data, smaller, its labels wrapped to the panel's width
         small = max(6.0, size - 1.5)
-        chars = max(12, int(ax.get_position().width * figure.get_figwidth() * 72 * 0.8 / (0.55 * small)) - 4)
+        chars = max(10, int(ax.get_position().width * figure.get_figwidth() * 72 * 0.6 / (0.6 * small)) - 4)
         new = ax.legend(handles, ["\n".join(textwrap.wrap(label, chars)) or label for label in labels], loc="best",
                         fontsize=small, ncols=1, handlelength=1.2, labelspacing=0.2, framealpha=0.8)
     new._jitterscope_stage = stage + 1

@@ -63,7 +63,7 @@ def plot_envelope(ax: Axes, x: Any, y: Any, *, label: str, color: Any, columns: 
     median = np.where(full, ys[np.minimum(starts + counts // 2, ys.size - 1)], np.nan)
     centre = (edges[:-1] + edges[1:]) / 2
     ax.fill_between(centre, low, high, color=color, alpha=0.35, linewidth=0, step="mid",
-                    label=f"{label}: min–max of {columns} spans")
+                    label=f"{label}: range")
     ax.plot(centre, median, color=color, linewidth=0.8, drawstyle="steps-mid", label=f"{label}: median")
 
 
