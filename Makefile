@@ -3,8 +3,10 @@ SHELL := /bin/bash
 VENV  ?= .venv
 PY    := $(VENV)/bin/python
 PIP   := $(PY) -m pip --disable-pip-version-check -q
-# Debian packages the tests use; installed when missing and we are root.
-DEB_PACKAGES := poppler-utils rt-tests jitterdebugger stress-ng
+# Debian packages the tests use; installed when missing and we are root.  pdflatex with booktabs
+# (texlive-latex-recommended) and siunitx (texlive-science) compiles the --figures tables in the LaTeX test.
+DEB_PACKAGES := poppler-utils rt-tests jitterdebugger stress-ng texlive-latex-base texlive-latex-recommended \
+	texlive-science
 STAMP := $(VENV)/.jitterscope-installed
 SOURCES := $(shell find capture analysis -type f \( -name '*.c' -o -name '*.h' -o -name '*.py' -o -name CMakeLists.txt \) 2>/dev/null) pyproject.toml
 PYTEST_ARGS ?=
@@ -34,7 +36,7 @@ debs:
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing Debian packages: $$missing"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	  else echo "warning: missing Debian packages ($$missing); run as root or install them" >&2; fi; \
 	fi
 

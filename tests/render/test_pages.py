@@ -38,3 +38,33 @@ def test_a_split_never_falls_inside_a_wrapped_row() -> None:
     for text in _page_texts(list(text_pages("w", "Heading", [table]))):
         body = [line for line in text.splitlines() if line.startswith(("r", " ")) and "word" in line]
         assert body and body[0].startswith("r") and not body[-1].startswith("r"), body[-2:]
+
+
+def test_series_colours_are_colour_blind_safe_and_lines_differ_by_dash_too() -> None:
+    from jitterscope.render import REPORT_RC, colour
+    from jitterscope.render.style import OKABE_ITO
+
+    assert [colour(i, 8) for i in range(8)] == list(OKABE_ITO)
+    cycle = REPORT_RC["axes.prop_cycle"].by_key()
+    assert cycle["color"] == list(OKABE_ITO)
+    assert len({str(style) for style in cycle["linestyle"]}) == len(cycle["color"])  # no colour alone
+
+
+def test_a_long_series_is_drawn_as_an_envelope_not_a_solid_block() -> None:
+    import numpy as np
+    import pytest
+    from jitterscope.render import plot_envelope
+    from matplotlib.collections import PolyCollection
+    from matplotlib.figure import Figure
+
+    x = np.arange(500_000) / 1000.0
+    y = 2000 + 400 * (np.arange(500_000) % 7 == 0) + np.sin(x)
+    ax = Figure().subplots()
+    plot_envelope(ax, x, y, label="f_eff", color="C0", columns=1000)
+    band = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    assert band and max(len(line.get_xdata()) for line in ax.get_lines()) == 1000  # a point per span, not 500,000
+    vertices = band[0].get_paths()[0].vertices[:, 1]
+    assert vertices.max() == pytest.approx(y.max()) and vertices.min() == pytest.approx(y.min())
+    short = Figure().subplots()
+    plot_envelope(short, x[:100], y[:100], label="f_eff", color="C0", columns=1000)
+    assert len(short.get_lines()[0].get_xdata()) == 100 and not short.collections  # short: the line itself

@@ -94,16 +94,31 @@ def test_json_is_valid_and_has_no_nan():
     assert obj["rows"][2]["p99 [µs]"] == 1234.5
 
 
-def test_latex_uses_booktabs_and_escapes_specials():
+def test_latex_uses_booktabs_siunitx_and_escapes_specials():
     tex = to_latex(_table())
     assert tex.count(r"\toprule") == tex.count(r"\midrule") == tex.count(r"\bottomrule") == 1
-    assert r"\begin{tabular}{rrl}" in tex  # thread is numeric: right-aligned
+    # numbers in siunitx S columns sized to their digits; text left
+    assert r"\begin{tabular}{S[table-format=2.0]S[table-format=4.2]l}" in tex
+    assert tex.startswith(r"\begin{table}[htbp]") and tex.rstrip().endswith(r"\end{table}")
     assert r"50\% of \#1 \textasciitilde{} \$x\textasciicircum{}2\$ \{a\}\textbackslash{}b" in tex
-    assert r"p99 [\textmu{}s]" in tex
+    assert "{p99} & " in tex and r"{[\textmu{}s]}" in tex  # the unit under the name
     assert r"\caption{Latency \& friends\_1}" in tex
+    assert "1234.50 &" in tex and "{n/a}" in tex  # no thousands comma; text in a number column braced
     body = tex.split(r"\midrule")[1].split(r"\bottomrule")[0]
     for line in body.strip().splitlines():  # every unescaped & is a column separator
         assert line.replace(r"\&", "").count("&") == 2 and line.endswith(r"\\")
+
+
+def test_latex_splits_a_wide_table_into_blocks_of_at_most_eight_columns():
+    columns = ("thread", *(f"p{i} [µs]" for i in range(15)))
+    table = Table(name="wide", title="Wide", columns=columns, rows=((0, *([1234.5] * 15)), ("all", *([2.0] * 15))),
+                  formats=("",) + ("{:,.2f}",) * 15)
+    tex = to_latex(table)
+    assert tex.startswith(r"\begin{table*}")
+    specs = [line for line in tex.splitlines() if line.startswith(r"\begin{tabular}")]
+    assert len(specs) >= 2 and all(line.count("S[") + line.count("}l") <= 8 for line in specs)
+    assert tex.count("{thread}") == len(specs)  # the key column repeated in each block
+    assert "\nall & " in tex and "1,234" not in tex  # a text key, a number without its comma
 
 
 @pytest.mark.parametrize(("raw", "escaped"), [
@@ -121,9 +136,11 @@ def test_key_value_table_renders_nested_values_as_json():
 
 
 def test_latex_wraps_long_text_columns_in_paragraph_columns():
-    table = key_value_table("env", "Environment", {"cmdline": "console=ttyS0 " * 10, "hz": 250})
+    table = key_value_table("env", "Environment", {"cmdline": "console=ttyS0 " * 10, "hz": 250,
+                                                    "sha256": "0123456789abcdef" * 4})
     tex = to_latex(table)
-    assert r"\begin{tabular}{lp{0.6\linewidth}}" in tex
+    assert r"\begin{tabularx}{\columnwidth}{l>{\raggedright\arraybackslash}X}" in tex
+    assert r"01234567\allowbreak{}89abcdef" in tex  # a hash may break inside a narrow column
     assert r"\begin{tabular}{ll}" in to_latex(key_value_table("short", "Short", {"hz": 250}))
 
 
@@ -191,7 +208,7 @@ def test_every_latex_table_of_a_report_and_a_compare_is_ascii(tmp_path):
                                          smis={"rate_hz": 2.0, "duration_ns": 3_000_000, "at_transitions": 0.6})
         paths.append(write_dataset(table, metadata, tmp_path / f"run{seed}.parquet"))
     write_report(paths[0], tmp_path / "r.pdf", figures_dir=tmp_path / "fig")
-    written = sorted((tmp_path / "fig").glob("*.tex"))
+    written = sorted((tmp_path / "fig").glob("*.tex"))  # the tables and methods.tex
     assert {"summary.tex", "correlation-verdict.tex", "spectral-peaks.tex"} <= {p.name for p in written}
     for path in written:
         assert not _non_ascii(path.read_text(encoding="utf-8")), path.name
@@ -202,6 +219,7 @@ def test_every_latex_table_of_a_report_and_a_compare_is_ascii(tmp_path):
     assert any(_non_ascii(to_text_joined(t)) for t in tables)
     for table, tex in zip(tables, texts, strict=True):
         assert not _non_ascii(tex), table.name
+    assert (tmp_path / "fig" / "methods.tex").exists()
     _compile_if_pdflatex([p.read_text(encoding="ascii") for p in written] + texts, tmp_path)
 
 
@@ -210,18 +228,27 @@ def to_text_joined(table) -> str:
 
 
 def _compile_if_pdflatex(texs: list[str], tmp_path) -> None:
-    """Compile the tables in a minimal booktabs document with a default pdflatex (skipped without one)."""
+    """Compile the tables in a two-column article at a journal's geometry (IEEE: 7.16 in text, 3.5 in columns)
+    with a default pdflatex: no error and no overfull line.  Skipped only where pdflatex is not installed
+    (``make test`` installs it, with booktabs and siunitx, as root)."""
     import shutil
     import subprocess
 
+    from jitterscope.render import LATEX_PREAMBLE
+
     if shutil.which("pdflatex") is None:
-        pytest.skip("pdflatex not installed: the tables are ASCII, compiling them was not tried")
-    doc = ("\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n" + "\\clearpage\n".join(texs)
-           + "\\end{document}\n")
+        pytest.skip("pdflatex not installed (make debs installs texlive as root): the tables are ASCII, "
+                    "compiling them was not tried")
+    doc = ("\\documentclass[10pt,twocolumn]{article}\n\\usepackage[letterpaper,textwidth=7.16in,columnsep=0.17in,"
+           "textheight=9.5in]{geometry}\n" + LATEX_PREAMBLE + "\\begin{document}\n"
+           + "\\clearpage\n".join(texs) + "\\end{document}\n")
     (tmp_path / "t.tex").write_text(doc, encoding="ascii")
     run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stdout[-2000:]
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:]
+    log = (tmp_path / "t.log").read_text(encoding="latin-1")
+    overfull = [line for line in log.splitlines() if line.startswith("Overfull \\hbox")]
+    assert not overfull, "\n".join(overfull[:20])
 
 
 def test_literal_text_keeps_the_tick_formatters_mathtext_and_draws_data_literally() -> None:

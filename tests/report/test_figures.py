@@ -49,6 +49,9 @@ def test_figures_at_paper_width_with_8_to_9_pt_text(dataset, tmp_path, width):
     for svg in fig.glob("*.svg"):
         if not svg.stem.startswith(("appendix", "provenance", "tails-tables", "distributions-tables")):
             assert "run.parquet" not in svg.read_text(encoding="utf-8"), svg.name
+    # the methods paragraph for the paper, as Markdown and LaTeX (tests/report/test_methods.py checks its facts)
+    assert "synthetic" in (fig / "methods.md").read_text(encoding="utf-8")
+    assert (fig / "methods.tex").read_text(encoding="ascii").startswith("The wake-ups are synthetic")
     # the report's own pages stay A4 landscape
     assert _page_width_in(out) == pytest.approx(11.69, abs=0.01)
     # the reproducibility page repeats the real -o path and the figure options

@@ -30,6 +30,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="only these report sections, comma-separated (default: all; an unknown name lists them)")
     parser.add_argument("--force", action="store_true",
                         help="replace an existing OUTPUT (and files of the same name in --figures DIR)")
+    parser.add_argument("--methods", action="store_true",
+                        help="print the methods paragraph of the dataset (tool and version, system, timer, "
+                             "interval, priority, duration, counters and tracing, latency definition, statistics, "
+                             "dataset hash) and write nothing; --figures DIR also writes it as methods.md/.tex")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars, print only the path")
     parser.set_defaults(func=_run, report_parser=parser)
 
@@ -37,6 +41,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     if args.figure_width and not args.figures:
         usage_error("jitterscope report", "--figure-width needs --figures DIR (the folder the refitted figures go to)")
+    if args.methods:
+        from ..report import dataset_methods
+
+        print(dataset_methods(args.dataset))
+        return 0
     from ..report import write_report
     sections = [name.strip() for name in args.sections.split(",") if name.strip()] if args.sections else None
     info = write_report(args.dataset, args.output, figures_dir=args.figures, top_k=args.top,

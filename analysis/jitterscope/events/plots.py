@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.axes import Axes
 
-from ..render import colour
+from ..render import capped_legend, colour
 from .defaults import DISPLAY_EVENTS
 from .groups import MAX_GROUPS, group_causes
 from .results import Events
@@ -50,7 +50,8 @@ def plot_events(events: Events, ax: Axes) -> Axes:
     ax.set_title(f"Latency spike events (n = {len(events.events):,}{shown}; mark size: CPUs affected)",
                  fontsize=None if k == 1 else 9)
     if events.events:
-        ax.legend(fontsize=8, loc="best", title="first cause (events)", title_fontsize=8)
+        # off the marks it would cover; the causes are already top 7 + "other", so the cap changes nothing here
+        capped_legend(ax, fontsize=8, outside=True, title="first cause (events)", title_fontsize=8)
     else:
         ax.text(0.5, 0.5, "no wake-up above the threshold: no events", transform=ax.transAxes, ha="center")
     return ax

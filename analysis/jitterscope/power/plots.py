@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 
 from ..derive import CounterSeries
 from ..format import format_resampled_p
-from ..render import colour, plain_log_axis
+from ..render import colour, plain_log_axis, plot_envelope
 from .correlate import EventTrigger, LaggedLink
 from .cpufreq import Transitions
 
@@ -47,8 +47,9 @@ def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | No
     when ``series`` holds the figure rows of a long capture).
     """
     seconds = (series.expected_ns - series.expected_ns[0]) / NS_PER_S
-    ax_frequency.plot(seconds, series.f_eff_hz / 1e6, color=colour(index), linewidth=0.6, marker=".",
-                      markersize=1.5, rasterized=True, label=_source_label(series))
+    # a long capture as its envelope per time span: as a line its points fill the panel as a solid block
+    plot_envelope(ax_frequency, seconds, series.f_eff_hz / 1e6, color=colour(index), linewidth=0.6, marker=".",
+                  markersize=1.5, rasterized=True, label=_source_label(series))
     if transitions is not None and transitions.count:
         # from the transitions' own times: the series drawn may be the figure rows of a long capture
         at = (np.asarray(transitions.time_ns, dtype=np.float64) - series.expected_ns[0]) / NS_PER_S

@@ -1,7 +1,7 @@
 """Rendering shared by every report: :mod:`.table` (the Table and its text, CSV, JSON and
 LaTeX writers), :mod:`.style` (plot style, colours, note pages; matplotlib) and
 :mod:`.pages` (PDF pages and page helpers; matplotlib) and :mod:`.paper` (figures refitted to a
-journal's column or page width).
+journal's column or page width) and :mod:`.layout` (the text layout check of a drawn figure).
 """
 
 import lazy_loader as _lazy
@@ -11,16 +11,21 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
+        "layout": ["MAX_LEGEND_ENTRIES", "layout_problems", "text_boxes", "tidy_layout"],
         "paper": ["FIGURE_WIDTHS_IN", "PNG_DPI", "fit_for_paper"],
         "pages": [
             "CHARS_PER_LINE", "LINES_PER_PAGE", "PAGE_SIZE_IN", "Page", "REPORT_RC", "new_page", "note_page",
             "source_date", "text_pages", "write_pdf",
         ],
-        "style": ["colour", "literal_text", "plain_log_axis", "plot_note", "plot_text_page"],
+        "style": [
+            "capped_legend", "colour", "literal_text", "major_labels_only", "plain_log_axis", "plot_envelope",
+            "plot_note",
+            "plot_text_page",
+        ],
         "table": [
             "P_VALUE", "tables_text",
             "Table", "format_cell", "key_value_table", "latex_escape", "text_header_lines", "to_csv", "to_json_text",
-            "to_latex", "to_text",
+            "to_latex", "to_text", "LATEX_PREAMBLE", "latex_breakable",
         ],
     },
 )

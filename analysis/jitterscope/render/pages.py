@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from cycler import cycler
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..errors import JitterscopeError
-from .style import literal_text, plot_note, plot_text_page
+from .style import LINE_STYLES, OKABE_ITO, literal_text, plot_note, plot_text_page
 from .table import Table, text_header_lines, to_text
 
 PAGE_SIZE_IN = (11.69, 8.27)
@@ -38,6 +39,8 @@ REPORT_RC: dict[str, Any] = {
     "figure.dpi": 100,
     "savefig.dpi": 150,
     "path.simplify": True,
+    # colour-blind safe, and each default-coloured line has its own dash pattern too
+    "axes.prop_cycle": cycler(color=OKABE_ITO, linestyle=LINE_STYLES),
     "agg.path.chunksize": 10000,
 }
 

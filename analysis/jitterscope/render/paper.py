@@ -3,7 +3,8 @@
 A report page is A4 landscape with 9-12 pt text; scaled into a 3.5 in column its ticks would print at about
 3 pt.  :func:`fit_for_paper` instead sets the figure to the paper width (and a height that keeps each panel
 readable), and the text to 8 pt (9 pt for titles), before it is saved; the layout engine re-flows the
-axes.  The widths are the common two-column journal sizes (IEEE, ACM, Elsevier: 3.5 in column, 7.2 in page).
+axes, and :func:`~.layout.tidy_layout` moves what then collides.  The widths are the common two-column
+journal sizes (IEEE, ACM, Elsevier: 3.5 in column, 7.2 in page).
 
 Import-free at module level (the CLI shows :data:`FIGURE_WIDTHS_IN` in ``--help``).
 """
@@ -39,6 +40,8 @@ def fit_for_paper(fig: Any, width: str) -> None:
     """
     from matplotlib.text import Text
 
+    from .layout import tidy_layout
+
     if width not in FIGURE_WIDTHS_IN:
         raise ValueError(f"figure width {width!r}: use one of {', '.join(FIGURE_WIDTHS_IN)}")
     rows, cols = _grid(fig)
@@ -66,6 +69,8 @@ def fit_for_paper(fig: Any, width: str) -> None:
         if legend is not None:
             for text in legend.get_texts():
                 text.set_fontsize(TEXT_PT)
+    # a layout made for an A4 page crowds at 3.5 in: legends go outside, long labels wrap, ticks thin out
+    tidy_layout(fig)
 
 
 def _grid(fig: Any) -> tuple[int, int]:

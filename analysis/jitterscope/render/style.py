@@ -30,16 +30,97 @@ def plain_log_axis(axis: Any) -> None:
     axis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(1.2, 0.6)))
 
 
+ENVELOPE_COLUMNS = 1500
+"""Time bins of an envelope: about one per device pixel of a page-wide panel at 150 dpi."""
+
+
+def plot_envelope(ax: Axes, x: Any, y: Any, *, label: str, color: Any, columns: int = ENVELOPE_COLUMNS,
+                  **line: Any) -> None:
+    """``y`` over ``x`` as a line; a series of more than 2 × ``columns`` points as its envelope instead: the
+    minimum to maximum of each of ``columns`` equal spans of ``x`` shaded, the median of each span drawn over it.
+
+    Half a million points drawn as a line fill the panel as a solid block (every pixel column holds hundreds of
+    points); the envelope shows the same range, and the median line where the values sit.  Non-finite values are
+    left out; an empty span leaves a gap.
+    """
+    import numpy as np
+
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    if x.size <= 2 * columns or x[-1] <= x[0]:
+        ax.plot(x, y, color=color, label=label, **line)
+        return
+    edges = np.linspace(x.min(), x.max(), columns + 1)
+    which = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, columns - 1)
+    order = np.lexsort((y, which))  # by span, then by value: min, median and max are positions
+    counts = np.bincount(which, minlength=columns)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    full = counts > 0
+    ys = y[order]
+    low = np.where(full, ys[np.minimum(starts, ys.size - 1)], np.nan)
+    high = np.where(full, ys[np.minimum(starts + counts - 1, ys.size - 1)], np.nan)
+    median = np.where(full, ys[np.minimum(starts + counts // 2, ys.size - 1)], np.nan)
+    centre = (edges[:-1] + edges[1:]) / 2
+    ax.fill_between(centre, low, high, color=color, alpha=0.35, linewidth=0, step="mid",
+                    label=f"{label}: range")
+    ax.plot(centre, median, color=color, linewidth=0.8, drawstyle="steps-mid", label=f"{label}: median")
+
+
+def major_labels_only(axis: Any) -> None:
+    """Label only the major ticks of a log axis: at less than a decade and a half matplotlib labels the minor
+    ticks 2, 3, 4 and 6 too, and in a narrow panel 3 and 4 are set on top of each other."""
+    from matplotlib.ticker import NullFormatter
+
+    axis.set_minor_formatter(NullFormatter())
+
+
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#000000")
+"""Okabe & Ito's colour-blind-safe palette (blue, orange, bluish green, vermillion, sky blue, reddish purple,
+yellow, black): told apart with every common colour-vision deficiency and in greyscale by lightness."""
+
+TABLEAU_COLORBLIND10 = ("#006BA4", "#FF800E", "#ABABAB", "#595959", "#5F9ED1", "#C85200", "#898989", "#A2C8EC",
+                        "#FFBC79", "#CFCFCF")
+"""matplotlib's tableau-colorblind10 style colours (the style sheet itself would be loaded from disk)."""
+
+LINE_STYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 1)), (0, (8, 2)))
+"""One dash pattern per palette colour, in the same order (:data:`REPORT_RC` cycles both together), so that lines
+differ by more than colour."""
+
+
 def colour(index: int, total: int = 10) -> Any:
-    """The colour of series ``index`` of ``total``: distinct for up to 20, sampled from a colour map beyond.
+    """The colour of series ``index`` of ``total``: Okabe-Ito for up to 8 (colour-blind safe), matplotlib's
+    tableau-colorblind10 for up to 10, sampled from a colour map beyond.
 
     A CPU keeps its colour across the figures of one report (same index, same total).
     """
+    if total <= len(OKABE_ITO):
+        return OKABE_ITO[index % len(OKABE_ITO)]
     if total <= 10:
-        return f"C{index % 10}"
+        return TABLEAU_COLORBLIND10[index % 10]
     if total <= 20:
         return matplotlib.colormaps["tab20"](index % 20)
-    return matplotlib.colormaps["turbo"](index / max(total - 1, 1))
+    return matplotlib.colormaps["cividis"](index / max(total - 1, 1))
+
+
+def capped_legend(ax: Axes, *, outside: bool = False, **kwargs: Any) -> Any:
+    """``ax.legend(**kwargs)`` of at most :data:`~.layout.MAX_LEGEND_ENTRIES` entries: the first ones, and a last
+    entry saying how many more series the plot has.  ``outside``: to the right of the axes, off the data (the
+    layout engine makes room for it).  Returns the legend, or None when nothing is labelled."""
+    from matplotlib.lines import Line2D
+
+    from .layout import MAX_LEGEND_ENTRIES
+
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    if len(handles) > MAX_LEGEND_ENTRIES:
+        rest = len(handles) - (MAX_LEGEND_ENTRIES - 1)
+        handles = [*handles[:MAX_LEGEND_ENTRIES - 1], Line2D([], [], linestyle="none")]
+        labels = [*labels[:MAX_LEGEND_ENTRIES - 1], f"and {rest} more (not listed)"]
+    if outside:
+        kwargs = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0, **kwargs}
+    return ax.legend(handles, labels, **kwargs)
 
 
 def literal_text(figure: Figure) -> Figure:

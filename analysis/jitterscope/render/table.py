@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import math
+import re
 import textwrap
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -22,7 +23,7 @@ from ..format import format_p, shorten, visible
 
 Cell = str | int | float | None
 
-LATEX_WRAP = 40  # characters: a longer left-aligned cell puts its column in a p{} paragraph column
+LATEX_WRAP = 40  # characters: a longer left-aligned cell puts its column in a paragraph (X) column
 
 MISSING = "n/a"
 """What a missing or non-finite cell shows in text and LaTeX (never a bare NaN)."""
@@ -220,27 +221,143 @@ def to_json_text(table: Table) -> str:
 
 
 def to_latex(table: Table) -> str:
-    """The table as a LaTeX ``table`` with booktabs rules; every special character escaped.
+    """The table as a complete LaTeX float a two-column paper can ``\\input``: booktabs rules, ``siunitx``
+    number columns, every special character escaped (pure ASCII).
 
-    Needs ``\\usepackage{booktabs}`` (and ``textcomp`` for µ on old LaTeX kernels).
+    Needs :data:`LATEX_PREAMBLE` (``booktabs``, ``siunitx``, ``tabularx``).  Numbers go in ``S`` columns
+    (aligned on the decimal point, exponents set as powers of ten, no thousands commas); a cell that is not a
+    number (``n/a``, ``< 1e-12``, ``all``) is braced text in its column.  A header ``"p99 [µs]"`` is set as
+    ``p99`` over ``[µs]``.  Long text goes in a ``tabularx`` ``X`` column that takes the width left, with break
+    points inside long tokens (hashes, paths).  The table is a ``table`` when it fits a column
+    (:data:`LATEX_COLUMN_PT`) in at most :data:`LATEX_MAX_COLUMNS` columns, else a ``table*`` across the page,
+    split into blocks of at most :data:`LATEX_MAX_COLUMNS` columns that each fit :data:`LATEX_PAGE_PT` (the
+    first column, the row's key, repeated in each block).
     """
-    text = table.text_rows()
-    # a left column with long text wraps in a paragraph column instead of running off the page
-    spec = "".join(
-        r"p{0.6\linewidth}" if how == "l" and any(len(row[c]) > LATEX_WRAP for row in text) else how
-        for c, how in enumerate(table.alignment())
-    )
+    columns = [_latex_column(table, c) for c in range(len(table.columns))]
+    blocks, wide = _latex_blocks(columns)
+    env = "table*" if wide else "table"
     lines = [
-        r"\begin{table}[htbp]", r"\centering", rf"\caption{{{latex_escape(table.title)}}}",
-        rf"\label{{tab:{_label(table.name)}}}", rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
-        " & ".join(latex_escape(c) for c in table.columns) + r" \\", r"\midrule",
+        rf"\begin{{{env}}}[htbp]", r"\centering", r"\small", r"\setlength{\tabcolsep}{4pt}", r"\sloppy",
+        rf"\caption{{{latex_escape(table.title)}}}", rf"\label{{tab:{_label(table.name)}}}",
     ]
-    lines += [" & ".join(latex_escape(cell) for cell in row) + r" \\" for row in text]
-    lines += [r"\bottomrule", r"\end{tabular}"]
+    for number, block in enumerate(blocks):
+        if number:
+            lines.append(r"\par\medskip")
+        lines += _latex_tabular([columns[c] for c in block], len(table.rows), wide)
     for note in table.notes:
-        lines.append(rf"\par\smallskip{{\footnotesize {latex_escape(note)}}}")
-    lines.append(r"\end{table}")
+        lines.append(rf"\par\smallskip{{\footnotesize {latex_breakable(note)}\par}}")
+    lines.append(rf"\end{{{env}}}")
     return "\n".join(lines) + "\n"
+
+
+LATEX_PREAMBLE = "\\usepackage{booktabs}\n\\usepackage{siunitx}\n\\usepackage{tabularx}\n"
+"""What a document needs to ``\\input`` the tables of :func:`to_latex`."""
+LATEX_MAX_COLUMNS = 8
+"""Columns in one tabular: more do not read at a paper's width (a wider table is split into blocks)."""
+LATEX_COLUMN_PT = 245.0
+"""The column width a ``table`` must fit: 3.5 in (252 pt, IEEE/ACM/Elsevier two-column), less a margin."""
+LATEX_PAGE_PT = 500.0
+"""The text width a ``table*`` block must fit: 7.16 in (516 pt), less a margin."""
+_CHAR_PT = 4.8  # an average glyph of \small (9 pt) Computer Modern, rounded up: digits are 4.5 pt
+_GAP_PT = 8.0  # 2 \tabcolsep
+_X_MIN_PT = 90.0  # the least width left to an X column
+
+
+@dataclass(frozen=True)
+class _LatexColumn:
+    name: str
+    unit: str
+    cells: tuple[str, ...]  # LaTeX, ready to set
+    spec: str
+    width_pt: float  # estimated, \tabcolsep excluded
+    paragraph: bool
+
+
+_NUMBER = re.compile(r"^([-+]?)(\d*)(?:\.(\d*))?(?:[eE]([-+]?)(\d+))?$")
+
+
+def _latex_column(table: Table, c: int) -> _LatexColumn:
+    name, unit = _split_header(table.columns[c])
+    texts = [table.cell_text(r, c) for r in range(len(table.rows))]
+    how = table.alignment()[c]
+    header_pt = max(len(name), len(unit)) * _CHAR_PT
+    numbers = [_NUMBER.match(t.replace(",", "")) if how == "r" else None for t in texts]
+    if any(m is not None and (m.group(2) or m.group(3)) for m in numbers):
+        found = [m for m in numbers if m is not None and (m.group(2) or m.group(3))]
+        sign = "-" if any(m.group(1) == "-" for m in found) else ""
+        whole = max(len(m.group(2) or "0") for m in found)
+        decimals = max(len(m.group(3) or "") for m in found)
+        exponent = max((len(m.group(5)) for m in found if m.group(5)), default=0)
+        exp_sign = "-" if any(m.group(4) == "-" for m in found if m.group(5)) else ""
+        fmt = f"{sign}{whole}.{decimals}" + (f"e{exp_sign}{exponent}" if exponent else "")
+        cells = tuple(t.replace(",", "") if m is not None and (m.group(2) or m.group(3)) else
+                      "{" + latex_escape(t) + "}" for t, m in zip(texts, numbers, strict=True))
+        number_chars = len(sign) + whole + decimals + 1 + (exponent + len(exp_sign) + 4 if exponent else 0)
+        text_chars = max((len(t) for t, m in zip(texts, numbers, strict=True)
+                          if m is None or not (m.group(2) or m.group(3))), default=0)
+        return _LatexColumn(name, unit, cells, f"S[table-format={fmt}]",
+                            max(header_pt, max(number_chars, text_chars) * _CHAR_PT), False)
+    paragraph = how == "l" and any(len(t) > LATEX_WRAP for t in texts)
+    cells = tuple(latex_breakable(t) if paragraph else latex_escape(t) for t in texts)
+    width = _X_MIN_PT if paragraph else max([header_pt, *(len(t) * _CHAR_PT for t in texts)])
+    return _LatexColumn(name, unit, cells, r">{\raggedright\arraybackslash}X" if paragraph else how, width,
+                        paragraph)
+
+
+def _latex_blocks(columns: list[_LatexColumn]) -> tuple[list[list[int]], bool]:
+    """The columns of each tabular, and whether the table spans the page (``table*``)."""
+    total = sum(col.width_pt + _GAP_PT for col in columns)
+    if len(columns) <= LATEX_MAX_COLUMNS and total <= LATEX_COLUMN_PT:
+        return [list(range(len(columns)))], False
+    if len(columns) <= LATEX_MAX_COLUMNS and total <= LATEX_PAGE_PT:
+        return [list(range(len(columns)))], True
+    key = columns[0].width_pt + _GAP_PT
+    # as few blocks as the column limit allows, of even size (16 columns: 8 + 8, not 8 + 7 + 1) when they fit
+    count = -(-(len(columns) - 1) // (LATEX_MAX_COLUMNS - 1))
+    size = -(-(len(columns) - 1) // count)
+    even = [[0, *range(start, min(start + size, len(columns)))] for start in range(1, len(columns), size)]
+    if all(key + sum(columns[c].width_pt + _GAP_PT for c in block[1:]) <= LATEX_PAGE_PT for block in even):
+        return even, True
+    blocks: list[list[int]] = [[0]]
+    used = key
+    for c in range(1, len(columns)):
+        width = columns[c].width_pt + _GAP_PT
+        if len(blocks[-1]) > 1 and (len(blocks[-1]) >= LATEX_MAX_COLUMNS or used + width > LATEX_PAGE_PT):
+            blocks.append([0])
+            used = key
+        blocks[-1].append(c)
+        used += width
+    return blocks, True
+
+
+def _latex_tabular(columns: list[_LatexColumn], rows: int, wide: bool) -> list[str]:
+    spec = "".join(col.spec for col in columns)
+    width = r"\textwidth" if wide else r"\columnwidth"
+    begin, end = ((rf"\begin{{tabularx}}{{{width}}}{{{spec}}}", r"\end{tabularx}")
+                  if any(col.paragraph for col in columns) else
+                  (rf"\begin{{tabular}}{{{spec}}}", r"\end{tabular}"))
+
+    def header(texts: list[str]) -> str:
+        return " & ".join("{" + latex_escape(text) + "}" if text else "" for text in texts) + r" \\"
+
+    lines = [begin, r"\toprule", header([col.name for col in columns])]
+    if any(col.unit for col in columns):
+        lines.append(header([col.unit for col in columns]))
+    lines.append(r"\midrule")
+    lines += [" & ".join(col.cells[r] for col in columns) + r" \\" for r in range(rows)]
+    lines += [r"\bottomrule", end]
+    return lines
+
+
+def latex_breakable(text: str) -> str:
+    """``text`` escaped, with break points inside tokens too long for a narrow column (hashes, paths, JSON)."""
+    words = []
+    for word in text.split(" "):
+        if len(word) <= 16:
+            words.append(latex_escape(word))
+        else:
+            words.append(r"\allowbreak{}".join(latex_escape(word[i:i + 8]) for i in range(0, len(word), 8)))
+    return " ".join(words)
 
 
 def latex_escape(text: str) -> str:

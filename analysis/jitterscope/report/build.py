@@ -74,6 +74,7 @@ from ..render import (
     literal_text,
     source_date,
     text_pages,
+    tidy_layout,
     to_csv,
     to_json_text,
     to_latex,
@@ -396,6 +397,8 @@ def write_report(
                         contributed.append(section.name)
                     for page in _pages_of(section.name, items, ctx):
                         _claim(page.name, used_names, section.name)
+                        if _annotated(page.figure):  # labels at data points may fall on each other
+                            tidy_layout(page.figure)
                         # the PDF page first, so it is the same bytes with or without --figures
                         undo = _decorate(page.figure, ctx, pages + 1)
                         pdf.savefig(literal_text(page.figure))
@@ -409,6 +412,8 @@ def write_report(
                         page.figure.clear()
                     seconds.append((section.name, time.perf_counter() - started))
                 seconds += [(f"{key} (shared, within the sections above)", secs) for key, secs in ctx.shared_seconds]
+            if fig_dir is not None:
+                written += _export_methods(ctx, fig_dir)
     if figures_dir is not None:  # the files now stand in the folder asked for, not in its temporary
         written = [str(Path(figures_dir) / Path(path).name) for path in written]
     return ReportInfo(path=str(out), pages=pages, sections=tuple(contributed), figure_files=tuple(written),
@@ -462,6 +467,13 @@ def _decorate(fig: Figure, ctx: ReportContext, page_no: int) -> Callable[[], Non
     return undo
 
 
+def _annotated(fig: Figure) -> bool:
+    """Whether ``fig`` labels data points (annotations): only those pages pay for a layout pass at A4."""
+    from matplotlib.text import Annotation
+
+    return any(isinstance(text, Annotation) for ax in fig.axes for text in ax.texts)
+
+
 def _claim(name: str, used: set[str], section: str) -> None:
     if name in used:
         raise ValueError(f"report section {section!r}: page/table name {name!r} is already used")
@@ -491,6 +503,19 @@ def _export_table(table: Table, directory: Path) -> list[str]:
         path = directory / f"{table.name}.{ext}"
         path.write_text(text, encoding="utf-8")
         paths.append(str(path))
+    return paths
+
+
+def _export_methods(ctx: ReportContext, directory: Path) -> list[str]:
+    """methods.md and methods.tex: the paragraph a paper's methods section can cite (:mod:`.methods`)."""
+    from .methods import methods_latex, methods_text
+
+    meta, sha256 = ctx.dataset.metadata, ctx.provenance.dataset_sha256
+    paths = []
+    for name, text in (("methods.md", methods_text(meta, dataset_sha256=sha256) + "\n"),
+                       ("methods.tex", methods_latex(meta, dataset_sha256=sha256))):
+        (directory / name).write_text(text, encoding="utf-8")
+        paths.append(str(directory / name))
     return paths
 
 

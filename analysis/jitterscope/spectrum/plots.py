@@ -6,6 +6,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from ..format import format_thread_cpu
+from ..render import major_labels_only
 from . import InterSpikeIntervals, Peak, Psd, Spectrogram, ThreadSpectra
 from .text import PEAKS_SHOWN, peaks_by_family
 
@@ -101,6 +102,7 @@ def plot_spike_psd(psd: Psd, peaks: tuple[Peak, ...], ax: Axes, *, title: str = 
                  f"record {psd.n_samples / psd.fs_hz:.4g} s)")
     ax.set_xlabel("frequency [Hz]")
     ax.set_ylabel("PSD [1/Hz]")
+    major_labels_only(ax.xaxis)
 
 
 def plot_isi(isi: InterSpikeIntervals, ax: Axes) -> None:

@@ -1,0 +1,335 @@
+"""Layout check of a drawn figure: every text on the canvas, no two texts on top of each other.
+
+A figure for a paper fails quietly: a legend over the title, a tick label run off the edge, peak labels on top of
+each other still save without a warning.  :func:`layout_problems` draws the figure with matplotlib's own renderer
+and compares the boxes of the texts it really draws (titles, axis labels, tick labels, offsets, annotations, free
+texts, legends as one box each, figure texts), so the tests can run it over every figure a report makes, at every
+width it is saved at.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # matplotlib loads when a figure is checked, not with the package
+    from matplotlib.figure import Figure
+    from matplotlib.legend import Legend
+    from matplotlib.text import Text
+    from matplotlib.transforms import Bbox
+
+MAX_LEGEND_ENTRIES = 8
+"""A legend with more entries cannot be read at a paper's width: the rest goes into "other"."""
+
+TOLERANCE_PX = 0.5
+"""Boxes that touch within this much (at the figure's dpi) do not count as overlapping: glyph boxes include the
+font's line gap, so adjacent tick labels touch without any ink meeting."""
+
+
+@dataclass(frozen=True)
+class TextBox:
+    """One drawn text and its box in display pixels."""
+
+    what: str
+    box: Bbox
+    role: str = "text"
+    """title, suptitle, xlabel, ylabel, tick, offset, annotation, text, legend or figtext."""
+    artist: Any = None
+    ax: Any = None
+
+
+def text_boxes(figure: Figure) -> list[TextBox]:
+    """The boxes of the texts ``figure`` draws (it is drawn first, so the layout engine has placed everything)."""
+    from matplotlib.text import Annotation
+
+    renderer = _renderer(figure)
+    figure.draw_without_rendering()
+    found: list[TextBox] = []
+    seen: set[int] = set()
+
+    def add(what: str, text: Text | None, role: str, ax: Any = None) -> None:
+        if text is None or id(text) in seen or not text.get_visible() or not text.get_text().strip():
+            return
+        if isinstance(text, Annotation) and not text._check_xy(renderer):
+            return  # an annotation of a point outside the axes is not drawn
+        seen.add(id(text))
+        found.append(TextBox(f"{what} {text.get_text()[:40]!r}", text.get_window_extent(renderer),
+                             "annotation" if isinstance(text, Annotation) else role, text, ax))
+
+    def add_legend(where: str, legend: Legend | None, ax: Any = None) -> None:
+        if legend is not None and legend.get_visible():
+            labels = ", ".join(t.get_text()[:20] for t in legend.get_texts()[:3])
+            found.append(TextBox(f"{where} legend [{labels}]", legend.get_window_extent(renderer), "legend",
+                                 legend, ax))
+
+    for name in ("_suptitle", "_supxlabel", "_supylabel"):
+        add("figure title", getattr(figure, name, None), "suptitle")
+    for text in figure.texts:
+        add("figure text", text, "figtext")
+    for legend in figure.legends:
+        add_legend("figure", legend)
+    for number, ax in enumerate(figure.axes):
+        if not ax.get_visible():
+            continue
+        where = f"axes {number} ({ax.get_title() or ax.get_title(loc='left') or 'untitled'}"[:50] + ")"
+        for title in (ax.title, getattr(ax, "_left_title", None), getattr(ax, "_right_title", None)):
+            add(f"{where} title", title, "title", ax)
+        if ax.axison:
+            for axis_name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+                if not axis.get_visible():
+                    continue
+                add(f"{where} {axis_name}-label", axis.label, f"{axis_name}label", ax)
+                add(f"{where} {axis_name} offset", axis.offsetText, "offset", ax)
+                for tick in _drawn_ticks(axis):
+                    for label in (tick.label1, tick.label2):
+                        add(f"{where} {axis_name} tick", label, f"{axis_name}tick", ax)
+        for text in ax.texts:
+            add(f"{where} text", text, "text", ax)
+        add_legend(where, ax.get_legend(), ax)
+    return found
+
+
+def _renderer(figure: Figure) -> Any:
+    """The renderer that measures ``figure``'s text (a bare Figure's canvas has none: an Agg canvas is set)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not hasattr(figure.canvas, "get_renderer"):
+        FigureCanvasAgg(figure)
+    return figure.canvas.get_renderer()
+
+
+def _drawn_ticks(axis: object) -> list[object]:
+    """The ticks an axis draws: those inside its view limits (the others are kept but skipped when drawing)."""
+    return list(axis._update_ticks())  # type: ignore[attr-defined]
+
+
+def layout_problems(figure: Figure, *, name: str = "figure") -> list[str]:
+    """What is wrong with ``figure``'s text layout, one line per problem (empty when none).
+
+    * a text box (or a legend) reaching outside the canvas;
+    * two text boxes overlapping (a legend counts as one box: its entries may not cover a title or labels);
+    * a legend of more than :data:`MAX_LEGEND_ENTRIES` entries.
+    """
+    problems = []
+    for item, other in clashes(figure):
+        if other is None:
+            b = item.box
+            problems.append(f"{name}: {item.what} reaches outside the canvas ({_pt(b, figure)} on "
+                            f"{figure.get_figwidth() * 72:.0f} x {figure.get_figheight() * 72:.0f} pt)")
+        else:
+            problems.append(f"{name}: {item.what} overlaps {other.what}")
+    for ax in figure.axes:
+        legend = ax.get_legend()
+        if legend is not None and len(legend.get_texts()) > MAX_LEGEND_ENTRIES:
+            problems.append(f"{name}: a legend of {len(legend.get_texts())} entries (at most {MAX_LEGEND_ENTRIES})")
+    return problems
+
+
+def clashes(figure: Figure) -> list[tuple[TextBox, TextBox | None]]:
+    """The text boxes that reach outside the canvas (paired with None) and the pairs that overlap."""
+    boxes = text_boxes(figure)
+    canvas = figure.bbox
+    found: list[tuple[TextBox, TextBox | None]] = []
+    for item in boxes:
+        b = item.box
+        if (b.x0 < canvas.x0 - TOLERANCE_PX or b.y0 < canvas.y0 - TOLERANCE_PX
+                or b.x1 > canvas.x1 + TOLERANCE_PX or b.y1 > canvas.y1 + TOLERANCE_PX):
+            found.append((item, None))
+    if len(boxes) > 1:
+        array = np.array([[b.box.x0, b.box.y0, b.box.x1, b.box.y1] for b in boxes])
+        x0, y0, x1, y1 = (array[:, i] for i in range(4))
+        wide = (np.minimum(x1[:, None], x1[None, :]) - np.maximum(x0[:, None], x0[None, :])) > TOLERANCE_PX
+        tall = (np.minimum(y1[:, None], y1[None, :]) - np.maximum(y0[:, None], y0[None, :])) > TOLERANCE_PX
+        for i, j in zip(*np.nonzero(np.triu(wide & tall, k=1)), strict=True):
+            found.append((boxes[i], boxes[j]))
+    return found
+
+
+def _pt(box: Bbox, figure: Figure) -> str:
+    scale = 72.0 / figure.dpi
+    return (f"x {box.x0 * scale:.1f}..{box.x1 * scale:.1f} pt, y {box.y0 * scale:.1f}..{box.y1 * scale:.1f} pt")
+
+
+
+def tidy_layout(figure: Figure, *, rounds: int = 8) -> list[str]:
+    """Move what collides until no text box leaves the canvas or covers another; returns what is left.
+
+    Used when a figure is refitted to a paper's width, where a layout made for an A4 page crowds.  Each round
+    draws the figure, finds the clashes (:func:`clashes`) and applies the least change for each: a legend
+    goes outside its axes (right, then below the figure), an axis label or title too wide is wrapped, crowded
+    tick labels are thinned, an annotation is moved off what it covers (and dropped when no place is left), an
+    annotated axes gets headroom.  Nothing of the data is changed.
+    """
+    if figure.get_figwidth() < 5.0:
+        # at a column's width a legend to the right of the axes takes the room the data needs: below it
+        for ax in figure.axes:
+            legend = ax.get_legend()
+            anchor = None if legend is None else legend.get_bbox_to_anchor()
+            if anchor is not None and anchor.x0 >= ax.get_window_extent().x1 - 1:
+                legend._jitterscope_stage = 1
+                _move_legend(legend, ax, figure)
+    for _ in range(rounds):
+        found = clashes(figure)
+        if not found:
+            return []
+        done: set[int] = set()
+        for item, other in found:
+            # the more movable side first: a legend or an annotation moves before a label is wrapped
+            pair = sorted([item, other], key=lambda b: _MOVABLE.index(b.role) if b is not None else 0)
+            for box in pair:
+                if box is None or id(box.artist) in done:
+                    continue
+                if _fix(box, other if box is item else item, figure):
+                    done.add(id(box.artist))
+                    break  # one change per clash: the other side may be fine where it is
+    return layout_problems(figure)
+
+
+_MOVABLE = ("legend", "annotation", "xtick", "ytick", "xlabel", "ylabel", "title", "suptitle", "figtext", "text",
+            "offset")
+
+
+def _fix(box: TextBox, other: TextBox | None, figure: Figure) -> bool:
+    """One change to ``box`` that may resolve its clash with ``other`` (None: it leaves the canvas)."""
+    import textwrap
+
+    role = box.role
+    if role == "legend":
+        return _move_legend(box.artist, box.ax, figure)
+    if other is not None and other.role == "legend" and role not in ("title", "suptitle"):
+        return False  # the legend moves, not the axis
+    if role in ("title", "suptitle", "xlabel", "ylabel", "figtext"):
+        text = box.artist.get_text()
+        lines = text.split("\n")
+        longest = max(lines, key=len)
+        if len(longest) < 16:
+            return False
+        half = max(12, (len(longest) + 1) // 2 + 2)
+        box.artist.set_text("\n".join(piece for line in lines for piece in
+                                      (textwrap.wrap(line, half) if len(line) > half else [line])))
+        return True
+    if role in ("xtick", "ytick"):
+        if other is not None and other.role == role and other.ax is box.ax:
+            return _thin_ticks(box.ax.xaxis if role == "xtick" else box.ax.yaxis)
+        return False
+    if role == "annotation":
+        return _move_annotation(box, other)
+    return False
+
+
+def _move_legend(legend: Any, ax: Any, figure: Figure) -> bool:
+    """A legend: outside its axes on the right (last column), then below (the figure's only legend, or the last
+    row), then inside at matplotlib's 'best' place, smaller, its labels wrapped to the panel's width."""
+    import textwrap
+
+    handles, labels = legend.legend_handles, [t.get_text() for t in legend.get_texts()]
+    size = legend.get_texts()[0].get_fontsize() if labels else 8
+    stage = getattr(legend, "_jitterscope_stage", 0)
+    if ax is None or stage >= 3:
+        return False
+    alone = _only_legend(figure)
+    legend.remove()
+    last_col, last_row = _grid_edges(ax)
+    if stage == 0 and (_has_twin(ax, figure) or not last_col):
+        stage = 1  # the right side holds the twin axis's ticks or the next panel
+    if stage == 1 and not alone and not last_row:
+        stage = 2  # below is the next row's title
+    if stage == 0:
+        new = ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+                        fontsize=size, ncols=1)
+    elif stage == 1 and alone:
+        # below everything, in the figure's margin: the layout engine makes room for it under the axis labels
+        columns = _legend_columns(labels, figure)
+        width, height = figure.get_size_inches()
+        figure.set_size_inches(width, height + -(-len(labels) // columns) * size * 1.3 / 72 + 0.1)  # its rows
+        new = figure.legend(handles, labels, loc="outside lower center", fontsize=size, ncols=columns)
+    elif stage == 1:
+        renderer = _renderer(figure)
+        figure.draw_without_rendering()
+        below = ax.get_tightbbox(renderer).y0
+        frame = ax.get_window_extent(renderer)
+        new = ax.legend(handles, labels, loc="upper center", borderaxespad=0.0, fontsize=size,
+                        bbox_to_anchor=(0.5, (below - frame.y0) / max(frame.height, 1.0) - 0.02),
+                        ncols=_legend_columns(labels, figure, ax))
+    else:  # inside, where it covers the least data, smaller, its labels wrapped to the panel's width
+        small = max(6.0, size - 1.5)
+        chars = max(10, int(ax.get_position().width * figure.get_figwidth() * 72 * 0.6 / (0.6 * small)) - 4)
+        new = ax.legend(handles, ["\n".join(textwrap.wrap(label, chars)) or label for label in labels], loc="best",
+                        fontsize=small, ncols=1, handlelength=1.2, labelspacing=0.2, framealpha=0.8)
+    new._jitterscope_stage = stage + 1
+    return True
+
+
+def _grid_edges(ax: Any) -> tuple[bool, bool]:
+    """Whether ``ax`` is in the last column and in the last row of its grid (True, True when not in a grid)."""
+    spec = ax.get_subplotspec() if hasattr(ax, "get_subplotspec") else None
+    if spec is None:
+        return True, True
+    grid = spec.get_gridspec()
+    return spec.colspan.stop == grid.ncols, spec.rowspan.stop == grid.nrows
+
+
+def _has_twin(ax: Any, figure: Figure) -> bool:
+    """Whether another axes of ``figure`` shares ``ax``'s frame (twinx/twiny): its ticks sit beside it."""
+    box = ax.get_position().bounds
+    return any(other is not ax and other.get_position().bounds == box for other in figure.axes)
+
+
+def _legend_columns(labels: list[str], figure: Figure, ax: Any = None) -> int:
+    """Columns of a legend set across the figure (or under ``ax``): as many as its longest label fits, at most 3."""
+    longest_in = max((len(label) for label in labels), default=1) * 0.075 + 0.5  # 8 pt glyphs, the handle
+    room = figure.get_figwidth() if ax is None else ax.get_position().width * figure.get_figwidth()
+    return max(1, min(len(labels), 3, int(room * 0.9 / longest_in)))
+
+
+def _only_legend(figure: Figure) -> bool:
+    """Whether ``figure`` has one legend in all (that one can become the figure's, below everything)."""
+    engine = figure.get_layout_engine()
+    constrained = engine is not None and type(engine).__name__ == "ConstrainedLayoutEngine"
+    return constrained and not figure.legends and sum(ax.get_legend() is not None for ax in figure.axes) == 1
+
+
+def _thin_ticks(axis: Any) -> bool:
+    """Half as many labelled ticks: minor labels off first (log axes), then fewer major ticks."""
+    from matplotlib.ticker import LogLocator, MaxNLocator, NullFormatter
+
+    if not isinstance(axis.get_minor_formatter(), NullFormatter) and any(
+            t.label1.get_text() for t in axis.get_minor_ticks()):
+        axis.set_minor_formatter(NullFormatter())
+        return True
+    shown = len([t for t in _drawn_ticks(axis) if t.label1.get_text()])
+    if shown <= 3:  # as few ticks as can be: smaller labels
+        size = axis.get_ticklabels()[0].get_fontsize() if axis.get_ticklabels() else 8.0
+        if size <= 6.0:
+            return False
+        axis.set_tick_params(labelsize=size - 1.0)
+        return True
+    if axis.get_scale() == "log":
+        axis.set_major_locator(LogLocator(numticks=max(2, shown // 2)))
+    else:
+        axis.set_major_locator(MaxNLocator(nbins=max(1, shown // 2)))
+    return True
+
+
+def _move_annotation(box: TextBox, other: TextBox | None) -> bool:
+    """An annotation: below its point instead of above, then left of it; dropped when neither place is free."""
+    text = box.artist
+    tries = getattr(text, "_jitterscope_tries", 0)
+    text._jitterscope_tries = tries + 1
+    if other is not None and other.role in ("title", "suptitle") and tries == 0 and box.ax is not None:
+        low, high = box.ax.get_ylim()  # room above the highest point, under the title
+        if box.ax.get_yscale() == "log":
+            box.ax.set_ylim(low, high * 3.0)
+        else:
+            box.ax.set_ylim(low, high + 0.15 * (high - low))
+        return True
+    if tries < 2:
+        x, y = text.xyann if hasattr(text, "xyann") else (0.0, 0.0)
+        text.xyann = (x, -abs(y) - 10) if tries == 0 else (-abs(x) - 4, y)
+        if tries == 1:
+            text.set_horizontalalignment("right")
+        return True
+    text.set_visible(False)  # two labels in one place read as neither
+    return True

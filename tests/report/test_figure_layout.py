@@ -1,0 +1,150 @@
+"""Every figure's text on the canvas and never on other text: the layout check, and the figures it passes.
+
+:func:`~jitterscope.render.layout_problems` draws a figure with matplotlib's renderer and compares the boxes of
+the texts it draws.  Checked here: what it catches (a legend moved onto the title, a label off the edge, a legend
+of too many entries), and every figure of the report of a real traced capture, a cyclictest -v and a
+jitterdebugger import and a simulation with every effect, at the report's A4 page and refitted to a paper's
+column (a figure of panels side by side goes to the page width), and the compare and fleet PDFs' figures.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import matplotlib
+import pytest
+from jitterscope.render import REPORT_RC, capped_legend, fit_for_paper, layout_problems
+from jitterscope.render.layout import MAX_LEGEND_ENTRIES, tidy_layout
+from matplotlib.figure import Figure
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def _plot(*, entries: int = 2, size: tuple[float, float] = (6.0, 4.0)) -> Figure:
+    fig = Figure(figsize=size, layout="constrained")
+    ax = fig.subplots()
+    for i in range(entries):
+        ax.plot([1, 2, 3], [i, i + 1, i + 3], label=f"series {i}")
+    ax.set_title("Latency of every series over the whole run")
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("latency [µs]")
+    return fig
+
+
+def test_a_legend_moved_onto_the_title_is_caught() -> None:
+    fig = _plot()
+    ax = fig.axes[0]
+    ax.legend(loc="upper right")
+    assert layout_problems(fig) == []
+    # the same legend, anchored where the title is drawn
+    ax.legend(loc="center", bbox_to_anchor=(0.5, 1.04))
+    problems = layout_problems(fig)
+    assert any("legend" in p and "title" in p and "overlaps" in p for p in problems), problems
+
+
+def test_text_off_the_canvas_and_overlapping_labels_are_caught() -> None:
+    fig = _plot()
+    fig.axes[0].set_xlabel("a very long axis label " * 6)
+    assert any("x-label" in p and "outside the canvas" in p for p in layout_problems(fig))
+    fig = _plot()
+    fig.axes[0].annotate("peak 113 Hz", (2, 2), xytext=(0, 0), textcoords="offset points")
+    fig.axes[0].annotate("peak 114 Hz", (2, 2), xytext=(2, 1), textcoords="offset points")
+    assert any("'peak 113 Hz'" in p and "'peak 114 Hz'" in p for p in layout_problems(fig))
+
+
+def test_a_legend_holds_at_most_eight_entries() -> None:
+    fig = _plot(entries=12)
+    fig.axes[0].legend()
+    assert any("legend of 12 entries" in p for p in layout_problems(fig))
+    fig = _plot(entries=12)
+    legend = capped_legend(fig.axes[0], outside=True)
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert len(texts) == MAX_LEGEND_ENTRIES and texts[-1] == "and 5 more (not listed)"
+    assert layout_problems(fig) == []
+
+
+def test_tidy_layout_clears_a_crowded_column_figure() -> None:
+    fig = _plot(entries=8, size=(11.69, 8.27))
+    fig.axes[0].legend(loc="upper left", ncols=4)  # fine on A4, over the data and the title at 3.5 in
+    fig.axes[0].set_xlabel("time since the first wake-up of the run [s], every thread")
+    fig.set_size_inches(3.5, 2.8)
+    assert layout_problems(fig)
+    assert tidy_layout(fig) == []
+
+
+def _check(pages, problems: list[str], names: list[str], *, refit: bool = True) -> None:
+    for page in pages:
+        if page.kind != "figure":
+            continue
+        names.append(page.name)
+        problems += layout_problems(page.figure, name=f"{page.name} at A4")
+        if refit:
+            fit_for_paper(page.figure, "column")
+            problems += layout_problems(page.figure, name=f"{page.name} at column width")
+
+
+def _report_figures(dataset: Path, tmp_path: Path, monkeypatch) -> tuple[list[str], list[str]]:
+    """Every figure page of the report checked as the PDF has it and refitted as --figure-width column makes it."""
+    from jitterscope.report import build, write_report
+
+    problems: list[str] = []
+    names: list[str] = []
+
+    def export(page, directory, width=None):
+        _check([page], problems, names)
+        return []
+
+    monkeypatch.setattr(build, "_export_figure", export)
+    monkeypatch.setattr(build, "_export_table", lambda table, directory: [])
+    write_report(dataset, tmp_path / "r.pdf", figures_dir=tmp_path / "figures", figure_width="column")
+    return problems, names
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> dict[str, Path]:
+    from jitterscope.cli import main
+
+    out = tmp_path_factory.mktemp("layout")
+    traced = out / "traced"
+    shutil.copytree(DATA / "capture" / "traced-2s", traced)
+    formats = DATA / "formats"
+    paths = {"traced capture": traced, "cyclictest -v": out / "ct.parquet", "jitterdebugger": out / "jd.parquet",
+             "simulation": out / "sim.parquet"}
+    assert main(["import", str(formats / "ct-verbose.txt"), "-o", str(paths["cyclictest -v"]), "-q"]) == 0
+    assert main(["import", str(formats / "jd-fresh"), "-o", str(paths["jitterdebugger"]), "-q"]) == 0
+    # every simulated effect at once: P-states with coupling, SMIs, a 113 Hz line
+    assert main(["simulate", "-o", str(paths["simulation"]), "--threads", "2", "--interval-us", "100", "--samples",
+                 "50000", "--pstates", "800,2400", "--dwell-ms", "50", "--coupling", "0.5:30:3", "--smi", "0.5:200",
+                 "--periodic", "113:3", "--seed", "1"]) == 0
+    return paths
+
+
+@pytest.mark.parametrize("source", ["traced capture", "cyclictest -v", "jitterdebugger", "simulation"])
+def test_every_report_figure_is_laid_out_cleanly(inputs, source, tmp_path, monkeypatch) -> None:
+    with matplotlib.rc_context(REPORT_RC):
+        problems, names = _report_figures(inputs[source], tmp_path, monkeypatch)
+    assert len(names) >= 6, names
+    assert problems == [], "\n".join(problems)
+
+
+def test_compare_and_fleet_figures_are_laid_out_cleanly(tmp_path) -> None:
+    from jitterscope.compare import compare_runs
+    from jitterscope.compare.pdf import compare_pages
+    from jitterscope.dataset import open_dataset
+    from jitterscope.fleet import run_fleet, write_simulated_fleet
+    from jitterscope.fleet.pdf import fleet_pages
+    from jitterscope.io import spec_from_options, write_simulation
+    from jitterscope.io.simulate import BaseLatency
+
+    runs = [write_simulation(spec_from_options(threads=2, samples=5_000, base=BaseLatency(median_ns=median)),
+                             tmp_path / f"run{i}.parquet", seed=i) for i, median in enumerate((3000.0, 4000.0, 3000.0))]
+    fleet = write_simulated_fleet(tmp_path / "fleet", hosts=20, nights=3, samples=2_000)
+    problems: list[str] = []
+    names: list[str] = []
+    with matplotlib.rc_context(REPORT_RC):  # the compare and fleet PDFs are A4 only: no --figures
+        _check(compare_pages(compare_runs([open_dataset(p) for p in runs], n_boot=100)), problems, names,
+               refit=False)
+        _check(fleet_pages(run_fleet(list(fleet.paths), scheduler="serial")), problems, names, refit=False)
+    assert {"compare-pair-1", "compare-pair-2", "fleet-overview"} <= set(names)
+    assert problems == [], "\n".join(problems)
