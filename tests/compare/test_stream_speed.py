@@ -27,7 +27,7 @@ def _reference_draw(self, thread: int, group: int) -> None:
     blocks = int(offset.max()) + 1
     sizes = np.bincount(offset, minlength=blocks)
     starts = np.cumsum(sizes) - sizes
-    rng = np.random.default_rng([self.seed, self.run, thread, group])
+    rng = np.random.default_rng([self.seed, self.run, group])  # as the stream: the same weights for every thread
     # independent Poisson(f) weights for the G blocks of each replicate, drawn as a Poisson(f G) number of
     # uniform block choices (the same law, and cost in proportion to the weights, not to n_boot x G)
     per_replicate = rng.poisson(self.resample_fraction * blocks, self.n_boot)

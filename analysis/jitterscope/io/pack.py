@@ -222,7 +222,8 @@ ANONYMIZE_KEEP: tuple[str, ...] = (
     "counters.source", "counters.columns[]", "counters.cpu_vendor",
     "status.state", "status.cpu_load.since", "source.format", "source.reconstructed.*", "ground_truth.*",
     "source.companion_formats[]", "source.tool.*", "source.settings.start_time", "source.settings.end_time",
-    "pack.*",
+    "pack.*", "experiment.run", "experiment.label", "experiment.order", "experiment.levels.*",
+    "experiment.settings[].knob", "experiment.settings[].value", "experiment.settings[].before",
 )
 """Places whose strings say nothing about the machine's or the user's identity: kept as they are."""
 ANONYMIZE_TRANSFORM: dict[str, str] = {
@@ -233,6 +234,8 @@ ANONYMIZE_TRANSFORM: dict[str, str] = {
     "status.reason": "text", "settings.granted.degraded[]": "text", "settings.asked.output": "text",
     "settings.asked.msr_dir": "text", "source.files[]": "text",
     "source.settings.cmdline": "text", "source.notes[]": "text", "timeline.*": "text",
+    "steal.source": "text", "steal.error": "text", "experiment.sweep": "text", "experiment.settings[].path": "text",
+    "experiment.load.command[]": "text", "experiment.load.log": "text",
 }
 """Places transformed: ``hash`` (the value becomes ``anon-`` + 12 hex digits of its SHA-256), ``cmdline``
 (:data:`CMDLINE_KEEP` parameters and flags kept, every other value hashed, the init's arguments after ``--``
@@ -269,7 +272,8 @@ def anonymize_metadata(metadata: Metadata) -> tuple[Metadata, list[str]]:
     """
     changed: list[str] = []
     fields = {name: getattr(metadata, name) for name in ("settings", "environment", "counters", "clock", "status",
-                                                          "source", "ground_truth", "tool", "timeline")}
+                                                          "source", "ground_truth", "tool", "timeline", "steal",
+                                                          "experiment")}
     secrets: set[str] = set()
     for value in fields.values():
         _collect(value, secrets)

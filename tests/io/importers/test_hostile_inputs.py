@@ -16,7 +16,15 @@ from pathlib import Path
 import pytest
 from jitterscope.io.importers._common import MAX_LINE_BYTES
 
-CLI = "import sys; from jitterscope.cli import main; sys.exit(main())"
+# The child's own peak is VmHWM of its own address space, read at exit: wait4's ru_maxrss would also count the
+# pages of the (v)forked pytest worker before exec, hundreds of MB late in a run.
+CLI = ("import atexit, os, sys\n"
+       "def _peak():\n"
+       "    with open('/proc/self/status') as status, open(os.environ['JS_PEAK_FILE'], 'w') as out:\n"
+       "        out.write(next(line for line in status if line.startswith('VmHWM:')).split()[1])\n"
+       "atexit.register(_peak)\n"
+       "from jitterscope.cli import main\n"
+       "sys.exit(main())")
 FORMATS = [None, "cyclictest-verbose", "cyclictest-histogram", "cyclictest-json", "jitterdebugger-samples",
            "oslat", "rtla-timerlat-hist", "cyclictest-quiet", "periodic-timer"]
 
@@ -24,12 +32,13 @@ FORMATS = [None, "cyclictest-verbose", "cyclictest-histogram", "cyclictest-json"
 def _import(args: list[str], timeout: float = 60) -> tuple[int, str, int]:
     """Run ``jitterscope import`` in a process; return its status, stderr and peak RSS in bytes."""
     err = Path(os.environ.get("TMPDIR", "/tmp")) / f"import-stderr-{os.getpid()}-{time.monotonic_ns()}"
+    peak_file = err.with_name(err.name + ".peak")
     with err.open("w+") as stderr:
         process = subprocess.Popen([sys.executable, "-c", CLI, "import", *args], stdout=subprocess.DEVNULL,
-                                   stderr=stderr, text=True)
+                                   stderr=stderr, text=True, env={**os.environ, "JS_PEAK_FILE": str(peak_file)})
         deadline = time.monotonic() + timeout
         while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)  # its own rusage: the peak RSS of this run
+            pid, status, _ = os.wait4(process.pid, os.WNOHANG)
             if pid:
                 break
             if time.monotonic() > deadline:
@@ -41,7 +50,9 @@ def _import(args: list[str], timeout: float = 60) -> tuple[int, str, int]:
         stderr.seek(0)
         text = stderr.read()
     err.unlink()
-    return process.returncode, text, usage.ru_maxrss * 1024
+    peak_kib = int(peak_file.read_text())
+    peak_file.unlink()
+    return process.returncode, text, peak_kib * 1024
 
 
 def _fifo(tmp_path: Path) -> Path:
