@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dataset import Dataset, Metadata, open_dataset
+from ..format import visible
 from ..render import latex_breakable
 
 NOT_RECORDED = "not recorded"
@@ -70,8 +71,8 @@ def dataset_methods(dataset: str | Path | Dataset) -> str:
 
 
 def methods_text(meta: Metadata, *, dataset_sha256: str) -> str:
-    """The paragraph as plain text (Markdown)."""
-    return " ".join(s.text for s in methods_sentences(meta, dataset_sha256=dataset_sha256))
+    """The paragraph as plain text (Markdown); metadata text is data: controls and lone surrogates as escapes."""
+    return visible(" ".join(s.text for s in methods_sentences(meta, dataset_sha256=dataset_sha256)))
 
 
 def methods_latex(meta: Metadata, *, dataset_sha256: str) -> str:
