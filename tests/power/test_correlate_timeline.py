@@ -105,7 +105,8 @@ def test_frequency_plot_names_turbostat_as_the_source(tmp_path):
     top, bottom = Figure().subplots(2, 1)
     plot_frequency_timeline(counters.series[0], result.frequency.transitions[0], top, bottom)
     labels = [t.get_text() for t in top.get_legend().get_texts()]
-    assert labels[0].startswith("Bzy_MHz (turbostat, per interval)") and labels[1].startswith("3 transitions")
+    assert labels[0].startswith("Bzy_MHz (turbostat, per interval)")  # the envelope: range, then median
+    assert any(label.startswith("3 transitions") for label in labels)
     assert sorted(set(top.get_lines()[0].get_ydata().tolist())) == [1200.0, 2400.0]
 
 

@@ -88,8 +88,8 @@ def plot_frequency_zoom(series: CounterSeries, transitions: Transitions | None, 
     seconds = (series.expected_ns - series.expected_ns[0]) / NS_PER_S
     inside = (seconds >= start_s) & (seconds <= stop_s)
     ax.step(seconds[inside], series.f_eff_hz[inside] / 1e6, where="pre", color=colour(index), linewidth=1.0,
-            label=("Bzy_MHz of the turbostat interval of each wake-up" if _from_turbostat(series)
-                   else "f_eff of the interval ending at each wake-up"))
+            # short labels: at column width the close-up is narrow and a long label wraps over the tick labels
+            label=("Bzy_MHz (left)" if _from_turbostat(series) else "f_eff (left)"))
     if transitions is not None and transitions.count:
         # from the transitions' own times: the series drawn may be the figure rows of a long capture
         at = (np.asarray(transitions.time_ns, dtype=np.float64) - series.expected_ns[0]) / NS_PER_S
@@ -101,7 +101,7 @@ def plot_frequency_zoom(series: CounterSeries, transitions: Transitions | None, 
     ax.grid(True, alpha=0.3)
     right = ax.twinx()
     right.vlines(seconds[inside], 0, series.latency_ns[inside] / NS_PER_US, color="0.2", linewidth=0.8,
-                 label="latency", rasterized=True)
+                 label="latency (right)", rasterized=True)
     right.set_ylim(bottom=0)
     right.set_ylabel("latency [µs]")
     ax.set_title(f"cpu {series.cpu}: close-up of {start_s:g}–{stop_s:g} s (red lines: detected transitions)",
