@@ -10,7 +10,8 @@ differs in the environment, e.g.::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..format import format_change, format_count, format_percent, format_us
 
@@ -41,17 +42,7 @@ def pair_headline(comparison: Comparison, index: int) -> str:
     """
     pair = comparison.pairs[index - 1]
     base, cand = comparison.runs[0], comparison.runs[index]
-    changed = [m for m in pair.metrics if m.verdict in CHANGES]
-    directions = {m.verdict for m in changed}
-    if len(directions) > 1:
-        lead = "mixed: some metrics regressed, others improved"
-    elif directions:
-        direction = directions.pop()
-        lead = ("tail " if all(m.metric in TAIL_METRICS for m in changed) else "") + direction
-    elif any(m.verdict == "inconclusive" for m in pair.metrics):
-        lead = "no change shown, some inconclusive"
-    else:
-        lead = f"no change beyond ±{comparison.noise:.0%}"
+    lead = _lead(pair.metrics, comparison.noise)
     stalls = []
     if base.late_wakeups or cand.late_wakeups:
         stalls.append(f"{format_count(cand.late_wakeups)} wake-ups later than one interval"
@@ -68,23 +59,26 @@ def pair_headline(comparison: Comparison, index: int) -> str:
     return "; ".join(parts)
 
 
+def _lead(metrics: Sequence[Any], noise: float) -> str:
+    """The verdict of a set of metrics in a few words: one direction, mixed, inconclusive or no change."""
+    changed = [m for m in metrics if m.verdict in CHANGES]
+    directions = {m.verdict for m in changed}
+    if len(directions) > 1:
+        return "mixed: some metrics regressed, others improved"
+    if directions:
+        return ("tail " if all(m.metric in TAIL_METRICS for m in changed) else "") + directions.pop()
+    if any(m.verdict == "inconclusive" for m in metrics):
+        return "no change shown, some inconclusive"
+    return f"no change beyond ±{noise:.0%}"
+
+
 def group_headline(comparison: GroupComparison) -> str:
     """One sentence for a group comparison: how many runs each side has, then the metrics as for a pair.
 
     E.g. "B (3 runs) against A (3 runs), between-run variation: p99 regressed (+20.3% [+11.2% … +30.1%]);
     p50 unchanged; …; environment: governor powersave → performance".
     """
-    changed = [m for m in comparison.metrics if m.verdict in CHANGES]
-    directions = {m.verdict for m in changed}
-    if len(directions) > 1:
-        lead = "mixed: some metrics regressed, others improved"
-    elif directions:
-        direction = directions.pop()
-        lead = ("tail " if all(m.metric in TAIL_METRICS for m in changed) else "") + direction
-    elif any(m.verdict == "inconclusive" for m in comparison.metrics):
-        lead = "no change shown, some inconclusive"
-    else:
-        lead = f"no change beyond ±{comparison.noise:.0%}"
+    lead = _lead(comparison.metrics, comparison.noise)
     sides = (f"{comparison.candidate_label} ({_runs(len(comparison.candidate))}) against "
              f"{comparison.baseline_label} ({_runs(len(comparison.baseline))}), between-run variation")
     parts = [f"{sides}: {lead}", *(_group_text(group) for group in _groups(comparison.metrics))]
