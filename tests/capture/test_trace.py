@@ -8,12 +8,14 @@ wake-ups inside them, is the number of coincident spikes allowed not to name it.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -488,11 +490,19 @@ def test_binary_table_equals_the_kernels_own_text_of_the_same_events(run_capture
             [events.string(int(n)) for n in c["other_comm"][keep]], strict=True))
 
     # the two instances stamp the same event one after the other, mostly within the same µs; a vCPU preempted
-    # between the two writes puts more between them, so: the same clock (median 0), nearly always within 2 µs
+    # between the two writes puts more between them, so: the same clock (median 0), nearly always within 2 µs.
+    # An interrupt that lands between the two writes records its own events in both buffers before the
+    # interrupted event reaches the second one, so the orders may differ by such a nesting (seen in CI: a
+    # softirq_entry before a sched_wakeup in one buffer, after it in the other): the same events, in nearly
+    # the same order.
     lo = max(binary.columns["ts_ns"].min(), kernel_text.columns["ts_ns"].min()) // 1000 + 5
     hi = min(binary.columns["ts_ns"].max(), kernel_text.columns["ts_ns"].max()) // 1000 - 5
     (ts_ours, ours), (ts_theirs, theirs) = rows(binary, lo, hi), rows(kernel_text, lo, hi)
     assert len(ours) > 500
-    assert ours == theirs
-    gap = np.abs(ts_ours - ts_theirs)
+    assert Counter(ours) == Counter(theirs)
+    matcher = difflib.SequenceMatcher(None, ours, theirs, autojunk=False)
+    blocks = [b for b in matcher.get_matching_blocks() if b.size]
+    in_order = sum(b.size for b in blocks)
+    assert in_order >= 0.98 * len(ours), f"{len(ours) - in_order} of {len(ours)} events out of order"
+    gap = np.abs(np.concatenate([ts_ours[b.a:b.a + b.size] - ts_theirs[b.b:b.b + b.size] for b in blocks]))
     assert np.median(gap) == 0 and np.quantile(gap, 0.99) <= 2
