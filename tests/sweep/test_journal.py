@@ -229,3 +229,61 @@ def test_one_sweep_or_restore_per_machine_at_a_time(tmp_path: Path, fake_machine
         os.close(held)
     assert snapshot(fake_machine) == before and not (tmp_path / "out").exists()
     restore_directory(tmp_path / "restore")  # free again
+
+
+def test_a_sweep_or_restore_leaves_no_lock_file(tmp_path: Path, fake_machine: Path) -> None:
+    """The lock file goes with the lock (issue 26: /run/lock/jitterscope-sweep.lock was left after every sweep)."""
+    from jitterscope.sweep import lock_machine, lock_path, run_sweep, unlock_machine
+
+    machine = Machine(fake_machine)
+    path = lock_path(machine)
+    held = lock_machine(machine)
+    assert path.read_text() == f"{os.getpid()}\n"
+    unlock_machine(machine, held)
+    assert not path.exists()
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f'[capture]\nduration = "1s"\n[factors]\n"cpufreq.governor" = ["performance"]\n'
+                    f'[machine]\nroot = "{fake_machine}"\n')
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "someone-else.txt").write_text("not a sweep")
+    with pytest.raises(JitterscopeError):  # refused after the lock was taken: given back and removed all the same
+        run_sweep(plan, tmp_path / "out", progress=False)
+    assert not path.exists()
+    (tmp_path / "restore").mkdir()
+    (tmp_path / "restore" / "journal.jsonl").write_text(json.dumps({"op": "machine", "root": str(fake_machine)}) + "\n")
+    restore_directory(tmp_path / "restore")
+    assert not path.exists()
+
+
+def test_a_lock_file_removed_between_open_and_lock_is_not_a_lock(fake_machine: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race of removing a lock file: a sweep opens the file, its holder removes it and lets go, the sweep's
+    flock then succeeds on a file no other sweep can find. lock_machine must notice and lock the file the path
+    names (else a third sweep would create a new file, lock it too, and two sweeps would change the machine)."""
+    import fcntl
+
+    from jitterscope.sweep import journal as journal_module
+    from jitterscope.sweep import lock_machine, lock_path, unlock_machine
+
+    machine = Machine(fake_machine)
+    path = lock_path(machine)
+    real_flock = fcntl.flock
+    calls = []
+
+    def flock_after_the_holder_left(fd: int, operation: int) -> None:
+        if not calls:  # the first attempt: the holder removes the file between our open and our flock
+            path.unlink()
+        calls.append(fd)
+        real_flock(fd, operation)
+
+    monkeypatch.setattr(journal_module.fcntl, "flock", flock_after_the_holder_left)
+    held = lock_machine(machine)
+    monkeypatch.setattr(journal_module.fcntl, "flock", real_flock)
+    try:
+        assert len(calls) == 2  # started over once
+        assert os.fstat(held).st_ino == os.stat(path).st_ino  # the lock is on the file the path names
+        with pytest.raises(JitterscopeError, match="another sweep"):  # so a second sweep is refused
+            unlock_machine(machine, lock_machine(machine))
+    finally:
+        unlock_machine(machine, held)
+    assert not path.exists()

@@ -20,7 +20,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         ],
         "journal": [
             "FAULT_ENV", "FAULT_STEPS", "JOURNAL", "Journal", "RestoreError", "lock_machine", "lock_path",
-            "read_journal", "restore_directory",
+            "read_journal", "restore_directory", "unlock_machine",
         ],
         "knobs": ["KNOBS", "KnobError", "Machine", "Setting", "knob_settings", "parse_cpuset"],
         "loads": ["Started", "start_process", "stop_process"],

@@ -337,23 +337,58 @@ def lock_path(machine: Machine) -> Path:
 
 
 def lock_machine(machine: Machine) -> int:
-    """Hold the machine's sweep lock (released when the process ends, however it ends).
+    """Hold the machine's sweep lock (released when the process ends, however it ends); give it back with
+    :func:`unlock_machine`, which also removes the lock file.
 
     Two sweeps at once would each journal the other's settings as the originals and "restore" them.
+
+    The file is removed by its holder while it still holds the lock, so a sweep that opened the file just before
+    it went and then got the lock holds a lock on a file nobody else can find: it checks that the path still names
+    the file it locked, and otherwise starts over on the new one.
     """
     path = lock_path(machine)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-        os.close(fd)
-        raise JitterscopeError(f"another sweep (pid {holder}) is changing this machine's settings; wait for it "
-                               f"to finish (lock {path})") from None
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise JitterscopeError(f"another sweep (pid {holder}) is changing this machine's settings; wait for "
+                                   f"it to finish (lock {path})") from None
+        if _same_file(fd, path):
+            break
+        os.close(fd)  # its holder removed it between our open and our lock: take the new one
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
+
+
+def unlock_machine(machine: Machine, fd: int) -> None:
+    """Give back the lock :func:`lock_machine` returned and remove its file (a sweep leaves nothing in /run/lock).
+
+    The file goes while the lock is still held (see :func:`lock_machine` for why that is safe), and only when the
+    path still names the file this lock is on.
+    """
+    path = lock_path(machine)
+    try:
+        if _same_file(fd, path):
+            path.unlink()
+    except OSError:
+        pass  # a lock file that cannot be removed is harmless: the next sweep reuses it
+    finally:
+        os.close(fd)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether ``path`` names the open file ``fd`` (False when it names none)."""
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
 def restore_directory(directory: str | os.PathLike[str], machine: Machine | None = None) -> tuple[list[str], list[str]]:
@@ -373,7 +408,7 @@ def restore_directory(directory: str | os.PathLike[str], machine: Machine | None
     try:
         return Journal(directory, machine).restore()
     finally:
-        os.close(lock)
+        unlock_machine(machine, lock)
 
 
 def _recorded_root(directory: Path) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 from ..dataset import write_atomically
 from ..errors import CaptureError, JitterscopeError
 from ..io import capture_binary
-from .journal import JOURNAL, Journal, lock_machine
+from .journal import JOURNAL, Journal, lock_machine, unlock_machine
 from .knobs import Machine
 from .loads import Started, start_process, stop_process
 from .plan import Plan, PlanError, PlannedRun, check_plan, read_plan
@@ -87,7 +87,7 @@ def run_sweep(plan_path: str | os.PathLike[str], output: str | os.PathLike[str],
     try:
         return _run_locked(plan, machine, Path(output), resume=resume, progress=progress, log=log)
     finally:
-        os.close(lock)
+        unlock_machine(machine, lock)
 
 
 def _run_locked(plan: Plan, machine: Machine, directory: Path, *, resume: bool, progress: bool,
