@@ -75,7 +75,7 @@ def _run(args: argparse.Namespace) -> int:
         return _run_groups(args)
     if args.sides:
         raise UsageError("--sides names the two groups of 'compare A1 A2 -- B1 B2'; there are no groups here")
-    from ..compare import compare_runs, comparison_text, write_compare_report
+    from ..compare import compare_runs, comparison_text
     from ..dataset import check_output, open_dataset
     if len(args.datasets) < 2:
         raise AnalysisError("compare needs at least two datasets (the first is the baseline)")
@@ -87,6 +87,7 @@ def _run(args: argparse.Namespace) -> int:
     comparison = compare_runs([open_dataset(p) for p in args.datasets], labels=labels, noise=args.noise / 100,
                               confidence=args.confidence / 100, n_boot=args.resamples, seed=args.seed)
     if args.output:
+        from ..compare import write_compare_report  # matplotlib: only when a PDF is asked for
         info = write_compare_report(comparison, args.output, overwrite=args.force)
         print(f"{info.path}: {info.pages} pages", file=sys.stderr)
     if args.json:
@@ -99,7 +100,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_groups(args: argparse.Namespace) -> int:
-    from ..compare import compare_groups, group_text, write_group_report
+    from ..compare import compare_groups, group_text
     from ..dataset import check_output, open_dataset
     if len(args.datasets) < 2 or len(args.candidates) < 2:
         raise UsageError(f"a group comparison needs at least 2 runs per side ({len(args.datasets)} before --, "
@@ -117,6 +118,7 @@ def _run_groups(args: argparse.Namespace) -> int:
                                 labels=labels, sides=(sides[0], sides[1]), noise=args.noise / 100,
                                 confidence=args.confidence / 100, seed=args.seed)
     if args.output:
+        from ..compare import write_group_report  # matplotlib: only when a PDF is asked for
         info = write_group_report(comparison, args.output, overwrite=args.force)
         print(f"{info.path}: {info.pages} pages", file=sys.stderr)
     if args.json:

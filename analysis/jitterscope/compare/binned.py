@@ -33,7 +33,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ..dataset import Dataset, Metadata, iter_thread_batches
+from ..dataset import Dataset, Metadata, column_values, iter_thread_batches
 from ..errors import AnalysisError
 from ..format import format_change, format_us
 from ..summary import HistogramResult
@@ -154,7 +154,7 @@ def read_bins(dataset: Dataset, label: str) -> BinnedRun:
 
 def _column(dataset: Dataset, name: str, dtype: type) -> np.ndarray:
     """One column as a numpy array, converted batch by batch (never an Arrow table of it next to its copy)."""
-    pieces = [batch.column(0).to_numpy().astype(dtype) for batch in dataset.iter_batches([name], threads=False)]
+    pieces = [column_values(batch, 0).astype(dtype) for batch in dataset.iter_batches([name], threads=False)]
     return np.concatenate(pieces) if pieces else np.zeros(0, dtype=dtype)
 
 
@@ -169,7 +169,7 @@ def bin_samples(dataset: Dataset, label: str, width_ns: float) -> BinnedRun:
     totals = np.zeros(0, dtype=np.int64)
     low, high, threads = None, None, set()
     for info, batch in iter_thread_batches(dataset, ["expected_ns", "actual_ns"], check=False):
-        values = batch.column(1).to_numpy() - batch.column(0).to_numpy()
+        values = column_values(batch, 1) - column_values(batch, 0)  # not to_numpy: it imports pandas
         if values.size == 0:
             continue
         threads.add(info.thread)

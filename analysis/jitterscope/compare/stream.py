@@ -350,7 +350,10 @@ class CompareStream:
         counts_t = sparse.csr_array((np.ones(offset.size), (columns.astype(np.int64), offset)),
                                     shape=(width, blocks))  # H transposed: keys x blocks
         ends = np.cumsum(per_replicate)
-        rows_at_once = max(1, _DRAW_CELLS // blocks)
+        # the product is dense (keys x replicates, float64) and is rounded and cast once more: bounded by the
+        # same cells as the weights, or a short run's few blocks would make it every replicate at once (4 copies
+        # of the replicates: 450 MB for two 20,000-wake-up runs)
+        rows_at_once = max(1, _DRAW_CELLS // max(blocks, width))
         for r0 in range(0, self.n_boot, rows_at_once):
             r1 = min(self.n_boot, r0 + rows_at_once)
             first = int(ends[r0 - 1]) if r0 else 0

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from scipy import stats
 
-from ..dataset import Dataset, Metadata, iter_thread_batches
+from ..dataset import Dataset, Metadata, column_values, iter_thread_batches
 from ..errors import AnalysisError
 from ..format import format_p
 from ..power import rank_test_binned
@@ -107,7 +107,7 @@ def prefix_structure(dataset: Dataset) -> tuple[BlockLength, float, Drift | None
     batches = iter_thread_batches(dataset, ["expected_ns", "actual_ns"], check=False)
     try:
         for info, batch in batches:
-            latency = batch.column(1).to_numpy() - batch.column(0).to_numpy()
+            latency = column_values(batch, 1) - column_values(batch, 0)  # not to_numpy: it imports pandas
             pieces.setdefault(info.thread, []).append(latency)
             held[info.thread] = held.get(info.thread, 0) + latency.size
             if held[info.thread] >= MAX_ACF_SAMPLES:
@@ -148,7 +148,7 @@ def stream_run(dataset: Dataset, *, index: int, n_boot: int, seed: int, max_resa
                            resample_fraction=fraction)
     recorder = ExceedanceRecorder(floor, interval or 1)
     for info, batch in iter_thread_batches(dataset, ["seq", "expected_ns", "actual_ns"], check=False):
-        seq, expected, actual = (batch.column(i).to_numpy() for i in range(3))
+        seq, expected, actual = (column_values(batch, i) for i in range(3))
         stream.update(info.thread, seq, actual - expected)
         recorder.update(expected, actual - expected)
     try:
