@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -183,7 +184,8 @@ def _plant(value, depth: int = 0):
 def test_pack_anonymize_leaves_no_planted_identifier_anywhere_in_the_bytes(tmp_path):
     table, meta = simulate(SimulationSpec(threads=2, samples=500), seed=2)
     environment = {**_plant(dict(meta.environment)), "hostname": PLANTED["hostname"], "nodename": "alice-laptop",
-                   "cmdline": "ro ip=192.168.77.23::192.168.77.1:255.255.255.0:alice-laptop:eth0 user=alice"}
+                   "cmdline": "ro ip=192.168.77.23::192.168.77.1:255.255.255.0:alice-laptop:eth0 user=alice "
+                              "isolcpus=domain,2-3 idle=poll console=ttyS0,115200 quiet"}
     settings = _plant(dict(meta.settings))
     settings["asked"] = {**settings["asked"], "output": "/home/alice/caps/run1"}
     planted = meta.with_changes(
@@ -217,6 +219,7 @@ def test_pack_anonymize_leaves_no_planted_identifier_anywhere_in_the_bytes(tmp_p
     assert "environment.hostname" in result.anonymized and "environment.cmdline" in result.anonymized
     assert "source.files[]" in result.anonymized and "status.reason" in result.anonymized
     assert shared.metadata.environment["hostname"].startswith("anon-")
-    # kept: the command line's parameter names (values hashed, 'ro' a latency-neutral flag kept)
-    assert shared.metadata.environment["cmdline"].startswith("ro ip=anon-")
+    # kept: the latency parameters (values of the kernel's vocabulary kept, others hashed); the rest dropped
+    assert re.fullmatch(r"isolcpus=domain,2-3 idle=poll console=anon-[0-9a-f]{12} quiet",
+                        shared.metadata.environment["cmdline"])
     assert pq.read_table(out).num_rows == table.num_rows

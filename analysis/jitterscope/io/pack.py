@@ -238,10 +238,11 @@ ANONYMIZE_TRANSFORM: dict[str, str] = {
     "experiment.load.command[]": "text", "experiment.load.log": "text",
 }
 """Places transformed: ``hash`` (the value becomes ``anon-`` + 12 hex digits of its SHA-256), ``cmdline``
-(:data:`CMDLINE_KEEP` parameters and flags kept, every other value hashed, the init's arguments after ``--``
-dropped), ``text`` (free text: absolute paths, addresses, MACs, process and thread ids, hostnames and user names
-in it replaced; kept strings get the same treatment), ``instance`` (text, and the pid at the end of a trace
-instance's name)."""
+(only the :data:`CMDLINE_KEEP` parameters and flags, a value kept when it is CPU lists, numbers and
+:data:`CMDLINE_WORDS`, hashed otherwise; every other parameter and the init's arguments after ``--`` dropped),
+``text`` (free text: absolute paths, addresses, MACs, process and thread ids, hostnames and user names in it
+replaced; kept strings get the same treatment), ``instance`` (text, and the pid at the end of a trace instance's
+name)."""
 ANONYMIZE_IDS = frozenset({"tid", "pid", "ppid", "tgid"})
 """Numeric keys that identify a process or thread of the capture machine: nulled."""
 CMDLINE_KEEP = frozenset({
@@ -249,12 +250,23 @@ CMDLINE_KEEP = frozenset({
     "idle", "intel_idle.max_cstate", "processor.max_cstate", "cpuidle.off", "cpufreq.off", "intel_pstate",
     "amd_pstate", "mitigations", "preempt", "skew_tick", "tsc", "clocksource", "nosmt", "nmi_watchdog",
     "nowatchdog", "nosoftlockup", "threadirqs", "transparent_hugepage", "hugepages", "default_hugepagesz",
-    "numa_balancing", "intel_iommu", "iommu", "pcie_aspm", "hpet", "console", "quiet", "ro", "rw", "audit",
-    "workqueue.power_efficient", "rcupdate.rcu_expedited", "splash",
+    "numa_balancing", "intel_iommu", "iommu", "pcie_aspm", "hpet", "console", "quiet",
+    "workqueue.power_efficient", "rcupdate.rcu_expedited",
 })
-"""Kernel parameters (and flags) that matter for wake-up latency, kept with their values (a CPU list, a number,
-a word); every other parameter keeps its name and loses its value to a hash."""
-_SAFE_VALUE = re.compile(r"[A-Za-z0-9_,.+-]{0,64}")
+"""Kernel parameters (and flags) that matter for wake-up latency: the only names of the command line kept (every
+other parameter, name and value, is dropped: a name such as ``nvproxy.enable`` or an init's ``--addr`` tells the
+platform). A value is kept only when every comma-separated item of it is a CPU list, a number or one of
+:data:`CMDLINE_WORDS`; otherwise it becomes ``anon-`` + 12 hex digits of its SHA-256."""
+CMDLINE_WORDS = frozenset({
+    "on", "off", "auto", "force", "nosmt", "pt", "poll", "halt", "nomwait", "none", "voluntary", "full", "lazy",
+    "dynamic", "enable", "disable", "passive", "active", "guided", "reliable", "unstable", "noirqtime",
+    "nowatchdog", "tsc", "hpet", "acpi_pm", "jiffies", "kvm-clock", "never", "always", "madvise", "nohz",
+    "domain", "managed_irq", "no_user_kernel", "no_user_user", "no_guest_host", "no_guest_guest",
+    "no_cross_thread", "performance", "powersave", "strict",
+})
+"""The documented keywords of the kept parameters (the kernel's own vocabulary, the same on every machine)."""
+_CMDLINE_ITEM = re.compile(r"\d+(?:-\d+(?::\d+/\d+)?)?[KMG]?")
+"""A CPU list item (3, 2-7, 0-15:2/4) or a number (64, 1G)."""
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.~-])/[^\s'\"(),;]+")
 _SERIAL_TEXT = re.compile(r"(?i)\b(serial(?:\s*(?:number|no\.?))?|uuid|machine[-_ ]id|asset[-_ ]tag)(\s*[=:]?\s*)"
                           r"([A-Za-z0-9][\w.-]{3,})")
@@ -314,16 +326,17 @@ class _Rules:
         return value
 
     def cmdline(self, value: str) -> str:
-        words, _, _init = self.replace(value).partition(" -- ")  # the init's own arguments: dropped
+        words, _, _init = value.partition(" -- ")  # the init's own arguments: dropped
         out = []
         for word in words.split():
             name, has_value, argument = word.partition("=")
-            if name.lower() in CMDLINE_KEEP and (not has_value or _SAFE_VALUE.fullmatch(argument)):
+            if name.lower() not in CMDLINE_KEEP:
+                continue  # not about latency: dropped, name and all
+            items = argument.split(",")
+            if not has_value or all(_CMDLINE_ITEM.fullmatch(i) or i.lower() in CMDLINE_WORDS for i in items):
                 out.append(word)
-            elif has_value:
-                out.append(f"{name}={argument if argument.startswith('anon-') else _token(argument)}")
             else:
-                out.append(word if word.startswith("anon-") else _token(word))
+                out.append(f"{name}={_token(argument)}")
         return " ".join(out)
 
 
