@@ -39,14 +39,35 @@ def test_the_bootstrap_draw_of_a_small_run_holds_a_few_mib_beside_its_replicates
     finally:
         tracemalloc.stop()
     replicates = run.replicates.nbytes
-    assert replicates > 20 << 20  # wide enough that a draw of every replicate at once would show
-    # the draw's temporaries are chunks of at most 2**20 cells (8 MiB each, a few alive at once); before: 4 copies
-    assert peak < 40 << 20, (peak >> 20, replicates >> 20)
+    assert run.replicates.dtype == np.int32  # counts this small fit: half the memory of int64
+    assert replicates > 10 << 20  # wide enough that a draw of every replicate at once would show
+    # the replicates, plus the draw's chunks of at most 2**18 product cells and 2**20 weights (a few MiB); before:
+    # every replicate in one product, rounded and cast (4 copies of int64 replicates)
+    assert peak < replicates + (16 << 20), (peak >> 20, replicates >> 20)
+
+
+def test_replicates_become_int64_before_a_cell_could_pass_int32(monkeypatch: pytest.MonkeyPatch) -> None:
+    narrow = _stream(50).result().replicates
+    monkeypatch.setattr(stream, "_INT32_MAX", 300)  # as if a cell could pass 2**31 - 1 after a few draws
+    wide = _stream(50).result().replicates
+    assert narrow.dtype == np.int32 and wide.dtype == np.int64
+    assert np.array_equal(narrow, wide)
+    monkeypatch.setattr(stream, "_INT32_MAX", np.iinfo(np.int32).max)
+    parts = []  # two parts of a run, each long enough to have drawn a group before the merge
+    for thread in (0, 1):
+        part = CompareStream(n_boot=20, block_length=30, resample_fraction=1.0, seed=3, run=0)
+        part.update(thread, np.arange(200_000), np.full(200_000, 5000))
+        parts.append(part)
+    assert 0 < parts[0]._bound == parts[1]._bound and parts[0]._replicates.dtype == np.int32
+    monkeypatch.setattr(stream, "_INT32_MAX", int(parts[0]._bound * 1.5))  # one part fits, the two may not
+    parts[0].merge(parts[1])
+    assert parts[0]._replicates.dtype == np.int64
 
 
 def test_chunking_the_draw_does_not_change_the_replicates(monkeypatch: pytest.MonkeyPatch) -> None:
     chunked = _stream(300).result().replicates
     monkeypatch.setattr(stream, "_DRAW_CELLS", 1 << 40)  # every replicate in one product
+    monkeypatch.setattr(stream, "_PRODUCT_CELLS", 1 << 40)
     whole = _stream(300).result().replicates
     assert chunked.sum() > 0 and np.array_equal(chunked, whole)
 

@@ -21,8 +21,9 @@ stretches of a thread's wake-ups (as the parts of a dataset do).  A group is dra
 rows are known: the first group a stream saw of a thread, and its last, wait for :meth:`result`
 (or a merge), so at most two groups per thread are held.
 
-Memory: ``n_boot x keys`` int64 for the replicates (keys span the run's min to max on the grid:
-about 14,000 for 1 µs … 12 ms, 112 MB at 1000 resamples), plus a group per thread.
+Memory: ``n_boot x keys`` int32 for the replicates (int64 once a cell could pass 2**31 - 1; keys span the
+run's min to max on the grid: about 14,000 for 1 µs … 12 ms, 56 MB at 1000 resamples), plus a group per thread
+and a draw's chunks (a few MiB).
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ TOP_VALUES = 256
 """The largest values of a run kept exactly (tail fits, the max, quantiles with few wake-ups above)."""
 _DRAW_CELLS = 1 << 20
 """Weights (replicates x blocks) of one chunk of a group's draw: 8 MiB."""
+_PRODUCT_CELLS = 1 << 18
+"""Cells (keys x replicates) of one chunk's product, float64: 2 MiB (a short run has few blocks and many keys)."""
+_INT32_MAX = np.iinfo(np.int32).max
 _EXACT = 1 << 53
 _GROW_MARGIN = 512
 
@@ -182,7 +186,9 @@ class CompareStream:
         self.max_ns: int | None = None
         self._low = 0
         self._counts = np.zeros(0, dtype=np.int64)
-        self._replicates = np.zeros((n_boot, 0), dtype=np.int64)
+        self._replicates = np.zeros((n_boot, 0), dtype=np.int32)  # int64 once a cell could pass 2**31 - 1
+        self._bound = 0
+        """No replicate cell is above this (sum of each draw's largest possible gain)."""
         self._top = np.zeros(0, dtype=np.int64)
         self._pending: dict[tuple[int, int], list[tuple[np.ndarray, np.ndarray]]] = {}
         self._first_group: dict[int, int] = {}
@@ -241,6 +247,7 @@ class CompareStream:
         shift = other._low - self._low
         span = slice(shift, shift + other._counts.size)
         self._counts[span] += other._counts
+        self._wide_enough(self._bound + other._bound)
         self._replicates[:, span] += other._replicates
         self._extremes_from(other)
         for key, pieces in other._pending.items():
@@ -286,7 +293,7 @@ class CompareStream:
         new_low = low - _GROW_MARGIN if not size else min(self._low, low - _GROW_MARGIN)
         new_high = high + _GROW_MARGIN if not size else max(self._low + size - 1, high + _GROW_MARGIN)
         counts = np.zeros(new_high - new_low + 1, dtype=np.int64)
-        replicates = np.zeros((self.n_boot, counts.size), dtype=np.int64)
+        replicates = np.zeros((self.n_boot, counts.size), dtype=self._replicates.dtype)
         shift = self._low - new_low
         if size:
             counts[shift:shift + size] = self._counts
@@ -295,6 +302,16 @@ class CompareStream:
                 for i, (offset, keys) in enumerate(pieces):
                     pieces[i] = (offset, keys + np.int32(shift))
         self._low, self._counts, self._replicates = new_low, counts, replicates
+
+    def _wide_enough(self, bound: int) -> None:
+        """Note that no replicate cell will pass ``bound``; make the replicates int64 if int32 cannot hold it.
+
+        int32 halves the largest array of a comparison (n_boot x keys: 33 MiB instead of 66 for a 20,000-wake-up
+        run at 1000 resamples); a run whose cells could pass 2**31 - 1 gets int64, so counts are exact either way.
+        """
+        self._bound = bound
+        if bound > _INT32_MAX and self._replicates.dtype != np.int64:
+            self._replicates = self._replicates.astype(np.int64)
 
     def _extremes(self, latency: np.ndarray) -> None:
         low, high = int(latency.min()), int(latency.max())
@@ -350,10 +367,12 @@ class CompareStream:
         counts_t = sparse.csr_array((np.ones(offset.size), (columns.astype(np.int64), offset)),
                                     shape=(width, blocks))  # H transposed: keys x blocks
         ends = np.cumsum(per_replicate)
-        # the product is dense (keys x replicates, float64) and is rounded and cast once more: bounded by the
-        # same cells as the weights, or a short run's few blocks would make it every replicate at once (4 copies
-        # of the replicates: 450 MB for two 20,000-wake-up runs)
-        rows_at_once = max(1, _DRAW_CELLS // max(blocks, width))
+        # the product is dense (keys x replicates, float64): bounded too, or a short run's few blocks would make
+        # it every replicate at once (with its rounded and cast copies, 4 times the replicates: 450 MB for two
+        # 20,000-wake-up runs)
+        rows_at_once = max(1, min(_DRAW_CELLS // blocks, _PRODUCT_CELLS // width))
+        # a replicate's cell gains at most (its block choices) x (the largest block's wake-ups) here
+        self._wide_enough(self._bound + int(per_replicate.max(initial=0)) * int(np.bincount(offset).max()))
         for r0 in range(0, self.n_boot, rows_at_once):
             r1 = min(self.n_boot, r0 + rows_at_once)
             first = int(ends[r0 - 1]) if r0 else 0
@@ -363,4 +382,5 @@ class CompareStream:
             replicate = np.repeat(np.arange(r1 - r0, dtype=np.int64), per_replicate[r0:r1])
             weights = np.bincount(replicate * blocks + chosen, minlength=(r1 - r0) * blocks)
             added = counts_t @ weights.reshape(r1 - r0, blocks).T.astype(np.float64)  # keys x replicates, exact
-            self._replicates[r0:r1] += np.rint(added.T).astype(np.int64)
+            np.add(self._replicates[r0:r1], np.rint(added.T, out=added.T), out=self._replicates[r0:r1],
+                   casting="unsafe")  # exact: _wide_enough made the cells wide enough for every sum
