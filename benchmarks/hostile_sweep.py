@@ -26,6 +26,7 @@ Counts on the shared, loaded 2-CPU VM (load average ~14 from other work), 623 ru
 ==========  =====  ==========  =====  =========  =========  ========
 before      623    43          11     1          5          1
 after       623    0           1      0          1          0
+after 2     623    0           0      0          0          0
 ==========  =====  ==========  =====  =========  =========  ========
 
 Before (commit 966c96b): RecursionError in every command on a 100,000-deep or 30 MB ``[`` environment,
@@ -34,7 +35,9 @@ ZeroDivisionError in spectrum, import of /dev/zero at 800 MB when stopped and of
 tracebacks, demo FileExistsError, --fail-if p101 exit 3. After: the one hang is ``report --figures`` into an
 existing folder, a full report with every figure at 300 dpi, which ran past its 180 s under that load (no
 deadlock: it ends given time); the one leftover was a false attribution of a concurrent run's output (the
-directory fixture is now per run).
+directory fixture is now per run). After 2 (commit 048a2e9, load average 9-16 from other work, not quiet, 1472 s):
+``report --figures`` has ten times the timeout (FIGURES_FACTOR: slow, not hung); every count 0, the largest run
+813 MiB; the compare cases again on 5c8b2ab (replicates in int32): 47 runs, every count 0.
 """
 
 from __future__ import annotations
