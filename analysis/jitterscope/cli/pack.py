@@ -15,7 +15,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("-o", "--output", type=output_path, required=True, metavar="FILE",
                         help="packed file to write (.parquet)")
     parser.add_argument("--anonymize", action="store_true",
-                        help="hash hostnames, serial numbers, MAC/IP addresses and user names in the metadata")
+                        help="pass the metadata through an allowlist: hostnames, addresses, paths, serials and "
+                             "user names hashed, the kernel command line cut to its latency parameters, pids and "
+                             "tids nulled, unlisted strings dropped (README, 'Sharing a dataset')")
     parser.add_argument("--force", action="store_true", help="overwrite the output")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors (the exit status says)")
