@@ -10,7 +10,7 @@
 static void setupinfo_asked(struct jsonw *j, const struct config *cfg)
 {
 	jsonw_object_begin(j, "asked");
-	jsonw_int(j, "interval_ns", cfg->interval_ns);
+	jsonw_int(j, "interval_ns", cfg->mode == MODE_POLL ? 0 : cfg->interval_ns); /* poll: none */
 	jsonw_array_begin(j, "cpus");
 	for (int i = 0; i < cfg->ncpus; i++)
 		jsonw_int(j, NULL, cfg->cpus[i]);

@@ -286,6 +286,7 @@ void writer_drain(struct writer *w)
 			t->interruptions += win.interruptions;
 			t->noise_ns += win.noise_ns;
 			t->max_gap_ns = win.max_gap_ns > t->max_gap_ns ? win.max_gap_ns : t->max_gap_ns;
+			t->polled_ns += win.window_ns;
 			t->windows++;
 		}
 	}
@@ -495,9 +496,7 @@ void writer_free(struct writer *w)
 static void writer_print_line(const struct writer *w, const struct writer_thread *t, FILE *out)
 {
 	if (w->poll) { /* oslat-like: interruptions (>= threshold), the largest, and the time lost to them */
-		double polled_s = 0;
-		if (t->windows)
-			polled_s = (double)t->windows; /* windows of a second each (the last partial: close enough live) */
+		double polled_s = (double)t->polled_ns / 1e9;
 		fprintf(out, "T:%2d (%5d) P:%2d poll CPU%d C:%7lu Max:%8ld us Noise:%10.1f us (%.4f %%) Loops:%lu\n",
 			t->thread, t->loop ? (int)t->loop->tid : 0, w->cfg->priority, t->cpu, (unsigned long)t->count,
 			(long)t->max_us, (double)t->noise_ns / 1e3,

@@ -37,7 +37,7 @@ struct writer_thread {
 	int64_t min_us, max_us, last_us, sum_us;
 	/* poll mode: totals of the windows drained (the per-second table) */
 	uint64_t iterations, interruptions, windows;
-	int64_t noise_ns, max_gap_ns;
+	int64_t noise_ns, max_gap_ns, polled_ns;
 };
 
 struct writer {
