@@ -16,7 +16,6 @@ Unknown keys and unknown fields stay allowed: readers ignore them (the contract'
 from __future__ import annotations
 
 import itertools
-
 import os
 import sys
 from collections.abc import Mapping, Sequence
