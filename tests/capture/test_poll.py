@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -52,11 +53,21 @@ def _capture(out: Path, *args: str, timeout: float = 60) -> subprocess.Completed
 
 @pytest.fixture(scope="module")
 def fifo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One FIFO 99 poll of the last CPU for 3.5 s, shared by the ground-truth tests."""
+    """One FIFO 99 poll of the last CPU for 3.5 s, shared by the ground-truth tests.
+
+    An ordinary (SCHED_OTHER) busy process waits on the same CPU throughout: since Linux 6.12 the RT
+    throttling's ``period - runtime`` goes to the fair tasks through a deadline server, only when one waits
+    (with none, the loop is not stopped at all; with a little work, for less)."""
     if os.geteuid() != 0:
         pytest.skip("needs root for SCHED_FIFO")
     out = tmp_path_factory.mktemp("poll") / "run"
-    done = _capture(out, "-a", str(CPU), "-D", "3.5")
+    hog = subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{CPU}}})\nwhile True: pass"])
+    try:
+        time.sleep(0.2)
+        done = _capture(out, "-a", str(CPU), "-D", "3.5")
+    finally:
+        hog.kill()
+        hog.wait()
     assert done.returncode == 0, done.stderr
     return out
 
@@ -74,14 +85,13 @@ def test_rt_throttling_stops_a_fifo_loop_once_a_period(fifo_run: Path) -> None:
         pytest.skip(f"RT throttling is not on here (runtime {runtime} of {period} us)")
     throttle_ns = (period - runtime) * 1000
     rows = _rows(fifo_run)
-    big = rows["duration_ns"] >= throttle_ns // 2
-    stops, starts = rows["duration_ns"][big], rows["start_ns"][big]
-    # 3.5 s of running at 95 %: the first stop may be cut by the period's start, the later ones are whole
+    whole = rows["duration_ns"] >= 0.8 * throttle_ns
+    stops, starts = rows["duration_ns"][whole], rows["start_ns"][whole]
+    # 3.5 s of running at 95 %: 2-3 whole stops (the first may be cut by the period's start); another real-time
+    # task on the CPU (the machine is shared) may run first after one and lengthen it: the median stays put
     assert 2 <= stops.size <= 4, stops
-    assert 0.8 * throttle_ns <= stops.max() <= 1.3 * throttle_ns
-    full = starts[stops >= 0.8 * throttle_ns]
-    if full.size >= 2:
-        assert np.allclose(np.diff(full), period * 1000, rtol=0.1)
+    assert 0.9 * throttle_ns <= np.median(stops) <= 1.25 * throttle_ns, stops
+    assert np.allclose(np.diff(starts), period * 1000, rtol=0.1), np.diff(starts)
     meta = open_dataset(fifo_run).metadata
     assert meta.poll["rt_throttling"] == {"runtime_us": runtime, "period_us": period}
     # no counter read after each interruption unless --counters asks (each is a syscall: more interruptions)
