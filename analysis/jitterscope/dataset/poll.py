@@ -195,8 +195,9 @@ def poll_problems(dataset: Dataset, notes: list[str]) -> tuple[int, list[str]]:
             problems.append(f"thread {info.thread}: metadata says {info.samples} rows, the files hold {mine['rows']}")
         if mine["gaps"] != info.drops:
             problems.append(f"thread {info.thread}: metadata says {info.drops} drops, the seq gaps make {mine['gaps']}")
-    if not os.path.isdir(dataset.path):
-        return rows, [*problems, "a poll dataset is a directory with its per-second table _poll/; this is one file"]
+    if not os.path.isdir(dataset.path):  # pack writes the rows alone, as it leaves the kernel trace out
+        notes.append("one file (a pack?): the rows only; the per-second table _poll/ stays in the capture's directory")
+        return rows, problems[:_MAX_PROBLEMS]
     try:
         frame = pa.concat_tables(list(_window_tables(Path(dataset.path), len(edges) - 1))).to_pandas()
     except (DatasetError, SchemaError) as exc:
