@@ -214,3 +214,14 @@ def test_a_signal_leaves_a_readable_dataset(tmp_path: Path, signo: int) -> None:
     else:
         assert meta.status["state"] == "interrupted"
         assert int(windows["interruptions"].sum()) == meta.threads[0].samples
+
+
+def test_the_wrapper_passes_poll_mode_through(tmp_path: Path) -> None:
+    """``jitterscope capture --mode poll``: the options reach the binary (the duration in the CLI's spelling)."""
+    jitterscope = Path(sys.executable).with_name("jitterscope")
+    argv = [str(jitterscope), "capture", "--mode", "poll", "--poll-threshold", "2000", "-a", str(CPU), "-D", "300ms",
+            "-q", "-o", str(tmp_path / "out")] + ([] if os.geteuid() == 0 else ["--policy", "other"])
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    meta = open_dataset(tmp_path / "out").metadata
+    assert meta.kind == "poll" and meta.poll["threshold_ns"] == 2000
