@@ -70,6 +70,7 @@ def test_the_real_capture_is_valid_and_reads() -> None:
     (WINDOWS, _set("h40", lambda v: v + 1), "histogram does not add up"),
     (WINDOWS, _set("max_gap_ns", lambda v: v // 2), "exceeds its window's max_gap_ns"),
     (WINDOWS, _set("window_start_ns", lambda v: v[::-1].copy()), "not in time order"),
+    (WINDOWS, _set("max_gap_ns", lambda v: v * 2), "not in the highest non-empty histogram bucket"),
     (ROWS, _set("duration_ns", lambda v: np.where(np.arange(v.size) == 3, 999, v)), "shorter than the threshold"),
     (ROWS, _set("start_ns", lambda v: np.where(np.arange(v.size) == 5, v[4], v)), "start_ns not strictly"),
 ])

@@ -140,13 +140,21 @@ def _row_problems(dataset: Dataset, threshold: int) -> tuple[dict[int, dict[str,
     return per, problems
 
 
-def _window_problems(frame: pd.DataFrame, buckets: int, per: dict[int, dict[str, Any]], metadata: Metadata,
+def _window_problems(frame: pd.DataFrame, edges: np.ndarray, per: dict[int, dict[str, Any]], metadata: Metadata,
                      finished: bool) -> list[str]:
     problems: list[str] = []
-    hist = frame[_bucket_columns(buckets)].to_numpy()
+    hist = frame[_bucket_columns(edges.size - 1)].to_numpy()
     if (hist.sum(axis=1) != frame["iterations"].to_numpy()).any():
         problems.append("per-second table: a window's histogram does not add up to its iterations (every gap is "
                         "counted once)")
+    busy = hist.sum(axis=1) > 0
+    if busy.any():  # the largest gap lies in the highest non-empty bucket: the buckets are where the edges say
+        top = hist.shape[1] - 1 - np.argmax(hist[:, ::-1] > 0, axis=1)
+        largest = frame["max_gap_ns"].to_numpy()
+        outside = busy & ((largest < edges[top]) | (largest >= edges[top + 1]))
+        if outside.any():
+            problems.append(f"per-second table: in {int(outside.sum())} window(s) max_gap_ns is not in the highest "
+                            "non-empty histogram bucket (the counts are not in the buckets the edges give)")
     for info in metadata.threads:
         mine = frame[frame["thread"] == info.thread]
         rows = per.get(info.thread, {"rows": 0, "gaps": 0, "noise": 0, "starts": [], "durations": []})
@@ -203,7 +211,7 @@ def poll_problems(dataset: Dataset, notes: list[str]) -> tuple[int, list[str]]:
     except (DatasetError, SchemaError) as exc:
         return rows, [*problems, str(exc)]
     finished = (meta.status or {}).get("state") in ("complete", "interrupted", None)
-    problems += _window_problems(frame, len(edges) - 1, per, meta, finished)
+    problems += _window_problems(frame, edges, per, meta, finished)
     if not problems:
         seconds = frame["window_ns"].sum() / 1e9
         notes.append(f"poll: {rows} interruptions >= {threshold} ns in {seconds:.1f} s of polling on "
