@@ -225,3 +225,19 @@ def test_the_wrapper_passes_poll_mode_through(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     meta = open_dataset(tmp_path / "out").metadata
     assert meta.kind == "poll" and meta.poll["threshold_ns"] == 2000
+
+
+@ROOT_ONLY
+def test_counters_when_asked_are_read_after_each_interruption(tmp_path: Path) -> None:
+    """--counters auto: the counters this machine has become columns of every row; their reads are kept out of
+    the gaps (blind_ns) and the rows still agree with the per-second table."""
+    done = _capture(tmp_path / "out", "-a", str(CPU), "-D", "1", "--counters", "auto")
+    assert done.returncode == 0, done.stderr
+    dataset = open_dataset(tmp_path / "out")
+    columns = dataset.metadata.counters["columns"]
+    if not columns:
+        pytest.skip("no counter readable here (no MSRs, no perf msr PMU)")
+    assert set(columns) <= set(dataset.columns)
+    assert dataset.metadata.threads[0].extra["blind_ns"] > 0
+    verdict = validate_dataset(tmp_path / "out")
+    assert verdict.valid, verdict.problems
