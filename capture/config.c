@@ -17,7 +17,8 @@ enum long_only {
 	OPT_POLICY = 256, OPT_LATENCY, OPT_NO_LATENCY, OPT_TIMER, OPT_COUNTERS,
 	OPT_MSR_DIR, OPT_FLUSH, OPT_FORCE, OPT_VERSION, OPT_RING, OPT_SYNC, OPT_WRITER_CPU, OPT_GROUP_SECONDS,
 	OPT_GROUP_ROWS, OPT_PART_SECONDS, OPT_TRACE, OPT_TRACE_BUFFER, OPT_BREAK, OPT_TRACE_READ, OPT_TRACE_FLUSH,
-	OPT_DEEPEST_IDLE, OPT_CPU_SYSFS, OPT_STATE_DIR,
+	OPT_DEEPEST_IDLE, OPT_CPU_SYSFS, OPT_STATE_DIR, OPT_MODE, OPT_POLL_THRESHOLD, OPT_POLL_CLOCK,
+	OPT_ALLOW_STARVATION, OPT_RT_RUNTIME_FILE,
 	OPT_LAST, /* one past the last option code (the size of config_parse's seen[]) */
 };
 
@@ -54,6 +55,11 @@ static const struct option config_options[] = {
 	{"deepest-idle-state", required_argument, NULL, OPT_DEEPEST_IDLE},
 	{"cpu-sysfs", required_argument, NULL, OPT_CPU_SYSFS},
 	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+	{"mode", required_argument, NULL, OPT_MODE},
+	{"poll-threshold", required_argument, NULL, OPT_POLL_THRESHOLD},
+	{"poll-clock", required_argument, NULL, OPT_POLL_CLOCK},
+	{"allow-starvation", no_argument, NULL, OPT_ALLOW_STARVATION},
+	{"rt-runtime-file", required_argument, NULL, OPT_RT_RUNTIME_FILE},
 	{NULL, 0, NULL, 0},
 };
 
@@ -62,6 +68,14 @@ static const char config_usage_text[] =
 	"Measure timer wake-up latency (and CPU frequency counters) on every chosen CPU\n"
 	"and record every wake-up to a crash-safe Parquet dataset.\n"
 	"\n"
+	"      --mode M            timer (default): sleep and measure each wake-up; poll: a busy loop per\n"
+	"                          CPU records every gap >= --poll-threshold (an interruption: tick, IRQ,\n"
+	"                          kworker, RT throttling, SMI, hypervisor) and a per-second table (oslat)\n"
+	"      --poll-threshold NS gap that counts as an interruption, in ns (default 1000, at least 100)\n"
+	"      --poll-clock C      auto (default: TSC when it is the kernel's clocksource), tsc or vdso\n"
+	"                          (counters: none unless --counters asks; each read is a syscall)\n"
+	"      --allow-starvation  poll every online CPU at fifo/rr although RT throttling is off\n"
+	"                          (sched_rt_runtime_us -1): nothing else would ever run\n"
 	"  -i, --interval US       wake-up interval in microseconds (default 1000)\n"
 	"  -f, --frequency HZ      wake-up frequency instead of -i (e.g. -f 2000)\n"
 	"  -a, --affinity CPUSET   CPUs to measure, one thread each, e.g. 0-3,5 (default: all online)\n"
@@ -105,7 +119,8 @@ static const char config_usage_text[] =
 	"  " PROG " -D 10 -o run1                   10 s, 1 kHz, all CPUs, FIFO 99\n"
 	"  " PROG " -i 100 -a 2-3 -D 1h -o night    10 kHz on CPUs 2 and 3 for an hour\n"
 	"  " PROG " --policy other -D 30 -o test    without real-time rights (degraded)\n"
-	"  " PROG " -l 10000 -q                     cyclictest-style summary, no dataset\n";
+	"  " PROG " -l 10000 -q                     cyclictest-style summary, no dataset\n"
+	"  " PROG " --mode poll -a 1 -D 60 -o noise  busy-poll CPU 1 for a minute (like oslat)\n";
 
 static int config_fail(const char *fmt, const char *arg)
 {
@@ -326,11 +341,15 @@ static const char *const config_policies[] = {"fifo", "rr", "other"};
 static const char *const config_timers[] = {"abs", "timerfd", "posix"};
 static const char *const config_counter_sources[] = {"auto", "msr", "perf", "none"};
 static const char *const config_syncs[] = {"data", "none"};
+static const char *const config_modes[] = {"timer", "poll"};
+static const char *const config_poll_clocks[] = {"auto", "tsc", "vdso"};
 
 const char *config_policy_name(enum config_policy p) { return config_policies[p]; }
 const char *config_timer_name(enum config_timer t) { return config_timers[t]; }
 const char *config_counters_name(enum config_counters c) { return config_counter_sources[c]; }
 const char *config_sync_name(enum config_sync y) { return config_syncs[y]; }
+const char *config_mode_name(enum config_mode m) { return config_modes[m]; }
+const char *config_poll_clock_name(enum config_poll_clock c) { return config_poll_clocks[c]; }
 
 static void config_defaults(struct config *cfg)
 {
@@ -353,6 +372,8 @@ static void config_defaults(struct config *cfg)
 	cfg->trace_buffer_kb = 1024;
 	cfg->trace_read_ns = 250000000;
 	cfg->trace_flush_ns = 5 * (int64_t)1000000000;
+	cfg->poll_threshold_ns = CONFIG_POLL_THRESHOLD_NS;
+	cfg->rt_runtime_file = "/proc/sys/kernel/sched_rt_runtime_us";
 }
 
 /* Seconds from 0.001 to max_s into ns; what names the option in the refusal. */
@@ -404,6 +425,32 @@ static int config_trace_option(struct config *cfg, int opt, const char *arg)
 	}
 }
 
+/* The options of --mode poll. */
+static int config_poll_option(struct config *cfg, int opt, const char *arg)
+{
+	int choice = 0, err;
+	uint64_t u;
+	switch (opt) {
+	case OPT_MODE:
+		err = config_choice(arg, config_modes, 2, &choice, "--mode");
+		cfg->mode = (enum config_mode)choice;
+		return err;
+	case OPT_POLL_THRESHOLD:
+		if (config_uint(arg, &u) || u < CONFIG_POLL_MIN_THRESHOLD_NS || u > 1000000000)
+			return config_fail("invalid --poll-threshold '%s': use a whole number of ns from 100 to 1000000000 "
+					   "(e.g. --poll-threshold 1000)", arg);
+		cfg->poll_threshold_ns = (int64_t)u;
+		return 0;
+	case OPT_POLL_CLOCK:
+		err = config_choice(arg, config_poll_clocks, 3, &choice, "--poll-clock");
+		cfg->poll_clock = (enum config_poll_clock)choice;
+		return err;
+	case OPT_ALLOW_STARVATION: cfg->allow_starvation = true; return 0;
+	case OPT_RT_RUNTIME_FILE: cfg->rt_runtime_file = arg; return 0;
+	default: return config_trace_option(cfg, opt, arg);
+	}
+}
+
 /* The options of the writer and the container (one switch per group keeps each screen-sized). */
 static int config_writer_option(struct config *cfg, int opt, const char *arg)
 {
@@ -427,7 +474,7 @@ static int config_writer_option(struct config *cfg, int opt, const char *arg)
 			return config_fail("invalid --group-rows '%s': use a number of rows from 1 to 1073741824", arg);
 		cfg->group_rows = u;
 		return 0;
-	default: return config_trace_option(cfg, opt, arg);
+	default: return config_poll_option(cfg, opt, arg);
 	}
 }
 
@@ -515,7 +562,78 @@ static int config_unknown(int argc, char **argv)
 	return -EINVAL;
 }
 
-static int config_validate(struct config *cfg, bool priority_given)
+long config_rt_runtime_us(const struct config *cfg)
+{
+	char line[64];
+	FILE *f = fopen(cfg->rt_runtime_file, "re");
+	if (!f)
+		return -2;
+	char *ok = fgets(line, sizeof(line), f);
+	fclose(f);
+	char *end;
+	long v = ok ? strtol(line, &end, 10) : -2;
+	return ok && end != line && v >= -1 ? v : -2;
+}
+
+/* Options that mean nothing without a timer, or nothing without --mode poll: one line each. */
+static int config_check_mode_options(const struct config *cfg, const bool seen[])
+{
+	static const struct { int opt; const char *what; } timer_only[] = {
+		{ 'i', "-i/--interval" }, { 'f', "-f/--frequency" }, { OPT_TIMER, "--timer" }, { 'l', "-l/--loops" },
+		{ OPT_BREAK, "--break" },
+	};
+	static const struct { int opt; const char *what; } poll_only[] = {
+		{ OPT_POLL_THRESHOLD, "--poll-threshold" }, { OPT_POLL_CLOCK, "--poll-clock" },
+		{ OPT_ALLOW_STARVATION, "--allow-starvation" },
+	};
+	for (size_t i = 0; cfg->mode == MODE_POLL && i < sizeof(timer_only) / sizeof(timer_only[0]); i++)
+		if (seen[timer_only[i].opt]) {
+			fprintf(stderr, PROG ": %s sets the timer, and --mode poll has none (it never sleeps); drop %s or "
+				"use --mode timer; a poll run ends with -D or a signal\n", timer_only[i].what, timer_only[i].what);
+			return -EINVAL;
+		}
+	for (size_t i = 0; cfg->mode != MODE_POLL && i < sizeof(poll_only) / sizeof(poll_only[0]); i++)
+		if (seen[poll_only[i].opt]) {
+			fprintf(stderr, PROG ": %s needs --mode poll\n", poll_only[i].what);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+/* A busy FIFO/RR loop on every online CPU with RT throttling off never lets anything else run (the writer, the
+ * shell, the kernel's own threads): refused unless --allow-starvation.  And the writer never shares a polled CPU
+ * while another one exists (it would run only in RT throttling's gaps). */
+static int config_check_poll_safety(const struct config *cfg)
+{
+	static int online[CONFIG_MAX_CPUS];
+	int nonline = 0;
+	if (cfg->mode != MODE_POLL || config_online_cpus(online, &nonline))
+		return 0;
+	bool all = true;
+	for (int j = 0; j < nonline; j++) {
+		bool polled = false;
+		for (int i = 0; i < cfg->ncpus && !polled; i++)
+			polled = cfg->cpus[i] == online[j];
+		all = all && polled;
+	}
+	if (cfg->writer_cpu >= 0 && !all)
+		for (int i = 0; i < cfg->ncpus; i++)
+			if (cfg->cpus[i] == cfg->writer_cpu) {
+				fprintf(stderr, PROG ": --writer-cpu %d is polled by a busy loop, and the writer would starve "
+					"under it; choose a CPU not in -a, or leave --writer-cpu out\n", cfg->writer_cpu);
+				return -EINVAL;
+			}
+	long runtime = config_rt_runtime_us(cfg);
+	if (all && cfg->policy != POLICY_OTHER && runtime == -1 && !cfg->allow_starvation) {
+		fprintf(stderr, PROG ": --mode poll on every online CPU at %s with RT throttling off (%s is -1) would "
+			"starve the machine; leave a CPU out of -a, use --policy other, or say --allow-starvation\n",
+			cfg->policy == POLICY_FIFO ? "fifo" : "rr", cfg->rt_runtime_file);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int config_validate(struct config *cfg, bool priority_given, const bool seen[])
 {
 	if (cfg->policy == POLICY_OTHER) {
 		if (priority_given && cfg->priority != 0)
@@ -528,7 +646,14 @@ static int config_validate(struct config *cfg, bool priority_given)
 		return config_fail("%s", "--trace needs -o DIR: the events are stored inside the dataset");
 	if (cfg->msr_dir && cfg->counters != COUNTERS_AUTO && cfg->counters != COUNTERS_MSR)
 		return config_fail("%s", "--msr-dir needs --counters msr or auto");
-	return config_check_online(cfg);
+	/* poll: the counters' read after every interruption is a syscall whose own cost shows as more
+	 * interruptions (measured here: twice the rate with perf's smi); read only when asked for */
+	if (cfg->mode == MODE_POLL && !seen[OPT_COUNTERS])
+		cfg->counters = COUNTERS_NONE;
+	int err = config_check_mode_options(cfg, seen);
+	if (!err)
+		err = config_check_online(cfg);
+	return err ? err : config_check_poll_safety(cfg);
 }
 
 /* "-a/--affinity" or "--policy": how the user may have spelled option opt. */
@@ -594,5 +719,5 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	}
 	if (optind < argc)
 		return config_fail("unexpected argument '%s'; see --help", argv[optind]);
-	return config_validate(cfg, priority_given);
+	return config_validate(cfg, priority_given, seen);
 }

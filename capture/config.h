@@ -14,8 +14,19 @@ enum config_policy { POLICY_FIFO, POLICY_RR, POLICY_OTHER };
 enum config_timer { TIMER_ABS, TIMER_TIMERFD, TIMER_POSIX };
 enum config_counters { COUNTERS_AUTO, COUNTERS_MSR, COUNTERS_PERF, COUNTERS_NONE };
 enum config_sync { SYNC_DATA, SYNC_NONE };
+enum config_mode { MODE_TIMER, MODE_POLL };
+enum config_poll_clock { POLL_CLOCK_AUTO, POLL_CLOCK_TSC, POLL_CLOCK_VDSO };
+
+#define CONFIG_POLL_THRESHOLD_NS 1000 /* --poll-threshold default: 1 µs */
+#define CONFIG_POLL_MIN_THRESHOLD_NS 100
 
 struct config {
+	enum config_mode mode;      /* --mode timer|poll; default timer */
+	int64_t poll_threshold_ns;  /* --poll-threshold NS: a gap this long is an interruption (a row) */
+	enum config_poll_clock poll_clock; /* --poll-clock auto|tsc|vdso */
+	bool allow_starvation;      /* --allow-starvation: poll every CPU at FIFO/RR with RT throttling off */
+	/* hidden, for tests: --rt-runtime-file PATH (default /proc/sys/kernel/sched_rt_runtime_us) */
+	const char *rt_runtime_file;
 	int64_t interval_ns;        /* -i µs / -f Hz; default 1000 µs */
 	int cpus[CONFIG_MAX_CPUS];  /* -a; default every online CPU */
 	int ncpus;
@@ -71,5 +82,9 @@ const char *config_policy_name(enum config_policy policy);
 const char *config_timer_name(enum config_timer timer);
 const char *config_counters_name(enum config_counters counters);
 const char *config_sync_name(enum config_sync sync);
+const char *config_mode_name(enum config_mode mode);
+const char *config_poll_clock_name(enum config_poll_clock clock);
+/* /proc/sys/kernel/sched_rt_runtime_us (or --rt-runtime-file): -1 = throttling off; -2 unreadable. */
+long config_rt_runtime_us(const struct config *cfg);
 
 #endif

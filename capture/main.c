@@ -23,6 +23,7 @@
 #include "fault.h"
 #include "idlestate.h"
 #include "output.h"
+#include "pollloop.h"
 #include "setupinfo.h"
 #include "timerloop.h"
 #include "trace.h"
@@ -184,6 +185,8 @@ static size_t capture_ring_capacity(const struct config *cfg)
 	/* two seconds of samples: the writer drains every 10 ms, a flush or a slow disk may stall it */
 	if (cfg->ring_samples)
 		return (size_t)cfg->ring_samples;
+	if (cfg->mode == MODE_POLL)
+		return 1 << 16; /* two seconds at 32k interruptions a second (a tick is 100-1000) */
 	double per_second = 1e9 / (double)cfg->interval_ns;
 	double want = per_second * 2;
 	if (want < 8192)
@@ -216,7 +219,43 @@ static int capture_alloc(struct capture *c)
 		int err = counters_open(&t->counters, &c->probe, &c->cfg, t->cpu);
 		if (err)
 			return err;
+		if (c->cfg.mode == MODE_POLL) {
+			t->poll = true;
+			t->interval_ns = 0; /* the contract's interval_ns of kind poll: none */
+			t->poll_tsc = c->writer.poll_tsc;
+			t->ns_per_cycle = c->writer.poll_tsc ? 1e9 / c->writer.tsc_hz : 1.0;
+			t->poll_threshold_ns = c->cfg.poll_threshold_ns;
+			for (int ctr = 0; ctr < CTR_COUNT; ctr++)
+				t->poll_counters = t->poll_counters || c->probe.have[ctr];
+			if (pollwin_ring_init(&t->windows, 64)) /* a minute of windows: the writer drains every 10 ms */
+				return -ENOMEM;
+		}
 		c->wthreads[i] = (struct writer_thread){.loop = t, .thread = i, .cpu = t->cpu, .interval_ns = t->interval_ns};
+	}
+	return 0;
+}
+
+/* --mode poll: which clock the loop reads (TSC when the kernel's clocksource is the TSC, else the vDSO
+ * clock), the TSC's calibration, and the RT throttling in force, for the writer's jitterscope.poll. */
+static int capture_poll_clock(struct capture *c)
+{
+	bool usable = pollloop_tsc_usable();
+	if (c->cfg.poll_clock == POLL_CLOCK_TSC && !usable) {
+		fprintf(stderr, PROG ": --poll-clock tsc, but the kernel's clocksource is not the TSC here (see "
+			"/sys/devices/system/clocksource/clocksource0/current_clocksource); use --poll-clock vdso or auto\n");
+		return -EINVAL;
+	}
+	c->writer.poll = true;
+	c->writer.poll_tsc = c->cfg.poll_clock != POLL_CLOCK_VDSO && usable;
+	if (c->writer.poll_tsc)
+		c->writer.tsc_hz = counters_tsc_hz(&c->writer.tsc_source);
+	c->writer.rt_runtime_us = config_rt_runtime_us(&c->cfg);
+	c->writer.rt_period_us = -1;
+	FILE *f = fopen("/proc/sys/kernel/sched_rt_period_us", "re");
+	if (f) {
+		if (fscanf(f, "%ld", &c->writer.rt_period_us) != 1)
+			c->writer.rt_period_us = -1;
+		fclose(f);
 	}
 	return 0;
 }
@@ -407,6 +446,8 @@ static int capture_setup(struct capture *c)
 		capture_degrade(c, "policy other: wake-ups compete with ordinary tasks; not a real-time measurement");
 	if (counters_probe(&c->probe, &c->cfg))
 		return EXIT_RUNTIME;
+	if (c->cfg.mode == MODE_POLL && capture_poll_clock(c))
+		return EXIT_USAGE;
 	if (c->cfg.output && (c->dir_fd = output_create(c->cfg.output, c->cfg.force, &owner, &c->dir_created)) < 0)
 		return EXIT_RUNTIME;
 	capture_lock_memory(c);
@@ -485,6 +526,7 @@ static void capture_cleanup(struct capture *c)
 	for (int i = 0; c->loops && i < c->cfg.ncpus; i++) {
 		counters_close(&c->loops[i].counters);
 		ring_free(&c->loops[i].ring);
+		pollwin_ring_free(&c->loops[i].windows);
 	}
 	free(c->loops);
 	free(c->wthreads);

@@ -50,4 +50,48 @@ enum schema_column_index {
 /* The first counter column; COL_APERF + CTR_x is counter x's column (sample.h). */
 #define SCHEMA_FIRST_COUNTER COL_APERF
 
+/* Kind poll (--mode poll): one row per interruption, a gap >= --poll-threshold between two reads of the
+ * busy loop.  cpu/thread are constant per thread block as above; start_ns and duration_ns delta-pack. */
+/* contract:poll-columns (order matters) */
+static const struct schema_column SCHEMA_POLL_COLUMNS[] = {
+	{"cpu", PQ_INT32, PQ_DELTA_BINARY_PACKED, 1},
+	{"thread", PQ_INT32, PQ_DELTA_BINARY_PACKED, 1},
+	{"seq", PQ_INT64, PQ_DELTA_BINARY_PACKED, 1},
+	{"start_ns", PQ_INT64, PQ_DELTA_BINARY_PACKED, 1},
+	{"duration_ns", PQ_INT64, PQ_DELTA_BINARY_PACKED, 1},
+	{"tsc", PQ_INT64, PQ_DELTA_BINARY_PACKED, 0},
+	{"run_cpu", PQ_INT32, PQ_DELTA_BINARY_PACKED, 0},
+	{"aperf", PQ_INT64, PQ_DELTA_BINARY_PACKED, 0},
+	{"mperf", PQ_INT64, PQ_DELTA_BINARY_PACKED, 0},
+	{"smi", PQ_INT64, PQ_DELTA_BINARY_PACKED, 0},
+	{"perf_status", PQ_INT64, PQ_DELTA_BINARY_PACKED, 0},
+};
+/* /contract:poll-columns */
+
+enum schema_poll_column_index {
+	PCOL_CPU, PCOL_THREAD, PCOL_SEQ, PCOL_START_NS, PCOL_DURATION_NS, PCOL_TSC, PCOL_RUN_CPU, PCOL_APERF,
+	PCOL_MPERF, PCOL_SMI, PCOL_PERF_STATUS, PCOL_COUNT
+};
+#define SCHEMA_POLL_FIRST_COUNTER PCOL_APERF
+
+/* The per-second table _poll/part-NNNNN.parquet: these columns, then h00, h01, ... one per histogram bucket
+ * (POLL_BUCKETS, pollwin.h; the name is "h" and the bucket index with at least two digits). */
+/* contract:poll-window-columns (order matters) */
+static const struct schema_column SCHEMA_POLL_WINDOW_COLUMNS[] = {
+	{"cpu", PQ_INT32, PQ_DELTA_BINARY_PACKED, 1},
+	{"thread", PQ_INT32, PQ_DELTA_BINARY_PACKED, 1},
+	{"window_start_ns", PQ_INT64, PQ_DELTA_BINARY_PACKED, 1},
+	{"window_ns", PQ_INT64, PQ_DELTA_BINARY_PACKED, 1},
+	{"iterations", PQ_INT64, PQ_DELTA_BINARY_PACKED, 1},
+	{"noise_ns", PQ_INT64, PQ_DELTA_BINARY_PACKED, 1},
+	{"interruptions", PQ_INT64, PQ_DELTA_BINARY_PACKED, 1},
+	{"max_gap_ns", PQ_INT64, PQ_DELTA_BINARY_PACKED, 1},
+};
+/* /contract:poll-window-columns */
+
+enum schema_poll_window_index {
+	WCOL_CPU, WCOL_THREAD, WCOL_START_NS, WCOL_WINDOW_NS, WCOL_ITERATIONS, WCOL_NOISE_NS, WCOL_INTERRUPTIONS,
+	WCOL_MAX_GAP_NS, WCOL_FIXED
+};
+
 #endif

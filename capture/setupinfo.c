@@ -10,7 +10,7 @@
 static void setupinfo_asked(struct jsonw *j, const struct config *cfg)
 {
 	jsonw_object_begin(j, "asked");
-	jsonw_int(j, "interval_ns", cfg->interval_ns);
+	jsonw_int(j, "interval_ns", cfg->mode == MODE_POLL ? 0 : cfg->interval_ns); /* poll: none */
 	jsonw_array_begin(j, "cpus");
 	for (int i = 0; i < cfg->ncpus; i++)
 		jsonw_int(j, NULL, cfg->cpus[i]);
@@ -31,6 +31,12 @@ static void setupinfo_asked(struct jsonw *j, const struct config *cfg)
 	jsonw_uint(j, "row_group_rows", cfg->group_rows);
 	jsonw_int(j, "part_ns", cfg->part_ns);
 	jsonw_string(j, "output", cfg->output);
+	jsonw_string(j, "mode", config_mode_name(cfg->mode));
+	if (cfg->mode == MODE_POLL) {
+		jsonw_int(j, "poll_threshold_ns", cfg->poll_threshold_ns);
+		jsonw_string(j, "poll_clock", config_poll_clock_name(cfg->poll_clock));
+		jsonw_bool(j, "allow_starvation", cfg->allow_starvation);
+	}
 	jsonw_object_end(j);
 }
 

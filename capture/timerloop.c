@@ -3,6 +3,7 @@
  * counter syscalls, no allocation, no locks, no printing; errors end the loop
  * and are reported by main after the join. */
 #include "timerloop.h"
+#include "pollloop.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -200,9 +201,16 @@ void *timerloop_run(void *arg)
 	struct timerloop *t = arg;
 	t->tid = gettid();
 	timerloop_min_slack(t);
-	t->error = timerloop_setup_timer(t);
+	if (t->poll) {
+		t->timer_fd = -1;
+		pollloop_calibrate(t); /* before the gate: the iteration time is in the metadata from the start */
+	} else {
+		t->error = timerloop_setup_timer(t);
+	}
 	int64_t start_ns = timerloop_gate_pass(t->gate); /* main checks t->error before opening */
-	if (!t->error && start_ns > 0)
+	if (!t->error && start_ns > 0 && t->poll)
+		pollloop_measure(t, start_ns);
+	else if (!t->error && start_ns > 0)
 		timerloop_measure(t, start_ns + t->interval_ns);
 	timerloop_teardown_timer(t);
 	atomic_store(&t->done, true);

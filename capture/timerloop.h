@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "counters.h"
+#include "pollwin.h"
 #include "ring.h"
 
 /* Start gate: threads report ready, then wait until main opens it (setup only). */
@@ -56,6 +57,16 @@ struct timerloop {
 	long timer_slack_ns;      /* in force while measuring (prctl PR_GET_TIMERSLACK), -1 unknown */
 	int timer_slack_errno;    /* why it could not be set to the minimum, 0 if it was */
 	atomic_bool done;
+	/* poll mode (pollloop.c); set by main */
+	bool poll;
+	bool poll_tsc;            /* rdtsc converted with ns_per_cycle; false: the vDSO CLOCK_MONOTONIC */
+	double ns_per_cycle;      /* the recorded TSC calibration (1 for the vDSO clock) */
+	int64_t poll_threshold_ns;
+	bool poll_counters;       /* a counter column exists: read after each interruption */
+	struct pollwin_ring windows;
+	/* poll mode, set by the thread before the gate */
+	double iteration_min_ns, iteration_median_ns, clock_read_ns;
+	uint64_t blind_ns;        /* spent reading counters after interruptions (not polled, not a gap) */
 	/* timer handles */
 	int timer_fd;
 	timer_t posix_timer;

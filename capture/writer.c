@@ -18,17 +18,25 @@
 #define WRITER_POP_CHUNK 4096
 #define WRITER_MIN_DRAIN_NS 10000000 /* 10 ms */
 
+/* The contract's columns of this mode (sample or poll) that this run writes: the counters the probe
+ * found, and in poll mode tsc only when the loop reads the TSC. */
 static void writer_columns(struct writer *w, const bool counter_column[CTR_COUNT])
 {
+	const struct schema_column *table = w->poll ? SCHEMA_POLL_COLUMNS : SCHEMA_SAMPLE_COLUMNS;
+	int count = w->poll ? PCOL_COUNT : COL_COUNT;
+	int first_counter = w->poll ? SCHEMA_POLL_FIRST_COUNTER : SCHEMA_FIRST_COUNTER;
 	w->ncolumns = 0;
-	for (int col = 0; col < COL_COUNT; col++) {
-		bool present = col < SCHEMA_FIRST_COUNTER || counter_column[col - SCHEMA_FIRST_COUNTER];
+	for (int col = 0; col < COL_COUNT; col++)
+		w->column_of[col] = -1;
+	for (int col = 0; col < count; col++) {
+		bool present = col < first_counter ? (!w->poll || col != PCOL_TSC || w->poll_tsc)
+						   : counter_column[col - first_counter];
 		w->column_of[col] = present ? w->ncolumns : -1;
 		if (!present)
 			continue;
-		w->columns[w->ncolumns].name = SCHEMA_SAMPLE_COLUMNS[col].name;
-		w->columns[w->ncolumns].type = SCHEMA_SAMPLE_COLUMNS[col].type;
-		w->columns[w->ncolumns].encoding = SCHEMA_SAMPLE_COLUMNS[col].encoding;
+		w->columns[w->ncolumns].name = table[col].name;
+		w->columns[w->ncolumns].type = table[col].type;
+		w->columns[w->ncolumns].encoding = table[col].encoding;
 		w->ncolumns++;
 	}
 }
@@ -64,8 +72,23 @@ static void writer_thread_json(struct jsonw *j, const struct writer_thread *t, b
 	jsonw_int(j, "interval_ns", t->interval_ns);
 	jsonw_uint(j, "samples", t->samples + t->nstaged);
 	jsonw_uint(j, "drops", t->gap_drops);
-	jsonw_uint(j, "overruns", t->overruns);
-	jsonw_uint(j, "wakeups", wakeups);
+	if (t->loop && t->loop->poll) {
+		/* poll: the interruptions seen (rows written + dropped) and the per-second table's totals */
+		jsonw_uint(j, "interruptions", wakeups);
+		jsonw_uint(j, "iterations", t->iterations);
+		jsonw_int(j, "noise_ns", t->noise_ns);
+		jsonw_uint(j, "windows", t->windows);
+		jsonw_object_begin(j, "iteration_ns");
+		jsonw_double(j, "min", t->loop->iteration_min_ns);
+		jsonw_double(j, "median", t->loop->iteration_median_ns);
+		jsonw_object_end(j);
+		jsonw_double(j, "clock_read_ns", t->loop->clock_read_ns);
+		jsonw_uint(j, "blind_ns", t->loop->blind_ns);
+		jsonw_uint(j, "windows_dropped", atomic_load(&t->loop->windows.drops));
+	} else {
+		jsonw_uint(j, "overruns", t->overruns);
+		jsonw_uint(j, "wakeups", wakeups);
+	}
 	if (loop_final) {
 		jsonw_uint(j, "drops_after_last", ring_drops(&t->loop->ring) - t->gap_drops);
 		jsonw_uint(j, "counter_read_errors", t->loop->counter_errors);
@@ -97,24 +120,75 @@ static char *writer_status_json(const struct writer *w, const char *state, const
 	return jsonw_take(&j);
 }
 
-#define WRITER_NKV 10
+#define WRITER_NKV 11
 
-/* kv gets the keys; the two dynamic values are returned for freeing. */
+/* jitterscope.poll (docs/dataset-format.md, "Poll metadata"): the loop's clock and its cost, the threshold,
+ * the histogram's edges and the RT throttling in force.  iteration_ns is the slowest thread's (the
+ * threshold's margin above it is what matters); each thread's own is in threads[]. */
+static char *writer_poll_json(const struct writer *w)
+{
+	struct jsonw j;
+	double it_min = 0, it_median = 0, read_ns = 0;
+	uint64_t dropped = 0;
+	for (int i = 0; i < w->nthreads; i++) {
+		const struct timerloop *l = w->threads[i].loop;
+		dropped += w->threads[i].gap_drops;
+		if (!l)
+			continue;
+		it_min = l->iteration_min_ns > it_min ? l->iteration_min_ns : it_min;
+		it_median = l->iteration_median_ns > it_median ? l->iteration_median_ns : it_median;
+		read_ns = l->clock_read_ns > read_ns ? l->clock_read_ns : read_ns;
+	}
+	jsonw_init(&j);
+	jsonw_object_begin(&j, NULL);
+	jsonw_int(&j, "threshold_ns", w->cfg->poll_threshold_ns);
+	jsonw_string(&j, "clock", w->poll_tsc ? "tsc" : "vdso");
+	jsonw_double(&j, "clock_read_ns", read_ns);
+	jsonw_object_begin(&j, "iteration_ns");
+	jsonw_double(&j, "min", it_min);
+	jsonw_double(&j, "median", it_median);
+	jsonw_object_end(&j);
+	jsonw_array_begin(&j, "histogram_edges_ns");
+	for (int k = 0; k <= POLL_BUCKETS; k++)
+		jsonw_int(&j, NULL, pollwin_edge(k));
+	jsonw_array_end(&j);
+	jsonw_int(&j, "window_ns", POLL_WINDOW_NS);
+	if (w->rt_runtime_us >= 0) {
+		jsonw_object_begin(&j, "rt_throttling");
+		jsonw_int(&j, "runtime_us", w->rt_runtime_us);
+		jsonw_int(&j, "period_us", w->rt_period_us);
+		jsonw_object_end(&j);
+	} else {
+		jsonw_null(&j, "rt_throttling"); /* off (-1) or unreadable */
+	}
+	jsonw_uint(&j, "rows_dropped", dropped);
+	if (w->poll_tsc) {
+		jsonw_double(&j, "tsc_hz", w->tsc_hz);
+		jsonw_string(&j, "tsc_hz_source", w->tsc_source);
+	}
+	jsonw_object_end(&j);
+	return jsonw_take(&j);
+}
+
+/* kv gets the keys (*nkv of them); the dynamic values are returned for freeing. */
 static int writer_metadata(const struct writer *w, const char *state, const char *reason, struct pq_kv kv[WRITER_NKV],
-			   char **threads, char **status, char **steal)
+			   char **threads, char **status, char **steal, char **poll)
 {
 	*threads = writer_threads_json(w, strcmp(state, "running") != 0);
 	*status = writer_status_json(w, state, reason);
 	*steal = steal_json(&w->steal);
-	if (!*threads || !*status || !*steal) {
+	*poll = w->poll ? writer_poll_json(w) : NULL;
+	if (!*threads || !*status || !*steal || (w->poll && !*poll)) {
 		free(*threads);
 		free(*status);
 		free(*steal);
-		*threads = *status = *steal = NULL; /* the caller frees them again */
+		free(*poll);
+		*threads = *status = *steal = *poll = NULL; /* the caller frees them again */
 		return -ENOMEM;
 	}
 	kv[0] = (struct pq_kv){"jitterscope.schema_version", "1"};
-	kv[1] = (struct pq_kv){"jitterscope.kind", "\"capture\""};
+	kv[1] = (struct pq_kv){"jitterscope.kind", w->poll ? "\"poll\"" : "\"capture\""};
+	kv[10] = (struct pq_kv){"jitterscope.poll", w->poll ? *poll : "null"};
 	kv[2] = (struct pq_kv){"jitterscope.tool", "{\"name\":\"jitterscope-capture\",\"version\":\"" CONFIG_VERSION "\"}"};
 	kv[3] = (struct pq_kv){"jitterscope.threads", *threads};
 	kv[4] = (struct pq_kv){"jitterscope.settings", w->settings_json ? w->settings_json : "null"};
@@ -164,9 +238,15 @@ static int64_t writer_calcdiff_us(int64_t actual_ns, int64_t expected_ns)
 
 static void writer_account(struct writer_thread *t, const struct sample *s)
 {
-	int64_t latency_us = writer_calcdiff_us(s->actual_ns, s->expected_ns);
 	t->gap_drops += (uint64_t)(s->seq - t->next_seq);
 	t->next_seq = s->seq + 1;
+	if (t->loop && t->loop->poll) { /* an interruption: its duration in µs for the summary line */
+		int64_t us = (s->actual_ns - s->expected_ns) / 1000;
+		t->max_us = t->count == 0 || us > t->max_us ? us : t->max_us;
+		t->count++;
+		return;
+	}
+	int64_t latency_us = writer_calcdiff_us(s->actual_ns, s->expected_ns);
 	t->overruns += (uint64_t)s->overruns;
 	if (t->count == 0 || latency_us < t->min_us)
 		t->min_us = latency_us;
@@ -195,6 +275,20 @@ void writer_drain(struct writer *w)
 			n = ring_pop(&t->loop->ring, t->staged + t->nstaged, WRITER_POP_CHUNK);
 			writer_take(t, n);
 		} while (n == WRITER_POP_CHUNK);
+		/* windows after rows: a window's interruptions are then never ahead of the rows drained */
+		struct poll_window win;
+		while (w->poll && pollwin_pop(&t->loop->windows, &win)) {
+			if (polltable_stage(&w->poll_table, t->cpu, t->thread, &win)) {
+				atomic_fetch_add(&t->loop->windows.drops, 1); /* out of memory: counted as a lost window */
+				continue;
+			}
+			t->iterations += win.iterations;
+			t->interruptions += win.interruptions;
+			t->noise_ns += win.noise_ns;
+			t->max_gap_ns = win.max_gap_ns > t->max_gap_ns ? win.max_gap_ns : t->max_gap_ns;
+			t->polled_ns += win.window_ns;
+			t->windows++;
+		}
 	}
 }
 
@@ -227,8 +321,31 @@ static void writer_put64(struct writer *w, int col, size_t row, int64_t v)
 
 /* Rows grouped by thread, each thread's in seq order, so the int32 columns
  * are constant over long runs (they pack to 0 bits, see schema.h). */
+static size_t writer_fill_poll(struct writer *w)
+{
+	size_t row = 0;
+	for (int i = 0; i < w->nthreads; i++) {
+		const struct writer_thread *t = &w->threads[i];
+		for (size_t k = 0; k < t->nstaged; k++, row++) {
+			const struct sample *s = &t->staged[k];
+			writer_put32(w, PCOL_CPU, row, t->cpu);
+			writer_put32(w, PCOL_THREAD, row, t->thread);
+			writer_put64(w, PCOL_SEQ, row, s->seq);
+			writer_put64(w, PCOL_START_NS, row, s->expected_ns);
+			writer_put64(w, PCOL_DURATION_NS, row, s->actual_ns - s->expected_ns);
+			writer_put64(w, PCOL_TSC, row, (int64_t)s->tsc);
+			writer_put32(w, PCOL_RUN_CPU, row, s->run_cpu);
+			for (int ctr = 0; ctr < CTR_COUNT; ctr++)
+				writer_put64(w, SCHEMA_POLL_FIRST_COUNTER + ctr, row, (int64_t)s->counters[ctr]);
+		}
+	}
+	return row;
+}
+
 static size_t writer_fill(struct writer *w)
 {
+	if (w->poll)
+		return writer_fill_poll(w);
 	size_t row = 0;
 	for (int i = 0; i < w->nthreads; i++) {
 		const struct writer_thread *t = &w->threads[i];
@@ -265,6 +382,7 @@ int writer_flush(struct writer *w, const char *state, const char *reason)
 		rows += w->threads[i].nstaged;
 	if (!w->has_container) { /* statistics only */
 		writer_commit(w);
+		w->poll_table.nstaged = 0;
 		return 0;
 	}
 	if (rows == 0 && strcmp(state, "running") == 0 && w->flushes > 0)
@@ -276,15 +394,26 @@ int writer_flush(struct writer *w, const char *state, const char *reason)
 	writer_fill(w);
 	w->flushes++;
 	struct pq_kv kv[WRITER_NKV];
-	char *threads, *status, *steal;
-	int err = writer_metadata(w, state, reason, kv, &threads, &status, &steal);
+	char *threads, *status, *steal, *poll;
+	int err = writer_metadata(w, state, reason, kv, &threads, &status, &steal, &poll);
+	size_t nkv = w->poll ? WRITER_NKV : WRITER_NKV - 1;
 	if (!err)
-		err = container_flush(&w->ct, (const void *const *)w->buffers, rows, kv, WRITER_NKV);
-	if (err)
+		err = container_flush(&w->ct, (const void *const *)w->buffers, rows, kv, nkv);
+	if (!err && w->poll) { /* the per-second table with the same metadata (kind, threads, poll, status) */
+		err = polltable_flush(&w->poll_table, kv, nkv);
+		if (err)
+			snprintf(w->error_line, sizeof(w->error_line), "jitterscope-capture: write to %s/" POLLTABLE_DIR_NAME
+				 "/part-%05d.parquet failed: %s", w->cfg->output ? w->cfg->output : "(none)",
+				 w->poll_table.ct.part, strerror(-err));
+	}
+	if (err && !w->error_line[0])
 		writer_fail(w, err, err == -ENOMEM ? "buffering for" : "write to");
+	if (err)
+		w->error = err;
 	free(threads);
 	free(status);
 	free(steal);
+	free(poll);
 	if (err) {
 		w->flushes--;
 		return err;
@@ -327,6 +456,7 @@ int writer_init(struct writer *w, const struct config *cfg, struct writer_thread
 		w->drain_period_ns = cfg->flush_interval_ns;
 	memcpy(w->counter_column, counter_column, sizeof(w->counter_column));
 	writer_columns(w, counter_column);
+	polltable_init(&w->poll_table);
 	cpuload_begin(&w->load);
 	writer_steal_begin(w);
 	if (dir_fd < 0 && !w->to_dev_null)
@@ -336,7 +466,15 @@ int writer_init(struct writer *w, const struct config *cfg, struct writer_thread
 	w->ct.owner_uid = w->owner_uid;
 	w->ct.owner_gid = w->owner_gid;
 	w->has_container = true;
-	int err = writer_flush(w, "running", ""); /* part-00000: no rows yet, the metadata */
+	int err = 0;
+	if (w->poll && dir_fd >= 0 && (err = polltable_open(&w->poll_table, cfg, dir_fd, w->owner_uid, w->owner_gid,
+							    w->chown_parts))) {
+		snprintf(w->error_line, sizeof(w->error_line), "jitterscope-capture: cannot create %s/" POLLTABLE_DIR_NAME
+			 ": %s", cfg->output ? cfg->output : "(none)", strerror(-err));
+		fprintf(stderr, "%s\n", w->error_line);
+		return err;
+	}
+	err = writer_flush(w, "running", ""); /* part-00000: no rows yet, the metadata */
 	if (err)
 		fprintf(stderr, "%s\n", w->error_line);
 	return err;
@@ -346,6 +484,7 @@ void writer_free(struct writer *w)
 {
 	if (w->has_container)
 		container_close(&w->ct);
+	polltable_close(&w->poll_table);
 	cpuload_free(&w->load);
 	steal_free(&w->steal);
 	for (int col = 0; col < COL_COUNT; col++)
@@ -356,6 +495,14 @@ void writer_free(struct writer *w)
 
 static void writer_print_line(const struct writer *w, const struct writer_thread *t, FILE *out)
 {
+	if (w->poll) { /* oslat-like: interruptions (>= threshold), the largest, and the time lost to them */
+		double polled_s = (double)t->polled_ns / 1e9;
+		fprintf(out, "T:%2d (%5d) P:%2d poll CPU%d C:%7lu Max:%8ld us Noise:%10.1f us (%.4f %%) Loops:%lu\n",
+			t->thread, t->loop ? (int)t->loop->tid : 0, w->cfg->priority, t->cpu, (unsigned long)t->count,
+			(long)t->max_us, (double)t->noise_ns / 1e3,
+			polled_s > 0 ? 100.0 * (double)t->noise_ns / (polled_s * 1e9) : 0.0, (unsigned long)t->iterations);
+		return;
+	}
 	/* cyclictest: (long)(avg / cycles) of its double sum; the int64 sum is exact and divides the same way */
 	int64_t avg = t->count ? t->sum_us / (int64_t)t->count : 0;
 	fprintf(out, "T:%2d (%5d) P:%2d I:%ld C:%7lu Min:%7ld Act:%5ld Avg:%5ld Max:%8ld\n", t->thread,

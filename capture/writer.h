@@ -17,6 +17,7 @@
 #include "container.h"
 #include "cpuload.h"
 #include "parquet.h"
+#include "polltable.h"
 #include "schema.h"
 #include "steal.h"
 #include "timerloop.h"
@@ -34,6 +35,9 @@ struct writer_thread {
 	 * T: line is then the line cyclictest would print, and the one jitterscope summary prints */
 	uint64_t count;
 	int64_t min_us, max_us, last_us, sum_us;
+	/* poll mode: totals of the windows drained (the per-second table) */
+	uint64_t iterations, interruptions, windows;
+	int64_t noise_ns, max_gap_ns, polled_ns;
 };
 
 struct writer {
@@ -72,6 +76,13 @@ struct writer {
 	char error_line[1024];      /* the one line main prints */
 	int64_t drain_period_ns;    /* often enough that a ring never fills from waiting */
 	int status_lines;           /* live status lines printed (tty redraw) */
+	/* poll mode (--mode poll): kind poll, the poll columns, and the per-second table in DIR/_poll */
+	bool poll;
+	bool poll_tsc;              /* rows carry tsc; the clock read is rdtsc (else the vDSO clock) */
+	double tsc_hz;
+	const char *tsc_source;
+	long rt_runtime_us, rt_period_us; /* at setup; runtime -1: throttling off, -2: unknown */
+	struct polltable poll_table;
 };
 
 /* w must be zeroed first (to_dev_null, owner fields and the metadata

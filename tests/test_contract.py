@@ -116,3 +116,63 @@ def test_trace_event_codes_agree_in_document_python_and_c() -> None:
     c_side = {name.lower(): int(code) for name, code in re.findall(r"TRACE_EV_(\w+)\s*=\s*(\d+)", block)}
     assert dict(TRACE_EVENTS) == doc
     assert c_side == doc
+
+
+# ---- kind poll (docs "Poll columns", capture/schema.h, jitterscope.dataset.schema) ----
+
+def _c_block(name: str) -> list[tuple[str, pa.DataType, bool]]:
+    text = (ROOT / "capture" / "schema.h").read_text()
+    block = text.split(f"/* contract:{name}")[1].split(f"/* /contract:{name} */")[0]
+    entries = re.findall(r'\{"(\w+)",\s*(PQ_INT\d+),\s*(PQ_\w+),\s*([01])\}', block)
+    return [(name, C_TYPES[ctype], required == "1") for name, ctype, _enc, required in entries]
+
+
+def _doc_columns(name: str) -> list[tuple[str, pa.DataType, bool]]:
+    return [(cells[0].strip("`"), ARROW[cells[1]], {"yes": True, "no": False}[cells[2]]) for cells in _doc_block(name)]
+
+
+def test_poll_columns_agree_in_document_python_and_c() -> None:
+    from jitterscope.dataset import POLL_COLUMNS
+    doc = _doc_columns("poll-columns")
+    assert [n for n, _, required in doc if required] == ["cpu", "thread", "seq", "start_ns", "duration_ns"]
+    assert [(c.name, c.arrow_type, c.required) for c in POLL_COLUMNS] == doc
+    assert _c_block("poll-columns") == doc
+
+
+def test_poll_window_columns_agree_in_document_python_and_c() -> None:
+    from jitterscope.dataset import POLL_WINDOW_COLUMNS
+    doc = _doc_columns("poll-window-columns")
+    assert len(doc) == 8
+    assert [(c.name, c.arrow_type, c.required) for c in POLL_WINDOW_COLUMNS] == doc
+    assert _c_block("poll-window-columns") == doc
+
+
+def _documented_edges() -> list[int]:
+    """The edges docs/dataset-format.md states: 0..8 one by one, 4 per octave up to 2^36, the last open."""
+    edges = list(range(8))
+    for octave in range(3, 36):
+        edges += [2**octave + sub * 2 ** (octave - 2) for sub in range(4)]
+    return [*edges, 2**36, 2**63 - 1]
+
+
+def test_poll_file_written_by_the_binary_has_contract_columns(tmp_path: Path) -> None:
+    """A poll capture's rows and per-second table have the contract's columns in order, and its edges are the
+    documented ones (141 buckets, h00..h140)."""
+    from jitterscope.dataset import POLL_WINDOW_COLUMNS, poll_bucket_column
+    cpu = max(os.sched_getaffinity(0))
+    argv = [str(capture_binary()), "--mode", "poll", "-a", str(cpu), "-D", "0.3", "-q", "-o", str(tmp_path / "out")]
+    if os.geteuid() != 0:
+        argv += ["--policy", "other"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = pq.read_schema(tmp_path / "out" / "part-00000.parquet")
+    contract = [n for n, _, _ in _doc_columns("poll-columns")]
+    written = [f.name for f in rows]
+    assert written == [n for n in contract if n in written] and written[:5] == contract[:5]
+    assert rows.metadata[b"jitterscope.kind"] == b'"poll"'
+    import json
+    edges = json.loads(rows.metadata[b"jitterscope.poll"])["histogram_edges_ns"]
+    assert edges == _documented_edges()
+    windows = pq.read_schema(tmp_path / "out" / "_poll" / "part-00000.parquet")
+    assert windows.names == [c.name for c in POLL_WINDOW_COLUMNS] + [poll_bucket_column(k) for k in range(140 + 1)]
+    assert all(not f.nullable for f in windows)

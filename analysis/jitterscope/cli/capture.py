@@ -26,7 +26,8 @@ BINARY_LONG_OPTIONS: dict[str, str] = {
     "version": "none", "ring": "required", "sync": "required", "writer-cpu": "required",
     "group-seconds": "required", "group-rows": "required", "part-seconds": "required", "trace": "optional",
     "trace-buffer": "required", "break": "required", "trace-read-interval": "required", "trace-flush": "required",
-    "deepest-idle-state": "required", "cpu-sysfs": "required", "state-dir": "required",
+    "deepest-idle-state": "required", "cpu-sysfs": "required", "state-dir": "required", "mode": "required",
+    "poll-threshold": "required", "poll-clock": "required", "allow-starvation": "none", "rt-runtime-file": "required",
 }
 """The binary's long options and whether each takes a value (``required``, ``optional`` (only as
 ``--name=VALUE``), ``none``), as in ``config_options[]`` of ``capture/config.c``."""
@@ -37,7 +38,8 @@ CAPTURE_DURATION_MAX_S = 100 * 365 * 86400.0
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "capture", add_help=False,
-        help="record wake-up latency and counters (runs jitterscope-capture; same options; "
+        help="record wake-up latency and counters, or with --mode poll every interruption of a busy loop (runs "
+             "jitterscope-capture; same options; "
              f"-D/--duration: {DURATION_HELP})",
     )
     parser.set_defaults(func=_run, accepts_extra=True)

@@ -3,8 +3,8 @@
 Modules: :mod:`.schema` (columns and version), :mod:`.metadata` (the metadata document),
 :mod:`.files` (open, iterate, write), :mod:`.invariants` and :mod:`.validate` (the contract
 check), :mod:`.atomic` (write-to-temporary-then-rename), :mod:`.jsonvalue` (every JSON value read from a file,
-bounded), :mod:`.trace` (the kernel events table
-``_trace/part-NNNNN.parquet`` inside a dataset directory).
+bounded), :mod:`.poll` (kind ``poll``: the per-second table ``_poll/`` and its checks), :mod:`.trace`
+(the kernel events table ``_trace/part-NNNNN.parquet`` inside a dataset directory).
 """
 
 import lazy_loader as _lazy
@@ -21,7 +21,11 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         ],
         "jsonvalue": ["MAX_JSON_DEPTH", "json_depth", "load_json"],
         "metadata": ["Metadata", "ThreadInfo"],
-        "schema": ["COUNTER_COLUMNS", "SAMPLE_COLUMNS", "sample_schema"],
+        "poll": ["poll_edges", "poll_window_parts", "read_poll_windows"],
+        "schema": [
+            "COUNTER_COLUMNS", "POLL_COLUMNS", "POLL_DIR", "POLL_WINDOW_COLUMNS", "SAMPLE_COLUMNS",
+            "poll_bucket_column", "poll_schema", "poll_window_schema", "sample_schema",
+        ],
         "trace": [
             "TRACE_COLUMNS", "TRACE_DIR", "TRACE_EVENTS", "TRACE_FILE", "TraceEvents", "TraceTable",
             "events_from_rows", "open_trace", "read_trace_events", "trace_events_path", "trace_part_paths",

@@ -15,6 +15,7 @@ Unknown keys and unknown fields stay allowed: readers ignore them (the contract'
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -135,7 +136,7 @@ METADATA_SCHEMA: dict[str, Any] = {
     "required": ["schema_version", "kind", "tool", "threads"],
     "properties": {
         "schema_version": {"type": "integer", "minimum": 1},
-        "kind": {"enum": ["capture", "import", "simulation", "histogram"]},
+        "kind": {"enum": ["capture", "import", "simulation", "histogram", "poll"]},
         "tool": {"type": "object", "properties": {"name": _TEXT, "version": _TEXT}},
         "threads": {"type": "array", "maxItems": MAX_THREADS, "items": THREAD_SCHEMA},
         "settings": {
@@ -184,6 +185,24 @@ METADATA_SCHEMA: dict[str, Any] = {
             },
         },
         "ground_truth": {"type": ["object", "null"]},
+        "poll": {
+            "type": ["object", "null"],
+            "required": ["threshold_ns", "clock", "histogram_edges_ns", "window_ns"],
+            "properties": {
+                "threshold_ns": {"type": "integer", "minimum": 1, "maximum": INT64_MAX},
+                "clock": {"enum": ["tsc", "vdso"]},
+                "clock_read_ns": {"type": "number", "minimum": 0},
+                "iteration_ns": {"type": "object", "properties": {"min": {"type": "number", "minimum": 0},
+                                                                  "median": {"type": "number", "minimum": 0}}},
+                "histogram_edges_ns": {"type": "array", "minItems": 2, "maxItems": 4096, "items": _COUNT},
+                "window_ns": {"type": "integer", "minimum": 1, "maximum": INT64_MAX},
+                "rt_throttling": {"type": ["object", "null"],
+                                  "properties": {"runtime_us": _INT, "period_us": _INT}},
+                "rows_dropped": _COUNT,
+                "tsc_hz": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e13},
+                "tsc_hz_source": _TEXT,
+            },
+        },
         "pack": {
             "type": ["object", "null"],
             "properties": {"sha256": _TEXT, "anonymized": _TEXTS, "rows": _COUNT},
@@ -266,6 +285,15 @@ def check_metadata(decoded: Mapping[str, Any], where: str) -> None:
 def _check_intervals(decoded: Mapping[str, Any], where: str) -> None:
     """A dataset of wake-up rows needs every thread's interval > 0: periods, rates and frequencies divide by it
     (0 is allowed by the schema for histogram imports whose source does not say)."""
+    if decoded.get("kind") == "poll":  # a busy loop has no interval: 0 by the contract; its own key is required
+        if not isinstance(decoded.get("poll"), Mapping):
+            raise SchemaError(f"{where}: metadata jitterscope.poll is missing, but a poll dataset needs it (threshold, "
+                              "clock, histogram edges); the file is damaged or was not written by jitterscope")
+        edges = decoded["poll"]["histogram_edges_ns"]
+        if any(b <= a for a, b in itertools.pairwise(edges)):
+            raise SchemaError(f"{where}: metadata jitterscope.poll.histogram_edges_ns is not strictly increasing; "
+                              "the file is damaged or was not written by jitterscope")
+        return
     if decoded.get("kind") == "histogram":
         return
     for index, thread in enumerate(decoded.get("threads") or ()):

@@ -29,7 +29,7 @@ from .atomic import check_output, write_atomically
 from .contract import check_footer_size, check_samples, rows_from_row_groups
 from .invariants import InvariantChecker
 from .metadata import Metadata, ThreadInfo
-from .schema import HISTOGRAM_COLUMNS, SAMPLE_COLUMNS, histogram_schema, sample_schema
+from .schema import HISTOGRAM_COLUMNS, POLL_COLUMNS, SAMPLE_COLUMNS, histogram_schema, poll_schema, sample_schema
 
 PART_GLOB = "part-*.parquet"
 READER_THREAD_PREFIX = "jitterscope-read"
@@ -168,6 +168,9 @@ def iter_thread_batches(
     """
     if dataset.is_histogram:
         raise SchemaError(f"{dataset.path}: a histogram dataset has no per-wake-up rows to iterate")
+    if dataset.metadata.kind == "poll":
+        yield from _iter_poll_thread_batches(dataset, list(columns), check=check, threads=threads)
+        return
     columns = list(columns)
     checked = ["cpu", "seq", "expected_ns", "actual_ns"] + (["overruns"] if dataset.has("overruns") else [])
     needed = list(dict.fromkeys(["thread", *columns, *(checked if check else [])]))
@@ -183,6 +186,29 @@ def iter_thread_batches(
             yield info, rows.select(columns)
     if check:
         checker.finish(dataset.has("overruns"))
+
+
+def _iter_poll_thread_batches(
+    dataset: Dataset, columns: list[str], *, check: bool, threads: bool,
+) -> Iterator[tuple[ThreadInfo, pa.RecordBatch]]:
+    """:func:`iter_thread_batches` of a poll dataset: each thread's ``seq`` and ``start_ns`` strictly increase."""
+    needed = list(dict.fromkeys(["thread", *columns, *(["seq", "start_ns"] if check else [])]))
+    infos = {info.thread: info for info in dataset.metadata.threads}
+    last: dict[int, tuple[int, int]] = {}
+    for batch in dataset.iter_batches(needed, threads=threads):
+        for thread, rows in _split_by_thread(column_values(batch, "thread"), batch):
+            if thread not in infos:
+                raise SchemaError(f"{dataset.path}: rows of thread {thread}, which metadata jitterscope.threads does "
+                                  "not list; 'jitterscope validate' lists every problem")
+            if check and rows.num_rows:
+                seq, start = column_values(rows, "seq"), column_values(rows, "start_ns")
+                before = last.get(thread)
+                if ((np.diff(seq) < 1).any() or (np.diff(start) < 1).any()
+                        or (before is not None and (seq[0] <= before[0] or start[0] <= before[1]))):
+                    raise SchemaError(f"{dataset.path}: thread {thread}: seq or start_ns not strictly increasing; "
+                                      "'jitterscope validate' lists every problem")
+                last[thread] = (int(seq[-1]), int(start[-1]))
+            yield infos[thread], rows.select(columns)
 
 
 _NUMPY_TYPES = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
@@ -330,9 +356,12 @@ def write_dataset(
 
 def _contract_table(table: pa.Table, kind: str) -> pa.Table:
     """``table`` with the contract's column types, in contract order (unknown columns refused)."""
-    expected = histogram_schema() if kind == "histogram" else sample_schema(
-        [c for c in table.column_names if c in {col.name for col in SAMPLE_COLUMNS}]
-    )
+    if kind == "poll":
+        expected = poll_schema([c for c in table.column_names if c in {col.name for col in POLL_COLUMNS}])
+    else:
+        expected = histogram_schema() if kind == "histogram" else sample_schema(
+            [c for c in table.column_names if c in {col.name for col in SAMPLE_COLUMNS}]
+        )
     extra = set(table.column_names) - set(expected.names)
     if extra:
         raise SchemaError(f"not dataset columns: {', '.join(sorted(extra))}")
@@ -493,7 +522,7 @@ def _open_parquet(file: Path) -> pq.ParquetFile:
 
 
 def _check_columns(schema: pa.Schema, kind: str, where: str) -> pa.Schema:
-    contract = HISTOGRAM_COLUMNS if kind == "histogram" else SAMPLE_COLUMNS
+    contract = HISTOGRAM_COLUMNS if kind == "histogram" else POLL_COLUMNS if kind == "poll" else SAMPLE_COLUMNS
     by_name = {c.name: c for c in contract}
     for col in contract:
         if col.required and col.name not in schema.names:

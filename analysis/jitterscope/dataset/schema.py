@@ -20,6 +20,12 @@ Version history
     ``/proc/stat``, sampled every 10 ms by the capture's writer (issue 21).
     Optional ``experiment`` metadata key: the run of a ``jitterscope sweep`` a
     dataset is (factor levels, replicate, order, warm-up, settings applied).
+1 (2026-12-01, addition)
+    Kind ``poll`` (``jitterscope-capture --mode poll``, issue 24): one row per
+    interruption of a busy loop (``start_ns``/``duration_ns``), the per-second
+    table ``_poll/part-NNNNN.parquet`` (iterations, noise, interruptions, max
+    gap, a log histogram of every gap) and the ``poll`` metadata key; its
+    threads' ``interval_ns`` is 0.
 """
 
 from __future__ import annotations
@@ -79,18 +85,57 @@ HISTOGRAM_COLUMNS: tuple[Column, ...] = (
     Column("count", pa.int64(), True, "count", "wake-ups whose latency fell in the bin"),
 )
 
+# Poll datasets (kind == "poll"): one row per interruption, a gap >= the threshold between two reads of the
+# busy loop.  Order here is the order the capture writes them in.
+POLL_COLUMNS: tuple[Column, ...] = (
+    Column("cpu", pa.int32(), True, "-", "CPU the polling thread is pinned to"),
+    Column("thread", pa.int32(), True, "-", "polling-thread index, 0-based"),
+    Column("seq", pa.int64(), True, "-", "per-thread interruption index from 0; a gap means dropped rows"),
+    Column("start_ns", pa.int64(), True, "ns", "CLOCK_MONOTONIC of the last loop read before the gap"),
+    Column("duration_ns", pa.int64(), True, "ns",
+           "the gap: the next read minus start_ns (includes one loop iteration)"),
+    Column("tsc", pa.int64(), False, "cycles", "time-stamp counter at start_ns (uint64 stored as int64)"),
+    Column("run_cpu", pa.int32(), False, "-", "CPU the thread ran on after the gap (rdtscp TSC_AUX or getcpu)"),
+    Column("aperf", pa.int64(), False, "cycles", "IA32_APERF read right after the gap (--counters)"),
+    Column("mperf", pa.int64(), False, "cycles", "IA32_MPERF read right after the gap (--counters)"),
+    Column("smi", pa.int64(), False, "count", "MSR_SMI_COUNT read right after the gap (--counters)"),
+    Column("perf_status", pa.int64(), False, "raw", "IA32_PERF_STATUS read right after the gap (--counters)"),
+)
+
+# The per-second table of a poll dataset, DIR/_poll/part-NNNNN.parquet: these columns, then one int64 count
+# column per histogram bucket, "h" and the bucket index with at least two digits (h00, h01, ..., h140).
+POLL_WINDOW_COLUMNS: tuple[Column, ...] = (
+    Column("cpu", pa.int32(), True, "-", "CPU the polling thread is pinned to"),
+    Column("thread", pa.int32(), True, "-", "polling-thread index"),
+    Column("window_start_ns", pa.int64(), True, "ns", "CLOCK_MONOTONIC start of this window"),
+    Column("window_ns", pa.int64(), True, "ns", "length polled in this window (1e9 except the last)"),
+    Column("iterations", pa.int64(), True, "count", "loop iterations whose gap started in the window"),
+    Column("noise_ns", pa.int64(), True, "ns", "sum of duration_ns of the gaps >= threshold starting in it"),
+    Column("interruptions", pa.int64(), True, "count",
+           "gaps >= threshold starting in the window (the rows, dropped ones included)"),
+    Column("max_gap_ns", pa.int64(), True, "ns", "largest gap starting in the window, any size"),
+)
+POLL_DIR = "_poll"
+"""The per-second table's directory inside a poll dataset directory."""
+
+
+def poll_bucket_column(index: int) -> str:
+    """The per-second table's column of histogram bucket ``index`` (``h00``, ..., ``h140``)."""
+    return f"h{index:02d}"
+
+
 SAMPLE_COLUMN_NAMES = tuple(c.name for c in SAMPLE_COLUMNS)
 REQUIRED_SAMPLE_COLUMNS = tuple(c.name for c in SAMPLE_COLUMNS if c.required)
 COUNTER_COLUMNS = ("aperf", "mperf", "smi", "perf_status")
 
-DATASET_KINDS = ("capture", "import", "simulation", "histogram")
+DATASET_KINDS = ("capture", "import", "simulation", "histogram", "poll")
 
 # Metadata keys (each value is a JSON document).  Required for every dataset:
 REQUIRED_METADATA_KEYS = ("schema_version", "kind", "tool", "threads")
 # Optional, present when the producer knows them:
 OPTIONAL_METADATA_KEYS = (
     "settings", "environment", "counters", "clock", "status",
-    "source", "ground_truth", "pack", "timeline", "steal", "experiment",
+    "source", "ground_truth", "pack", "timeline", "steal", "experiment", "poll",
 )
 METADATA_KEYS = REQUIRED_METADATA_KEYS + OPTIONAL_METADATA_KEYS
 
@@ -112,6 +157,22 @@ def sample_schema(columns: tuple[str, ...] | list[str] | None = None) -> pa.Sche
     return pa.schema(
         [pa.field(c.name, c.arrow_type, nullable=False) for c in SAMPLE_COLUMNS if c.name in wanted]
     )
+
+
+def poll_schema(columns: tuple[str, ...] | list[str] | None = None) -> pa.Schema:
+    """Arrow schema for the given poll columns (all of them by default), in contract order."""
+    names = tuple(c.name for c in POLL_COLUMNS)
+    wanted = set(names if columns is None else columns)
+    unknown = wanted - set(names)
+    if unknown:
+        raise KeyError(f"not poll dataset columns: {sorted(unknown)}")
+    return pa.schema([pa.field(c.name, c.arrow_type, nullable=False) for c in POLL_COLUMNS if c.name in wanted])
+
+
+def poll_window_schema(buckets: int) -> pa.Schema:
+    """Arrow schema of the per-second table with ``buckets`` histogram columns."""
+    return pa.schema([pa.field(c.name, c.arrow_type, nullable=False) for c in POLL_WINDOW_COLUMNS]
+                     + [pa.field(poll_bucket_column(k), pa.int64(), nullable=False) for k in range(buckets)])
 
 
 def histogram_schema() -> pa.Schema:

@@ -4,7 +4,8 @@ Opening checks the container, metadata and columns (one reason, since
 nothing after it can be read); a full pass then checks every row against the
 per-thread invariants (:mod:`jitterscope.invariants`) and reads every row
 group, so a truncated or damaged part is found too.  A dataset directory's
-kernel trace (``_trace``, "Trace events") is checked too, streamed part by part:
+kernel trace (``_trace``, "Trace events") is checked too, and a poll dataset's rows against its per-second table
+(``_poll``, :mod:`.poll`); the trace, streamed part by part:
 its columns, clock, event codes and string indices, each CPU's times in order
 across every part, the parts' names, row counts and string lists.
 """
@@ -23,6 +24,7 @@ from .contract import MAX_VALUE_BYTES
 from .files import open_dataset
 from .invariants import InvariantChecker
 from .jsonvalue import load_json
+from .poll import poll_problems
 from .trace import TRACE_EVENTS, open_trace
 
 _CHECKED = ("thread", "cpu", "seq", "expected_ns", "actual_ns")
@@ -68,6 +70,12 @@ def validate_dataset(path: str | os.PathLike[str]) -> Validation:
         notes.append(f"status is '{state}' ({(meta.status or {}).get('reason', 'no reason given')})")
     if dataset.is_histogram:
         return _validate_histogram(dataset, notes)
+    if meta.kind == "poll":
+        rows_read, problems = poll_problems(dataset, notes)
+        if os.path.isdir(dataset.path):
+            problems.extend(_validate_trace(dataset.path, notes))
+        return Validation(path=str(dataset.path), valid=not problems, kind=meta.kind, rows=rows_read,
+                          threads=len(meta.threads), problems=tuple(problems), notes=tuple(notes))
     checker = InvariantChecker(meta, where=str(dataset.path), strict=False)
     has_overruns = dataset.has("overruns")
     columns = [*_CHECKED, "overruns"] if has_overruns else list(_CHECKED)

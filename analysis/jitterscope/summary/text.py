@@ -135,14 +135,38 @@ def format_info(dataset: Dataset) -> str:
         lines.append(shorten(_timeline_line(meta.timeline)))
     if meta.ground_truth:
         lines.append("ground truth (simulation): " + ", ".join(k for k in meta.ground_truth if k != "spec"))
+    if meta.poll:
+        lines.append(_poll_line(meta.poll))
     lines.append(f"threads: {len(meta.threads)}")
     for info in meta.threads[:THREADS_SHOWN]:
         tid = "not recorded" if info.tid is None else info.tid
+        if meta.kind == "poll":  # a busy loop: no interval; its interruptions and loop iterations instead
+            lines.append(f"  thread {info.thread}: cpu {info.cpu}, tid {tid}, interruptions {info.samples:,} "
+                         f"(dropped {info.drops:,}), iterations {_human(info.extra.get('iterations'))}, noise "
+                         f"{_human(info.extra.get('noise_ns'))} ns")
+            continue
         lines.append(f"  thread {info.thread}: cpu {info.cpu}, tid {tid}, interval {info.interval_ns:,} ns, "
                      f"samples {info.samples:,}, drops {info.drops:,}, overruns {info.overruns:,}")
     if len(meta.threads) > THREADS_SHOWN:
         lines.append(f"  ... {len(meta.threads) - THREADS_SHOWN:,} more threads (info --json lists every one)")
     return "\n".join(lines)
+
+
+def _poll_line(poll: Mapping[str, Any]) -> str:
+    """Kind poll's settings in one line: the threshold, the clock and the loop's own speed."""
+    iteration = poll.get("iteration_ns") or {}
+    throttle = poll.get("rt_throttling")
+    throttling = (f"{throttle.get('runtime_us')} of {throttle.get('period_us')} us" if isinstance(throttle, Mapping)
+                  else "off or not recorded")
+    edges = poll.get("histogram_edges_ns") or []
+    return (f"poll: threshold {_human(poll.get('threshold_ns'))} ns, clock {_human(poll.get('clock'))} "
+            f"({_number(poll.get('clock_read_ns'))} ns a read), loop iteration {_number(iteration.get('min'))} ns min, "
+            f"{_number(iteration.get('median'))} ns median, {max(len(edges) - 1, 0)} histogram buckets, "
+            f"RT throttling {throttling}, rows dropped {_human(poll.get('rows_dropped'))}")
+
+
+def _number(value: Any) -> str:
+    return f"{value:.1f}" if isinstance(value, int | float) and not isinstance(value, bool) else "not recorded"
 
 
 THREADS_SHOWN = 256
