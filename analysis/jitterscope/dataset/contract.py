@@ -135,7 +135,7 @@ METADATA_SCHEMA: dict[str, Any] = {
     "required": ["schema_version", "kind", "tool", "threads"],
     "properties": {
         "schema_version": {"type": "integer", "minimum": 1},
-        "kind": {"enum": ["capture", "import", "simulation", "histogram"]},
+        "kind": {"enum": ["capture", "import", "simulation", "histogram", "poll"]},
         "tool": {"type": "object", "properties": {"name": _TEXT, "version": _TEXT}},
         "threads": {"type": "array", "maxItems": MAX_THREADS, "items": THREAD_SCHEMA},
         "settings": {
@@ -206,6 +206,7 @@ METADATA_SCHEMA: dict[str, Any] = {
             "properties": {"sweep": _TEXT, "run": _TEXT, "replicate": _COUNT, "position": _COUNT,
                            "condition": _COUNT, "levels": {"type": "object"}, "warmup_ns": _COUNT},
         },
+        "poll": {"type": ["object", "null"]},
     },
 }
 
@@ -266,7 +267,7 @@ def check_metadata(decoded: Mapping[str, Any], where: str) -> None:
 def _check_intervals(decoded: Mapping[str, Any], where: str) -> None:
     """A dataset of wake-up rows needs every thread's interval > 0: periods, rates and frequencies divide by it
     (0 is allowed by the schema for histogram imports whose source does not say)."""
-    if decoded.get("kind") == "histogram":
+    if decoded.get("kind") in ("histogram", "poll"):  # poll has no interval: interval_ns is 0 by contract
         return
     for index, thread in enumerate(decoded.get("threads") or ()):
         if isinstance(thread, Mapping) and thread.get("interval_ns") == 0:

@@ -29,7 +29,7 @@ from .atomic import check_output, write_atomically
 from .contract import check_footer_size, check_samples, rows_from_row_groups
 from .invariants import InvariantChecker
 from .metadata import Metadata, ThreadInfo
-from .schema import HISTOGRAM_COLUMNS, SAMPLE_COLUMNS, histogram_schema, sample_schema
+from .schema import HISTOGRAM_COLUMNS, POLL_COLUMNS, SAMPLE_COLUMNS, histogram_schema, sample_schema
 
 PART_GLOB = "part-*.parquet"
 READER_THREAD_PREFIX = "jitterscope-read"
@@ -486,7 +486,7 @@ def _open_parquet(file: Path) -> pq.ParquetFile:
 
 
 def _check_columns(schema: pa.Schema, kind: str, where: str) -> pa.Schema:
-    contract = HISTOGRAM_COLUMNS if kind == "histogram" else SAMPLE_COLUMNS
+    contract = HISTOGRAM_COLUMNS if kind == "histogram" else POLL_COLUMNS if kind == "poll" else SAMPLE_COLUMNS
     by_name = {c.name: c for c in contract}
     for col in contract:
         if col.required and col.name not in schema.names:

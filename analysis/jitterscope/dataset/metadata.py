@@ -85,6 +85,8 @@ class Metadata:
     steal: Mapping[str, Any] | None = None
     experiment: Mapping[str, Any] | None = None
     """The run of a sweep this dataset is (``jitterscope sweep run``): its factor levels, replicate, order."""
+    poll: Mapping[str, Any] | None = None
+    """Kind ``poll``: threshold, clock, iteration time, histogram edges, RT throttling, rows dropped."""
 
     def thread(self, index: int) -> ThreadInfo:
         for info in self.threads:

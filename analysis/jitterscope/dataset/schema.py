@@ -79,18 +79,32 @@ HISTOGRAM_COLUMNS: tuple[Column, ...] = (
     Column("count", pa.int64(), True, "count", "wake-ups whose latency fell in the bin"),
 )
 
+# Busy-poll datasets (kind == "poll"): one row per interruption of the polling loop (a gap >= the threshold).
+POLL_COLUMNS: tuple[Column, ...] = (
+    Column("cpu", pa.int32(), True, "-", "CPU the polling thread is pinned to"),
+    Column("thread", pa.int32(), True, "-", "polling-thread index, 0-based"),
+    Column("seq", pa.int64(), True, "-", "per-thread interruption index from 0; a gap means dropped rows"),
+    Column("start_ns", pa.int64(), True, "ns", "CLOCK_MONOTONIC of the last loop read before the gap"),
+    Column("duration_ns", pa.int64(), True, "ns", "the gap: next read minus start_ns (includes one loop iteration)"),
+    Column("tsc", pa.int64(), False, "cycles", "TSC at start_ns"),
+    Column("run_cpu", pa.int32(), False, "-", "CPU the thread actually ran on"),
+    Column("aperf", pa.int64(), False, "cycles", "IA32_APERF read right after the gap"),
+    Column("mperf", pa.int64(), False, "cycles", "IA32_MPERF read right after the gap"),
+    Column("smi", pa.int64(), False, "count", "MSR_SMI_COUNT read right after the gap"),
+)
+
 SAMPLE_COLUMN_NAMES = tuple(c.name for c in SAMPLE_COLUMNS)
 REQUIRED_SAMPLE_COLUMNS = tuple(c.name for c in SAMPLE_COLUMNS if c.required)
 COUNTER_COLUMNS = ("aperf", "mperf", "smi", "perf_status")
 
-DATASET_KINDS = ("capture", "import", "simulation", "histogram")
+DATASET_KINDS = ("capture", "import", "simulation", "histogram", "poll")
 
 # Metadata keys (each value is a JSON document).  Required for every dataset:
 REQUIRED_METADATA_KEYS = ("schema_version", "kind", "tool", "threads")
 # Optional, present when the producer knows them:
 OPTIONAL_METADATA_KEYS = (
     "settings", "environment", "counters", "clock", "status",
-    "source", "ground_truth", "pack", "timeline", "steal", "experiment",
+    "source", "ground_truth", "pack", "timeline", "steal", "experiment", "poll",
 )
 METADATA_KEYS = REQUIRED_METADATA_KEYS + OPTIONAL_METADATA_KEYS
 
