@@ -34,6 +34,7 @@ from ..spectrum import (
     group_harmonics,
     match_source,
 )
+from .causes import PollCauses
 from .read import PollData, read_poll
 from .summary import size_classes
 
@@ -72,9 +73,16 @@ class PollLine:
     """Interruptions of the class on the CPU."""
     method: str = "welch"
     """"welch" (a line of the counts' spectrum) or "intervals" (the class's intervals are regular)."""
+    median_ns: float | None = None
+    """Median length of the interruptions on the line's grid (intervals method only)."""
+    cause: str | None = None
+    """The cause most of those interruptions have, when the causes were given (from the trace)."""
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        if self.method == "intervals":
+            out["snr"] = out["fap"] = None  # no spectrum: the intervals themselves were regular
+        return out
 
 
 @dataclass(frozen=True)
@@ -105,15 +113,14 @@ def _sources(data: PollData, low: int, high: int | None, fs_hz: float) -> tuple[
     if isinstance(throttling, dict) and throttling.get("runtime_us") and throttling.get("period_us"):
         off_ns = (throttling["period_us"] - throttling["runtime_us"]) * 1000
         if off_ns >= low and (high is None or off_ns < high):
-            name = (f"RT throttling (sched_rt_runtime_us={throttling['runtime_us']} of "
-                    f"{throttling['period_us']}: the loop stopped {off_ns / 1e6:g} ms per period)")
+            name = f"RT throttling ({throttling['runtime_us']} of {throttling['period_us']} µs)"
             # before the tick and the 1 Hz housekeeping: in this class a 1/period line is the throttling
             sources.insert(0, Source(name, 1e6 / throttling["period_us"]))
     return tuple(sources)
 
 
 def poll_spectrum(dataset: Dataset | PollData | str, *, fs_hz: float = FS_HZ, segment_s: float = SEGMENT_S,
-                  alpha: float = ALPHA) -> PollSpectrum:
+                  alpha: float = ALPHA, causes: PollCauses | None = None) -> PollSpectrum:
     """The periodic sources of interruptions, per CPU and size class.
 
     Parameters
@@ -126,6 +133,9 @@ def poll_spectrum(dataset: Dataset | PollData | str, *, fs_hz: float = FS_HZ, se
         Welch segment length (shortened to half the record when the record is shorter than two segments).
     alpha
         False-alarm probability of a line over the tested bins.
+    causes
+        The interruptions' causes (:func:`~jitterscope.poll.explain_interruptions`): each line then names the
+        cause most of its interruptions have.
 
     Raises
     ------
@@ -155,6 +165,7 @@ def poll_spectrum(dataset: Dataset | PollData | str, *, fs_hz: float = FS_HZ, se
             fundamentals = tuple(Source(src.name, src.frequency_hz, harmonics=1) for src in sources)
             found = []
             rest = starts
+            rest_rows = np.flatnonzero(mask)
             # peel regular sources off one at a time: the tick, then a periodic IRQ among what is left
             for _ in range(MAX_LINES):
                 regular = _regular_line(rest)
@@ -166,9 +177,11 @@ def poll_spectrum(dataset: Dataset | PollData | str, *, fs_hz: float = FS_HZ, se
                 lines.append(PollLine(cpu=thread.cpu, thread=thread.thread, size_class=label, frequency_hz=frequency,
                                       snr=math.inf, fap=0.0, harmonics=1, method="intervals",
                                       source=match_source(probe, fundamentals, fs_hz=None),
-                                      events=int(on_grid.sum())))
+                                      events=int(on_grid.sum()),
+                                      median_ns=float(np.median(thread.duration_ns[rest_rows[on_grid]])),
+                                      cause=_common_cause(causes, thread.thread, rest_rows[on_grid])))
                 found.append(frequency)
-                rest = rest[~on_grid]
+                rest, rest_rows = rest[~on_grid], rest_rows[~on_grid]
             if found or starts.size < MIN_WELCH_EVENTS:
                 continue
             index = ((starts - t0) * fs_hz / 1e9).astype(np.int64)
@@ -220,3 +233,10 @@ def _regular_line(starts: np.ndarray) -> tuple[float, float, np.ndarray] | None:
             return None
         period = float(np.polyfit(cycles[on_grid], starts[on_grid].astype(np.float64), 1)[0])
     return 1e9 / period, float(np.std(on_period) / period) if on_period.size > 1 else 0.0, on_grid
+
+
+def _common_cause(causes: PollCauses | None, thread: int, rows: np.ndarray) -> str | None:
+    if causes is None or thread not in causes.per_row or not rows.size:
+        return None
+    names = [causes.per_row[thread][i] for i in rows.tolist()]
+    return max(set(names), key=names.count)
