@@ -1,0 +1,95 @@
+"""The report of a poll dataset (kind ``poll``): page 1 written for noise, then its tables and figures.
+
+Page 1 says how much of each polled CPU the interruptions took, the worst one with its time and cause, and
+one action per periodic source or notable cause (the tick: ``nohz_full``; RT throttling; a periodic IRQ;
+what no kernel event covers).  Then the tables (noise per CPU, sizes, causes, periodic sources, events),
+every interruption over time, and the histogram of all gaps.  All numbers come from :mod:`jitterscope.poll`.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import matplotlib
+from matplotlib.figure import Figure
+
+from ..dataset import Dataset, check_output, open_dataset, write_atomically
+from ..errors import JitterscopeError
+from ..poll import (
+    PollFindings,
+    explain_interruptions,
+    find_poll_events,
+    plot_gap_histogram,
+    plot_interruptions,
+    poll_findings,
+    poll_spectrum,
+    poll_tables,
+    read_poll,
+    summarize_poll,
+)
+from ..render import PAGE_SIZE_IN, REPORT_RC, Page, new_page, text_pages, write_pdf
+
+WRAP = 118
+
+
+def findings_page(path_name: str, findings: PollFindings) -> Page:
+    """Page 1: the headline per CPU in bold, then the actions."""
+    fig = Figure(figsize=PAGE_SIZE_IN)
+    ax = fig.add_axes((0.04, 0.05, 0.92, 0.90))
+    ax.set_axis_off()
+    ax.text(0.0, 1.0, f"Busy-poll noise: {path_name}", fontsize=15, weight="bold", va="top", transform=ax.transAxes)
+    y = 0.93
+    for sentence in findings.headline:
+        text = "\n".join(textwrap.wrap(sentence, WRAP))
+        ax.text(0.0, y, text, fontsize=11, weight="bold", color="#b00000", va="top", transform=ax.transAxes)
+        y -= 0.035 * (text.count("\n") + 1) + 0.015
+    y -= 0.02
+    if findings.actions:
+        ax.text(0.0, y, "What to do", fontsize=12, weight="bold", va="top", transform=ax.transAxes)
+        y -= 0.045
+    for action in findings.actions:
+        text = "\n".join(textwrap.wrap(action, WRAP, initial_indent="• ", subsequent_indent="  "))
+        ax.text(0.0, y, text, fontsize=10, va="top", transform=ax.transAxes)
+        y -= 0.03 * (text.count("\n") + 1) + 0.012
+    return Page("poll_findings", fig, kind="text")
+
+
+def poll_pages(dataset: Dataset) -> Iterator[Page]:
+    """Every page of a poll dataset's report, in order."""
+    data = read_poll(dataset)
+    summary = summarize_poll(data)
+    metadata = dataset.metadata
+    causes = explain_interruptions(data) if data.has_rows else None
+    spectrum = poll_spectrum(data, causes=causes) if data.has_rows else None
+    events = find_poll_events(data, causes=causes) if data.has_rows else None
+    findings = poll_findings(summary, causes=causes, spectrum=spectrum, environment=metadata.environment,
+                             clock=metadata.clock, events=events)
+    yield findings_page(dataset.path.name, findings)
+    yield from text_pages("poll_tables", "Interruptions of the polling loop",
+                          poll_tables(summary, causes, spectrum, events))
+    if data.has_rows:
+        fig, ax = new_page()
+        plot_interruptions(data, ax, causes=causes)
+        yield Page("poll_interruptions", fig)
+    fig, ax = new_page()
+    plot_gap_histogram(data, summary, ax)
+    yield Page("poll_gaps", fig)
+
+
+def write_poll_report(dataset: Dataset | str | Path, output: str | Path, *, overwrite: bool = False) -> int:
+    """Write the PDF report of a poll dataset; return its page count.
+
+    Raises
+    ------
+    JitterscopeError
+        The dataset cannot be read, is not of kind poll, or the output cannot be written.
+    """
+    source = dataset.path if isinstance(dataset, Dataset) else Path(dataset)
+    out = check_output(output, inputs=[source], overwrite=overwrite, error=JitterscopeError)
+    if not isinstance(dataset, Dataset):
+        dataset = open_dataset(dataset)
+    with matplotlib.rc_context(REPORT_RC), write_atomically(out, what="the report", error=JitterscopeError) as tmp:
+        return write_pdf(poll_pages(dataset), tmp, title=f"jitterscope report: {dataset.path.name}",
+                         footer=f"report · {dataset.path.name}")
