@@ -200,6 +200,12 @@ def summarize_poll(dataset: Dataset | PollData | str) -> PollSummary:
     if not data.has_rows:
         notes.append("from the per-second histogram only (the source keeps no per-interruption rows): class "
                      "counts are bucket counts, the worst gap has no time")
+        for thread in data.threads:
+            overflow = int(thread.windows["histogram"][:, -1].sum())
+            if overflow:
+                notes.append(f"CPU {thread.cpu}: {overflow} gap(s) fell in the last, open bucket (>= "
+                             f"{data.edges_ns[-2] / 1e3:g} µs) and count in its class: their sizes are unknown up to "
+                             f"the maximum, {int(thread.windows['max_gap_ns'].max()) / 1e3:,.0f} µs")
     for t in threads:
         if t.rows_agree is False:
             notes.append(f"CPU {t.cpu}: the rows and the per-second table count different interruptions or "

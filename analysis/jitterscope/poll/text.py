@@ -48,13 +48,17 @@ def _lost(percent: float) -> str:
 
 def _when(summary_clock: Mapping[str, Any] | None, at_ns: int | None, at_s: float | None) -> str:
     if at_ns is None or at_s is None:
-        return "(time not recorded)"
+        return " (its time is not recorded)"
     wall = wall_clock_ns(summary_clock, at_ns)
-    text = f"{at_s:.3f} s into the run"
+    text = f" at {at_s:.3f} s into the run"
     if wall is not None:
         stamp = _dt.datetime.fromtimestamp(wall / 1e9, _dt.UTC)
         text += f" ({stamp:%Y-%m-%d %H:%M:%S}.{stamp.microsecond // 1000:03d} UTC)"
     return text
+
+
+def _rate(per_second: float) -> str:
+    return f"{per_second:,.0f}" if per_second >= 100 else f"{per_second:.3g}"
 
 
 def _cpus(listed: str) -> str:
@@ -74,8 +78,8 @@ def poll_findings(summary: PollSummary, *, causes: PollCauses | None = None, spe
         if t.available_ci is not None:
             interval = f" (95 % CI {_lost(100 - t.available_ci[1])}–{_lost(100 - t.available_ci[0])})"
         sentence = (f"CPU {t.cpu} lost {_lost(t.lost_percent)} to interruptions{interval}: "
-                    f"{t.per_second:.3g}/s of ≥ {format_gap(summary.threshold_ns)}, {format_gap(t.noise_ns)} in "
-                    f"{t.runtime_ns / 1e9:.4g} s; worst {format_gap(t.max_ns)} at "
+                    f"{_rate(t.per_second)}/s of ≥ {format_gap(summary.threshold_ns)}, {format_gap(t.noise_ns)} in "
+                    f"{t.runtime_ns / 1e9:.4g} s; worst {format_gap(t.max_ns)}"
                     f"{_when(clock, t.max_at_ns, t.max_at_s)}")
         if cause and cause not in (NOT_TRACED,):
             sentence += f", caused by {cause}"

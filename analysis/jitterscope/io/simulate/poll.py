@@ -44,7 +44,7 @@ from ...dataset import (
     write_directory_atomically,
     write_trace_events,
 )
-from ...errors import JitterscopeError
+from ...errors import DatasetError, JitterscopeError
 
 POLL_DIR = "_poll"
 """The per-second table's folder inside a poll dataset (``_`` keeps it out of ``PATH/*.parquet`` readers)."""
@@ -265,7 +265,7 @@ def simulate_poll(spec: PollSpec, path: str | os.PathLike[str], seed: int = 0, *
     DatasetError
         ``path`` exists (without ``overwrite``) or cannot be written.
     """
-    out = check_output(path, overwrite=overwrite, directory=True)
+    out = Path(path)
     rng = np.random.default_rng(seed)
     edges = np.asarray(poll_histogram_edges(), np.int64)
     span_ns = round(spec.duration_s * 1e9)
@@ -292,6 +292,40 @@ def simulate_poll(spec: PollSpec, path: str | os.PathLike[str], seed: int = 0, *
     main = pa.table({k: np.concatenate([r[k] for r in rows]) for k in rows[0]})
     per_second = pa.table({k: np.concatenate([w[k] for w in windows]) for k in windows[0]})
     metadata = _metadata(spec, seed, tuple(threads), edges, truth)
+    trace = None
+    if spec.trace:
+        trace_rows.sort(key=lambda r: (r[1], r[0]))
+        ordered = [s for s, _ in sorted(strings.items(), key=lambda item: item[1])]
+        info = {"clock": "mono", "resolution_ns": 1, "cpus": list(spec.cpus), "simulated": True,
+                "events": ["irq", "softirq", "vectors", "sched_switch", "nmi"], "lost": {}}
+        trace = events_from_rows(trace_rows, ordered, info, source="jitterscope simulate --mode poll")
+    return write_poll_dataset(out, main, per_second, metadata, trace=trace, overwrite=overwrite)
+
+
+POLL_ROW_COLUMNS = ("cpu", "thread", "seq", "start_ns", "duration_ns")
+SECOND_COLUMNS = ("cpu", "thread", "window_start_ns", "window_ns", "iterations", "noise_ns", "interruptions",
+                  "max_gap_ns")
+
+
+def write_poll_dataset(path: str | os.PathLike[str], rows: pa.Table, seconds: pa.Table, metadata: Metadata, *,
+                       trace: Any = None, overwrite: bool = False, inputs: Sequence[str | os.PathLike[str]] = ()
+                       ) -> Path:
+    """Write a poll dataset directory: ``part-00000.parquet`` (the rows), ``_poll/part-00000.parquet`` (the
+    per-second table) and, given ``trace`` (:class:`~jitterscope.dataset.TraceEvents`), ``_trace/``.
+
+    The directory appears whole or not at all.  Columns are cast to the contract's types (int32 ``cpu`` and
+    ``thread``, int64 the rest, histogram columns ``h00``... as many as ``histogram_edges_ns`` has buckets).
+
+    Raises
+    ------
+    DatasetError
+        ``path`` exists (without ``overwrite``) or cannot be written; columns missing.
+    """
+    out = check_output(path, inputs=inputs, overwrite=overwrite, directory=True)
+    edges = (metadata.poll or {}).get("histogram_edges_ns") or []
+    buckets = [f"h{k:02d}" for k in range(max(len(edges) - 1, 0))]
+    main = _cast(rows, POLL_ROW_COLUMNS, out)
+    per_second = _cast(seconds, (*SECOND_COLUMNS, *buckets), out)
     kv = metadata.to_kv()
     if overwrite and out.is_dir():
         # --force over an earlier dataset: its tables are folders, which a rename cannot replace when not empty
@@ -303,14 +337,17 @@ def simulate_poll(spec: PollSpec, path: str | os.PathLike[str], seed: int = 0, *
         (tmp / POLL_DIR).mkdir()
         pq.write_table(per_second.replace_schema_metadata(kv), tmp / POLL_DIR / "part-00000.parquet",
                        compression="zstd", use_dictionary=False)
-        if spec.trace:
-            trace_rows.sort(key=lambda r: (r[1], r[0]))
-            ordered = [s for s, _ in sorted(strings.items(), key=lambda item: item[1])]
-            info = {"clock": "mono", "resolution_ns": 1, "cpus": list(spec.cpus), "simulated": True,
-                    "events": ["irq", "softirq", "vectors", "sched_switch", "nmi"], "lost": {}}
-            write_trace_events(events_from_rows(trace_rows, ordered, info, source="jitterscope simulate --mode poll"),
-                               tmp)
+        if trace is not None:
+            write_trace_events(trace, tmp)
     return out
+
+
+def _cast(table: pa.Table, names: Sequence[str], out: Path) -> pa.Table:
+    missing = [n for n in names if n not in table.column_names]
+    if missing:
+        raise DatasetError(f"{out}: poll table lacks column(s) {', '.join(missing)}")
+    small = {"cpu", "thread"}
+    return pa.table({n: table.column(n).cast(pa.int32() if n in small else pa.int64()) for n in names})
 
 
 def _metadata(spec: PollSpec, seed: int, threads: tuple[ThreadInfo, ...], edges: np.ndarray,
