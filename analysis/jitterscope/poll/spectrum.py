@@ -24,6 +24,7 @@ import numpy as np
 from ..dataset import Dataset
 from ..errors import AnalysisError
 from ..spectrum import (
+    MIN_CYCLES,
     Peak,
     Source,
     WelchAccumulator,
@@ -50,11 +51,11 @@ passes the sidebands a gated process makes: ticks missing during each throttled 
 MAX_LINES = 6
 MIN_WELCH_EVENTS = 200
 MAX_WELCH_LINES = 3
-REGULAR_SHARE = 0.75
+REGULAR_SHARE = 0.5
 REGULAR_TOLERANCE = 0.05
-"""A class whose intervals are, for REGULAR_SHARE of them, within REGULAR_TOLERANCE of one period (or a whole
-multiple of it: a missed occurrence) is one periodic source: 20 throttling stops in 20 s make a comb whose
-harmonics are all equal, which a spectrum cannot place, but their intervals say 1 s at once."""
+"""Half the starts of a class on one grid of period P (phase within REGULAR_TOLERANCE at most) make a periodic
+source: 20 throttling stops in 20 s make a comb whose harmonics are all equal, which a spectrum cannot place,
+but their intervals say 1 s at once; a random process puts about 2 × the tolerance of its starts on any grid."""
 
 
 @dataclass(frozen=True)
@@ -206,33 +207,45 @@ def poll_spectrum(dataset: Dataset | PollData | str, *, fs_hz: float = FS_HZ, se
 
 
 def _regular_line(starts: np.ndarray) -> tuple[float, float, np.ndarray] | None:
-    """(frequency, relative spread, which starts lie on its grid) when most intervals are one period (or a
-    whole multiple: an occurrence missed, or hidden inside a longer gap)."""
+    """(frequency, phase spread, which starts lie on its grid) when a share of ``starts`` recur at one period.
+
+    The candidate period is the most common interval (bins of 1 % of its length); the grid is fitted to the
+    starts near it (time against cycle number), and a start is on it when its phase is within five times the
+    near starts' median offset (at least 0.2 %, at most :data:`REGULAR_TOLERANCE`).  A source needs
+    :data:`REGULAR_SHARE` of the starts on its grid over at least ``MIN_CYCLES`` cycles: a random process puts
+    about twice the tolerance of its starts on any grid.
+    """
     if starts.size < 5:
         return None
     intervals = np.diff(starts).astype(np.float64)
-    period = float(np.median(intervals))
-    if period <= 0:
+    positive = np.flatnonzero(intervals > 0)
+    if positive.size < 4:
         return None
-    multiple = np.maximum(np.round(intervals / period), 1.0)
-    error = np.abs(intervals / multiple - period) / period
-    if np.mean(error <= REGULAR_TOLERANCE) < REGULAR_SHARE:
+    bins = np.round(np.log(intervals[positive]) / 0.01).astype(np.int64)
+    values, counts = np.unique(bins, return_counts=True)
+    if counts.max() < 4:
         return None
-    on_period = intervals[(multiple == 1) & (error <= REGULAR_TOLERANCE)]
-    period = float(np.median(on_period))
-    # which starts belong to this source: those on its grid (phase within the tolerance), the grid refined by
-    # a straight-line fit of time against cycle number so that a long record does not drift off it
-    for _ in range(2):
-        cycles = np.round((starts - starts[0]) / period)
-        phase = (starts - starts[0]) / period - cycles
-        offset = np.abs(phase - np.median(phase))
-        # as tight as the source is regular (a tick is phase-exact to a few µs), so that other interruptions of the
-        # class are left for the next source
-        on_grid = offset <= min(REGULAR_TOLERANCE, max(0.002, 5 * float(np.median(offset))))
+    in_mode = positive[bins == values[np.argmax(counts)]]
+    period = float(np.median(intervals[in_mode]))
+    reference = float(starts[in_mode[0]])
+    for _ in range(3):
+        cycles = np.round((starts - reference) / period)
+        phase = (starts - reference) / period - cycles
+        close = np.abs(phase) <= REGULAR_TOLERANCE
+        if close.sum() < 5:
+            return None
+        offset = np.abs(phase - float(np.median(phase[close])))
+        # as tight as the source is regular (a tick is phase-exact to a few µs), so that other interruptions of
+        # the class are left for the next source
+        on_grid = offset <= min(REGULAR_TOLERANCE, max(0.002, 5 * float(np.median(offset[close]))))
         if on_grid.sum() < 5:
             return None
-        period = float(np.polyfit(cycles[on_grid], starts[on_grid].astype(np.float64), 1)[0])
-    return 1e9 / period, float(np.std(on_period) / period) if on_period.size > 1 else 0.0, on_grid
+        slope, intercept = np.polyfit(cycles[on_grid], starts[on_grid].astype(np.float64) - reference, 1)
+        period, reference = float(slope), reference + float(intercept)
+    if on_grid.mean() < REGULAR_SHARE or np.ptp(cycles[on_grid]) < MIN_CYCLES:
+        return None
+    residual = (starts[on_grid] - reference) / period - cycles[on_grid]
+    return 1e9 / period, float(np.std(residual)), on_grid
 
 
 def _common_cause(causes: PollCauses | None, thread: int, rows: np.ndarray) -> str | None:
