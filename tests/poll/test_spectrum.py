@@ -39,3 +39,14 @@ def test_a_periodic_irq_alone_is_found(tmp_path):
                     hardware_rate_hz=2)
     lines = poll_spectrum(simulate_poll(spec, tmp_path / "d", seed=4)).lines
     assert len(lines) == 1 and lines[0].frequency_hz == pytest.approx(7, rel=1e-3)
+
+
+def test_a_1_hz_irq_is_not_called_throttling(tmp_path):
+    # throttling is on, but its name belongs to the class holding its 50 ms gap, not to a 1 Hz train of 5 µs IRQs
+    spec = PollSpec(cpus=(1,), duration_s=15, irqs=(PeriodicIrq(1, 5000, "rtc0"),))
+    spectrum = poll_spectrum(simulate_poll(spec, tmp_path / "d", seed=5))
+    small = [line for line in spectrum.lines if line.size_class == "1 µs – 10 µs" and line.frequency_hz < 2]
+    assert len(small) == 1 and small[0].source.startswith("1 Hz housekeeping")
+    large = spectrum.line_at(1.0, 0.05)
+    assert any(line.source.startswith("RT throttling") for line in spectrum.lines if line.size_class == ">= 1 ms")
+    assert large is not None
