@@ -22,7 +22,7 @@ def traced_poll(tmp_path_factory):
 
 def hand_dataset(path, rows: list[tuple[int, int, int]], *, runtime_s: int = 2, cpus: tuple[int, ...] = (1,),
                  windows_interruptions: dict[int, list[int]] | None = None, policy: str = "fifo",
-                 throttling: dict | None = None):
+                 throttling: dict | None = None, smi: list[int] | None = None):
     """A poll dataset from (cpu, start offset ns, duration ns) rows, its per-second table made from them."""
     edges = np.asarray(poll_histogram_edges())
     table_rows = {k: [] for k in ("cpu", "thread", "seq", "start_ns", "duration_ns")}
@@ -49,6 +49,8 @@ def hand_dataset(path, rows: list[tuple[int, int, int]], *, runtime_s: int = 2, 
                 seconds[key].append(value)
             hist.append(counts)
         threads.append(ThreadInfo(thread=thread, cpu=cpu, interval_ns=0, samples=len(mine), tid=100 + thread))
+    if smi is not None:
+        table_rows["smi"] = smi
     matrix = np.vstack(hist)
     seconds.update({f"h{k:02d}": matrix[:, k] for k in range(matrix.shape[1])})
     metadata = Metadata(

@@ -44,3 +44,10 @@ def test_without_a_trace_only_the_rules_name_anything(tmp_path):
     truth = read_poll(path).dataset.metadata.ground_truth["cpus"]["1"]
     assert (names == RT_THROTTLING).sum() == truth["rt_throttling"]["count"]
     assert set(names) == {RT_THROTTLING, "not traced"}
+
+
+def test_an_smi_counter_step_across_a_gap_names_it_smi(tmp_path):
+    rows = [(1, 100_000_000, 3_000), (1, 300_000_000, 90_000), (1, 600_000_000, 4_000)]
+    causes = explain_interruptions(hand_dataset(tmp_path / "s", rows, runtime_s=1, smi=[7, 8, 8]))
+    assert causes.per_row[0] == ("not traced", "SMI", "not traced")
+    assert read_poll(tmp_path / "s").threads[0].smi.tolist() == [7, 8, 8]

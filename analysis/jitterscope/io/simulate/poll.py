@@ -303,6 +303,7 @@ def simulate_poll(spec: PollSpec, path: str | os.PathLike[str], seed: int = 0, *
 
 
 POLL_ROW_COLUMNS = ("cpu", "thread", "seq", "start_ns", "duration_ns")
+OPTIONAL_ROW_COLUMNS = ("tsc", "run_cpu", "aperf", "mperf", "smi")
 SECOND_COLUMNS = ("cpu", "thread", "window_start_ns", "window_ns", "iterations", "noise_ns", "interruptions",
                   "max_gap_ns")
 
@@ -324,7 +325,8 @@ def write_poll_dataset(path: str | os.PathLike[str], rows: pa.Table, seconds: pa
     out = check_output(path, inputs=inputs, overwrite=overwrite, directory=True)
     edges = (metadata.poll or {}).get("histogram_edges_ns") or []
     buckets = [f"h{k:02d}" for k in range(max(len(edges) - 1, 0))]
-    main = _cast(rows, POLL_ROW_COLUMNS, out)
+    # the optional columns of the contract travel when present (counters read right after each gap)
+    main = _cast(rows, (*POLL_ROW_COLUMNS, *(c for c in OPTIONAL_ROW_COLUMNS if c in rows.column_names)), out)
     per_second = _cast(seconds, (*SECOND_COLUMNS, *buckets), out)
     kv = metadata.to_kv()
     if overwrite and out.is_dir():
@@ -346,7 +348,7 @@ def _cast(table: pa.Table, names: Sequence[str], out: Path) -> pa.Table:
     missing = [n for n in names if n not in table.column_names]
     if missing:
         raise DatasetError(f"{out}: poll table lacks column(s) {', '.join(missing)}")
-    small = {"cpu", "thread"}
+    small = {"cpu", "thread", "run_cpu"}
     return pa.table({n: table.column(n).cast(pa.int32() if n in small else pa.int64()) for n in names})
 
 
