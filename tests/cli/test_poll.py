@@ -64,7 +64,7 @@ def test_import_oslat_as_poll_then_summary(tmp_path, capsys):
     capsys.readouterr()
     assert main(["summary", str(out)]) == 0
     text = capsys.readouterr().out
-    assert text.startswith("CPU 1 lost ") and "its time is not recorded" in text
+    assert text.startswith("CPU 1 lost about ") and "its time is not recorded" in text
     assert "keeps no per-interruption rows" in text
     assert main(["import", str(DATA / "ct-hist.txt"), "--as", "poll", "-o", str(tmp_path / "z")]) == 1
     assert "not oslat output" in capsys.readouterr().err

@@ -77,7 +77,9 @@ def poll_findings(summary: PollSummary, *, causes: PollCauses | None = None, spe
         interval = ""
         if t.available_ci is not None:
             interval = f" (95 % CI {_lost(100 - t.available_ci[1])}–{_lost(100 - t.available_ci[0])})"
-        sentence = (f"CPU {t.cpu} lost {_lost(t.lost_percent)} to interruptions{interval}: "
+        # from buckets the noise is estimated (midpoints; the open last bucket at its lower edge)
+        about = "" if summary.from_rows else "about "
+        sentence = (f"CPU {t.cpu} lost {about}{_lost(t.lost_percent)} to interruptions{interval}: "
                     f"{_rate(t.per_second)}/s of ≥ {format_gap(summary.threshold_ns)}, {format_gap(t.noise_ns)} in "
                     f"{t.runtime_ns / 1e9:.4g} s; worst {format_gap(t.max_ns)}"
                     f"{_when(clock, t.max_at_ns, t.max_at_s)}")
