@@ -22,7 +22,7 @@ def traced_poll(tmp_path_factory):
 
 def hand_dataset(path, rows: list[tuple[int, int, int]], *, runtime_s: int = 2, cpus: tuple[int, ...] = (1,),
                  windows_interruptions: dict[int, list[int]] | None = None, policy: str = "fifo",
-                 throttling: dict | None = None, smi: list[int] | None = None):
+                 throttling: dict | None = None, smi: list[int] | None = None, environment: dict | None = None):
     """A poll dataset from (cpu, start offset ns, duration ns) rows, its per-second table made from them."""
     edges = np.asarray(poll_histogram_edges())
     table_rows = {k: [] for k in ("cpu", "thread", "seq", "start_ns", "duration_ns")}
@@ -55,7 +55,8 @@ def hand_dataset(path, rows: list[tuple[int, int, int]], *, runtime_s: int = 2, 
     seconds.update({f"h{k:02d}": matrix[:, k] for k in range(matrix.shape[1])})
     metadata = Metadata(
         kind="poll", threads=tuple(threads), settings={"asked": {}, "granted": {"policy": policy, "priority": 80}},
-        environment={"hz": 250}, clock={"realtime_ns": 1_764_460_800_000_000_000, "monotonic_ns": T0},
+        environment={"hz": 250, **(environment or {})},
+        clock={"realtime_ns": 1_764_460_800_000_000_000, "monotonic_ns": T0},
         poll={"threshold_ns": 1000, "clock": "tsc", "clock_read_ns": 10.0,
               "iteration_ns": {"min": 40.0, "median": 40.0}, "histogram_edges_ns": edges.tolist(),
               "window_ns": 10**9, "rt_throttling": throttling, "rows_dropped": 0},

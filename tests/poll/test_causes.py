@@ -51,3 +51,13 @@ def test_an_smi_counter_step_across_a_gap_names_it_smi(tmp_path):
     causes = explain_interruptions(hand_dataset(tmp_path / "s", rows, runtime_s=1, smi=[7, 8, 8]))
     assert causes.per_row[0] == ("not traced", "SMI", "not traced")
     assert read_poll(tmp_path / "s").threads[0].smi.tolist() == [7, 8, 8]
+
+
+def test_throttling_settings_from_the_environment_when_the_poll_key_lacks_them(tmp_path):
+    rows = [(1, 200_000_000, 50_000_000), (1, 1_200_000_000, 50_000_000), (1, 2_200_000_000, 50_000_000)]
+    path = hand_dataset(tmp_path / "e", rows, runtime_s=3, throttling=None,
+                        environment={"rt_runtime_us": 950_000, "rt_period_us": 1_000_000})
+    assert explain_interruptions(path).per_row[0] == (RT_THROTTLING,) * 3
+    off = hand_dataset(tmp_path / "f", rows, runtime_s=3, throttling=None,
+                       environment={"rt_runtime_us": -1, "rt_period_us": 1_000_000})
+    assert RT_THROTTLING not in explain_interruptions(off).per_row[0]

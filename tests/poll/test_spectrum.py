@@ -50,3 +50,9 @@ def test_a_1_hz_irq_is_not_called_throttling(tmp_path):
     large = spectrum.line_at(1.0, 0.05)
     assert any(line.source.startswith("RT throttling") for line in spectrum.lines if line.size_class == ">= 1 ms")
     assert large is not None
+
+
+def test_a_tick_without_a_recorded_config_hz_is_named_as_a_guess(tmp_path):
+    spec = PollSpec(cpus=(1,), duration_s=12, rt_runtime_us=None, record_hz=False)
+    lines = poll_spectrum(simulate_poll(spec, tmp_path / "d", seed=6)).lines
+    assert [line.source for line in lines] == ["scheduler tick? (CONFIG_HZ not recorded; 250 is a usual value)"]

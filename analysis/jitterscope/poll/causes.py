@@ -76,13 +76,11 @@ class PollCauses:
 
 def throttling_rows(data: PollData, thread: PollThread) -> np.ndarray:
     """Which rows of ``thread`` are RT throttling's stops (a boolean per row)."""
-    throttling = data.info.get("rt_throttling")
+    throttling = data.rt_throttling
     policy = (data.dataset.metadata.granted or {}).get("policy")
-    if not isinstance(throttling, Mapping) or policy not in _REALTIME:
+    if throttling is None or policy not in _REALTIME:
         return np.zeros(thread.start_ns.size, bool)
-    runtime, period = throttling.get("runtime_us"), throttling.get("period_us")
-    if not isinstance(runtime, int) or not isinstance(period, int) or not 0 < runtime < period:
-        return np.zeros(thread.start_ns.size, bool)
+    runtime, period = throttling
     off_ns, period_ns = (period - runtime) * 1000, period * 1000
     sized = np.abs(thread.duration_ns - off_ns) <= SIZE_TOLERANCE * off_ns
     candidates = np.flatnonzero(sized)

@@ -58,6 +58,18 @@ class PollData:
         return int(self.info["threshold_ns"])
 
     @property
+    def rt_throttling(self) -> tuple[int, int] | None:
+        """(runtime_us, period_us) when RT throttling was on: ``jitterscope.poll``'s, else the environment's."""
+        recorded = self.info.get("rt_throttling")
+        environment = self.dataset.metadata.environment or {}
+        if not isinstance(recorded, Mapping):
+            recorded = {"runtime_us": environment.get("rt_runtime_us"), "period_us": environment.get("rt_period_us")}
+        runtime, period = recorded.get("runtime_us"), recorded.get("period_us")
+        if isinstance(runtime, int) and isinstance(period, int) and 0 < runtime < period:
+            return runtime, period
+        return None  # off (-1), or not recorded
+
+    @property
     def start_ns(self) -> int:
         return min(int(t.windows["window_start_ns"][0]) for t in self.threads if t.windows["window_start_ns"].size)
 

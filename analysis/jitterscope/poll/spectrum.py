@@ -110,13 +110,17 @@ class PollSpectrum:
 def _sources(data: PollData, low: int, high: int | None, fs_hz: float) -> tuple[Source, ...]:
     environment = data.dataset.metadata.environment or {}
     sources = list(default_sources(environment, None))
-    throttling = data.info.get("rt_throttling")
-    if isinstance(throttling, dict) and throttling.get("runtime_us") and throttling.get("period_us"):
-        off_ns = (throttling["period_us"] - throttling["runtime_us"]) * 1000
+    if not environment.get("hz"):
+        # CONFIG_HZ not recorded (no readable kernel config): the usual values, said to be a guess
+        sources += [Source(f"scheduler tick? (CONFIG_HZ not recorded; {hz} is a usual value)", float(hz), harmonics=1)
+                    for hz in (100, 250, 300, 1000)]
+    throttling = data.rt_throttling
+    if throttling is not None:
+        runtime, period = throttling
+        off_ns = (period - runtime) * 1000
         if off_ns >= low and (high is None or off_ns < high):
-            name = f"RT throttling ({throttling['runtime_us']} of {throttling['period_us']} µs)"
             # before the tick and the 1 Hz housekeeping: in this class a 1/period line is the throttling
-            sources.insert(0, Source(name, 1e6 / throttling["period_us"]))
+            sources.insert(0, Source(f"RT throttling ({runtime} of {period} µs)", 1e6 / period))
     return tuple(sources)
 
 

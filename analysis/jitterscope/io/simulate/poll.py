@@ -101,6 +101,8 @@ class PollSpec:
     policy: str = "fifo"
     priority: int = 80
     trace: bool = False
+    record_hz: bool = True
+    """Record ``tick_hz`` as the environment's CONFIG_HZ (a capture records None when the config is unreadable)."""
 
     def __post_init__(self) -> None:
         checks = [
@@ -364,8 +366,8 @@ def _metadata(spec: PollSpec, seed: int, threads: tuple[ThreadInfo, ...], edges:
     environment = {
         "simulated": True, "hostname": "simulated", "kernel_release": "simulated", "kernel_version": "simulated",
         "cmdline": "", "preempt": None, "preempt_rt": False,
-        "hz": None if spec.tick_hz is None else (int(spec.tick_hz) if float(spec.tick_hz).is_integer()
-                                                  else spec.tick_hz),
+        "hz": None if spec.tick_hz is None or not spec.record_hz else (
+            int(spec.tick_hz) if float(spec.tick_hz).is_integer() else spec.tick_hz),
         "no_hz": "NO_HZ_IDLE", "cpus_online": cpus, "isolated_cpus": "", "nohz_full_cpus": "",
         "rt_runtime_us": -1 if spec.rt_runtime_us is None else spec.rt_runtime_us, "rt_period_us": spec.rt_period_us,
         "cpu_model": "simulated CPU", "clocksource": "tsc",
