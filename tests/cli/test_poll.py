@@ -68,3 +68,11 @@ def test_import_oslat_as_poll_then_summary(tmp_path, capsys):
     assert "keeps no per-interruption rows" in text
     assert main(["import", str(DATA / "ct-hist.txt"), "--as", "poll", "-o", str(tmp_path / "z")]) == 1
     assert "not oslat output" in capsys.readouterr().err
+
+
+def test_methods_paragraph_of_a_poll_dataset(poll_dir, capsys):
+    capsys.readouterr()
+    assert main(["report", str(poll_dir), "--methods"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("Busy-poll interruptions were recorded by jitterscope simulate")
+    assert "Timer wake-up" not in text and "RT throttling was on (950000 of 1000000 µs)" in text

@@ -15,7 +15,7 @@ from pathlib import Path
 import matplotlib
 from matplotlib.figure import Figure
 
-from ..dataset import Dataset, check_output, open_dataset, write_atomically
+from ..dataset import Dataset, Metadata, check_output, open_dataset, write_atomically
 from ..errors import JitterscopeError
 from ..poll import (
     PollFindings,
@@ -93,3 +93,34 @@ def write_poll_report(dataset: Dataset | str | Path, output: str | Path, *, over
     with matplotlib.rc_context(REPORT_RC), write_atomically(out, what="the report", error=JitterscopeError) as tmp:
         return write_pdf(poll_pages(dataset), tmp, title=f"jitterscope report: {dataset.path.name}",
                          footer=f"report · {dataset.path.name}")
+
+
+def poll_methods(meta: Metadata, *, dataset_sha256: str) -> str:
+    """The methods paragraph of a poll dataset (``report --methods``): what was measured and how it is summarised."""
+    info = meta.poll or {}
+    tool = f"{meta.tool.get('name', 'not recorded')} {meta.tool.get('version', '')}".strip()
+    granted = meta.granted
+    cpus = ", ".join(str(t.cpu) for t in meta.threads) or "not recorded"
+    iteration = (info.get("iteration_ns") or {}).get("median")
+    throttling = info.get("rt_throttling")
+    histogram_only = bool((meta.source or {}).get("histogram_only"))
+    measured = (meta.source or {}).get("tool") or {}
+    if histogram_only and measured.get("name"):
+        tool = f"{measured.get('name')} {measured.get('version', '')} (imported by {tool})".strip()
+    kept = "counted" if histogram_only else "an interruption (its start and length kept)"
+    parts = [
+        f"Busy-poll interruptions were recorded by {tool} on CPU(s) {cpus}"
+        + (f" at {granted.get('policy')} priority {granted.get('priority')}" if granted.get("policy") else "") + ".",
+        f"A polling loop read the {info.get('clock', 'recorded')} clock"
+        + (f" (median iteration {iteration:g} ns)" if isinstance(iteration, int | float) else "")
+        + f"; every gap of at least {info.get('threshold_ns', 'the threshold')} ns between two reads is {kept} "
+          "as an interruption, and every gap, shorter ones too, is counted in log-spaced buckets.",
+        "The CPU available is 100 × (1 − noise / runtime) %, noise being the summed length of the interruptions, "
+        "as osnoise reports it; intervals are 95 % Student-t over whole one-second windows.",
+        ("RT throttling was on (" + f"{throttling.get('runtime_us')} of {throttling.get('period_us')} µs)."
+         if isinstance(throttling, dict) else "RT throttling was off or not recorded."),
+    ]
+    if histogram_only:
+        parts.append("The source keeps only histograms: there are no per-interruption rows.")
+    parts.append(f"The dataset (schema version {meta.schema_version}) has SHA-256 {dataset_sha256}.")
+    return " ".join(parts)
