@@ -76,3 +76,13 @@ def test_methods_paragraph_of_a_poll_dataset(poll_dir, capsys):
     text = capsys.readouterr().out
     assert text.startswith("Busy-poll interruptions were recorded by jitterscope simulate")
     assert "Timer wake-up" not in text and "RT throttling was on (950000 of 1000000 µs)" in text
+
+
+def test_export_of_a_poll_dataset(poll_dir, capsys, tmp_path):
+    out = tmp_path / "p.csv"
+    assert main(["export", str(poll_dir), "--format", "csv", "-o", str(out)]) == 0
+    assert out.read_text().splitlines()[0] == '"cpu","thread","seq","start_ns","duration_ns"'
+    capsys.readouterr()
+    assert main(["export", str(poll_dir), "--format", "hgrm", "-o", str(tmp_path / "p.hgrm")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "export it with --format csv" in err
