@@ -75,8 +75,7 @@ def poll_periodic(dataset: object, args: argparse.Namespace) -> int:
 
 def poll_events(dataset: object, args: argparse.Namespace) -> int:
     """``events`` of a poll dataset: interruptions joined across CPUs, longest first."""
-    from ..poll import explain_interruptions, find_poll_events, read_poll
-    from ..poll.text import format_gap
+    from ..poll import explain_interruptions, find_poll_events, format_gap, read_poll
     data = read_poll(dataset)  # type: ignore[arg-type]
     causes = explain_interruptions(data)
     min_ns = 10_000 if args.threshold is None else round(args.threshold * 1000)

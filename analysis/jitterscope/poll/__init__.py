@@ -20,6 +20,6 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "read": ["POLL_DIR", "PollData", "PollThread", "load_poll_seconds", "poll_seconds_paths", "read_poll"],
         "spectrum": ["PollLine", "PollSpectrum", "poll_spectrum"],
         "summary": ["PollSummary", "SizeClass", "ThreadNoise", "size_classes", "summarize_poll", "wall_clock_ns"],
-        "text": ["PollFindings", "poll_findings", "poll_tables", "poll_text"],
+        "text": ["PollFindings", "format_gap", "poll_findings", "poll_tables", "poll_text"],
     },
 )
