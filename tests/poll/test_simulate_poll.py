@@ -71,3 +71,16 @@ def test_force_replaces_an_earlier_dataset_and_bad_specs_say_which_field(tmp_pat
         PollSpec(tick_ns=10)
     with pytest.raises(PollSpecError, match="rt_runtime_us"):
         PollSpec(rt_runtime_us=2_000_000)
+
+
+def test_a_per_second_table_that_does_not_match_its_edges_is_refused(tmp_path, traced_poll):
+    import shutil
+
+    from jitterscope.errors import DatasetError
+    copy = tmp_path / "c"
+    shutil.copytree(traced_poll, copy)
+    part = copy / "_poll" / "part-00000.parquet"
+    table = pq.read_table(part)
+    pq.write_table(table.drop_columns(["h05"]), part)
+    with pytest.raises(DatasetError, match="h columns"):
+        read_poll(copy)

@@ -7,6 +7,7 @@ capture keeps a few hundred rows per CPU and second, not one per loop iteration)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,12 +118,15 @@ def read_poll(dataset: Dataset | str | Path) -> PollData:
                             "the dataset is damaged or was written by an older jitterscope")
     edges = np.asarray(info["histogram_edges_ns"], np.int64)
     seconds = load_poll_seconds(dataset.path)
-    names = [f"h{k:02d}" for k in range(edges.size - 1)]
+    # the h columns by their number (h00 ... h99, h100 ...: however many digits the writer used)
+    names = sorted((n for n in seconds.column_names if re.fullmatch(r"h\d+", n)), key=lambda n: int(n[1:]))
     missing = [n for n in ("thread", "window_start_ns", "window_ns", "iterations", "noise_ns", "interruptions",
-                           "max_gap_ns", *names) if n not in seconds.column_names]
-    if missing:
-        raise DatasetError(f"{dataset.path}: the per-second table lacks column(s) {', '.join(missing[:5])}; the "
-                           "histogram edges in jitterscope.poll do not match its h columns")
+                           "max_gap_ns") if n not in seconds.column_names]
+    if missing or [int(n[1:]) for n in names] != list(range(edges.size - 1)):
+        what = f"column(s) {', '.join(missing[:5])}" if missing else (
+            f"h columns h0..h{edges.size - 2} (it has {len(names)})")
+        raise DatasetError(f"{dataset.path}: the per-second table lacks {what}; it does not match "
+                           "jitterscope.poll's histogram_edges_ns (a damaged or foreign table)")
     wanted = [c for c in (*ROW_COLUMNS, "smi") if c in dataset.columns]
     rows: dict[int, list[pa.RecordBatch]] = {}
     for batch in dataset.iter_batches(wanted):
