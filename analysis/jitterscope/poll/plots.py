@@ -52,9 +52,10 @@ def plot_gap_histogram(data: PollData, summary: PollSummary, ax: Axes) -> Axes:
         counts = thread.windows["histogram"].sum(axis=0)
         if not counts.any():
             continue
-        last = int(np.flatnonzero(counts)[-1]) + 1
-        left = np.maximum(edges[:last], 1.0)
-        ax.stairs(counts[:last], np.r_[left, edges[last]] / 1e3, label=f"CPU {thread.cpu}")
+        used = np.flatnonzero(counts)
+        first, last = int(used[0]), int(used[-1]) + 1  # the occupied buckets only: a log axis from 1 ns is empty
+        left = np.maximum(edges[first:last], 1.0)
+        ax.stairs(counts[first:last], np.r_[left, edges[last]] / 1e3, label=f"CPU {thread.cpu}")
     ax.axvline(summary.threshold_ns / 1e3, color="0.3", linestyle=":", label="threshold")
     ax.set_xscale("log")
     ax.set_yscale("log")
