@@ -2,7 +2,7 @@
 
 Rules (README "Layout"):
 
-* ``analysis/jitterscope`` holds at most 17 entries, each listed in the README's layout block;
+* ``analysis/jitterscope`` holds at most 18 entries, each listed in the README's layout block;
 * a compute package and every compute module in it load no matplotlib (views do: ``plots``, ``pdf``,
   ``pages``, ``style`` and the ``report`` package);
 * packages use each other only through their faces (``from jitterscope.power import X``, never
@@ -102,9 +102,9 @@ def _feature(module: str) -> str:
     return module.split(".")[0] if module else ""
 
 
-def test_at_most_17_entries_each_in_the_readme() -> None:
+def test_at_most_18_entries_each_in_the_readme() -> None:
     entries = _entries()
-    assert len(entries) <= 17, entries
+    assert len(entries) <= 18, entries
     layout = (ROOT / "README.md").read_text().split("## Layout", 1)[1].split("```")[1]
     for entry in entries:
         if entry != "__init__.py":

@@ -39,7 +39,12 @@ def _run(args: argparse.Namespace) -> int:
         raise JitterscopeError(f"--threshold must be a positive number of µs, not {args.threshold:g}")
     if args.top < 1:
         raise JitterscopeError("--top K needs K >= 1")
-    events = find_events(open_dataset(args.dataset),
+    dataset = open_dataset(args.dataset)
+    if dataset.metadata.kind == "poll":
+        from .pollview import poll_events, refuse_timer_options
+        refuse_timer_options(args, "events", {"fail_if": []})
+        return poll_events(dataset, args)
+    events = find_events(dataset,
                          threshold_ns=None if args.threshold is None else args.threshold * 1000)
     if args.json:
         print(json.dumps(events.to_json(), indent=1, allow_nan=False))

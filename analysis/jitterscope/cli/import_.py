@@ -37,6 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--turbostat-interval", type=duration(max=86_400), metavar="DURATION",
                         help=f"with --onto: turbostat's --interval, {DURATION_HELP} (default: from its time "
                              "column, else 5 s)")
+    parser.add_argument("--as", dest="as_kind", choices=("poll",), metavar="poll",
+                        help="oslat output only: import it as a busy-poll dataset (kind poll, the directory -o OUT) "
+                             "from its buckets, for 'summary' and 'report' to read as noise; without, it is a "
+                             "latency histogram")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors (the exit status says)")
     parser.set_defaults(func=_run)
@@ -49,6 +53,8 @@ def _run(args: argparse.Namespace) -> int:
     if _is_trace(args):
         raise ImportFormatError(f"{args.files[0]}: kernel trace text is not latency data; attach it to a capture "
                                 "of the same run with 'jitterscope import TRACE --onto DATASET -o OUT'")
+    if args.as_kind == "poll":
+        return _import_poll(args)
     if args.turbostat_start is not None or args.turbostat_interval is not None:
         usage_error("jitterscope import", "--turbostat-start and --turbostat-interval need --onto DATASET "
                     "(they place a turbostat timeline on a dataset's wake-ups)")
@@ -138,4 +144,17 @@ def _attach_timeline(args: argparse.Namespace) -> int:
           f"times from {timeline['time_from']}); {int(join.inside.sum())} of {table.num_rows} wake-ups inside")
     for line in [*timeline["notes"], *([note] if note else [])]:
         print(f"  note: {line}")
+    return 0
+
+
+def _import_poll(args: argparse.Namespace) -> int:
+    """``--as poll``: one oslat output file as a poll dataset directory."""
+    from ..io import import_oslat_poll
+    if len(args.files) != 1 or args.format not in (None, "oslat", "oslat-json"):
+        usage_error("jitterscope import", "--as poll takes one oslat output file (text or --json)")
+    path = import_oslat_poll(args.files[0], args.output, overwrite=args.force)
+    if args.json:
+        print(json.dumps({"path": str(path), "kind": "poll", "rows": 0}, indent=1))
+    elif not args.quiet:
+        print(f"{path}: poll dataset from oslat's histogram (no per-interruption rows: oslat keeps none)")
     return 0

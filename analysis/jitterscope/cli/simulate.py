@@ -57,10 +57,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help="probability per wake-up of a 2.5-period stall")
     effects.add_argument("--drops", type=number(min=0, max=1), metavar="P",
                          help="probability per row of a burst of drops")
+    poll = parser.add_argument_group("busy-poll mode (--mode poll: a dataset of kind poll, written as a directory)")
+    poll.add_argument("--mode", choices=("timer", "poll"), default="timer",
+                      help="timer wake-ups (default) or a busy-poll loop's interruptions")
+    poll.add_argument("--cpus", metavar="LIST", default="1", help="with --mode poll: polled CPUs, e.g. 1 or 0,1 "
+                      "(default 1)")
+    poll.add_argument("--poll-threshold", type=number(integer=True, min=2, max=10**9, unit="ns"), default=1000,
+                      metavar="NS", help="with --mode poll: a gap of at least NS ns is an interruption (default 1000)")
+    poll.add_argument("--tick", metavar="HZ:US", default="250:2",
+                      help="with --mode poll: the scheduler tick, HZ a second of US µs each (default 250:2; "
+                           "'off' for none); HZ is recorded as CONFIG_HZ")
+    poll.add_argument("--throttle", metavar="RUNTIME_US:PERIOD_US", default="950000:1000000",
+                      help="with --mode poll: RT throttling, stopping the loop PERIOD-RUNTIME µs each period "
+                           "(default 950000:1000000, the kernel's; 'off' for none)")
+    poll.add_argument("--irq", action="append", default=[], metavar="HZ:US[:NAME]",
+                      help="with --mode poll: a periodic IRQ of US µs at HZ (repeatable)")
+    poll.add_argument("--bursts", metavar="RATE_HZ:US[:COMMAND]",
+                      help="with --mode poll: a thread preempting the loop at random (Poisson RATE_HZ) for about US µs")
+    poll.add_argument("--hardware", metavar="RATE_HZ:US",
+                      help="with --mode poll: random gaps of about US µs that no kernel event covers (SMI, hypervisor)")
+    poll.add_argument("--trace", action="store_true",
+                      help="with --mode poll: also write the kernel events that explain each planted gap (_trace/)")
     parser.set_defaults(func=_run)
 
 
+POLL_ONLY = ("cpus", "poll_threshold", "tick", "throttle", "irq", "bursts", "hardware", "trace")
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.mode == "poll":
+        return _run_poll(args)
+    changed = [name for name in POLL_ONLY if getattr(args, name) != _DEFAULTS.get(name)]
+    if changed:
+        usage_error(PROG, f"--{changed[0].replace('_', '-')} goes with --mode poll")
     from ..io import load_spec, write_simulation
     spec = load_spec(args.spec) if args.spec else _spec_from_args(args)
     if args.print_spec:
@@ -129,3 +158,55 @@ def _effects(args: argparse.Namespace, interval_ns: int) -> list[Effect]:
     if args.drops is not None:
         effects.append(Drops(probability=args.drops))
     return effects
+
+
+_DEFAULTS = {"cpus": "1", "poll_threshold": 1000, "tick": "250:2", "throttle": "950000:1000000", "irq": [],
+             "bursts": None, "hardware": None, "trace": False}
+
+
+def _run_poll(args: argparse.Namespace) -> int:
+    """``--mode poll``: the options to a PollSpec (usage errors exit 2), then the library writes the dataset."""
+    from ..io import PeriodicIrq, PollSpecError, poll_spec_from_options, simulate_poll
+    if args.spec:
+        usage_error(PROG, "--spec describes a timer simulation; --mode poll takes its shape from the options")
+    try:
+        cpus = [int(c) for c in args.cpus.split(",")]
+    except ValueError:
+        usage_error(PROG, f"argument --cpus: {args.cpus!r} is not a comma-separated list of CPU numbers")
+    tick_hz, tick_ns = (None, 2000) if args.tick == "off" else _pair(args.tick, "--tick", 1000)
+    throttle = None if args.throttle == "off" else tuple(int(v) for v in _numbers(args.throttle, "--throttle", (2, 2)))
+    irqs = []
+    for text in args.irq:
+        head, _, name = text.partition(":")
+        rest, _, name = name.partition(":")
+        hz, us = _numbers(f"{head}:{rest}", "--irq", (2, 2))
+        irqs.append(PeriodicIrq(hz=hz, duration_ns=round(us * 1000), name=name or "eth0"))
+    burst = None
+    if args.bursts:
+        rate, _, rest = args.bursts.partition(":")
+        us, _, command = rest.partition(":")
+        values = _numbers(f"{rate}:{us}", "--bursts", (2, 2))
+        burst = (values[0], round(values[1] * 1000), command or "kworker/1:1")
+    hardware = None
+    if args.hardware:
+        rate, us = _numbers(args.hardware, "--hardware", (2, 2))
+        hardware = (rate, round(us * 1000))
+    duration_s = 10.0 if args.duration is None else args.duration
+    try:
+        spec = poll_spec_from_options(cpus=cpus, duration_s=duration_s, threshold_ns=args.poll_threshold,
+                                      tick_hz=tick_hz, tick_ns=tick_ns, throttle=throttle, irqs=irqs, burst=burst,
+                                      hardware=hardware, trace=args.trace)
+    except PollSpecError as exc:
+        usage_error(PROG, str(exc).removeprefix("poll simulation: "))
+    if args.print_spec:
+        json.dump(spec.to_json(), sys.stdout, indent=2)
+        print()
+        return 0
+    path = simulate_poll(spec, args.output, args.seed, overwrite=args.force)
+    print(f"wrote {path}: {len(cpus)} polled CPU(s) x {duration_s:g} s, seed {args.seed}")
+    return 0
+
+
+def _pair(text: str, option: str, scale: float) -> tuple[float, int]:
+    first, second = _numbers(text, option, (2, 2))
+    return first, round(second * scale)

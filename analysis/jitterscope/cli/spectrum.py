@@ -38,7 +38,13 @@ def _run(args: argparse.Namespace) -> int:
         nperseg=args.nperseg, average=args.average, alpha=args.alpha, method=args.method,
         spike_threshold_ns=None if args.spike_threshold_us is None else args.spike_threshold_us * 1000,
     )
-    analysis = analyze_spectra(open_dataset(args.dataset), options, sources=parse_sources(args.sources))
+    dataset = open_dataset(args.dataset)
+    if dataset.metadata.kind == "poll":
+        from .pollview import poll_periodic, refuse_timer_options
+        refuse_timer_options(args, "spectrum", {"nperseg": None, "sources": "", "spike_threshold_us": None,
+                                                "method": "auto", "average": "mean"})
+        return poll_periodic(dataset, args)
+    analysis = analyze_spectra(dataset, options, sources=parse_sources(args.sources))
     if args.json:
         json.dump(analysis.to_json(), sys.stdout, allow_nan=False)
         print()

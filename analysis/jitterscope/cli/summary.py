@@ -45,6 +45,10 @@ def _run(args: argparse.Namespace) -> int:
     if (args.spike_us is not None or args.worst != 10) and not args.trace:
         usage_error("jitterscope summary", "--spike-us and --worst go with --trace")
     dataset = open_dataset(args.dataset)
+    if dataset.metadata.kind == "poll":
+        from .pollview import poll_summary, refuse_timer_options
+        refuse_timer_options(args, "summary", {"trace": False, "fail_if": [], "top": 20})
+        return poll_summary(dataset, args)
     summary = summarize(
         dataset, progress=not args.quiet and not args.json and sys.stderr.isatty(), top_k=args.top,
         interval_block=args.interval_stats, tolerance_ns=round(args.tolerance * 1000),

@@ -30,6 +30,7 @@ import numpy as np
 from scipy import stats
 
 from ..dataset import Dataset
+from ..derive import require_wakeups
 from ..errors import AnalysisError
 from ..format import jsonable
 from .envdiff import EnvironmentDifference, diff_groups
@@ -103,6 +104,8 @@ def compare_groups(
     if not 0 < confidence < 1 or noise < 0:
         raise AnalysisError("need 0 < confidence < 1 and noise >= 0")
     datasets = [*baseline, *candidate]
+    for dataset in datasets:
+        require_wakeups(dataset, "a group comparison of latency")
     if any(d.is_histogram for d in datasets):
         raise AnalysisError("a group comparison needs sample datasets (histogram runs have no per-run tail to "
                             "compare); compare histogram runs one against another")

@@ -46,6 +46,7 @@ import numpy as np
 from scipy import stats
 
 from ..dataset import Dataset, Metadata
+from ..derive import require_wakeups
 from ..errors import AnalysisError
 from ..format import format_p
 from .binned import compare_histograms
@@ -146,6 +147,8 @@ def compare_runs(
     labels = list(labels) if labels is not None else _default_labels(datasets)
     if len(labels) != len(datasets):
         raise AnalysisError(f"{len(labels)} labels for {len(datasets)} datasets; give one label per dataset")
+    for dataset in datasets:
+        require_wakeups(dataset, "a latency comparison")
     if any(d.is_histogram for d in datasets):
 
         return compare_histograms(datasets, labels, noise=noise, confidence=confidence, n_boot=n_boot, seed=seed,

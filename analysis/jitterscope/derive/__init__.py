@@ -19,8 +19,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "scan_counters", "thread_rows", "unavailable_reason",
         ],
         "latency": [
-            "latency_ns", "overruns_from_expected", "period_error_ns", "period_ns", "seq_gaps", "tsc_latency_ns",
-            "tsc_period_ns",
+            "latency_ns", "overruns_from_expected", "period_error_ns", "period_ns", "require_wakeups", "seq_gaps",
+            "tsc_latency_ns", "tsc_period_ns",
         ],
         "series": ["pooled_latency", "read_thread_series"],
         "text": ["trace_attribution_text"],

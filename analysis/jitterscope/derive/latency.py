@@ -153,3 +153,21 @@ def tsc_period_ns(tsc: np.ndarray, tsc_hz: float) -> np.ndarray:
         raise AnalysisError("the TSC frequency is unknown; pass it (e.g. --tsc-hz) or use a dataset that records it")
     counts = np.asarray(tsc, dtype=np.int64)
     return np.diff(counts.view(np.uint64)).view(np.int64) * (1e9 / tsc_hz)
+
+
+def require_wakeups(dataset: object, what: str) -> None:
+    """Refuse a busy-poll dataset (kind ``poll``) where an analysis needs timer wake-ups, in one line.
+
+    A poll dataset's rows are interruptions of a loop that never sleeps: there is no expected wake-up, so no
+    latency; its own analyses are ``jitterscope summary``, ``spectrum``, ``events`` and ``report``.
+
+    Raises
+    ------
+    AnalysisError
+        ``dataset`` (anything with ``metadata.kind`` and ``path``) is of kind poll.
+    """
+    metadata = getattr(dataset, "metadata", None)
+    if getattr(metadata, "kind", None) == "poll":
+        raise AnalysisError(f"{getattr(dataset, 'path', 'dataset')}: a busy-poll dataset (kind poll) has no timer "
+                            f"wake-ups for {what}; use 'jitterscope summary', 'spectrum', 'events' "
+                            "or 'report' on it (they read its interruptions)")

@@ -550,9 +550,14 @@ def _stream_windows(dataset: Dataset, events: Any, lost: Mapping[int, int], labe
     own = _own_tids(dataset)
     lost_rows = _lost_row_cpus(events) if any(lost.values()) else set()
     sweeps: dict[tuple[int, int], _CpuSweep] = {}
-    for _info, batch in iter_thread_batches(dataset, ["thread", "cpu", "seq", "expected_ns", "actual_ns"],
-                                            check=False):
+    # a poll dataset's window is its gap: [start_ns, start_ns + duration_ns] (the loop's last read before it
+    # and its first read after), where a timer dataset's is [expected_ns, actual_ns]
+    poll = dataset.metadata.kind == "poll"
+    window = ["start_ns", "duration_ns"] if poll else ["expected_ns", "actual_ns"]
+    for _info, batch in iter_thread_batches(dataset, ["thread", "cpu", "seq", *window], check=False):
         col = {n: batch.column(n).to_numpy() for n in batch.schema.names}
+        if poll:
+            col["expected_ns"], col["actual_ns"] = col["start_ns"], col["start_ns"] + col["duration_ns"]
         for cpu in np.unique(col["cpu"]).tolist():
             on_cpu = np.flatnonzero(col["cpu"] == cpu)
             key = (int(col["thread"][on_cpu[0]]), int(cpu))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..dataset import Metadata, iter_thread_batches, open_dataset
+from ..derive import require_wakeups
 from ..errors import JitterscopeError
 from ..summary import LatencyHistogram, Moments
 from .keys import GroupKey, configuration_keys, start_time_ns
@@ -110,6 +111,7 @@ def summarize_run(path: str, *, threads: bool = True) -> RunRecord | SkippedData
 def _summarize(path: str, threads: bool) -> RunRecord:
     dataset = open_dataset(path)
     meta = dataset.metadata
+    require_wakeups(dataset, "the fleet's latency histograms")
     if dataset.is_histogram:
         raise JitterscopeError(f"{path}: a histogram-kind dataset (kind histogram) has bins of its own, which do not "
                                "merge with the fleet's HDR histograms; import the tool's per-wake-up output instead")

@@ -99,12 +99,16 @@ def export_dataset(
         raise DatasetError(f"{source}: has no thread {thread} (threads: {', '.join(map(str, known))})")
     threads = known if thread is None else (thread,)
     trace = open_trace(dataset.path) if Path(dataset.path).is_dir() else None
+    poll = dataset.metadata.kind == "poll"
+    if poll and fmt != "csv":
+        raise AnalysisError(f"{source}: a busy-poll dataset (kind poll) has interruptions, not wake-up latencies: "
+                            f"{fmt} has no place for them; export it with --format csv (one row per interruption)")
     if fmt == "csv":
         trace_out = None
         if trace is not None:  # checked before anything is written: both files or neither
             trace_out = check_output(trace_csv_path(out), inputs=[source], overwrite=overwrite)
         with write_atomically(out) as tmp:
-            rows = _write_csv(dataset, tmp, thread)
+            rows = _write_csv(dataset, tmp, thread, latency=not poll)
         notes: tuple[str, ...] = ()
         if trace is not None and trace_out is not None:
             with write_atomically(trace_out) as tmp:
@@ -165,12 +169,14 @@ def _write_trace_csv(trace: TraceTable, out: Path) -> int:
 
 # ---- CSV -----------------------------------------------------------------------------------------------
 
-def _write_csv(dataset: Dataset, out: Path, thread: int | None) -> int:
+def _write_csv(dataset: Dataset, out: Path, thread: int | None, *, latency: bool = True) -> int:
+    """Every column of every row; ``latency_ns`` added for wake-up rows (not for bins or poll interruptions)."""
+    latency = latency and not dataset.is_histogram
     rows = 0
     writer = None
     try:
         for batch in _batches(dataset, thread):
-            if not dataset.is_histogram:
+            if latency:
                 latency = pc.subtract(batch.column("actual_ns"), batch.column("expected_ns"))
                 batch = pa.RecordBatch.from_arrays([*batch.columns, latency], names=[*batch.schema.names, "latency_ns"])
             if writer is None:
@@ -178,7 +184,7 @@ def _write_csv(dataset: Dataset, out: Path, thread: int | None) -> int:
             writer.write_batch(batch)
             rows += batch.num_rows
         if writer is None:  # an empty dataset still gets its header
-            names = list(dataset.columns) + ([] if dataset.is_histogram else ["latency_ns"])
+            names = list(dataset.columns) + (["latency_ns"] if latency else [])
             out.write_text(",".join(f'"{n}"' for n in names) + "\n")
     finally:
         if writer is not None:

@@ -42,6 +42,7 @@ from ..derive import (
     CounterSeries,
     CounterSet,
     iter_counter_batches,
+    require_wakeups,
     scan_counters,
     unavailable_reason,
 )
@@ -209,6 +210,7 @@ def correlate_dataset(dataset: Dataset, **params: Any) -> tuple[Correlation, Cou
     :func:`default_threshold` on the pooled HDR histogram of latency (within 0.1 %).  A dataset
     joined with a turbostat timeline is correlated in memory (:func:`correlate` with ``timeline``).
     """
+    require_wakeups(dataset, "frequency and SMI correlation with latency")
     threads = params.pop("threads", None)
     if threads is not None:
         known = {t.thread for t in dataset.metadata.threads}

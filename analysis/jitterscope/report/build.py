@@ -348,6 +348,8 @@ def write_report(
         check_output(figures_dir, inputs=[source, out], overwrite=overwrite, directory=True, error=JitterscopeError)
     if not isinstance(dataset, Dataset):
         dataset = open_dataset(dataset)
+    if dataset.metadata.kind == "poll":
+        return _poll_report(dataset, out, figures_dir=figures_dir, sections=sections, overwrite=overwrite)
     if figure_width is not None and figure_width not in FIGURE_WIDTHS_IN:
         raise JitterscopeError(f"figure width {figure_width!r}: use one of {', '.join(FIGURE_WIDTHS_IN)}")
     chosen = registered_sections()
@@ -418,6 +420,17 @@ def write_report(
         written = [str(Path(figures_dir) / Path(path).name) for path in written]
     return ReportInfo(path=str(out), pages=pages, sections=tuple(contributed), figure_files=tuple(written),
                       seconds=tuple(seconds))
+
+
+def _poll_report(dataset: Dataset, out: Path, *, figures_dir: str | os.PathLike[str] | None,
+                 sections: Sequence[str] | None, overwrite: bool) -> ReportInfo:
+    """A poll dataset's report has its own pages (:mod:`.poll`): page 1 for noise, tables, two figures."""
+    from .poll import write_poll_report
+    if figures_dir is not None or sections is not None:
+        raise JitterscopeError(f"{dataset.path}: a poll dataset's report has no sections or --figures yet; "
+                               "run 'jitterscope report DATASET -o OUT.pdf' without them")
+    pages = write_poll_report(dataset, out, overwrite=True)  # check_output above already applied --force
+    return ReportInfo(path=str(out), pages=pages, sections=("poll",), figure_files=())
 
 
 def _pages_of(section: str, items: Sequence[SectionItem], ctx: ReportContext) -> Iterator[Page]:

@@ -67,6 +67,9 @@ def dataset_methods(dataset: str | Path | Dataset) -> str:
     if not isinstance(dataset, Dataset):
         dataset = open_dataset(dataset)
     _, sha256 = hash_files(dataset)
+    if dataset.metadata.kind == "poll":
+        from .poll import poll_methods
+        return visible(poll_methods(dataset.metadata, dataset_sha256=sha256))
     return methods_text(dataset.metadata, dataset_sha256=sha256)
 
 

@@ -26,7 +26,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "order_by_family",
         ],
         "plots": ["plot_isi", "plot_lomb_scargle", "plot_psd", "plot_spectrogram", "plot_spike_psd", "table_peaks"],
-        "sources": ["Source", "alias_candidates", "attribute", "default_sources", "parse_sources"],
+        "sources": ["Source", "alias_candidates", "attribute", "default_sources", "match_source", "parse_sources"],
         "stationarity": ["PRESENT_THROUGH", "Presence", "presence_in_samples", "presence_in_spectrogram"],
         "spikes": ["InterSpikeIntervals", "IsiAccumulator", "default_threshold_ns", "threshold_from_histogram"],
         "tables": ["peak_table"],

@@ -50,6 +50,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from ..dataset import Dataset, ThreadInfo, iter_thread_batches
+from ..derive import require_wakeups
 from ..errors import AnalysisError
 from ..format import format_p, format_resampled_p, jsonable
 from . import gpd
@@ -570,6 +571,7 @@ def summarize_threads(
     AnalysisError
         Histogram-only dataset, or no rows.
     """
+    require_wakeups(dataset, "a latency tail fit")
     if dataset.is_histogram:
         raise AnalysisError(
             f"{dataset.path}: histogram-only dataset has no wake-up series; a tail fit needs the individual "

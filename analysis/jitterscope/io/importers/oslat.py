@@ -110,6 +110,8 @@ def parse(path: Path) -> Parsed:
     parsed = Parsed(format=FORMAT, path=path, role="histogram", resolution_ns=1000)
     table = np.asarray(rows, dtype=np.int64)
     parsed.tool = {"name": "oslat", "version": version[1] if version else "unknown"}
+    if len(fields.get("Duration", [])) == len(cores):  # the run's length per core, for a poll import
+        parsed.settings["duration_s"] = [_float(d, path) for d in fields["Duration"]]
     for index, cpu in enumerate(cores):
         maximum = _int(fields["Maximum"][index], path, "Maximum:")
         _add_thread(parsed, index, cpu, np.asarray(labels, np.int64), table[:, index], overflow_label,
@@ -137,6 +139,8 @@ def parse_json(path: Path) -> Parsed:
         if not str(key).isdigit() or not isinstance(entry, dict):
             raise fail(JSON_FORMAT, path, where, "is not a thread entry")
         labels, counts = json_histogram(entry.get("histogram", {}), 1, JSON_FORMAT, path, where)
+        parsed.settings.setdefault("duration_s", []).append(
+            json_number(entry, "duration", JSON_FORMAT, path, where) if "duration" in entry else None)
         if not len(counts):
             raise fail(JSON_FORMAT, path, where, "histogram is empty")
         _add_thread(parsed, index, json_int(entry, "cpu", JSON_FORMAT, path, where, lo=0, hi=1 << 20),

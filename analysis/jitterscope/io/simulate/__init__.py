@@ -1,7 +1,7 @@
 """Synthetic datasets with planted, known effects (ground truth in the metadata).
 
 Modules: :mod:`.simulation` (spec, generator, writer), :mod:`.effects` (what can be
-planted), :mod:`.power` (the power-management stories).
+planted), :mod:`.power` (the power-management stories), :mod:`.poll` (busy-poll datasets, kind ``poll``).
 """
 
 import lazy_loader as _lazy
@@ -14,6 +14,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "effects": [
             "Drops", "Effect", "IdleStates", "PStates", "PeriodicDisturbance", "SMIs", "SharedStalls", "Stalls",
         ],
+        "poll": ["PeriodicIrq", "PollSpec", "PollSpecError", "poll_histogram_edges", "poll_spec_from_options",
+                 "simulate_poll", "write_poll_dataset"],
         "power": ["simulate_story"],
         "simulation": [
             "BaseLatency", "SimulationSpec", "SpecError", "load_spec", "simulate", "spec_from_options",

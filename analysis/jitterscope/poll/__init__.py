@@ -1,0 +1,25 @@
+"""Busy-poll noise: the analyses of poll datasets (kind ``poll``: every interruption of a polling loop).
+
+Modules, in the order data flows through them: :mod:`.read` (the rows per thread and the per-second table
+``_poll/part-*.parquet``), :mod:`.summary` (interruptions per second by size class, the worst one, noise and
+the CPU available as osnoise reports it), :mod:`.causes` (each gap explained from the kernel trace; RT
+throttling; SMIs; hardware/hypervisor), :mod:`.events` (gaps of several CPUs at once as one event),
+:mod:`.spectrum` (periodic sources: the tick, periodic IRQs, RT throttling's 1 Hz).
+Views: :mod:`.text` (the findings sentences and tables), :mod:`.plots` (matplotlib, loaded on first use).
+"""
+
+import lazy_loader as _lazy
+
+__getattr__, __dir__, __all__ = _lazy.attach(
+    __name__,
+    submod_attrs={
+        "causes": ["CauseTotal", "HARDWARE", "PollCauses", "RT_THROTTLING", "explain_interruptions",
+                   "throttling_rows"],
+        "events": ["PollEvent", "PollEvents", "find_poll_events"],
+        "plots": ["plot_gap_histogram", "plot_interruptions"],
+        "read": ["POLL_DIR", "PollData", "PollThread", "load_poll_seconds", "poll_seconds_paths", "read_poll"],
+        "spectrum": ["PollLine", "PollSpectrum", "poll_spectrum"],
+        "summary": ["PollSummary", "SizeClass", "ThreadNoise", "size_classes", "summarize_poll", "wall_clock_ns"],
+        "text": ["PollFindings", "format_gap", "poll_findings", "poll_tables", "poll_text"],
+    },
+)

@@ -1,0 +1,63 @@
+"""explain_interruptions: each gap's cause from the trace, with the RT-throttling rule first."""
+
+from __future__ import annotations
+
+import numpy as np
+from jitterscope.io import PollSpec, simulate_poll
+from jitterscope.poll import HARDWARE, RT_THROTTLING, explain_interruptions, read_poll
+
+from .conftest import hand_dataset
+
+
+def test_planted_causes_are_named(traced_poll):
+    data = read_poll(traced_poll)
+    truth = data.dataset.metadata.ground_truth["cpus"]["1"]
+    causes = explain_interruptions(data)
+    totals = {t.cause: t for t in causes.totals}
+    assert totals[RT_THROTTLING].count == truth["rt_throttling"]["count"] == 20
+    assert totals[RT_THROTTLING].max_ns == 50_000_040
+    assert totals["spinner (SCHED_FIFO/RR 90)"].count == truth["burst"]["count"]
+    assert totals["irq 24 eth0"].count == truth["irq"]["count"]
+    assert totals["vector local_timer (236)"].count >= truth["tick"]["count"] - 2  # the first/last: no trace yet
+    assert totals[HARDWARE].count == truth["hardware"]["count"]
+    assert totals[RT_THROTTLING].share_of_noise > 0.95
+
+
+def test_throttling_needs_a_real_time_loop_and_the_period_pattern(tmp_path):
+    throttling = {"runtime_us": 950_000, "period_us": 1_000_000}
+    rows = [(1, 200_000_000, 50_000_000), (1, 1_200_000_000, 50_000_000), (1, 2_200_000_000, 50_000_000),
+            (1, 2_700_000_000, 50_000_000)]  # the last is the budget's size but off the 1 s pattern
+    fifo = explain_interruptions(hand_dataset(tmp_path / "f", rows, runtime_s=3, throttling=throttling))
+    assert fifo.per_row[0] == (RT_THROTTLING, RT_THROTTLING, RT_THROTTLING, "not traced")
+    other = explain_interruptions(hand_dataset(tmp_path / "o", rows, runtime_s=3, throttling=throttling,
+                                               policy="other"))
+    assert RT_THROTTLING not in other.per_row[0]
+    off = explain_interruptions(hand_dataset(tmp_path / "n", rows, runtime_s=3, throttling=None))
+    assert RT_THROTTLING not in off.per_row[0]
+
+
+def test_without_a_trace_only_the_rules_name_anything(tmp_path):
+    path = simulate_poll(PollSpec(cpus=(1,), duration_s=3), tmp_path / "d", seed=1)
+    causes = explain_interruptions(path)
+    assert not causes.traced and "no kernel trace" in causes.notes[0]
+    names = np.asarray(causes.per_row[0])
+    truth = read_poll(path).dataset.metadata.ground_truth["cpus"]["1"]
+    assert (names == RT_THROTTLING).sum() == truth["rt_throttling"]["count"]
+    assert set(names) == {RT_THROTTLING, "not traced"}
+
+
+def test_an_smi_counter_step_across_a_gap_names_it_smi(tmp_path):
+    rows = [(1, 100_000_000, 3_000), (1, 300_000_000, 90_000), (1, 600_000_000, 4_000)]
+    causes = explain_interruptions(hand_dataset(tmp_path / "s", rows, runtime_s=1, smi=[7, 8, 8]))
+    assert causes.per_row[0] == ("not traced", "SMI", "not traced")
+    assert read_poll(tmp_path / "s").threads[0].smi.tolist() == [7, 8, 8]
+
+
+def test_throttling_settings_from_the_environment_when_the_poll_key_lacks_them(tmp_path):
+    rows = [(1, 200_000_000, 50_000_000), (1, 1_200_000_000, 50_000_000), (1, 2_200_000_000, 50_000_000)]
+    path = hand_dataset(tmp_path / "e", rows, runtime_s=3, throttling=None,
+                        environment={"rt_runtime_us": 950_000, "rt_period_us": 1_000_000})
+    assert explain_interruptions(path).per_row[0] == (RT_THROTTLING,) * 3
+    off = hand_dataset(tmp_path / "f", rows, runtime_s=3, throttling=None,
+                       environment={"rt_runtime_us": -1, "rt_period_us": 1_000_000})
+    assert RT_THROTTLING not in explain_interruptions(off).per_row[0]

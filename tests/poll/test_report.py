@@ -1,0 +1,61 @@
+"""Page 1 of a poll dataset's report: the sentences and the PDF."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+from jitterscope.io import PollSpec, simulate_poll
+from jitterscope.poll import (
+    explain_interruptions,
+    find_poll_events,
+    poll_findings,
+    poll_spectrum,
+    read_poll,
+    summarize_poll,
+)
+from jitterscope.report import write_report
+
+
+def _findings(path):
+    data = read_poll(path)
+    causes = explain_interruptions(data)
+    meta = data.dataset.metadata
+    return poll_findings(summarize_poll(data), causes=causes, spectrum=poll_spectrum(data, causes=causes),
+                         environment=meta.environment, clock=meta.clock, events=find_poll_events(data, causes=causes))
+
+
+def test_page_one_sentences_name_the_loss_the_worst_gap_its_cause_and_the_tick(traced_poll):
+    findings = _findings(traced_poll)
+    head = findings.headline[0]
+    # 50 ms a second of throttling (5 %) and 250 ticks of 2.04 µs (0.051 %), and the IRQs, bursts and hardware
+    assert re.match(r"CPU 1 lost 5\.0[5-7] % to interruptions \(95 % CI ", head), head
+    assert "worst 50 ms at " in head and head.endswith("caused by RT throttling.")
+    actions = " ".join(findings.actions)
+    assert ("250/s ticks of 2.04 µs on CPU 1, the scheduler tick (CONFIG_HZ=250): boot with nohz_full=1 "
+            in actions)
+    assert "RT throttling stopped the loop on CPU 1 for 50 ms every 1 s" in actions
+    assert "A periodic source at 10 Hz (irq 24 eth0) interrupts CPU 1" in actions
+    assert "had no kernel event: hardware or hypervisor" in actions
+
+
+def test_a_tick_on_a_nohz_full_cpu_gets_another_action(traced_poll, tmp_path):
+    data = read_poll(traced_poll)
+    env = {**data.dataset.metadata.environment, "nohz_full_cpus": "1"}
+    findings = poll_findings(summarize_poll(data), spectrum=poll_spectrum(data), environment=env)
+    actions = " ".join(findings.actions)
+    assert "already nohz_full" in actions and "boot with nohz_full" not in actions
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="needs pdftotext (poppler-utils)")
+def test_the_report_pdf_has_page_one_for_noise(tmp_path):
+    path = simulate_poll(PollSpec(cpus=(1,), duration_s=12, trace=True), tmp_path / "d", seed=3)
+    info = write_report(path, tmp_path / "r.pdf")
+    assert info.pages >= 4 and info.sections == ("poll",)
+    text = subprocess.run(["pdftotext", "-f", "1", "-l", "1", "-layout", str(tmp_path / "r.pdf"), "-"],
+                          capture_output=True, text=True, check=True).stdout
+    flat = " ".join(text.split())
+    assert "Busy-poll noise" in flat and re.search(r"CPU 1 lost 5\.0[5-7] % to interruptions", flat)
+    assert "caused by RT throttling" in flat and "nohz_full=1" in flat
