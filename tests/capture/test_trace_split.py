@@ -22,7 +22,9 @@ import numpy as np
 import pytest
 from jitterscope.dataset import open_dataset
 from jitterscope.derive import STATUS_ATTRIBUTED, attribute_spikes
+from jitterscope.io import export_event_perfetto, track_of
 
+from ..io.trace_event_format import check, cpu_tracks, load
 from .test_trace import _args, _mount_tracefs, _spinner, _switch_in_is_traced, pytestmark  # noqa: F401
 
 THRESHOLD_NS = 100_000
@@ -78,6 +80,12 @@ def test_a_fifo_spinner_lands_in_thread_latency(run_capture, tmp_path: Path, cpu
     # by time: the spinner's spikes are hundreds of µs after an interrupt a few µs late
     thread = sum(s.thread_ns for s in split) / sum(s.interrupt_ns + s.thread_ns for s in split)
     assert thread >= 0.9, [(s.interrupt_ns, s.thread_ns) for s in split]
+    # the worst event of the run in a trace viewer: the format holds, the CPU's track shows the spinner
+    written = export_event_perfetto(done.output, tmp_path / "spike.json", 1, threshold_ns=THRESHOLD_NS)
+    doc = load(tmp_path / "spike.json")
+    assert check(doc) == []
+    assert cpu_tracks(doc) == {f"CPU {cpu}": track_of(cpu)}
+    assert written.slices > 0 and written.instants > 0
 
 
 def test_interrupts_held_off_by_the_serial_console_land_in_interrupt_latency(run_capture, tmp_path: Path,

@@ -24,7 +24,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "tsc_period_ns",
         ],
         "series": ["pooled_latency", "read_thread_series"],
-        "split": ["LatencySplit", "SPLIT_SOURCES", "SplitSummary", "summarize_splits"],
+        "split": ["HRTIMER_WAKEUP", "LatencySplit", "SPLIT_SOURCES", "SplitSummary", "TIMER_VECTOR", "WakeMarks",
+                  "summarize_splits"],
         "text": ["trace_attribution_text"],
         "trace": [
             "CLASS_OF_KIND", "Cause", "CauseStat", "Contribution", "PRESENT_SHARE", "STATUS_ATTRIBUTED",
