@@ -195,3 +195,19 @@ def test_events_show_the_split_of_their_worst_traced_wake_up(tmp_path: Path) -> 
     assert events.to_json()["events"][0]["latency_split"] is not None
     text = event_split_text(events)
     assert text.startswith("median interrupt latency 50.0 µs") and "1 event(s) without a split" in text
+
+
+def test_page_one_has_the_split_of_the_traced_events(tmp_path: Path) -> None:
+    import json
+
+    from jitterscope.report import write_report
+    _dataset(tmp_path)
+    figures = tmp_path / "figures"
+    write_report(tmp_path / "ds", tmp_path / "r.pdf", figures_dir=figures, sections=("findings",))
+    rows = json.loads((figures / "findings-causes.json").read_text())["rows"]
+    split = next(r for r in rows if r["cause"] == "interrupt vs thread latency")
+    # the default threshold finds the two events of the test above: B split, the one ending in F not
+    assert split["how many"] == "1 of 2 traced events"
+    assert split["evidence"].startswith("median interrupt latency 50.0 µs (programmed time to the timer interrupt")
+    assert "thread latency 150 µs" in split["evidence"] and "0.00 µs before the interrupt, 10.0 µs after" in \
+        split["evidence"] and "split at local_timer_entry (1); 1 event(s) without a split" in split["evidence"]

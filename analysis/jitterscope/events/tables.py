@@ -80,7 +80,7 @@ def event_split_text(events: Events) -> str | None:
                 f"{traced[0].get('reason')}")
     irq = np.median([s["interrupt_ns"] for s in known])
     thread = np.median([s["thread_ns"] for s in known])
-    sources = ", ".join(f"{n:,} at {src}" for src in dict.fromkeys(s["source"] for s in known)
+    sources = ", ".join(f"{src} ({n:,})" for src in dict.fromkeys(s["source"] for s in known)
                         if (n := sum(s["source"] == src for s in known)))
     before = sum(s["unexplained_interrupt_ns"] for s in known)
     after = sum(s["unexplained_thread_ns"] for s in known)
