@@ -117,7 +117,8 @@ def summarize_splits(splits: Sequence[LatencySplit | None]) -> SplitSummary:
 class WakeMarks:
     """The events of one CPU that place its wake-ups' timer interrupts, collected as the trace is swept.
 
-    ``wakeup`` marks: the time of a ``sched_wakeup`` recorded on the CPU, the woken pid and comm, and the entry
+    ``wakeup`` marks: the time of a ``sched_wakeup`` recorded on the CPU, the woken pid and comm (its name or
+    its string index in the events table: whatever the caller's ``is_measuring`` reads), and the entry
     time of the ``local_timer`` vector open around it (-1: none).  ``hrtimer`` marks: the time of an
     ``hrtimer_expire_entry`` of ``hrtimer_wakeup`` and the timer vector's entry around it (-1: none).
     """
@@ -125,15 +126,15 @@ class WakeMarks:
     def __init__(self) -> None:
         self.wake_ts: list[int] = []
         self.wake_pid: list[int] = []
-        self.wake_comm: list[str] = []
+        self.wake_comm: list[Any] = []
         self.wake_irq: list[int] = []
         self.hr_ts: list[int] = []
         self.hr_irq: list[int] = []
         self.seen_wakeups: set[int] = set()  # woken pids seen on the CPU (for "not recorded")
-        self.seen_comms: set[str] = set()
+        self.seen_comms: set[Any] = set()
         self.seen_hrtimer = False
 
-    def wakeup(self, ts: int, pid: int, comm: str, irq_entry: int) -> None:
+    def wakeup(self, ts: int, pid: int, comm: Any, irq_entry: int) -> None:
         self.wake_ts.append(ts)
         self.wake_pid.append(pid)
         self.wake_comm.append(comm)
@@ -157,7 +158,7 @@ class WakeMarks:
                     del other[:keep]
 
     def find(self, expected_ns: int, actual_ns: int, slack_ns: int,
-             is_measuring: Callable[[int, str], bool]) -> tuple[str, int] | str:
+             is_measuring: Callable[[int, Any], bool]) -> tuple[str, int] | str:
         """(source, split time) of the wake-up in ``[expected_ns, actual_ns]``, or the reason there is none.
 
         ``slack_ns`` (the trace's resolution) widens the window's start: a µs text truncates times.
@@ -177,7 +178,7 @@ class WakeMarks:
             return (SPLIT_LOCAL_TIMER, entry) if entry >= 0 else (SPLIT_HRTIMER, self.hr_ts[first])
         if wake is not None:
             return SPLIT_WAKEUP, self.wake_ts[wake]
-        measured = any(is_measuring(pid, "") for pid in self.seen_wakeups) or \
+        measured = any(is_measuring(pid, None) for pid in self.seen_wakeups) or \
             any(is_measuring(-1, comm) for comm in self.seen_comms)
         return NOT_FOUND if measured or self.seen_hrtimer else NOT_RECORDED
 

@@ -416,7 +416,8 @@ class _CpuSweep:
                 stack.append((kind, labels.context(kind, r["number"][i], name),
                               t if kind == "vector" and name == TIMER_VECTOR else -1))
             elif code == TRACE_EVENTS["wakeup"]:
-                self.marks.wakeup(t, r["other_pid"][i], events.string(r["other_comm"][i]), _timer_entry(stack))
+                # the comm as its string index: read only when the measuring thread is known by name alone
+                self.marks.wakeup(t, r["other_pid"][i], r["other_comm"][i], _timer_entry(stack))
             elif code == TRACE_EVENTS["hrtimer"] and events.string(r["name"][i]) == HRTIMER_WAKEUP:
                 self.marks.hrtimer(t, _timer_entry(stack))
             elif code in _EXIT or code == _NMI_EXIT:
@@ -599,7 +600,7 @@ def _stream_windows(dataset: Dataset, events: Any, lost: Mapping[int, int], labe
             sweep = sweeps.get(key)
             if sweep is None:
                 sweep = sweeps[key] = _CpuSweep(events, int(cpu), labels, own.get(int(cpu), set()))
-            is_measuring = _measuring(tids.get(key[0]), own.get(int(cpu), set()), int(cpu))
+            is_measuring = _measuring(tids.get(key[0]), own.get(int(cpu), set()), int(cpu), events)
             unplaced = lost.get(int(cpu), 0) > 0 and int(cpu) not in lost_rows
             # a few thousand windows at a time: the sweep holds only the segments of their span
             for start in range(0, on_cpu.size, WINDOW_CHUNK):
@@ -620,14 +621,16 @@ def _stream_windows(dataset: Dataset, events: Any, lost: Mapping[int, int], labe
                 sweep.drop_before(int(a.max()), slack)
 
 
-def _measuring(tid: int | None, own: set[int], cpu: int) -> Any:
-    """Whether a woken task (pid, comm) is the measuring thread: its tid when the metadata has it, else one of
-    the CPU's measuring tids, else the capture's thread name ``js-cpuN`` (the rule of the task labels)."""
+def _measuring(tid: int | None, own: set[int], cpu: int, events: Any) -> Any:
+    """Whether a woken task (pid, comm string index) is the measuring thread: its tid when the metadata has it,
+    else one of the CPU's measuring tids, else the capture's thread name ``js-cpuN`` (the rule of the task
+    labels)."""
     if tid is not None:
         return lambda pid, comm: pid == tid
     if own:
         return lambda pid, comm: pid in own
-    return lambda pid, comm: comm == f"js-cpu{cpu}"
+    name = f"js-cpu{cpu}"
+    return lambda pid, comm: comm is not None and comm >= 0 and events.string(comm) == name
 
 
 def _before_split(tl: _CpuTimeline, a: np.ndarray, b: np.ndarray, found: Mapping[int, tuple[str, int] | str],
