@@ -2,7 +2,8 @@
 (effective frequency, C0 residency, SMIs); per-thread series; per-CPU trace noise (what held
 each wake-up's CPU, from the dataset's kernel trace).
 
-Modules: :mod:`.latency`, :mod:`.counters`, :mod:`.series`, :mod:`.trace`; :mod:`.text` (its text).
+Modules: :mod:`.latency`, :mod:`.counters`, :mod:`.series`, :mod:`.trace`, :mod:`.split` (interrupt versus
+thread latency of each traced wake-up); :mod:`.text` (its text).
 """
 
 import lazy_loader as _lazy
@@ -23,6 +24,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "tsc_latency_ns", "tsc_period_ns",
         ],
         "series": ["pooled_latency", "read_thread_series"],
+        "split": ["HRTIMER_WAKEUP", "LatencySplit", "SPLIT_SOURCES", "SplitSummary", "TIMER_VECTOR", "WakeMarks",
+                  "summarize_splits"],
         "text": ["trace_attribution_text"],
         "trace": [
             "CLASS_OF_KIND", "Cause", "CauseStat", "Contribution", "PRESENT_SHARE", "STATUS_ATTRIBUTED",

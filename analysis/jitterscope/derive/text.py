@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..format import format_count, format_p, format_percent, format_us
 from ..render import Table, to_text
+from .split import LatencySplit, SplitSummary
 from .trace import STATUS_ATTRIBUTED, CauseStat, TraceAttribution, held_by_meaning
 
 TABLE_CAUSES = 8
@@ -29,6 +30,8 @@ def trace_attribution_text(result: TraceAttribution, *, worst: int = 10) -> str:
         f"no trace {format_count(result.n_untraced)}; longest contributor unexplained in "
         f"{format_count(result.unexplained_spikes)}",
     ]
+    if result.split is not None and result.split.n_spikes:
+        lines += split_lines(result.split)
     if result.causes:
         shown_causes, rest = _top(result.causes)
         table = Table(
@@ -54,8 +57,31 @@ def trace_attribution_text(result: TraceAttribution, *, worst: int = 10) -> str:
         parts = [f"{c.cause} {format_percent(c.share)} ({format_us(c.ns)})" for c in s.contributions[:4]]
         parts.append(f"unexplained {format_percent((s.unexplained_ns or 0) / s.delay_ns if s.delay_ns else 0)}")
         lines.append(f"{head}; longest: {s.longest}: " + ", ".join(parts))
+        lines.append(f"    {spike_split_text(s.split)}")
     lines += ["", held_by_meaning(result.policy, result.priority), result.unexplained_note, *result.notes]
     return "\n".join(lines)
+
+
+def split_lines(summary: SplitSummary) -> list[str]:
+    """The split across the attributed spikes in two lines (how many have one, medians, the unexplained rest)."""
+    head = (f"  interrupt vs thread latency: {format_count(summary.n_split)} of {format_count(summary.n_spikes)} "
+            "attributed spike(s) split at their timer interrupt")
+    if not summary.n_split:
+        return [head + " (none: no timer interrupt or wake-up event of the measuring thread in their windows)"]
+    sources = ", ".join(f"{n} at {src}" for src, n in summary.by_source.items())
+    return [head + f" ({sources})",
+            f"    median interrupt latency {format_us(summary.median_interrupt_ns or 0)}, thread latency "
+            f"{format_us(summary.median_thread_ns or 0)}; unexplained {format_us(summary.unexplained_interrupt_ns)} "
+            f"before the interrupt, {format_us(summary.unexplained_thread_ns)} after (summed)"]
+
+
+def spike_split_text(split: LatencySplit | None) -> str:
+    """"interrupt 60 µs + thread 40 µs (at local_timer_entry)", or why the split is unknown."""
+    if split is None or not split.known:
+        return f"interrupt/thread split unknown: {split.reason if split is not None else 'not computed'}"
+    return (f"interrupt latency {format_us(split.interrupt_ns or 0)} + thread latency "
+            f"{format_us(split.thread_ns or 0)} (split at {split.source}; unexplained "
+            f"{format_us(split.unexplained_interrupt_ns or 0)} + {format_us(split.unexplained_thread_ns or 0)})")
 
 
 def _pids(stat: CauseStat) -> str:

@@ -47,6 +47,16 @@ import numpy as np
 from ..dataset import TRACE_EVENTS, Dataset, TraceEvents, TraceTable, iter_thread_batches, open_trace
 from ..errors import AnalysisError
 from ..power import RiskRatio, holm, risk_ratio
+from .split import (
+    HRTIMER_WAKEUP,
+    TIMER_VECTOR,
+    LatencySplit,
+    SplitSummary,
+    WakeMarks,
+    split_of,
+    summarize_splits,
+    unknown,
+)
 
 PRESENT_SHARE = 0.10
 """A cause is present in a wake-up when it holds at least this share of its delay (and 2 resolutions)."""
@@ -130,9 +140,12 @@ class Contribution:
     kind: str
     ns: int
     share: float
+    interrupt_ns: int | None = None
+    """The part of ``ns`` before the wake-up's timer interrupt (its interrupt latency); ``None``: no split."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"cause": self.cause, "kind": self.kind, "ns": self.ns, "share": self.share}
+        return {"cause": self.cause, "kind": self.kind, "ns": self.ns, "share": self.share,
+                "interrupt_ns": self.interrupt_ns}
 
 
 @dataclass(frozen=True)
@@ -149,11 +162,14 @@ class SpikeAttribution:
     contributions: tuple[Contribution, ...]
     unexplained_ns: int | None
     longest: str | None
+    split: LatencySplit | None = None
+    """Interrupt versus thread latency (:mod:`jitterscope.derive.split`); unknown ones say why."""
 
     def to_json(self) -> dict[str, Any]:
         return {"thread": self.thread, "cpu": self.cpu, "seq": self.seq, "expected_ns": self.expected_ns,
                 "actual_ns": self.actual_ns, "delay_ns": self.delay_ns, "status": self.status,
                 "longest": self.longest, "unexplained_ns": self.unexplained_ns,
+                "split": self.split.to_json() if self.split is not None else None,
                 "contributions": [c.to_json() for c in self.contributions]}
 
 
@@ -202,6 +218,8 @@ class TraceAttribution:
     policy: str | None = None
     """The measuring threads' granted policy ("fifo", "rr", "other"), for what "held by" implies."""
     priority: int | None = None
+    split: SplitSummary | None = None
+    """Interrupt versus thread latency across the attributed spikes."""
 
     def cause_of(self, spike: SpikeAttribution) -> Contribution | None:
         """The longest contributor of a spike (``None`` when incomplete or unexplained)."""
@@ -215,6 +233,7 @@ class TraceAttribution:
                 "unexplained_spikes": self.unexplained_spikes, "unexplained_note": self.unexplained_note,
                 "present_share": PRESENT_SHARE, "notes": list(self.notes),
                 "held_by": held_by_meaning(self.policy, self.priority),
+                "split": self.split.to_json() if self.split is not None else None,
                 "causes": [c.to_json() for c in self.causes], "spikes": [s.to_json() for s in self.spikes]}
 
 
@@ -355,6 +374,8 @@ class _CpuSweep:
         self.starts: list[int] = []
         self.ends: list[int] = []
         self.ids: list[int] = []
+        self.marks = WakeMarks()
+        self.timer_vector: set[int] = set()  # label ids of the local timer vector
 
     def advance(self, until_ns: int) -> None:
         """Sweep on until the last event seen is at or after ``until_ns`` (or there are no more)."""
@@ -391,14 +412,21 @@ class _CpuSweep:
                 prev = t
             if code in _ENTRY:
                 kind = _ENTRY[code]
-                stack.append((kind, labels.context(kind, r["number"][i], events.string(r["name"][i]))))
+                name = events.string(r["name"][i])
+                stack.append((kind, labels.context(kind, r["number"][i], name),
+                              t if kind == "vector" and name == TIMER_VECTOR else -1))
+            elif code == TRACE_EVENTS["wakeup"]:
+                # the comm as its string index: read only when the measuring thread is known by name alone
+                self.marks.wakeup(t, r["other_pid"][i], r["other_comm"][i], _timer_entry(stack))
+            elif code == TRACE_EVENTS["hrtimer"] and events.string(r["name"][i]) == HRTIMER_WAKEUP:
+                self.marks.hrtimer(t, _timer_entry(stack))
             elif code in _EXIT or code == _NMI_EXIT:
                 kind = "nmi" if code == _NMI_EXIT else _EXIT[code]
                 depth = next((k for k in range(len(stack) - 1, -1, -1) if stack[k][0] == kind), None)
                 if depth is not None:
                     del stack[depth:]
             elif code == _NMI_ENTRY:
-                stack.append(("nmi", labels.context("nmi", -1, events.string(r["name"][i]))))
+                stack.append(("nmi", labels.context("nmi", -1, events.string(r["name"][i])), -1))
             elif code == TRACE_EVENTS["switch"]:
                 stack = []  # no switch happens inside an interrupt: anything open was lost
                 previous = labels.task(r["pid"][i], events.string(r["comm"][i]), r["prio"][i], self.own, self.cpu)
@@ -436,11 +464,18 @@ class _CpuSweep:
         return _CpuTimeline(np.asarray(self.starts, np.int64), np.asarray(self.ends, np.int64),
                             np.asarray(self.ids, np.int64), self.first_ns, self.prev, gaps)
 
-    def drop_before(self, ns: int) -> None:
-        """Forget the segments that end at or before ``ns`` (no later window can meet them)."""
+    def drop_before(self, ns: int, slack_ns: int) -> None:
+        """Forget the segments that end at or before ``ns`` (no later window can meet them), and the wake-up
+        marks before ``ns - slack_ns``."""
         keep = bisect.bisect_right(self.ends, ns)
         if keep:
             del self.starts[:keep], self.ends[:keep], self.ids[:keep]
+        self.marks.drop_before(ns - slack_ns)
+
+
+def _timer_entry(stack: list[tuple[str, int, int]]) -> int:
+    """The entry time of the innermost local timer vector open on the stack (-1: none)."""
+    return next((entry for _, _, entry in reversed(stack) if entry >= 0), -1)
 
 
 # ---- windows ---------------------------------------------------------------------------------
@@ -519,7 +554,10 @@ class _Tally:
                 for x in (self.windows_present, self.spikes_present, self.total_ns))
 
     def add(self, thread: np.ndarray, cpu: np.ndarray, seq: np.ndarray, a: np.ndarray, b: np.ndarray,
-            status: np.ndarray, pairs: tuple[np.ndarray, np.ndarray, np.ndarray], labels: _Labels) -> None:
+            status: np.ndarray, pairs: tuple[np.ndarray, np.ndarray, np.ndarray], labels: _Labels,
+            splits: Mapping[int, tuple[tuple[str, int] | str, dict[int, int]]] | None = None) -> None:
+        """Count one chunk of windows; ``splits``: per attributed spike (row index) where its timer interrupt
+        is (:meth:`WakeMarks.find`) and the time per cause before it."""
         win, lab, ns = pairs
         delay = b - a
         spike = delay > self.threshold_ns
@@ -542,12 +580,15 @@ class _Tally:
         names = {0: STATUS_ATTRIBUTED, 1: STATUS_INCOMPLETE, 2: STATUS_UNTRACED}
         for i in np.flatnonzero(spike).tolist():
             self.spikes.append(_spike(int(thread[i]), int(cpu[i]), int(seq[i]), int(a[i]), int(b[i]),
-                                      per_window.get(i, []), labels, names[int(status[i])]))
+                                      per_window.get(i, []), labels, names[int(status[i])],
+                                      (splits or {}).get(i)))
 
 
 def _stream_windows(dataset: Dataset, events: Any, lost: Mapping[int, int], labels: _Labels, tally: _Tally) -> None:
     """Every wake-up, thread by thread in file order, against its CPU's timeline swept alongside."""
     own = _own_tids(dataset)
+    tids = {int(info.thread): int(info.tid) for info in dataset.metadata.threads if info.tid}
+    slack = int(events.resolution_ns)
     lost_rows = _lost_row_cpus(events) if any(lost.values()) else set()
     sweeps: dict[tuple[int, int], _CpuSweep] = {}
     # a poll dataset's window is its gap: [start_ns, start_ns + duration_ns] (the loop's last read before it
@@ -564,6 +605,7 @@ def _stream_windows(dataset: Dataset, events: Any, lost: Mapping[int, int], labe
             sweep = sweeps.get(key)
             if sweep is None:
                 sweep = sweeps[key] = _CpuSweep(events, int(cpu), labels, own.get(int(cpu), set()))
+            is_measuring = _measuring(tids.get(key[0]), own.get(int(cpu), set()), int(cpu), events)
             unplaced = lost.get(int(cpu), 0) > 0 and int(cpu) not in lost_rows
             # a few thousand windows at a time: the sweep holds only the segments of their span
             for start in range(0, on_cpu.size, WINDOW_CHUNK):
@@ -573,10 +615,43 @@ def _stream_windows(dataset: Dataset, events: Any, lost: Mapping[int, int], labe
                 tl = sweep.timeline()
                 status = _window_status(tl, a, b, unplaced)
                 pairs = (np.zeros(0, np.int64),) * 3
+                splits = None
                 if tl is not None and tl.starts.size:
                     pairs = _sum_pairs(*_overlaps(tl, a, b), len(labels.causes))
-                tally.add(col["thread"][rows], col["cpu"][rows], col["seq"][rows], a, b, status, pairs, labels)
-                sweep.drop_before(int(a.max()))
+                    spiky = np.flatnonzero((b - a > tally.threshold_ns) & (status == 0)).tolist()
+                    found = {i: sweep.marks.find(int(a[i]), int(b[i]), slack, is_measuring) for i in spiky}
+                    splits = _before_split(tl, a, b, found)
+                tally.add(col["thread"][rows], col["cpu"][rows], col["seq"][rows], a, b, status, pairs, labels,
+                          splits)
+                sweep.drop_before(int(a.max()), slack)
+
+
+def _measuring(tid: int | None, own: set[int], cpu: int, events: Any) -> Any:
+    """Whether a woken task (pid, comm string index) is the measuring thread: its tid when the metadata has it,
+    else one of the CPU's measuring tids, else the capture's thread name ``js-cpuN`` (the rule of the task
+    labels)."""
+    if tid is not None:
+        return lambda pid, comm: pid == tid
+    if own:
+        return lambda pid, comm: pid in own
+    name = f"js-cpu{cpu}"
+    return lambda pid, comm: comm is not None and comm >= 0 and events.string(comm) == name
+
+
+def _before_split(tl: _CpuTimeline, a: np.ndarray, b: np.ndarray, found: Mapping[int, tuple[str, int] | str],
+                  ) -> dict[int, tuple[tuple[str, int] | str, dict[int, int]]]:
+    """Per spike: where its timer interrupt is, and the time each context held the CPU before it."""
+    out: dict[int, tuple[tuple[str, int] | str, dict[int, int]]] = {i: (f, {}) for i, f in found.items()}
+    known = [i for i, f in found.items() if not isinstance(f, str)]
+    if not known:
+        return out
+    rows = np.asarray(known, np.int64)
+    points = np.asarray([found[i][1] for i in known], np.int64)  # type: ignore[index]
+    ends = np.minimum(np.maximum(points, a[rows]), b[rows])
+    for win, lab, ns in zip(*(x.tolist() for x in _overlaps(tl, a[rows], ends)), strict=True):
+        held = out[known[win]][1]
+        held[lab] = held.get(lab, 0) + ns
+    return out
 
 
 # ---- the attribution -------------------------------------------------------------------------
@@ -591,20 +666,27 @@ def _unexplained_note(dataset: Dataset) -> str:
 
 
 def _spike(thread: int, cpu: int, seq: int, a: int, b: int, pairs: list[tuple[int, int]], labels: _Labels,
-           status: str) -> SpikeAttribution:
+           status: str, split: tuple[tuple[str, int] | str, dict[int, int]] | None = None) -> SpikeAttribution:
     delay = b - a
     contributions: tuple[Contribution, ...] = ()
     unexplained = longest = None
+    latency_split = unknown(status)
     if status == STATUS_ATTRIBUTED:
+        found, before = split if split is not None else ("no trace events on the CPU", {})
+        known = not isinstance(found, str)
         causes = sorted(((ns, lab) for lab, ns in pairs if lab >= len(_NEUTRAL)), reverse=True)
         explained = sum(ns for ns, _ in causes)
         unexplained = max(delay - explained, 0)
         contributions = tuple(Contribution(labels.causes[lab].label, labels.causes[lab].kind, int(ns),
-                                           ns / delay if delay > 0 else 0.0) for ns, lab in causes)
+                                           ns / delay if delay > 0 else 0.0,
+                                           before.get(lab, 0) if known else None) for ns, lab in causes)
         top = contributions[0] if contributions else None
         longest = top.cause if top and top.ns >= unexplained else KIND_UNEXPLAINED
+        explained_before = sum(ns for lab, ns in before.items() if lab >= len(_NEUTRAL))
+        latency_split = split_of(a, b, found, explained_before, unexplained)
     return SpikeAttribution(thread=thread, cpu=cpu, seq=seq, expected_ns=a, actual_ns=b, delay_ns=delay,
-                            status=status, contributions=contributions, unexplained_ns=unexplained, longest=longest)
+                            status=status, contributions=contributions, unexplained_ns=unexplained, longest=longest,
+                            split=latency_split)
 
 
 def _cause_stats(tally: _Tally, labels: _Labels, spikes: Sequence[SpikeAttribution]) -> tuple[CauseStat, ...]:
@@ -685,7 +767,9 @@ def attribute_spikes(dataset: Dataset, threshold_ns: float, *,
         n_incomplete=sum(s.status == STATUS_INCOMPLETE for s in spikes),
         n_untraced=sum(s.status == STATUS_UNTRACED for s in spikes), lost_events=lost, spikes=spikes,
         causes=causes, unexplained_spikes=sum(s.longest == KIND_UNEXPLAINED for s in spikes),
-        unexplained_note=_unexplained_note(dataset), notes=tuple(notes), **_measuring_policy(dataset))
+        unexplained_note=_unexplained_note(dataset), notes=tuple(notes),
+        split=summarize_splits([s.split for s in spikes if s.status == STATUS_ATTRIBUTED]),
+        **_measuring_policy(dataset))
 
 
 def _measuring_policy(dataset: Dataset) -> dict[str, Any]:

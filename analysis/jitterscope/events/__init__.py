@@ -32,7 +32,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "RateInterval", "SMI", "TRACE_INCOMPLETE", "TRACE_UNEXPLAINED", "TRANSITION", "TURBOSTAT", "UNEXPLAINED",
             "cause_class",
         ],
-        "tables": ["event_causes_text", "event_rates_table", "events_table", "rates_basis"],
+        "tables": ["event_causes_text", "event_rates_table", "event_split_text", "events_table", "rates_basis"],
         "text": ["format_events"],
     },
 )

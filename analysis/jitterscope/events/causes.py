@@ -170,16 +170,27 @@ def trace_source(attribution: Any) -> CauseSource:
         rest = worst.unexplained_ns or 0
         top = next((c for c in worst.contributions if c.cause == worst.longest), None)
         kind = TRACE_UNEXPLAINED if top is None else f"kernel: {worst.longest}"
+        split = worst.split
         return [Cause(
             kind=kind, source="kernel trace",
             evidence=(f"CPU {worst.cpu}, seq {worst.seq}, {worst.delay_ns / 1e3:.1f} µs late: held by "
-                      f"{shares or 'nothing traced'}; unexplained {rest / 1e3:.1f} µs"),
+                      f"{shares or 'nothing traced'}; unexplained {rest / 1e3:.1f} µs; {_split_words(split)}"),
             values={"cpu": worst.cpu, "seq": worst.seq, "delay_ns": worst.delay_ns, "longest": worst.longest,
                     "class": "unexplained" if top is None else CLASS_OF_KIND.get(top.kind, top.kind),
-                    "contributions": [c.to_json() for c in worst.contributions], "unexplained_ns": rest},
+                    "contributions": [c.to_json() for c in worst.contributions], "unexplained_ns": rest,
+                    "split": split.to_json() if split is not None else None},
         ), *incomplete]
 
     return CauseSource("kernel trace", find)
+
+
+def _split_words(split: Any) -> str:
+    """"interrupt latency 60.0 µs + thread latency 40.0 µs (at local_timer_entry)", or why it is unknown."""
+    if split is None or not split.known:
+        return f"interrupt/thread split unknown ({split.reason if split is not None else 'not computed'})"
+    return (f"interrupt latency {split.interrupt_ns / 1e3:.1f} µs + thread latency {split.thread_ns / 1e3:.1f} µs "
+            f"(split at {split.source}; of the unexplained rest {split.unexplained_interrupt_ns / 1e3:.1f} µs "
+            f"before the interrupt, {split.unexplained_thread_ns / 1e3:.1f} µs after)")
 
 
 @dataclass(frozen=True)

@@ -154,8 +154,19 @@ class Event:
         kinds = tuple(dict.fromkeys(c.kind for c in self.causes))
         return kinds or (UNEXPLAINED,)
 
+    @property
+    def latency_split(self) -> Mapping[str, Any] | None:
+        """The interrupt/thread split of the event's worst traced wake-up (the kernel-trace cause's
+        ``values["split"]``: :class:`jitterscope.derive.split.LatencySplit` as JSON), ``None`` without one."""
+        for cause in self.causes:
+            split = cause.values.get("split") if cause.source == "kernel trace" else None
+            if isinstance(split, Mapping):
+                return split
+        return None
+
     def to_json(self) -> dict[str, Any]:
         out = jsonable(asdict(self))
+        out["latency_split"] = jsonable(dict(self.latency_split)) if self.latency_split is not None else None
         out["duration_ns"] = self.duration_ns
         out["cause_kinds"] = list(self.cause_kinds)
         out["cause_class"] = self.cause_class

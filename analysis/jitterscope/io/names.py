@@ -16,3 +16,6 @@ TRACE_FORMATS: tuple[str, ...] = ("ftrace", "trace-cmd-report")
 
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "rt-tests-json", "hgrm")
 """Formats :func:`jitterscope.io.export_dataset` writes."""
+
+EVENT_EXPORT_FORMATS: tuple[str, ...] = ("perfetto",)
+"""Formats that write one event's window (``export --event N``): :func:`jitterscope.io.export_event_perfetto`."""

@@ -22,6 +22,7 @@ from ...events import (
     Events,
     decode_steal,
     event_rates_table,
+    event_split_text,
     group_causes,
     rates_basis,
     steal_by_chance,
@@ -266,6 +267,11 @@ def _causes(ctx: ReportContext, events: Events | None) -> Table:
         for group in group_causes(events):
             rows.append((group.label, f"{len(group.events):,} of {len(events.events):,} events, largest "
                                       f"{format_us(group.largest.peak_latency_ns)}", group.evidence))
+        split = event_split_text(events)
+        if split is not None:
+            with_split = sum(1 for e in events.events if (e.latency_split or {}).get("source") is not None)
+            traced = sum(1 for e in events.events if e.latency_split is not None)
+            rows.append(("interrupt vs thread latency", f"{with_split:,} of {traced:,} traced events", split))
         if any("held by" in row[2] for row in rows):
             granted = ctx.dataset.metadata.granted
             notes.append(held_by_meaning(granted.get("policy"), granted.get("priority")))
