@@ -225,7 +225,6 @@ METADATA_SCHEMA: dict[str, Any] = {
             "properties": {"sweep": _TEXT, "run": _TEXT, "replicate": _COUNT, "position": _COUNT,
                            "condition": _COUNT, "levels": {"type": "object"}, "warmup_ns": _COUNT},
         },
-        "poll": {"type": ["object", "null"]},
     },
 }
 
