@@ -191,8 +191,8 @@ METADATA_SCHEMA: dict[str, Any] = {
             "properties": {
                 "threshold_ns": {"type": "integer", "minimum": 1, "maximum": INT64_MAX},
                 "clock": {"enum": ["tsc", "vdso"]},
-                "clock_read_ns": {"type": "number", "minimum": 0},
-                "iteration_ns": {"type": "object", "properties": {"min": {"type": "number", "minimum": 0},
+                "clock_read_ns": {"type": ["number", "null"], "minimum": 0},
+                "iteration_ns": {"type": ["object", "null"], "properties": {"min": {"type": "number", "minimum": 0},
                                                                   "median": {"type": "number", "minimum": 0}}},
                 "histogram_edges_ns": {"type": "array", "minItems": 2, "maxItems": 4096, "items": _COUNT},
                 "window_ns": {"type": "integer", "minimum": 1, "maximum": INT64_MAX},

@@ -17,10 +17,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..dataset import Dataset, column_values, open_dataset
+from ..dataset import POLL_DIR, Dataset, column_values, open_dataset, poll_window_parts
 from ..errors import AnalysisError, DatasetError
 
-POLL_DIR = "_poll"
 ROW_COLUMNS = ("cpu", "thread", "seq", "start_ns", "duration_ns")
 
 
@@ -76,8 +75,8 @@ class PollData:
 
 
 def poll_seconds_paths(path: str | Path) -> list[Path]:
-    """The parts of the per-second table of a poll dataset directory, in order."""
-    return sorted((Path(path) / POLL_DIR).glob("part-*.parquet"))
+    """The parts of the per-second table of a poll dataset directory, in order (the dataset layer's listing)."""
+    return poll_window_parts(path)
 
 
 def load_poll_seconds(path: str | Path) -> pa.Table:

@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 
 from ... import __version__
 from ...dataset import (
+    POLL_DIR,
     TRACE_EVENTS,
     Metadata,
     ThreadInfo,
@@ -46,8 +47,6 @@ from ...dataset import (
 )
 from ...errors import DatasetError, JitterscopeError
 
-POLL_DIR = "_poll"
-"""The per-second table's folder inside a poll dataset (``_`` keeps it out of ``PATH/*.parquet`` readers)."""
 WINDOW_NS = 1_000_000_000
 _REALTIME_AT_START_NS = 1_764_460_800_000_000_000  # 2025-11-30T00:00:00Z, as the timer simulations
 _START_NS = 1_000_000_000_000  # CLOCK_MONOTONIC at the start (1000 s after boot)
