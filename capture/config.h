@@ -14,6 +14,7 @@ enum config_policy { POLICY_FIFO, POLICY_RR, POLICY_OTHER };
 enum config_timer { TIMER_ABS, TIMER_TIMERFD, TIMER_POSIX };
 enum config_counters { COUNTERS_AUTO, COUNTERS_MSR, COUNTERS_PERF, COUNTERS_NONE };
 enum config_sync { SYNC_DATA, SYNC_NONE };
+enum config_trace_keep { KEEP_SPIKES, KEEP_ALL };
 
 struct config {
 	int64_t interval_ns;        /* -i µs / -f Hz; default 1000 µs */
@@ -36,6 +37,11 @@ struct config {
 	bool trace;                 /* --trace[=EVENTS]: kernel events into the dataset (trace.h) */
 	const char *trace_events;   /* NULL = the default list */
 	uint64_t trace_buffer_kb;   /* --trace-buffer KB per CPU; default 1024 */
+	enum config_trace_keep trace_keep; /* --trace-keep spikes (default) | all */
+	int64_t trace_threshold_ns; /* --trace-threshold US: a wake-up later than this gets a window; default 100 us */
+	int64_t trace_pre_ns, trace_post_ns; /* --trace-window PRE,POST us around [programmed, actual]; 100,50 */
+	int64_t trace_bg_every_ns, trace_bg_len_ns; /* --trace-background S,MS: a window of MS every S; 60,100 */
+	bool trace_keep_given;      /* a --trace-keep/-threshold/-window/-background option (needs --trace) */
 	int64_t break_ns;           /* --break US: stop after the first wake-up later than this; 0 = never */
 	int64_t trace_flush_ns;     /* --trace-flush S: commit the events table this often; default 5 s (each
 	                             * flush rewrites the open row group: at 1 s it doubled the reader's CPU) */

@@ -138,6 +138,8 @@ static void timerloop_measure(struct timerloop *t, int64_t target_ns)
 		int32_t carried = ring_push(&t->ring, &s) ? s.overruns : 0;
 		atomic_store_explicit(&t->wakeups, seq + 1, memory_order_relaxed);
 		int64_t late = s.actual_ns - target_ns;
+		if (t->late.threshold_ns && late > t->late.threshold_ns)
+			trace_late_post(&t->late, target_ns, s.actual_ns);
 		if (t->brk->threshold_ns && late > t->brk->threshold_ns)
 			timerloop_break_now(t, &s, late);
 		int32_t skipped = late >= t->interval_ns ? (int32_t)(late / t->interval_ns) : 0;

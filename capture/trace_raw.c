@@ -91,7 +91,7 @@ static const char *const *raw_field_names(int code)
 	static const char *const sw[] = {"prev_comm", "prev_pid", "prev_prio", "prev_state", "next_comm", "next_pid",
 					 "next_prio", NULL};
 	static const char *const wake[] = {"comm", "pid", "prio", "target_cpu", NULL};
-	static const char *const hrtimer[] = {"function", NULL};
+	static const char *const hrtimer[] = {"function", "now", NULL};
 	static const char *const print[] = {"buf", NULL};
 	static const char *const none[] = {NULL};
 	switch (code) {
@@ -115,7 +115,8 @@ static int raw_code(const char *system, const char *event)
 		{"softirq_entry", TRACE_EV_SOFTIRQ_ENTRY}, {"softirq_exit", TRACE_EV_SOFTIRQ_EXIT},
 		{"softirq_raise", TRACE_EV_SOFTIRQ_RAISE}, {"nmi_handler", TRACE_EV_NMI},
 		{"sched_switch", TRACE_EV_SWITCH}, {"sched_wakeup", TRACE_EV_WAKEUP}, {"sched_waking", TRACE_EV_WAKING},
-		{"hrtimer_expire_entry", TRACE_EV_HRTIMER}, {"print", TRACE_EV_MARKER},
+		{"hrtimer_expire_entry", TRACE_EV_HRTIMER}, {"hrtimer_expire_exit", TRACE_EV_HRTIMER_EXIT},
+		{"print", TRACE_EV_MARKER},
 	};
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		if (strcmp(event, known[i].name) == 0)
@@ -305,7 +306,7 @@ static void raw_fill(struct trace *t, const struct trace_format *f, const uint8_
 		char sym[32];
 		int n = snprintf(sym, sizeof(sym), "0x%llx", (unsigned long long)raw_int(d, len, o[RF_A], z[RF_A]));
 		row->name = trace_string_id(&t->strings, sym, (size_t)n); /* an address; trace_finish names it */
-		row->value = f->code == TRACE_EV_NMI ? raw_int(d, len, o[RF_B], z[RF_B]) : 0;
+		row->value = raw_int(d, len, o[RF_B], z[RF_B]); /* NMI: delta_ns; hrtimer: the expiry's `now` */
 		break;
 	}
 	case TRACE_EV_SWITCH:
@@ -361,7 +362,7 @@ static int raw_event(struct trace *t, int cpu, int64_t ts, const uint8_t *d, siz
 	raw_remember(r, row.other_pid, row.other_comm);
 	t->last_ts[cpu] = ts;
 	t->marker_rows += row.event == TRACE_EV_MARKER;
-	return trace_stage(t, &row);
+	return trace_keep_row(t, &row);
 }
 
 static int raw_lost(struct trace *t, int cpu, long long count)
@@ -370,7 +371,7 @@ static int raw_lost(struct trace *t, int cpu, long long count)
 				.number = -1, .name = -1, .other_pid = -1, .other_prio = -1, .other_comm = -1,
 				.prio = -1, .value = count};
 	t->lost_reported += count > 0 ? (uint64_t)count : 0;
-	return trace_stage(t, &row);
+	return trace_keep_row(t, &row);
 }
 
 /* One page image as trace_pipe_raw returns it. */
