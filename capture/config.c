@@ -18,7 +18,7 @@ enum long_only {
 	OPT_MSR_DIR, OPT_FLUSH, OPT_FORCE, OPT_VERSION, OPT_RING, OPT_SYNC, OPT_WRITER_CPU, OPT_GROUP_SECONDS,
 	OPT_GROUP_ROWS, OPT_PART_SECONDS, OPT_TRACE, OPT_TRACE_BUFFER, OPT_BREAK, OPT_TRACE_READ, OPT_TRACE_FLUSH,
 	OPT_DEEPEST_IDLE, OPT_CPU_SYSFS, OPT_STATE_DIR, OPT_TRACE_KEEP, OPT_TRACE_THRESHOLD, OPT_TRACE_WINDOW,
-	OPT_TRACE_BACKGROUND,
+	OPT_TRACE_BACKGROUND, OPT_TRACE_RING,
 	OPT_LAST, /* one past the last option code (the size of config_parse's seen[]) */
 };
 
@@ -56,6 +56,7 @@ static const struct option config_options[] = {
 	{"trace-threshold", required_argument, NULL, OPT_TRACE_THRESHOLD},
 	{"trace-window", required_argument, NULL, OPT_TRACE_WINDOW},
 	{"trace-background", required_argument, NULL, OPT_TRACE_BACKGROUND},
+	{"trace-ring", required_argument, NULL, OPT_TRACE_RING},
 	{"deepest-idle-state", required_argument, NULL, OPT_DEEPEST_IDLE},
 	{"cpu-sysfs", required_argument, NULL, OPT_CPU_SYSFS},
 	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
@@ -432,6 +433,11 @@ static int config_keep_option(struct config *cfg, int opt, const char *arg)
 					   "none) every S seconds (1 to 86400), MS at most S * 1000 (e.g. 60,100)", arg);
 		cfg->trace_bg_every_ns = (int64_t)a * 1000000000;
 		cfg->trace_bg_len_ns = (int64_t)b * 1000000;
+		return 0;
+	case OPT_TRACE_RING:
+		if (config_uint(arg, &a) || a < 16 || a > (1u << 21))
+			return config_fail("invalid --trace-ring '%s': use rows per CPU from 16 to 2097152", arg);
+		cfg->trace_ring_rows = a;
 		return 0;
 	default: return -EINVAL;
 	}

@@ -41,6 +41,7 @@ struct config {
 	int64_t trace_threshold_ns; /* --trace-threshold US: a wake-up later than this gets a window; default 100 us */
 	int64_t trace_pre_ns, trace_post_ns; /* --trace-window PRE,POST us around [programmed, actual]; 100,50 */
 	int64_t trace_bg_every_ns, trace_bg_len_ns; /* --trace-background S,MS: a window of MS every S; 60,100 */
+	uint64_t trace_ring_rows;   /* hidden, for tests: --trace-ring N rows per CPU, fixed (0: sized by rate) */
 	bool trace_keep_given;      /* a --trace-keep/-threshold/-window/-background option (needs --trace) */
 	int64_t break_ns;           /* --break US: stop after the first wake-up later than this; 0 = never */
 	int64_t trace_flush_ns;     /* --trace-flush S: commit the events table this often; default 5 s (each

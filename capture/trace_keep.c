@@ -74,7 +74,7 @@ int trace_keep_open(struct trace *t)
 	for (int i = 0; i < k->ncpus; i++) {
 		struct keep_cpu *c = &k->cpu[i];
 		c->cpu = t->cfg->cpus[i];
-		c->cap = KEEP_RING_START;
+		c->cap = t->cfg->trace_ring_rows ? t->cfg->trace_ring_rows : KEEP_RING_START;
 		c->evicted_ts = INT64_MIN;
 		keep_ctx_reset(&c->ctx);
 		k->index[c->cpu] = (short)(i + 1);
@@ -82,7 +82,7 @@ int trace_keep_open(struct trace *t)
 			return -ENOMEM;
 	}
 	k->emitted_end = INT64_MIN;
-	t->keep_ring_rows = KEEP_RING_START;
+	t->keep_ring_rows = k->cpu[0].cap;
 	return 0;
 }
 
@@ -292,7 +292,7 @@ static int keep_collect(struct trace *t)
 static int keep_grow(struct trace *t, struct keep_cpu *c)
 {
 	uint64_t want = c->cap;
-	while (want < KEEP_RING_MAX && c->tick_rows * 4 > want)
+	while (!t->cfg->trace_ring_rows && want < KEEP_RING_MAX && c->tick_rows * 4 > want)
 		want *= 2;
 	c->tick_rows = 0;
 	if (want == c->cap)
