@@ -145,6 +145,8 @@ static void timerloop_measure(struct timerloop *t, int64_t target_ns)
 		int32_t skipped = late >= t->interval_ns ? (int32_t)(late / t->interval_ns) : 0;
 		target_ns += t->interval_ns * (1 + (int64_t)skipped);
 		overruns = skipped + carried;
+		if (t->late.threshold_ns)
+			trace_late_next(&t->late, target_ns);
 	}
 }
 
@@ -207,6 +209,7 @@ void *timerloop_run(void *arg)
 	if (!t->error && start_ns > 0)
 		timerloop_measure(t, start_ns + t->interval_ns);
 	timerloop_teardown_timer(t);
+	trace_late_next(&t->late, INT64_MAX); /* no more notices from this thread */
 	atomic_store(&t->done, true);
 	pthread_kill(t->notify, SIGUSR1); /* main waits in sigwaitinfo, no polling */
 	return NULL;

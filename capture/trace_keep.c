@@ -315,9 +315,17 @@ int trace_keep_tick(struct trace *t, int64_t horizon_ns, bool final)
 	struct trace_keep *k = t->keep;
 	if (!k)
 		return 0;
+	/* a window is final once no notice can still extend it: each thread's next notice is of a wake-up at or
+	 * after its next target (read before the notices: what was posted before it is in the queue) */
+	for (int i = 0; i < t->nlate; i++) {
+		int64_t next = atomic_load_explicit(&t->late[i]->next_ns, memory_order_acquire);
+		if (next - t->cfg->trace_pre_ns < horizon_ns)
+			horizon_ns = next - t->cfg->trace_pre_ns;
+	}
 	int err = keep_collect(t);
 	int64_t every = t->cfg->trace_bg_every_ns, len = t->cfg->trace_bg_len_ns;
-	while (!err && len > 0 && (k->next_bg_ns + len <= horizon_ns || (final && k->next_bg_ns < horizon_ns))) {
+	/* a background window is pending from its start on: the spike windows inside it merge into it */
+	while (!err && len > 0 && k->next_bg_ns <= horizon_ns) {
 		err = keep_add_window(k, k->next_bg_ns, k->next_bg_ns + len, TRACE_WINDOW_BACKGROUND);
 		k->next_bg_ns += every;
 	}

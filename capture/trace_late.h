@@ -16,6 +16,8 @@ struct trace_late {
 	_Atomic uint64_t head;         /* written by the measuring thread */
 	_Atomic uint64_t tail;         /* written by the reader */
 	_Atomic uint64_t dropped;      /* notices that found the queue full */
+	_Atomic int64_t next_ns;       /* the thread's next target: every later notice is of a wake-up from there on
+	                                * (INT64_MAX once it has ended), so the reader knows which windows are final */
 	int64_t expected[TRACE_LATE_SLOTS], actual[TRACE_LATE_SLOTS];
 };
 
@@ -30,6 +32,12 @@ static inline void trace_late_post(struct trace_late *q, int64_t expected_ns, in
 	q->expected[h % TRACE_LATE_SLOTS] = expected_ns;
 	q->actual[h % TRACE_LATE_SLOTS] = actual_ns;
 	atomic_store_explicit(&q->head, h + 1, memory_order_release);
+}
+
+/* Measuring thread: every notice up to here is posted; the next wake-up is programmed for target_ns. */
+static inline void trace_late_next(struct trace_late *q, int64_t target_ns)
+{
+	atomic_store_explicit(&q->next_ns, target_ns, memory_order_release);
 }
 
 #endif
