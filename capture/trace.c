@@ -349,7 +349,7 @@ static char *trace_strings_json(const struct trace *t)
 
 /* Commits the staged rows (and what a full stage put in the open row group) as one flush of the
  * container, with the metadata as of now: after it, _trace/part-NNNNN.parquet holds every event so far. */
-static int trace_flush(struct trace *t, const char *state)
+int trace_flush(struct trace *t, const char *state)
 {
 	char *meta = trace_meta_json(t, state), *strings = trace_strings_json(t);
 	int err = -ENOMEM;
@@ -392,7 +392,7 @@ int trace_stage(struct trace *t, const struct trace_row *r)
 	return err;
 }
 
-static int trace_open_file(struct trace *t, int dir_fd, uid_t uid, gid_t gid, bool chown_file)
+int trace_open_file(struct trace *t, int dir_fd, uid_t uid, gid_t gid, bool chown_file)
 {
 	if (mkdirat(dir_fd, TRACE_DIR_NAME, 0755) && errno != EEXIST)
 		return -errno;

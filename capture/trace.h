@@ -150,6 +150,10 @@ int trace_setup(struct trace *t, const struct config *cfg, int dir_fd, int reade
 int trace_listen(struct trace *t, struct trace_late *queues, size_t stride, int n);
 /* Turns tracing on and starts the reader thread. */
 int trace_start(struct trace *t);
+/* The events table alone (no tracefs; the trace benchmark): creates _trace/part-00000.parquet in dir_fd for
+ * t->cfg, and commits a flush of the staged rows with the metadata as of now. */
+int trace_open_file(struct trace *t, int dir_fd, uid_t uid, gid_t gid, bool chown_file);
+int trace_flush(struct trace *t, const char *state);
 /* Writes text into the instance's trace_marker from the measured CPU cpu (the
  * main thread moves there for the write: it runs after the loop has ended). */
 int trace_mark(struct trace *t, const char *text, int cpu);
