@@ -657,6 +657,12 @@ char *trace_environment_json(const struct trace *t, const struct config *cfg)
 		jsonw_uint(&j, "buffer_size_kb", cfg->trace_buffer_kb);
 		jsonw_int(&j, "reader_cpu", t->reader_cpu);
 		jsonw_string(&j, "table", TRACE_DIR_NAME "/part-*.parquet");
+		jsonw_string(&j, "keep", cfg->trace_keep == KEEP_ALL ? "all" : "spikes");
+		if (cfg->trace_keep == KEEP_SPIKES) {
+			jsonw_int(&j, "threshold_ns", cfg->trace_threshold_ns);
+			jsonw_int(&j, "window_pre_ns", cfg->trace_pre_ns);
+			jsonw_int(&j, "window_post_ns", cfg->trace_post_ns);
+		}
 		jsonw_raw(&j, "global", t->global_before);
 	}
 	jsonw_int(&j, "break_ns", cfg->break_ns);
