@@ -63,7 +63,7 @@ enum trace_event_code {
 	TRACE_EV_SWITCH = 9,        /* pid/comm/prio = prev, other_* = next, value = 1 when prev was runnable */
 	TRACE_EV_WAKEUP = 10,       /* other_* = the woken task, number = target cpu */
 	TRACE_EV_WAKING = 11,
-	TRACE_EV_HRTIMER = 12,      /* hrtimer_expire_entry, name = function, value = its `now` (ns) */
+	TRACE_EV_HRTIMER = 12,      /* hrtimer_expire_entry, name = function, value = ts_ns - its `now` (ns) */
 	TRACE_EV_MARKER = 13,       /* name = the text written to trace_marker */
 	TRACE_EV_LOST = 14,         /* value = events lost on cpu after the previous event of cpu (ts_ns) */
 	TRACE_EV_HRTIMER_EXIT = 15, /* hrtimer_expire_exit */

@@ -306,7 +306,10 @@ static void raw_fill(struct trace *t, const struct trace_format *f, const uint8_
 		char sym[32];
 		int n = snprintf(sym, sizeof(sym), "0x%llx", (unsigned long long)raw_int(d, len, o[RF_A], z[RF_A]));
 		row->name = trace_string_id(&t->strings, sym, (size_t)n); /* an address; trace_finish names it */
-		row->value = raw_int(d, len, o[RF_B], z[RF_B]); /* NMI: delta_ns; hrtimer: the expiry's `now` */
+		row->value = raw_int(d, len, o[RF_B], z[RF_B]); /* NMI: delta_ns */
+		if (f->code == TRACE_EV_HRTIMER) /* the expiry's `now` as ns before this event: small numbers encode
+		                                 * in a few bits, an absolute time in 44 (a quarter of a kept row) */
+			row->value = o[RF_B] >= 0 ? row->ts_ns - row->value : 0;
 		break;
 	}
 	case TRACE_EV_SWITCH:

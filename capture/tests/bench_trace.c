@@ -69,7 +69,7 @@ static int bench_wakeup(struct trace *t, const struct bench_ids *id, int cpu, in
 	err = err ? err : bench_row(t, irq, cpu, TRACE_EV_VECTOR_ENTRY, held, held_comm, 236, id->timer_vec, -1, -1, -1,
 				    -1, 0);
 	err = err ? err : bench_row(t, irq + 700, cpu, TRACE_EV_HRTIMER, held, held_comm, -1, id->wakeup_fn, -1, -1, -1,
-				    -1, irq + 600);
+				    -1, 400 + (int64_t)(bench_random(rng) % 256));
 	err = err ? err : bench_row(t, irq + 1400, cpu, TRACE_EV_WAKEUP, held, held_comm, cpu, -1, js, 19, id->js, -1, 0);
 	err = err ? err : bench_row(t, irq + 1700, cpu, TRACE_EV_HRTIMER_EXIT, held, held_comm, -1, -1, -1, -1, -1, -1,
 				    0);

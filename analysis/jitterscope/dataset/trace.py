@@ -21,7 +21,7 @@ Version history
     The capture writes parts ``_trace/part-NNNNN.parquet``; the single file still reads.
 1 (2026-12-01, issue 22)
     ``--trace-keep spikes`` (the capture's default): only kept windows, each CPU's part between a
-    ``window`` and a ``window_end`` row; ``hrtimer_exit``; ``hrtimer``'s value is the expiry's ``now``;
+    ``window`` and a ``window_end`` row; ``hrtimer_exit``; ``hrtimer``'s value is ``ts_ns`` minus the expiry's ``now``;
     ``keep``, ``events_seen``, ``events_kept`` and ``windows`` in ``jitterscope.trace``.  Full traces
     (``keep`` absent or ``"all"``) read as before.
 """
@@ -68,7 +68,7 @@ TRACE_COLUMNS: tuple[Column, ...] = (
     Column("prio", pa.int32(), True, "-", "sched_switch: kernel priority of the previous task"),
     Column("value", pa.int64(), True, "-",
            "NMI: handler duration ns (ts_ns is its end); sched_switch: 1 if the previous task stayed runnable; "
-           "lost: events lost; hrtimer: the expiry's now (ns); window/window_end: flags; an entry re-stated at "
+           "lost: events lost; hrtimer: ts_ns minus the expiry's now (ns); window/window_end: flags; an entry re-stated at "
            "a window's start: its own entry time"),
 )
 
