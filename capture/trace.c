@@ -297,6 +297,7 @@ static void trace_keep_json(struct jsonw *j, const struct trace *t)
 	jsonw_uint(j, "marker", t->windows_marker);
 	jsonw_uint(j, "incomplete", t->windows_incomplete);
 	jsonw_uint(j, "late_notices", t->late_notices);
+	jsonw_uint(j, "late_windows", t->windows_late);
 	jsonw_uint(j, "late_dropped", dropped);
 	jsonw_uint(j, "context_rows", t->context_rows);
 	jsonw_uint(j, "ring_rows_per_cpu", t->keep_ring_rows);

@@ -128,7 +128,7 @@ struct trace {
 	struct trace_keep *keep;    /* NULL: --trace-keep all */
 	struct trace_late **late;   /* the measuring threads' notices of late wake-ups */
 	int nlate;
-	uint64_t events_seen, events_kept, context_rows, late_notices, keep_ring_rows;
+	uint64_t events_seen, events_kept, context_rows, late_notices, keep_ring_rows, windows_late;
 	uint64_t windows_total, windows_spike, windows_background, windows_marker, windows_incomplete;
 	int64_t next_flush_ns;
 	int error;                  /* -errno of a read or write failure */

@@ -244,8 +244,10 @@ static int keep_emit_cpu(struct trace *t, struct keep_cpu *c, const struct keep_
 static int keep_emit(struct trace *t, struct keep_win w)
 {
 	struct trace_keep *k = t->keep;
+	/* a window starting inside one already written: a notice later than the next targets said (none should) */
+	t->windows_late += w.start <= k->emitted_end;
 	if (w.end <= k->emitted_end)
-		return 0; /* inside the window written last (a notice that came late): covered */
+		return 0; /* inside the window written last: covered */
 	if (w.start <= k->emitted_end)
 		w.start = k->emitted_end + 1; /* the rows up to there are written: each CPU's rows stay in order */
 	int32_t id = k->next_id++;

@@ -1,10 +1,11 @@
-/* jitterscope-bench-trace HOURS,CPUS,HZ,SPIKES [capture options] -o DIR: pushes a synthetic kernel trace at
+/* jitterscope-bench-trace HOURS,CPUS,HZ,SPIKES[,LAG] [capture options] -o DIR: pushes a synthetic kernel trace at
  * full speed through the real --trace-keep reader (rings, notices, windows, merging, background sample) and
  * the real events-table writer, and prints what the kept trace costs on disk.  Without tracefs: the rows are
  * what the binary decoder makes of an idle CPU at HZ wake-ups a second (per wake-up the timer vector, the
  * hrtimer callback, the wake-up and two switches, as this project's VM records them, plus a timer softirq
  * every 4th), and SPIKES late wake-ups a second on each CPU (a 200 us delay: a FIFO 90 task ran in between),
- * each posted to the reader as a measuring thread does.  Simulated time; a read every --trace-read-interval,
+ * each posted to the reader as a measuring thread does (LAG 1: CPU 0's a read interval late, as a preempted
+ * measuring thread would).  Simulated time; a read every --trace-read-interval,
  * a flush every --trace-flush.  A developer tool: built next to jitterscope-capture, never on PATH. */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@ struct bench_spec {
 	int cpus;
 	int64_t hz;
 	double spikes;
+	int lag;        /* 1: CPU 0's thread posts its notices a read interval late (a preempted measuring thread) */
 };
 
 struct bench_ids {
@@ -106,18 +108,26 @@ static int bench_run(const struct bench_spec *spec, struct trace *t, struct trac
 	uint64_t rng = 0x9E3779B97F4A7C15u;
 	double spike_p = spec->spikes / (double)spec->hz; /* per wake-up */
 	uint64_t seq = 0;
+	int64_t held[TRACE_LATE_SLOTS]; /* --lag: CPU 0's notices of the last interval, posted in the next */
+	size_t nheld = 0;
 	trace_keep_begin(t, start);
 	for (int64_t now = start; !err && now < end; now += step) {
 		uint64_t first = seq, last = (uint64_t)((now + step - start) / interval);
+		for (size_t h = 0; h < nheld; h++)
+			trace_late_post(&late[0], held[h], held[h] + 200000);
+		nheld = 0;
 		for (int c = 0; !err && c < spec->cpus; c++) {
 			for (uint64_t s = first; !err && s < last; s++) {
 				bool spike = (double)(bench_random(&rng) % 1000000) < spike_p * 1e6;
 				int64_t expected = start + (int64_t)s * interval, delay = spike ? 200000 : 5000;
 				err = bench_wakeup(t, &id, c, expected, delay, &rng, s % 4 == 0);
-				if (!err && spike)
+				if (!err && spike && spec->lag && c == 0 && nheld < TRACE_LATE_SLOTS)
+					held[nheld++] = expected;
+				else if (!err && spike)
 					trace_late_post(&late[c], expected, expected + delay);
 			}
-			trace_late_next(&late[c], start + (int64_t)last * interval);
+			/* a thread that has not posted yet is still at its first wake-up of the interval */
+			trace_late_next(&late[c], start + (int64_t)(spec->lag && c == 0 ? first : last) * interval);
 		}
 		seq = last;
 		err = err ? err : trace_keep_tick(t, now + step - 2000000, false);
@@ -142,7 +152,8 @@ static void bench_report(const struct bench_spec *spec, const struct trace *t, d
 	       t->rows);
 	printf("windows %" PRIu64 "\nwindows_spike %" PRIu64 "\nwindows_background %" PRIu64 "\n", t->windows_total,
 	       t->windows_spike, t->windows_background);
-	printf("windows_incomplete %" PRIu64 "\nlate_notices %" PRIu64 "\n", t->windows_incomplete, t->late_notices);
+	printf("windows_incomplete %" PRIu64 "\nlate_notices %" PRIu64 "\nlate_windows %" PRIu64 "\n",
+	       t->windows_incomplete, t->late_notices, t->windows_late);
 	printf("file_bytes %" PRIu64 "\nparts %d\nbytes_per_day %.0f\nbytes_per_kept_row %.3f\n", file, parts,
 	       (double)file * 24 / spec->hours, (double)file / (double)(t->rows ? t->rows : 1));
 	printf("wall_s %.3f\nreader_cpu_s %.3f\nreader_cpu_percent %.4f\n", wall_s, cpu_s,
@@ -195,10 +206,12 @@ int main(int argc, char **argv)
 	static struct config cfg; /* large: holds a CPU array */
 	struct bench_spec spec;
 	char extra;
-	if (argc < 2 || sscanf(argv[1], "%lf,%d,%" SCNd64 ",%lf%c", &spec.hours, &spec.cpus, &spec.hz, &spec.spikes,
-			       &extra) != 4 || !(spec.hours > 0) || spec.cpus < 1 || spec.cpus > CONFIG_MAX_CPUS ||
+	spec.lag = 0;
+	int got = argc < 2 ? 0 : sscanf(argv[1], "%lf,%d,%" SCNd64 ",%lf,%d%c", &spec.hours, &spec.cpus, &spec.hz,
+					&spec.spikes, &spec.lag, &extra);
+	if ((got != 4 && got != 5) || !(spec.hours > 0) || spec.cpus < 1 || spec.cpus > CONFIG_MAX_CPUS ||
 	    spec.hz < 1 || spec.hz > 100000 || spec.spikes < 0) {
-		fprintf(stderr, "jitterscope-bench-trace: use HOURS,CPUS,HZ,SPIKES_PER_S (e.g. 24,16,1000,1) followed by "
+		fprintf(stderr, "jitterscope-bench-trace: use HOURS,CPUS,HZ,SPIKES_PER_S[,LAG] (e.g. 24,16,1000,1) followed by "
 			"capture options, --trace and -o DIR among them\n");
 		return EXIT_USAGE;
 	}

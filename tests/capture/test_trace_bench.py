@@ -37,3 +37,12 @@ def test_spikes_keep_a_window_per_spike_on_every_cpu_and_a_background_sample(tmp
 def test_keep_all_keeps_every_event(tmp_path: Path) -> None:
     v = _bench(tmp_path, "0.002,2,1000,1", "--trace-keep", "all")
     assert v["events_kept"] == v["events_seen"] == v["rows"] > 0 and v["windows"] == 0
+
+
+def test_a_thread_that_posts_late_holds_its_windows_back(tmp_path: Path) -> None:
+    # CPU 0's notices come a read interval late (a preempted measuring thread) while its next target says
+    # where it is: no window may be written before the notices that would extend it, so none comes late
+    v = _bench(tmp_path, "0.02,4,1000,3,1")
+    assert v["late_notices"] > 100 and v["late_windows"] == 0
+    info = read_trace_events(tmp_path / "out").info
+    assert info["windows"]["late_windows"] == 0 and info["windows"]["total"] == v["windows"]

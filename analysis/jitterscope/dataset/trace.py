@@ -68,8 +68,8 @@ TRACE_COLUMNS: tuple[Column, ...] = (
     Column("prio", pa.int32(), True, "-", "sched_switch: kernel priority of the previous task"),
     Column("value", pa.int64(), True, "-",
            "NMI: handler duration ns (ts_ns is its end); sched_switch: 1 if the previous task stayed runnable; "
-           "lost: events lost; hrtimer: ts_ns minus the expiry's now (ns); window/window_end: flags; an entry re-stated at "
-           "a window's start: its own entry time"),
+           "lost: events lost; hrtimer: ts_ns minus the expiry's now (ns); window/window_end: flags; an entry "
+           "re-stated at a window's start: its own entry time"),
 )
 
 # The `event` codes (contract:trace-events); the C enum trace_event_code mirrors them.
