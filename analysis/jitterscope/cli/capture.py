@@ -26,7 +26,9 @@ BINARY_LONG_OPTIONS: dict[str, str] = {
     "version": "none", "ring": "required", "sync": "required", "writer-cpu": "required",
     "group-seconds": "required", "group-rows": "required", "part-seconds": "required", "trace": "optional",
     "trace-buffer": "required", "break": "required", "trace-read-interval": "required", "trace-flush": "required",
-    "deepest-idle-state": "required", "cpu-sysfs": "required", "state-dir": "required",
+    "deepest-idle-state": "required", "cpu-sysfs": "required", "state-dir": "required", "trace-keep": "required",
+    "trace-threshold": "required", "trace-window": "required", "trace-background": "required",
+    "trace-ring": "required",
 }
 """The binary's long options and whether each takes a value (``required``, ``optional`` (only as
 ``--name=VALUE``), ``none``), as in ``config_options[]`` of ``capture/config.c``."""
