@@ -2,8 +2,9 @@
 
 Settings (both runs of a pair): 1 kHz, SCHED_FIFO 80, one thread on the last CPU (the writer and the trace
 reader on the others), ``--seconds`` each (default 30, what a user runs for a short look), writing the dataset
-as a real capture does; the traced run adds ``--trace`` (the default events, or ``--events``).  ``--pairs``
-(default 5) pairs alternate which run goes first so a drift of the machine affects both alike.  Needs root
+as a real capture does; the traced run adds ``--trace`` (the default events, or ``--events``) with
+``--trace-keep`` ``--keep`` (default spikes, the capture's default since issue 22; ``all`` keeps every event).
+``--pairs`` (default 5) pairs alternate which run goes first so a drift of the machine affects both alike.  Needs root
 (tracefs instance, SCHED_FIFO).
 
 Printed, each with its n, three costs measured separately:
@@ -57,13 +58,14 @@ def _threads_ns(pid: int) -> dict[str, int]:
 
 
 EVENTS: str | None = None  # --events: the traced arm's --trace=EVENTS (None: the default events)
+KEEP = "spikes"  # --keep: the traced arm's --trace-keep (issue 22: spikes, the default, keeps only windows)
 
 
 def _argv(out: Path, cpu: int, trace: bool, *limit: str) -> list[str]:
     argv = [str(capture_binary()), "-a", str(cpu), "-p", "80", "-i", "1000", *limit, "-q", "-o", str(out)]
     if not trace:
         return argv
-    return [*argv, f"--trace={EVENTS}" if EVENTS else "--trace"]
+    return [*argv, f"--trace={EVENTS}" if EVENTS else "--trace", "--trace-keep", KEEP]
 
 
 def run_once(out: Path, seconds: float, cpu: int, trace: bool) -> tuple[np.ndarray, float, dict[str, float]]:
@@ -114,9 +116,11 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--setup-runs", type=int, default=10)
     parser.add_argument("--events", help="the traced arm's --trace=EVENTS (default: the capture's default events)")
+    parser.add_argument("--keep", choices=("spikes", "all"), default="spikes",
+                        help="the traced arm's --trace-keep (default spikes, the capture's default)")
     args = parser.parse_args()
-    global EVENTS
-    EVENTS = args.events
+    global EVENTS, KEEP
+    EVENTS, KEEP = args.events, args.keep
     if os.geteuid() != 0:
         raise SystemExit("trace_cost needs root (a tracefs instance and SCHED_FIFO)")
     cpu = max(os.sched_getaffinity(0))
@@ -127,7 +131,7 @@ def main() -> int:
     steady: dict[bool, list[dict[str, float]]] = {False: [], True: []}
     try:
         print(f"trace cost: {args.pairs} pairs x {args.seconds:g} s at 1 kHz on CPU {cpu}, SCHED_FIFO 80, "
-              f"events {EVENTS or 'default'} "
+              f"events {EVENTS or 'default'}, --trace-keep {KEEP} "
               f"(timings on whatever else this machine runs: the pairs interleave so both arms share it)")
         print(f"{'pair':>4} {'plain p50 µs':>12} {'traced p50 µs':>13} {'plain CPU µs/wake':>17} "
               f"{'traced CPU µs/wake':>18} {'plain steady':>12} {'traced steady':>13}")

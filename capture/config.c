@@ -18,7 +18,8 @@ enum long_only {
 	OPT_MSR_DIR, OPT_FLUSH, OPT_FORCE, OPT_VERSION, OPT_RING, OPT_SYNC, OPT_WRITER_CPU, OPT_GROUP_SECONDS,
 	OPT_GROUP_ROWS, OPT_PART_SECONDS, OPT_TRACE, OPT_TRACE_BUFFER, OPT_BREAK, OPT_TRACE_READ, OPT_TRACE_FLUSH,
 	OPT_DEEPEST_IDLE, OPT_CPU_SYSFS, OPT_STATE_DIR, OPT_MODE, OPT_POLL_THRESHOLD, OPT_POLL_CLOCK,
-	OPT_ALLOW_STARVATION, OPT_RT_RUNTIME_FILE,
+	OPT_ALLOW_STARVATION, OPT_RT_RUNTIME_FILE, OPT_TRACE_KEEP, OPT_TRACE_THRESHOLD, OPT_TRACE_WINDOW,
+	OPT_TRACE_BACKGROUND, OPT_TRACE_RING,
 	OPT_LAST, /* one past the last option code (the size of config_parse's seen[]) */
 };
 
@@ -52,6 +53,11 @@ static const struct option config_options[] = {
 	{"break", required_argument, NULL, OPT_BREAK},
 	{"trace-read-interval", required_argument, NULL, OPT_TRACE_READ},
 	{"trace-flush", required_argument, NULL, OPT_TRACE_FLUSH},
+	{"trace-keep", required_argument, NULL, OPT_TRACE_KEEP},
+	{"trace-threshold", required_argument, NULL, OPT_TRACE_THRESHOLD},
+	{"trace-window", required_argument, NULL, OPT_TRACE_WINDOW},
+	{"trace-background", required_argument, NULL, OPT_TRACE_BACKGROUND},
+	{"trace-ring", required_argument, NULL, OPT_TRACE_RING},
 	{"deepest-idle-state", required_argument, NULL, OPT_DEEPEST_IDLE},
 	{"cpu-sysfs", required_argument, NULL, OPT_CPU_SYSFS},
 	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
@@ -102,7 +108,15 @@ static const char config_usage_text[] =
 	"      --trace[=EVENTS]    record kernel events on the measured CPUs into DIR/_trace/part-*.parquet,\n"
 	"                          in an own tracefs instance (root); EVENTS: comma-separated system or\n"
 	"                          system:event (default: irq handlers, softirqs, irq_vectors, nmi,\n"
-	"                          sched_switch, sched_wakeup)\n"
+	"                          sched_switch, sched_wakeup, hrtimer_expire_entry/exit)\n"
+	"      --trace-keep K      spikes (default): keep only windows around wake-ups later than\n"
+	"                          --trace-threshold, on every measured CPU, plus a background sample;\n"
+	"                          all: keep every event\n"
+	"      --trace-threshold US  late enough to keep a window (default 100, fixed for the run)\n"
+	"      --trace-window PRE,POST  microseconds kept before the programmed and after the actual\n"
+	"                          wake-up (default 100,50)\n"
+	"      --trace-background S,MS  a background window of MS milliseconds every S seconds,\n"
+	"                          the first 1 s after the start (default 60,100; MS 0: none)\n"
 	"      --trace-buffer KB   per-CPU trace buffer of --trace in KiB (default 1024)\n"
 	"      --trace-flush S     seconds between flushes of the trace to disk (default 5, at least\n"
 	"                          --flush-interval); a killed capture loses at most the last interval\n"
@@ -374,6 +388,12 @@ static void config_defaults(struct config *cfg)
 	cfg->trace_flush_ns = 5 * (int64_t)1000000000;
 	cfg->poll_threshold_ns = CONFIG_POLL_THRESHOLD_NS;
 	cfg->rt_runtime_file = "/proc/sys/kernel/sched_rt_runtime_us";
+	cfg->trace_keep = KEEP_SPIKES;
+	cfg->trace_threshold_ns = 100000;
+	cfg->trace_pre_ns = 100000;
+	cfg->trace_post_ns = 50000;
+	cfg->trace_bg_every_ns = 60 * (int64_t)1000000000;
+	cfg->trace_bg_len_ns = 100000000;
 }
 
 /* Seconds from 0.001 to max_s into ns; what names the option in the refusal. */
@@ -387,6 +407,61 @@ static int config_seconds(const char *arg, double max_s, int64_t *out, const cha
 	}
 	*out = (int64_t)(seconds * 1e9 + 0.5); /* positive: rounds without libm */
 	return 0;
+}
+
+/* "A,B": two whole numbers, each at most max. */
+static int config_pair(const char *arg, uint64_t max, uint64_t *a, uint64_t *b)
+{
+	char first[32];
+	const char *comma = strchr(arg, ',');
+	if (!comma || (size_t)(comma - arg) >= sizeof(first))
+		return -EINVAL;
+	snprintf(first, sizeof(first), "%.*s", (int)(comma - arg), arg);
+	if (config_uint(first, a) || config_uint(comma + 1, b) || *a > max || *b > max)
+		return -EINVAL;
+	return 0;
+}
+
+static const char *const config_keeps[] = {"spikes", "all"};
+
+/* The options of --trace-keep and its windows. */
+static int config_keep_option(struct config *cfg, int opt, const char *arg)
+{
+	uint64_t a, b;
+	int choice = 0, err;
+	cfg->trace_keep_given = true;
+	switch (opt) {
+	case OPT_TRACE_KEEP:
+		err = config_choice(arg, config_keeps, 2, &choice, "--trace-keep");
+		cfg->trace_keep = (enum config_trace_keep)choice;
+		return err;
+	case OPT_TRACE_THRESHOLD:
+		if (config_uint(arg, &a) || a < 1 || a > 3600ULL * 1000000)
+			return config_fail("invalid --trace-threshold '%s': use a whole number of microseconds from 1 to "
+					   "3600000000", arg);
+		cfg->trace_threshold_ns = (int64_t)a * 1000;
+		return 0;
+	case OPT_TRACE_WINDOW:
+		if (config_pair(arg, 1000000, &a, &b))
+			return config_fail("invalid --trace-window '%s': use PRE,POST in whole microseconds from 0 to "
+					   "1000000 (e.g. 100,50)", arg);
+		cfg->trace_pre_ns = (int64_t)a * 1000;
+		cfg->trace_post_ns = (int64_t)b * 1000;
+		return 0;
+	case OPT_TRACE_BACKGROUND:
+		if (config_pair(arg, 86400000, &a, &b) || a < 1 || a > 86400 || b > a * 1000)
+			return config_fail("invalid --trace-background '%s': use S,MS: a window of MS milliseconds (0: "
+					   "none) every S seconds (1 to 86400), MS at most S * 1000 (e.g. 60,100)", arg);
+		cfg->trace_bg_every_ns = (int64_t)a * 1000000000;
+		cfg->trace_bg_len_ns = (int64_t)b * 1000000;
+		return 0;
+	case OPT_TRACE_RING:
+		if (config_uint(arg, &a) || a < 16 || a > (1u << 21))
+			return config_fail("invalid --trace-ring '%s': use rows per CPU from 16 to 2097152", arg);
+		cfg->trace_ring_rows = a;
+		return 0;
+	default: return -EINVAL;
+	}
 }
 
 /* The options of --trace and --break. */
@@ -421,7 +496,7 @@ static int config_trace_option(struct config *cfg, int opt, const char *arg)
 	case OPT_STATE_DIR: cfg->state_dir = arg; return 0;
 	case OPT_TRACE_READ: return config_seconds(arg, 10, &cfg->trace_read_ns, "--trace-read-interval");
 	case OPT_TRACE_FLUSH: return config_seconds(arg, 3600, &cfg->trace_flush_ns, "--trace-flush");
-	default: return -EINVAL;
+	default: return config_keep_option(cfg, opt, arg);
 	}
 }
 
@@ -644,6 +719,9 @@ static int config_validate(struct config *cfg, bool priority_given, const bool s
 	}
 	if (cfg->trace && !cfg->output)
 		return config_fail("%s", "--trace needs -o DIR: the events are stored inside the dataset");
+	if (cfg->trace_keep_given && !cfg->trace)
+		return config_fail("%s", "--trace-keep, --trace-threshold, --trace-window and --trace-background "
+				   "need --trace");
 	if (cfg->msr_dir && cfg->counters != COUNTERS_AUTO && cfg->counters != COUNTERS_MSR)
 		return config_fail("%s", "--msr-dir needs --counters msr or auto");
 	/* poll: the counters' read after every interruption is a syscall whose own cost shows as more

@@ -19,6 +19,7 @@ enum config_poll_clock { POLL_CLOCK_AUTO, POLL_CLOCK_TSC, POLL_CLOCK_VDSO };
 
 #define CONFIG_POLL_THRESHOLD_NS 1000 /* --poll-threshold default: 1 µs */
 #define CONFIG_POLL_MIN_THRESHOLD_NS 100
+enum config_trace_keep { KEEP_SPIKES, KEEP_ALL };
 
 struct config {
 	enum config_mode mode;      /* --mode timer|poll; default timer */
@@ -47,6 +48,12 @@ struct config {
 	bool trace;                 /* --trace[=EVENTS]: kernel events into the dataset (trace.h) */
 	const char *trace_events;   /* NULL = the default list */
 	uint64_t trace_buffer_kb;   /* --trace-buffer KB per CPU; default 1024 */
+	enum config_trace_keep trace_keep; /* --trace-keep spikes (default) | all */
+	int64_t trace_threshold_ns; /* --trace-threshold US: a wake-up later than this gets a window; default 100 us */
+	int64_t trace_pre_ns, trace_post_ns; /* --trace-window PRE,POST us around [programmed, actual]; 100,50 */
+	int64_t trace_bg_every_ns, trace_bg_len_ns; /* --trace-background S,MS: a window of MS every S; 60,100 */
+	uint64_t trace_ring_rows;   /* hidden, for tests: --trace-ring N rows per CPU, fixed (0: sized by rate) */
+	bool trace_keep_given;      /* a --trace-keep/-threshold/-window/-background option (needs --trace) */
 	int64_t break_ns;           /* --break US: stop after the first wake-up later than this; 0 = never */
 	int64_t trace_flush_ns;     /* --trace-flush S: commit the events table this often; default 5 s (each
 	                             * flush rewrites the open row group: at 1 s it doubled the reader's CPU) */

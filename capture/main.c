@@ -462,6 +462,10 @@ static int capture_setup(struct capture *c)
 	if (trace_setup(&c->trace, &c->cfg, c->dir_fd, c->writer_shares ? -1 : c->writer_cpu, owner.uid, owner.gid,
 			owner.set))
 		return EXIT_RUNTIME;
+	if (trace_listen(&c->trace, &c->loops[0].late, sizeof(c->loops[0]), c->cfg.ncpus)) {
+		fprintf(stderr, PROG ": out of memory for the --trace-keep notices\n");
+		return EXIT_RUNTIME;
+	}
 	struct setup_granted granted = {
 		.mlocked = c->mlocked, .mlock_errno = c->mlock_errno,
 		.latency_held = c->dma_fd >= 0, .latency_errno = c->dma_errno,

@@ -139,11 +139,15 @@ static void timerloop_measure(struct timerloop *t, int64_t target_ns)
 		int32_t carried = ring_push(&t->ring, &s) ? s.overruns : 0;
 		atomic_store_explicit(&t->wakeups, seq + 1, memory_order_relaxed);
 		int64_t late = s.actual_ns - target_ns;
+		if (t->late.threshold_ns && late > t->late.threshold_ns)
+			trace_late_post(&t->late, target_ns, s.actual_ns);
 		if (t->brk->threshold_ns && late > t->brk->threshold_ns)
 			timerloop_break_now(t, &s, late);
 		int32_t skipped = late >= t->interval_ns ? (int32_t)(late / t->interval_ns) : 0;
 		target_ns += t->interval_ns * (1 + (int64_t)skipped);
 		overruns = skipped + carried;
+		if (t->late.threshold_ns)
+			trace_late_next(&t->late, target_ns);
 	}
 }
 
@@ -213,6 +217,7 @@ void *timerloop_run(void *arg)
 	else if (!t->error && start_ns > 0)
 		timerloop_measure(t, start_ns + t->interval_ns);
 	timerloop_teardown_timer(t);
+	trace_late_next(&t->late, INT64_MAX); /* no more notices from this thread */
 	atomic_store(&t->done, true);
 	pthread_kill(t->notify, SIGUSR1); /* main waits in sigwaitinfo, no polling */
 	return NULL;

@@ -16,6 +16,7 @@
 #include "counters.h"
 #include "pollwin.h"
 #include "ring.h"
+#include "trace_late.h"
 
 /* Start gate: threads report ready, then wait until main opens it (setup only). */
 struct timerloop_gate {
@@ -48,6 +49,7 @@ struct timerloop {
 	const atomic_bool *stop;
 	struct timerloop_break *brk;
 	struct timerloop_gate *gate;
+	struct trace_late late;  /* --trace-keep spikes: late wake-ups for the trace reader (threshold 0: off) */
 	pthread_t notify;        /* main thread: gets SIGUSR1 when this thread ends */
 	/* set by the thread */
 	pid_t tid;

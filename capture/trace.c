@@ -24,7 +24,7 @@
 #define TRACEFS "/sys/kernel/tracing"
 #define TRACE_DEFAULT_EVENTS                                                                                        \
 	"irq:irq_handler_entry,irq:irq_handler_exit,irq:softirq_entry,irq:softirq_exit,irq_vectors,nmi:nmi_handler,"    \
-	"sched:sched_switch,sched:sched_wakeup"
+	"sched:sched_switch,sched:sched_wakeup,timer:hrtimer_expire_entry,timer:hrtimer_expire_exit"
 
 static int trace_write_file(const char *dir, const char *name, const char *value)
 {
@@ -271,6 +271,39 @@ static void trace_loss_json(struct jsonw *j, const struct trace *t)
 	jsonw_object_end(j);
 }
 
+/* What --trace-keep kept of what was seen (docs/dataset-format.md, "Kept windows"). */
+static void trace_keep_json(struct jsonw *j, const struct trace *t)
+{
+	const struct config *cfg = t->cfg;
+	uint64_t dropped = 0;
+	for (int i = 0; i < t->nlate; i++)
+		dropped += atomic_load_explicit(&t->late[i]->dropped, memory_order_relaxed);
+	jsonw_string(j, "keep", cfg->trace_keep == KEEP_ALL ? "all" : "spikes");
+	jsonw_uint(j, "events_seen", t->events_seen);
+	jsonw_uint(j, "events_kept", t->events_kept);
+	if (cfg->trace_keep == KEEP_ALL)
+		return;
+	jsonw_object_begin(j, "windows");
+	jsonw_int(j, "threshold_ns", cfg->trace_threshold_ns);
+	jsonw_string(j, "threshold_mode", "fixed");
+	jsonw_int(j, "pre_ns", cfg->trace_pre_ns);
+	jsonw_int(j, "post_ns", cfg->trace_post_ns);
+	jsonw_int(j, "background_every_ns", cfg->trace_bg_every_ns);
+	jsonw_int(j, "background_length_ns", cfg->trace_bg_len_ns);
+	jsonw_int(j, "background_first_ns", 1000000000);
+	jsonw_uint(j, "total", t->windows_total);
+	jsonw_uint(j, "spike", t->windows_spike);
+	jsonw_uint(j, "background", t->windows_background);
+	jsonw_uint(j, "marker", t->windows_marker);
+	jsonw_uint(j, "incomplete", t->windows_incomplete);
+	jsonw_uint(j, "late_notices", t->late_notices);
+	jsonw_uint(j, "late_windows", t->windows_late);
+	jsonw_uint(j, "late_dropped", dropped);
+	jsonw_uint(j, "context_rows", t->context_rows);
+	jsonw_uint(j, "ring_rows_per_cpu", t->keep_ring_rows);
+	jsonw_object_end(j);
+}
+
 /* jitterscope.trace: what was traced, how, and (at the end) what was lost. */
 static char *trace_meta_json(const struct trace *t, const char *state)
 {
@@ -297,6 +330,7 @@ static char *trace_meta_json(const struct trace *t, const char *state)
 	jsonw_uint(&j, "markers", t->marker_rows);
 	jsonw_uint(&j, "lost_reported", t->lost_reported);
 	jsonw_uint(&j, "unparsed_lines", t->unparsed);
+	trace_keep_json(&j, t);
 	trace_loss_json(&j, t);
 	jsonw_raw(&j, "global_before", t->global_before);
 	jsonw_object_end(&j);
@@ -316,7 +350,7 @@ static char *trace_strings_json(const struct trace *t)
 
 /* Commits the staged rows (and what a full stage put in the open row group) as one flush of the
  * container, with the metadata as of now: after it, _trace/part-NNNNN.parquet holds every event so far. */
-static int trace_flush(struct trace *t, const char *state)
+int trace_flush(struct trace *t, const char *state)
 {
 	char *meta = trace_meta_json(t, state), *strings = trace_strings_json(t);
 	int err = -ENOMEM;
@@ -359,7 +393,7 @@ int trace_stage(struct trace *t, const struct trace_row *r)
 	return err;
 }
 
-static int trace_open_file(struct trace *t, int dir_fd, uid_t uid, gid_t gid, bool chown_file)
+int trace_open_file(struct trace *t, int dir_fd, uid_t uid, gid_t gid, bool chown_file)
 {
 	if (mkdirat(dir_fd, TRACE_DIR_NAME, 0755) && errno != EEXIST)
 		return -errno;
@@ -412,6 +446,10 @@ int trace_setup(struct trace *t, const struct config *cfg, int dir_fd, int reade
 		fprintf(stderr, PROG ": cannot open the per-CPU trace_pipe_raw files of %s: %s\n", t->dir, strerror(-err));
 		return err;
 	}
+	if ((err = trace_keep_open(t))) {
+		fprintf(stderr, PROG ": out of memory for the --trace-keep rings\n");
+		return err;
+	}
 	snprintf(path, sizeof(path), "%s/trace_marker", t->dir);
 	t->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (t->marker_fd < 0) {
@@ -438,6 +476,8 @@ static int64_t trace_now_ns(void)
  * of --part-seconds, each flush one rename of a complete file, --sync), so a killed capture keeps every event
  * up to its last flush and the files hold no superseded footers (see docs, "Trace events").  Not every second
  * like the samples: each flush rewrites the open row group, which at 1 s doubled the reader's CPU time. */
+#define TRACE_KEEP_MARGIN_NS 2000000
+
 static void *trace_reader_run(void *arg)
 {
 	struct trace *t = arg;
@@ -445,7 +485,11 @@ static void *trace_reader_run(void *arg)
 	t->next_flush_ns = trace_now_ns() + every;
 	for (;;) {
 		bool last = atomic_load(&t->finish);
+		int64_t before = trace_now_ns();
 		int err = trace_raw_read(t);
+		/* every event before `before` is read now, but one a CPU is still committing: a margin */
+		if (!err)
+			err = trace_keep_tick(t, last ? before : before - TRACE_KEEP_MARGIN_NS, last);
 		int64_t now = trace_now_ns();
 		if (!err && !last && now >= t->next_flush_ns) {
 			t->next_flush_ns += every;
@@ -463,6 +507,20 @@ static void *trace_reader_run(void *arg)
 	}
 }
 
+int trace_listen(struct trace *t, struct trace_late *queues, size_t stride, int n)
+{
+	if (!t->enabled || !t->keep)
+		return 0;
+	if (!(t->late = calloc((size_t)n, sizeof(*t->late))))
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		t->late[i] = (struct trace_late *)((char *)queues + stride * (size_t)i);
+		t->late[i]->threshold_ns = t->cfg->trace_threshold_ns;
+	}
+	t->nlate = n;
+	return 0;
+}
+
 int trace_start(struct trace *t)
 {
 	if (!t->enabled)
@@ -476,6 +534,7 @@ int trace_start(struct trace *t)
 		CPU_SET(t->reader_cpu, &cpus);
 		pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
 	}
+	trace_keep_begin(t, trace_now_ns()); /* the background sample's clock, before the reader reads it */
 	int err = pthread_create(&t->reader, &attr, trace_reader_run, t);
 	pthread_attr_destroy(&attr);
 	if (err) {
@@ -560,6 +619,10 @@ void trace_close(struct trace *t)
 		container_close(&t->ct); /* the hidden twins go; every visible part stays */
 	t->has_container = false;
 	trace_raw_close(t);
+	trace_keep_close(t);
+	free(t->late);
+	t->late = NULL;
+	t->nlate = 0;
 	int *fds[] = {&t->marker_fd, &t->dir_fd};
 	for (size_t i = 0; i < 2; i++) {
 		if (*fds[i] >= 0)
@@ -595,6 +658,12 @@ char *trace_environment_json(const struct trace *t, const struct config *cfg)
 		jsonw_uint(&j, "buffer_size_kb", cfg->trace_buffer_kb);
 		jsonw_int(&j, "reader_cpu", t->reader_cpu);
 		jsonw_string(&j, "table", TRACE_DIR_NAME "/part-*.parquet");
+		jsonw_string(&j, "keep", cfg->trace_keep == KEEP_ALL ? "all" : "spikes");
+		if (cfg->trace_keep == KEEP_SPIKES) {
+			jsonw_int(&j, "threshold_ns", cfg->trace_threshold_ns);
+			jsonw_int(&j, "window_pre_ns", cfg->trace_pre_ns);
+			jsonw_int(&j, "window_post_ns", cfg->trace_post_ns);
+		}
 		jsonw_raw(&j, "global", t->global_before);
 	}
 	jsonw_int(&j, "break_ns", cfg->break_ns);

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "container.h"
 #include "parquet.h"
+#include "trace_late.h"
 
 #define TRACE_INSTANCE_PREFIX "jitterscope-"
 #define TRACE_DIR_NAME "_trace"
@@ -62,11 +63,23 @@ enum trace_event_code {
 	TRACE_EV_SWITCH = 9,        /* pid/comm/prio = prev, other_* = next, value = 1 when prev was runnable */
 	TRACE_EV_WAKEUP = 10,       /* other_* = the woken task, number = target cpu */
 	TRACE_EV_WAKING = 11,
-	TRACE_EV_HRTIMER = 12,      /* hrtimer_expire_entry, name = function */
+	TRACE_EV_HRTIMER = 12,      /* hrtimer_expire_entry, name = function, value = ts_ns - its `now` (ns) */
 	TRACE_EV_MARKER = 13,       /* name = the text written to trace_marker */
 	TRACE_EV_LOST = 14,         /* value = events lost on cpu after the previous event of cpu (ts_ns) */
+	TRACE_EV_HRTIMER_EXIT = 15, /* hrtimer_expire_exit */
+	TRACE_EV_WINDOW = 16,       /* a kept window opens on cpu: pid/comm/prio = the task holding it, number = id,
+	                             * value = TRACE_WINDOW_* flags */
+	TRACE_EV_WINDOW_END = 17,   /* ... and closes: number = id, value = flags */
 };
 /* /contract:trace-events */
+
+/* The flags of a kept window (the value of its window and window_end rows). */
+enum trace_window_flag {
+	TRACE_WINDOW_SPIKE = 1,      /* around a wake-up later than --trace-threshold */
+	TRACE_WINDOW_BACKGROUND = 2, /* the background sample */
+	TRACE_WINDOW_MARKER = 4,     /* around a trace_marker (--break) */
+	TRACE_WINDOW_INCOMPLETE = 8, /* on this CPU: the ring no longer held its start, or events were lost in it */
+};
 
 /* Rows staged between flushes before they go into the open row group: a second of a busy CPU's
  * events; small, since the capture mlocks its memory and every staged page is zeroed at setup. */
@@ -89,6 +102,7 @@ struct trace_strings {
 };
 
 struct trace_raw;
+struct trace_keep;
 
 struct trace {
 	bool enabled;
@@ -110,6 +124,12 @@ struct trace {
 	int64_t *last_ts;           /* per CPU, for LOST rows */
 	struct trace_strings strings;
 	uint64_t rows, lost_reported, unparsed, marker_rows;
+	/* --trace-keep (trace_keep.c) */
+	struct trace_keep *keep;    /* NULL: --trace-keep all */
+	struct trace_late **late;   /* the measuring threads' notices of late wake-ups */
+	int nlate;
+	uint64_t events_seen, events_kept, context_rows, late_notices, keep_ring_rows, windows_late;
+	uint64_t windows_total, windows_spike, windows_background, windows_marker, windows_incomplete;
 	int64_t next_flush_ns;
 	int error;                  /* -errno of a read or write failure */
 	/* at the end */
@@ -125,8 +145,15 @@ int trace_clean_stale(bool quiet);
  * events yet) in dir_fd; tracing stays off until trace_start().  One line on failure. */
 int trace_setup(struct trace *t, const struct config *cfg, int dir_fd, int reader_cpu, uid_t uid, gid_t gid,
 		bool chown_file);
+/* --trace-keep spikes: the n measuring threads' late-wake-up queues (queues, queues + stride bytes, ...) get
+ * the threshold, and the reader reads them.  Nothing for --trace-keep all. */
+int trace_listen(struct trace *t, struct trace_late *queues, size_t stride, int n);
 /* Turns tracing on and starts the reader thread. */
 int trace_start(struct trace *t);
+/* The events table alone (no tracefs; the trace benchmark): creates _trace/part-00000.parquet in dir_fd for
+ * t->cfg, and commits a flush of the staged rows with the metadata as of now. */
+int trace_open_file(struct trace *t, int dir_fd, uid_t uid, gid_t gid, bool chown_file);
+int trace_flush(struct trace *t, const char *state);
 /* Writes text into the instance's trace_marker from the measured CPU cpu (the
  * main thread moves there for the write: it runs after the loop has ended). */
 int trace_mark(struct trace *t, const char *text, int cpu);
@@ -142,6 +169,14 @@ int trace_raw_read(struct trace *t);
 /* Names the addresses (NMI handlers, hrtimer functions) in the dictionary from /proc/kallsyms. */
 void trace_raw_symbolize(struct trace *t);
 void trace_raw_close(struct trace *t);
+/* trace_keep.c: --trace-keep spikes (nothing for all).  The reader's decoded rows go through trace_keep_row
+ * (staged at once with all; into the CPU's ring with spikes); trace_keep_tick writes the windows whose end is
+ * at or before horizon_ns (every pending one when final). */
+int trace_keep_open(struct trace *t);
+void trace_keep_begin(struct trace *t, int64_t now_ns);
+int trace_keep_row(struct trace *t, const struct trace_row *row);
+int trace_keep_tick(struct trace *t, int64_t horizon_ns, bool final);
+void trace_keep_close(struct trace *t);
 /* trace_strings.c: the dictionary id of text[0..len) (added when new); -ENOMEM. */
 int32_t trace_string_id(struct trace_strings *s, const char *text, size_t len);
 /* The same without the memo (the hash lookup itself). */

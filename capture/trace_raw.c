@@ -91,7 +91,7 @@ static const char *const *raw_field_names(int code)
 	static const char *const sw[] = {"prev_comm", "prev_pid", "prev_prio", "prev_state", "next_comm", "next_pid",
 					 "next_prio", NULL};
 	static const char *const wake[] = {"comm", "pid", "prio", "target_cpu", NULL};
-	static const char *const hrtimer[] = {"function", NULL};
+	static const char *const hrtimer[] = {"function", "now", NULL};
 	static const char *const print[] = {"buf", NULL};
 	static const char *const none[] = {NULL};
 	switch (code) {
@@ -115,7 +115,8 @@ static int raw_code(const char *system, const char *event)
 		{"softirq_entry", TRACE_EV_SOFTIRQ_ENTRY}, {"softirq_exit", TRACE_EV_SOFTIRQ_EXIT},
 		{"softirq_raise", TRACE_EV_SOFTIRQ_RAISE}, {"nmi_handler", TRACE_EV_NMI},
 		{"sched_switch", TRACE_EV_SWITCH}, {"sched_wakeup", TRACE_EV_WAKEUP}, {"sched_waking", TRACE_EV_WAKING},
-		{"hrtimer_expire_entry", TRACE_EV_HRTIMER}, {"print", TRACE_EV_MARKER},
+		{"hrtimer_expire_entry", TRACE_EV_HRTIMER}, {"hrtimer_expire_exit", TRACE_EV_HRTIMER_EXIT},
+		{"print", TRACE_EV_MARKER},
 	};
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		if (strcmp(event, known[i].name) == 0)
@@ -305,7 +306,10 @@ static void raw_fill(struct trace *t, const struct trace_format *f, const uint8_
 		char sym[32];
 		int n = snprintf(sym, sizeof(sym), "0x%llx", (unsigned long long)raw_int(d, len, o[RF_A], z[RF_A]));
 		row->name = trace_string_id(&t->strings, sym, (size_t)n); /* an address; trace_finish names it */
-		row->value = f->code == TRACE_EV_NMI ? raw_int(d, len, o[RF_B], z[RF_B]) : 0;
+		row->value = raw_int(d, len, o[RF_B], z[RF_B]); /* NMI: delta_ns */
+		if (f->code == TRACE_EV_HRTIMER) /* the expiry's `now` as ns before this event: small numbers encode
+		                                 * in a few bits, an absolute time in 44 (a quarter of a kept row) */
+			row->value = o[RF_B] >= 0 ? row->ts_ns - row->value : 0;
 		break;
 	}
 	case TRACE_EV_SWITCH:
@@ -361,7 +365,7 @@ static int raw_event(struct trace *t, int cpu, int64_t ts, const uint8_t *d, siz
 	raw_remember(r, row.other_pid, row.other_comm);
 	t->last_ts[cpu] = ts;
 	t->marker_rows += row.event == TRACE_EV_MARKER;
-	return trace_stage(t, &row);
+	return trace_keep_row(t, &row);
 }
 
 static int raw_lost(struct trace *t, int cpu, long long count)
@@ -370,7 +374,7 @@ static int raw_lost(struct trace *t, int cpu, long long count)
 				.number = -1, .name = -1, .other_pid = -1, .other_prio = -1, .other_comm = -1,
 				.prio = -1, .value = count};
 	t->lost_reported += count > 0 ? (uint64_t)count : 0;
-	return trace_stage(t, &row);
+	return trace_keep_row(t, &row);
 }
 
 /* One page image as trace_pipe_raw returns it. */
@@ -440,29 +444,55 @@ int trace_raw_read(struct trace *t)
 	return 0;
 }
 
-/* NMI handlers and hrtimer functions are addresses in the binary events: named from /proc/kallsyms. */
+struct raw_addr {
+	unsigned long long addr;
+	size_t string;
+};
+
+static int raw_addr_cmp(const void *a, const void *b)
+{
+	const struct raw_addr *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* NMI handlers and hrtimer functions are addresses in the binary events: named from /proc/kallsyms.  The
+ * addresses wanted are sorted once and each kallsyms line costs one strtoull and a binary search (the file has
+ * ~200,000 lines: a sscanf and a scan of the dictionary per line cost 100 ms of CPU per capture). */
 void trace_raw_symbolize(struct trace *t)
 {
-	bool any = false;
-	for (size_t i = 0; i < t->strings.n && !any; i++)
-		any = strncmp(t->strings.text[i], "0x", 2) == 0;
-	FILE *f = any ? fopen("/proc/kallsyms", "re") : NULL;
-	if (!f)
+	size_t n = 0;
+	for (size_t i = 0; i < t->strings.n; i++)
+		n += strncmp(t->strings.text[i], "0x", 2) == 0;
+	struct raw_addr *want = n ? calloc(n, sizeof(*want)) : NULL;
+	FILE *f = want ? fopen("/proc/kallsyms", "re") : NULL;
+	if (!f) {
+		free(want);
 		return;
-	char line[512], name[256], type;
-	unsigned long long addr;
+	}
+	n = 0;
+	for (size_t i = 0; i < t->strings.n; i++)
+		if (strncmp(t->strings.text[i], "0x", 2) == 0)
+			want[n++] = (struct raw_addr){.addr = strtoull(t->strings.text[i] + 2, NULL, 16), .string = i};
+	qsort(want, n, sizeof(*want), raw_addr_cmp);
+	char line[512];
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || addr == 0)
+		char *end;
+		struct raw_addr key = {.addr = strtoull(line, &end, 16)};
+		struct raw_addr *hit = key.addr ? bsearch(&key, want, n, sizeof(*want), raw_addr_cmp) : NULL;
+		if (!hit || end[0] != ' ' || !end[1] || end[2] != ' ')
 			continue;
-		char hex[32];
-		snprintf(hex, sizeof(hex), "0x%llx", addr);
-		for (size_t i = 0; i < t->strings.n; i++) {
-			char *named = strcmp(t->strings.text[i], hex) == 0 ? strdup(name) : NULL;
-			if (named) {
-				free(t->strings.text[i]); /* the dictionary takes no lookups after this */
-				t->strings.text[i] = named;
+		char *name = end + 3;
+		name[strcspn(name, " \t\n")] = '\0';
+		while (hit > want && hit[-1].addr == key.addr) /* the first of equal addresses */
+			hit--;
+		for (; hit < want + n && hit->addr == key.addr; hit++) {
+			char *named = strncmp(t->strings.text[hit->string], "0x", 2) == 0 ? strdup(name) : NULL;
+			if (named) { /* the first symbol of an address names it; the dictionary takes no lookups after */
+				free(t->strings.text[hit->string]);
+				t->strings.text[hit->string] = named;
 			}
 		}
 	}
 	fclose(f);
+	free(want);
 }

@@ -99,7 +99,7 @@ def _args(cpu: int, *extra: str) -> tuple[str, ...]:
 
 def test_trace_stores_events_and_leaves_the_global_trace_as_found(run_capture, cpu: int) -> None:
     before, instances = _global(), _ours()
-    done = run_capture(*_args(cpu, "-l", "500", "--trace"))
+    done = run_capture(*_args(cpu, "-l", "500", "--trace", "--trace-keep", "all"))
     assert done.returncode == 0, done.stderr
     assert _global() == before
     assert _ours() == instances
@@ -125,12 +125,20 @@ def test_trace_stores_events_and_leaves_the_global_trace_as_found(run_capture, c
     assert np.median(late - nearest) < 50_000
 
 
+def _keep(keep: str) -> tuple[str, ...]:
+    """--trace-keep KEEP; spikes with a background window 1 s after the start, so a short run keeps events."""
+    return ("--trace-keep", keep, *(("--trace-background", "1,100") if keep == "spikes" else ()))
+
+
+@pytest.mark.parametrize("keep", ["all", "spikes"])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_instance_removed_after_a_signal_and_the_trace_kept(capture_bin, tmp_path: Path, cpu: int, sig) -> None:
+def test_instance_removed_after_a_signal_and_the_trace_kept(capture_bin, tmp_path: Path, cpu: int, sig,
+                                                             keep: str) -> None:
     before, instances = _global(), _ours()
-    proc = subprocess.Popen([str(capture_bin), *_args(cpu, "-D", "60", "--trace", "-o", str(tmp_path / "out"))],
+    proc = subprocess.Popen([str(capture_bin), *_args(cpu, "-D", "60", "--trace", *_keep(keep),
+                                                      "-o", str(tmp_path / "out"))],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    time.sleep(1.5 if keep == "all" else 2.0)
     assert len(_ours()) == len(instances) + 1
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
@@ -138,15 +146,17 @@ def test_instance_removed_after_a_signal_and_the_trace_kept(capture_bin, tmp_pat
     assert _ours() == instances and _global() == before
     events = read_trace_events(tmp_path / "out")
     assert events.info["stop_reason"] == sig.name and events.num_rows > 0
+    assert events.info["keep"] == keep
 
 
+@pytest.mark.parametrize("keep", ["all", "spikes"])
 def test_stale_instance_of_a_killed_capture_is_removed_by_the_next(capture_bin, run_capture, tmp_path: Path,
-                                                                   cpu: int) -> None:
+                                                                   cpu: int, keep: str) -> None:
     before, instances = _global(), _ours()
-    proc = subprocess.Popen([str(capture_bin), *_args(cpu, "-D", "60", "--trace", "--trace-flush", "0.5",
-                                                      "-o", str(tmp_path / "killed"))],
+    proc = subprocess.Popen([str(capture_bin), *_args(cpu, "-D", "60", "--trace", *_keep(keep), "--trace-flush",
+                                                      "0.5", "-o", str(tmp_path / "killed"))],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1.5)
+    time.sleep(1.5 if keep == "all" else 2.5)
     proc.kill()
     proc.wait(timeout=30)
     stale = f"jitterscope-{proc.pid}"
@@ -173,8 +183,9 @@ def test_events_rotate_into_parts_with_bounded_footers_and_a_sigkill_keeps_every
     """The events table is the samples' part container: parts of --part-seconds, one footer each, no dead bytes,
     every visible part complete at every instant, so a SIGKILL loses at most the last flush interval."""
     out = tmp_path / "killed"
-    proc = subprocess.Popen([str(capture_bin), *_args(cpu, "-D", "60", "--trace", "--part-seconds", "1",
-                                                      "--group-seconds", "0.5", "--flush-interval", "0.25",
+    proc = subprocess.Popen([str(capture_bin), *_args(cpu, "-D", "60", "--trace", "--trace-keep", "all",
+                                                      "--part-seconds", "1", "--group-seconds", "0.5",
+                                                      "--flush-interval", "0.25",
                                                       "--trace-flush", "0.25", "-o", str(out))],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(4.5)
@@ -200,7 +211,7 @@ def test_events_rotate_into_parts_with_bounded_footers_and_a_sigkill_keeps_every
     hidden = sorted(p.name for p in (out / "_trace").iterdir() if p.name.startswith("."))
     assert all(name.startswith(".part-") for name in hidden)  # only the current part's twins, as for the samples
     # --force replaces the killed dataset, its trace parts and twins included (and removes its instance)
-    done = run_capture(*_args(cpu, "-l", "50", "--trace", "--force"), output=out)
+    done = run_capture(*_args(cpu, "-l", "50", "--trace", "--trace-keep", "all", "--force"), output=out)
     assert done.returncode == 0, done.stderr
     assert f"jitterscope-{proc.pid}" not in _ours()
     assert [p.name for p in (out / "_trace").iterdir()] == ["part-00000.parquet"]
@@ -233,7 +244,8 @@ def _gaps(events, cpu: int) -> list[tuple[int, int]]:
 
 
 def test_tiny_buffer_counts_the_loss_and_marks_every_touched_spike_incomplete(run_capture, cpu: int) -> None:
-    done = run_capture(*_args(cpu, "-D", "2", "--trace", "--trace-buffer", "4", "--trace-read-interval", "0.5"))
+    done = run_capture(*_args(cpu, "-D", "2", "--trace", "--trace-keep", "all", "--trace-buffer", "4",
+                                  "--trace-read-interval", "0.5"))
     assert done.returncode == 0, done.stderr
     events = read_trace_events(done.output)
     lost = events.info["lost"]["total"]
@@ -278,10 +290,12 @@ def _spinner(tmp_path: Path, cpu: int, burst_s: float, period_s: float, total_s:
                              str(total_s), str(tmp_path / "bursts.txt")])
 
 
-def test_break_stops_at_the_first_late_wake_up_with_its_marker(run_capture, tmp_path: Path, cpu: int) -> None:
+@pytest.mark.parametrize("keep", ["all", "spikes"])  # spikes: the marker is kept in a window of its own
+def test_break_stops_at_the_first_late_wake_up_with_its_marker(run_capture, tmp_path: Path, cpu: int,
+                                                               keep: str) -> None:
     spinner = _spinner(tmp_path, cpu, 0.002, 0.5, 3.0)  # a 2 ms burst after 0.5 s: a wake-up > 500 µs late
     try:
-        done = run_capture(*_args(cpu, "-D", "10", "--trace", "--break", "500"))
+        done = run_capture(*_args(cpu, "-D", "10", "--trace", "--trace-keep", keep, "--break", "500"))
     finally:
         spinner.wait(timeout=30)
     assert done.returncode == 0, done.stderr
@@ -393,7 +407,7 @@ def _skip_if_switches_dropped(dataset: Path, pid: int, bursts: int) -> None:
 def test_higher_priority_fifo_spinner_is_named_by_command_with_its_pid(run_capture, tmp_path: Path, cpu: int) -> None:
     spinner = _spinner(tmp_path, cpu, 0.001, 0.020, 3.5)
     try:
-        done = run_capture(*_args(cpu, "-D", "4", "--trace"))
+        done = run_capture(*_args(cpu, "-D", "4", "--trace", "--trace-keep", "all"))
     finally:
         spinner.wait(timeout=30)
     assert done.returncode == 0, done.stderr
@@ -435,7 +449,7 @@ def test_loopback_udp_flood_is_named_net_rx(run_capture, tmp_path: Path, flood_c
     flood = subprocess.Popen([sys.executable, "-c", FLOOD, "1500", "0.05", "3.5", str(tmp_path / "bursts.txt")],
                              preexec_fn=lambda: os.sched_setaffinity(0, {0}))
     try:
-        done = run_capture(*_args(flood_cpu, "-D", "4", "--trace"))
+        done = run_capture(*_args(flood_cpu, "-D", "4", "--trace", "--trace-keep", "all"))
     finally:
         flood.wait(timeout=30)
     assert done.returncode == 0, done.stderr
@@ -450,7 +464,7 @@ def test_loopback_udp_flood_is_named_net_rx(run_capture, tmp_path: Path, flood_c
 
 
 def test_plain_run_names_no_planted_cause(run_capture, cpu: int) -> None:
-    done = run_capture(*_args(cpu, "-D", "3", "--trace"))
+    done = run_capture(*_args(cpu, "-D", "3", "--trace", "--trace-keep", "all"))
     assert done.returncode == 0, done.stderr
     result = attribute_spikes(open_dataset(done.output), 50_000)
     attributed = [s for s in result.spikes if s.status == STATUS_ATTRIBUTED]
@@ -471,7 +485,8 @@ def test_binary_table_equals_the_kernels_own_text_of_the_same_events(run_capture
         (other / "set_event").write_text("irq:irq_handler_entry irq:irq_handler_exit irq:softirq_entry "
                                          "irq:softirq_exit sched:sched_switch sched:sched_wakeup")
         (other / "tracing_on").write_text("1")
-        done = run_capture(*_args(cpu, "-l", "300", "--trace=irq:irq_handler_entry,irq:irq_handler_exit,"
+        done = run_capture(*_args(cpu, "-l", "300", "--trace-keep", "all",
+                                  "--trace=irq:irq_handler_entry,irq:irq_handler_exit,"
                                   "irq:softirq_entry,irq:softirq_exit,sched:sched_switch,sched:sched_wakeup"))
         (other / "tracing_on").write_text("0")
         text = done.output.parent / "other.trace"

@@ -298,3 +298,90 @@ def test_the_causes_table_shows_the_top_seven_and_other() -> None:
     text = trace_attribution_text(result)
     assert all(f"cmd{i} (nice 0)" in text for i in range(7))
     assert "cmd7 " not in text and "other (5 causes)" in text
+
+
+# ---- a trace of kept windows (--trace-keep spikes) ---------------------------------------------------
+
+def _window(ts_us: float, flags: int, wid: int, task: tuple[int, int, int] | None) -> list[int]:
+    pid, comm, prio = task if task else (-1, -1, -1)
+    return _row(ts_us, E["window"], pid=pid, comm=comm, prio=prio, number=wid, value=flags)
+
+
+def _window_end(ts_us: float, flags: int, wid: int) -> list[int]:
+    return _row(ts_us, E["window_end"], pid=-1, comm=-1, number=wid, value=flags)
+
+
+# The same machine as ROWS, as --trace-keep spikes keeps it: a background window around wake-up 0, a spike
+# window opening at 1950 µs while the spinner runs (its switch in at 1900 µs is not kept: the window row names
+# it), a spike window flagged incomplete (8) around wake-up 2, nothing around wake-ups 3 and 4, and a second
+# background window around an ordinary wake-up 5.
+KEPT_ROWS = [
+    _window(900, 2, 0, IDLE),
+    _row(1000, E["vector_entry"], number=236, name=5), _row(1004, E["vector_exit"], number=236, name=5),
+    _row(1008, E["switch"], pid=0, comm=1, prio=120, other_pid=500, other_comm=0, other_prio=19),
+    _row(1011, E["switch"], pid=500, comm=0, prio=19, other_pid=0, other_comm=1, other_prio=120),
+    _window_end(1100, 2, 0),
+    _window(1950, 1, 1, SPIN),
+    _row(2100, E["irq_entry"], number=24, name=3), _row(2120, E["irq_exit"], number=24),
+    _row(2120, E["softirq_entry"], number=3, name=4), _row(2170, E["softirq_exit"], number=3, name=4),
+    _row(2300, E["nmi"], name=6, value=10 * US),
+    _row(2450, E["switch"], pid=77, comm=2, prio=9, other_pid=500, other_comm=0, other_prio=19),
+    _row(2501, E["switch"], pid=500, comm=0, prio=19, other_pid=0, other_comm=1, other_prio=120),
+    _window_end(2550, 1, 1),
+    _window(2900, 9, 2, IDLE), _row(3050, E["other"], name=7), _window_end(3250, 9, 2),
+    _window(5600, 2, 3, IDLE),
+    _row(5700, E["switch"], pid=0, comm=1, prio=120, other_pid=500, other_comm=0, other_prio=19),
+    _row(5703, E["switch"], pid=500, comm=0, prio=19, other_pid=0, other_comm=1, other_prio=120),
+    _window_end(5800, 2, 3),
+]
+KEPT_WAKEUPS_US = [(1000, 1010), (2000, 2500), (3000, 3200), (4000, 4008), (5000, 5400), (5700, 5702)]
+
+
+def _kept_dataset(tmp_path: Path, rows: list[list[int]], keep: str = "spikes"):
+    n = len(KEPT_WAKEUPS_US)
+    table = pa.table({"cpu": pa.array([1] * n, pa.int32()), "thread": pa.array([0] * n, pa.int32()),
+                      "seq": pa.array(range(n), pa.int64()),
+                      "expected_ns": pa.array([a * US for a, _ in KEPT_WAKEUPS_US], pa.int64()),
+                      "actual_ns": pa.array([b * US for _, b in KEPT_WAKEUPS_US], pa.int64())})
+    meta = Metadata(kind="capture", threads=(ThreadInfo(thread=0, cpu=1, interval_ns=1_000_000, samples=n, tid=500),))
+    root = tmp_path / "kept"
+    root.mkdir()
+    write_dataset(table, meta, root / "part-00000.parquet")
+    info = {"version": 1, "clock": "mono", "resolution_ns": 1000, "cpus": [1], "keep": keep,
+            "lost": {"per_cpu": [{"cpu": 1, "overrun": 0, "dropped": 0}], "total": 0},
+            "windows": {"threshold_ns": 100 * US, "threshold_mode": "fixed", "background_every_ns": 60 * 10**9,
+                        "background_length_ns": 100 * 10**6, "spike": 2, "background": 2, "incomplete": 1}}
+    write_trace_events(events_from_rows(rows, STRINGS, info), root)
+    return open_dataset(root)
+
+
+def test_kept_windows_attribute_inside_and_say_no_trace_outside(tmp_path: Path) -> None:
+    result = attribute_spikes(_kept_dataset(tmp_path, KEPT_ROWS), 100 * US)
+    by_seq = {s.seq: s for s in result.spikes}
+    assert set(by_seq) == {1, 2, 4}
+    # the spinner held the CPU when the window opened: the window row says so, the shares are the full trace's
+    assert by_seq[1].status == STATUS_ATTRIBUTED and by_seq[1].longest == "js-spinner (SCHED_FIFO/RR 90)"
+    assert {c.cause: c.ns for c in by_seq[1].contributions} == {
+        "js-spinner (SCHED_FIFO/RR 90)": 370 * US, "irq 24 eth0": 20 * US, "softirq NET_RX": 50 * US,
+        "NMI perf_event_nmi_handler": 10 * US}
+    assert by_seq[2].status == STATUS_INCOMPLETE  # its window is flagged incomplete
+    assert by_seq[4].status == STATUS_UNTRACED  # between windows: nothing kept
+    # the baseline of the risk ratios: the wake-ups inside background windows only (0 and 5), not the spike's
+    assert result.n_windows == 2
+    spinner = next(c for c in result.causes if c.cause.kind == "thread")
+    assert spinner.spikes_present == 1 and spinner.windows_present == 0 and spinner.risk is None
+    assert any("background sample" in note and "2 wake-up(s)" in note for note in result.notes)
+
+
+def test_a_window_row_that_cannot_name_the_task_leaves_it_unknown(tmp_path: Path) -> None:
+    rows = [(_window(1950, 1, 1, None) if r[2] == E["window"] and r[0] == 1950 * US else r) for r in KEPT_ROWS]
+    spike = next(s for s in attribute_spikes(_kept_dataset(tmp_path, rows), 100 * US).spikes if s.seq == 1)
+    # the spinner's 370 µs are not guessed: they are the unexplained rest (with the measuring thread's 50)
+    assert spike.status == STATUS_ATTRIBUTED and "js-spinner (SCHED_FIFO/RR 90)" not in {
+        c.cause for c in spike.contributions}
+    assert spike.unexplained_ns == 420 * US
+
+
+def test_a_full_trace_with_window_rows_absent_reads_as_before(dataset) -> None:
+    # keep absent (traces before issue 22) or "all": every completely traced wake-up is the baseline
+    assert attribute_spikes(dataset, 100 * US).n_windows == 3

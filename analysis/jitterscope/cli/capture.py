@@ -28,6 +28,8 @@ BINARY_LONG_OPTIONS: dict[str, str] = {
     "trace-buffer": "required", "break": "required", "trace-read-interval": "required", "trace-flush": "required",
     "deepest-idle-state": "required", "cpu-sysfs": "required", "state-dir": "required", "mode": "required",
     "poll-threshold": "required", "poll-clock": "required", "allow-starvation": "none", "rt-runtime-file": "required",
+    "trace-keep": "required", "trace-threshold": "required", "trace-window": "required",
+    "trace-background": "required", "trace-ring": "required",
 }
 """The binary's long options and whether each takes a value (``required``, ``optional`` (only as
 ``--name=VALUE``), ``none``), as in ``config_options[]`` of ``capture/config.c``."""

@@ -28,6 +28,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         ],
         "trace": [
             "TRACE_COLUMNS", "TRACE_DIR", "TRACE_EVENTS", "TRACE_FILE", "TraceEvents", "TraceTable",
+            "WINDOW_BACKGROUND", "WINDOW_INCOMPLETE", "WINDOW_MARKER", "WINDOW_SPIKE",
             "events_from_rows", "open_trace", "read_trace_events", "trace_events_path", "trace_part_paths",
             "trace_schema", "write_trace_events",
         ],

@@ -19,6 +19,11 @@ Version history
     settings and losses in ``jitterscope.trace``; one file ``_trace/events.parquet``.
 1 (2026-12-01, issue 13)
     The capture writes parts ``_trace/part-NNNNN.parquet``; the single file still reads.
+1 (2026-12-01, issue 22)
+    ``--trace-keep spikes`` (the capture's default): only kept windows, each CPU's part between a
+    ``window`` and a ``window_end`` row; ``hrtimer_exit``; ``hrtimer``'s value is ``ts_ns`` minus the expiry's ``now``;
+    ``keep``, ``events_seen``, ``events_kept`` and ``windows`` in ``jitterscope.trace``.  Full traces
+    (``keep`` absent or ``"all"``) read as before.
 """
 
 from __future__ import annotations
@@ -63,15 +68,19 @@ TRACE_COLUMNS: tuple[Column, ...] = (
     Column("prio", pa.int32(), True, "-", "sched_switch: kernel priority of the previous task"),
     Column("value", pa.int64(), True, "-",
            "NMI: handler duration ns (ts_ns is its end); sched_switch: 1 if the previous task stayed runnable; "
-           "lost: events lost"),
+           "lost: events lost; hrtimer: ts_ns minus the expiry's now (ns); window/window_end: flags; an entry "
+           "re-stated at a window's start: its own entry time"),
 )
 
 # The `event` codes (contract:trace-events); the C enum trace_event_code mirrors them.
 TRACE_EVENTS: Mapping[str, int] = {
     "other": 0, "irq_entry": 1, "irq_exit": 2, "softirq_entry": 3, "softirq_exit": 4, "softirq_raise": 5,
     "vector_entry": 6, "vector_exit": 7, "nmi": 8, "switch": 9, "wakeup": 10, "waking": 11, "hrtimer": 12,
-    "marker": 13, "lost": 14,
+    "marker": 13, "lost": 14, "hrtimer_exit": 15, "window": 16, "window_end": 17,
 }
+
+# The flags of a kept window (``value`` of its ``window`` and ``window_end`` rows; capture/trace.h mirrors them).
+WINDOW_SPIKE, WINDOW_BACKGROUND, WINDOW_MARKER, WINDOW_INCOMPLETE = 1, 2, 4, 8
 
 
 def trace_schema() -> pa.Schema:

@@ -30,8 +30,16 @@ wake-up, with Fisher's exact p and Holm's correction over the causes
 A window overlapping a loss of events on its CPU (a ``LOST`` row up to the
 next event, or losses the kernel counted that the rows cannot place) is
 "incomplete trace": its causes are not computed, never guessed.  A window
-outside the traced span is "no trace".  Event times have the trace clock's
-resolution (1 µs for ``mono`` text), so shares carry about ±1 µs per context.
+outside the traced span is "no trace".
+
+A trace of kept windows (``--trace-keep spikes``) holds each CPU's events only between a ``window``
+row (which names the task holding the CPU at its start; the interrupts in progress follow, re-stated)
+and its ``window_end`` row: a wake-up not wholly inside one is "no trace", one inside a window flagged
+incomplete is "incomplete trace".  Its risk ratios come from the background sample alone (the
+wake-ups inside background windows, spikes and ordinary ones alike: a random sample of the run), so
+they carry the sample's uncertainty in their intervals; presence in spikes counts every kept spike.
+
+Event times have the trace clock's resolution (1 µs for ``mono`` text), so shares carry about ±1 µs per context.
 """
 
 from __future__ import annotations
@@ -44,7 +52,16 @@ from typing import Any
 
 import numpy as np
 
-from ..dataset import TRACE_EVENTS, Dataset, TraceEvents, TraceTable, iter_thread_batches, open_trace
+from ..dataset import (
+    TRACE_EVENTS,
+    WINDOW_BACKGROUND,
+    WINDOW_INCOMPLETE,
+    Dataset,
+    TraceEvents,
+    TraceTable,
+    iter_thread_batches,
+    open_trace,
+)
 from ..errors import AnalysisError
 from ..power import RiskRatio, holm, risk_ratio
 from .split import (
@@ -313,6 +330,8 @@ class _CpuTimeline:
     first_ns: int
     last_ns: int
     gaps: list[tuple[int, int]]
+    untraced: list[tuple[int, int]] = field(default_factory=list)  # between kept windows
+    sample: list[tuple[int, int]] = field(default_factory=list)  # background windows
 
 
 _ENTRY = {TRACE_EVENTS["irq_entry"]: "irq", TRACE_EVENTS["vector_entry"]: "vector",
@@ -323,6 +342,7 @@ _NMI_ENTRY, _NMI_EXIT = -1, -2  # synthetic, from the NMI event's duration
 _SWEEP_COLUMNS = ("ts_ns", "cpu", "event", "pid", "comm", "prio", "number", "name", "other_pid", "other_prio",
                   "other_comm", "value")
 _FOREVER = int(np.iinfo(np.int64).max)
+_WINDOW, _WINDOW_END = TRACE_EVENTS["window"], TRACE_EVENTS["window_end"]
 WINDOW_CHUNK = 4096  # wake-ups matched against the timeline at a time (bounds the segments held)
 
 
@@ -348,7 +368,7 @@ def _cpu_rows(batch: Mapping[str, np.ndarray], cpu: int, floor_ns: int | None) -
             "name": batch["name"][rows].tolist(), "other_pid": batch["other_pid"][rows].tolist(),
             "other_prio": batch["other_prio"][rows].tolist(), "other_comm": batch["other_comm"][rows].tolist(),
             "pid": batch["pid"][rows].tolist(), "comm": batch["comm"][rows].tolist(),
-            "prio": batch["prio"][rows].tolist()}
+            "prio": batch["prio"][rows].tolist(), "value": batch["value"][rows].tolist()}
 
 
 class _CpuSweep:
@@ -376,6 +396,12 @@ class _CpuSweep:
         self.ids: list[int] = []
         self.marks = WakeMarks()
         self.timer_vector: set[int] = set()  # label ids of the local timer vector
+        # kept windows (--trace-keep spikes): the spans between them, the background ones, the open one
+        self.untraced: list[tuple[int, int]] = []
+        self.sample: list[tuple[int, int]] = []
+        self.window_end: int | None = None
+        self.window_open: tuple[int, int] | None = None  # (start, flags)
+        self.prio_of: dict[int, int] = {}
 
     def advance(self, until_ns: int) -> None:
         """Sweep on until the last event seen is at or after ``until_ns`` (or there are no more)."""
@@ -435,10 +461,38 @@ class _CpuSweep:
                 task = labels.task(r["other_pid"][i], events.string(r["other_comm"][i]), r["other_prio"][i],
                                    self.own, self.cpu)
                 self.switched_ns = t
+                self.prio_of[r["other_pid"][i]] = r["other_prio"][i]
             elif code == TRACE_EVENTS["lost"]:
                 lost_at = t if lost_at is None else lost_at
                 stack, task = [], 2
+            elif code == _WINDOW:
+                stack, task = [], self._window_task(r["pid"][i], r["comm"][i], r["prio"][i])
+                self.switched_ns = None  # the switch that put it there was not kept
+                self._window_start(t, r["value"][i])
+            elif code == _WINDOW_END:
+                self._window_close(t)
         self.task, self.stack, self.prev, self.lost_at = task, stack, prev, lost_at
+
+    def _window_task(self, pid: int, comm: int, prio: int) -> int:
+        """The task a window row names as holding the CPU at its start (2, unknown, when it cannot say)."""
+        prio = prio if prio >= 0 else self.prio_of.get(pid, -1)
+        if pid < 0 or (prio < 0 and pid != 0 and pid not in self.own):
+            return 2
+        return self.labels.task(pid, self.events.string(comm), prio, self.own, self.cpu)
+
+    def _window_start(self, t: int, flags: int) -> None:
+        if self.window_end is not None and t > self.window_end:
+            self.untraced.append((self.window_end, t))
+        self.window_open = (t, flags)
+
+    def _window_close(self, t: int) -> None:
+        if self.window_open is not None:
+            start, flags = self.window_open
+            if flags & WINDOW_INCOMPLETE:
+                self.gaps.append((start, t))
+            if flags & WINDOW_BACKGROUND:
+                self.sample.append((start, t))
+        self.window_end, self.window_open = t, None
 
     def _switched_in_untraced(self, stale: int, ran: int) -> None:
         """A switch out of ``ran`` although the last switch traced put ``stale`` on the CPU.
@@ -462,7 +516,8 @@ class _CpuSweep:
         assert self.prev is not None
         gaps = self.gaps + ([(self.lost_at, _FOREVER)] if self.lost_at is not None else [])
         return _CpuTimeline(np.asarray(self.starts, np.int64), np.asarray(self.ends, np.int64),
-                            np.asarray(self.ids, np.int64), self.first_ns, self.prev, gaps)
+                            np.asarray(self.ids, np.int64), self.first_ns, self.prev, gaps, self.untraced,
+                            self.sample)
 
     def drop_before(self, ns: int, slack_ns: int) -> None:
         """Forget the segments that end at or before ``ns`` (no later window can meet them), and the wake-up
@@ -501,11 +556,24 @@ def _window_status(tl: _CpuTimeline | None, a: np.ndarray, b: np.ndarray, unplac
         status[:] = 2
         return status
     status[(a < tl.first_ns) | (b > tl.last_ns)] = 2
+    for lo, hi in tl.untraced:  # between kept windows: nothing was kept
+        status[(a < hi) & (b > lo)] = 2
     if unplaced_loss:
         status[status == 0] = 1
     for lo, hi in tl.gaps:
         status[(status == 0) & (b >= lo) & (a <= hi)] = 1
     return status
+
+
+def _in_sample(tl: _CpuTimeline | None, a: np.ndarray, b: np.ndarray, windowed: bool) -> np.ndarray:
+    """Per window: whether it counts in the risk ratios' baseline (every one of a full trace; with kept
+    windows, those wholly inside a background window)."""
+    if not windowed:
+        return np.ones(a.size, bool)
+    inside = np.zeros(a.size, bool)
+    for lo, hi in tl.sample if tl is not None else []:
+        inside |= (a >= lo) & (b <= hi)
+    return inside
 
 
 def _sum_pairs(win: np.ndarray, lab: np.ndarray, ns: np.ndarray, n_labels: int,
@@ -543,35 +611,41 @@ class _Tally:
         self.n_wakeups = self.n_complete = self.n_complete_spikes = 0
         self.windows_present = np.zeros(0, np.int64)
         self.spikes_present = np.zeros(0, np.int64)
+        self.sample_spikes_present = np.zeros(0, np.int64)  # spikes present in the baseline (the risk ratios)
         self.total_ns = np.zeros(0, np.int64)
         self.spikes: list[SpikeAttribution] = []
 
     def _grow(self, n: int) -> None:
         if self.total_ns.size < n:
             pad = n - self.total_ns.size
-            self.windows_present, self.spikes_present, self.total_ns = (
+            self.windows_present, self.spikes_present, self.sample_spikes_present, self.total_ns = (
                 np.concatenate([x, np.zeros(pad, np.int64)])
-                for x in (self.windows_present, self.spikes_present, self.total_ns))
+                for x in (self.windows_present, self.spikes_present, self.sample_spikes_present, self.total_ns))
 
     def add(self, thread: np.ndarray, cpu: np.ndarray, seq: np.ndarray, a: np.ndarray, b: np.ndarray,
             status: np.ndarray, pairs: tuple[np.ndarray, np.ndarray, np.ndarray], labels: _Labels,
+            in_sample: np.ndarray | None = None,
             splits: Mapping[int, tuple[tuple[str, int] | str, dict[int, int]]] | None = None) -> None:
-        """Count one chunk of windows; ``splits``: per attributed spike (row index) where its timer interrupt
-        is (:meth:`WakeMarks.find`) and the time per cause before it."""
+        """Count one chunk of windows; ``in_sample``: which wake-ups lie in a background window of a kept-windows
+        trace; ``splits``: per attributed spike (row index) where its timer interrupt is (:meth:`WakeMarks.find`)
+        and the time per cause before it."""
         win, lab, ns = pairs
         delay = b - a
         spike = delay > self.threshold_ns
         complete = status == 0
+        base = complete if in_sample is None else complete & in_sample
         self.n_wakeups += int(a.size)
-        self.n_complete += int(complete.sum())
-        self.n_complete_spikes += int((spike & complete).sum())
+        self.n_complete += int(base.sum())
+        self.n_complete_spikes += int((spike & base).sum())
         self._grow(len(labels.causes))
         n = self.total_ns.size
         done = complete[win]
         present = (ns >= np.maximum(self.min_ns, PRESENT_SHARE * delay[win])) & done
+        sampled = present & base[win]
         self.total_ns += np.bincount(lab[done], weights=ns[done], minlength=n).astype(np.int64)
-        self.windows_present += np.bincount(lab[present], minlength=n)
+        self.windows_present += np.bincount(lab[sampled], minlength=n)
         self.spikes_present += np.bincount(lab[present & spike[win]], minlength=n)
+        self.sample_spikes_present += np.bincount(lab[sampled & spike[win]], minlength=n)
         in_spike = spike[win]
         per_window: dict[int, list[tuple[int, int]]] = {}
         for i, label, took in zip(win[in_spike].tolist(), lab[in_spike].tolist(), ns[in_spike].tolist(),
@@ -584,7 +658,8 @@ class _Tally:
                                       (splits or {}).get(i)))
 
 
-def _stream_windows(dataset: Dataset, events: Any, lost: Mapping[int, int], labels: _Labels, tally: _Tally) -> None:
+def _stream_windows(dataset: Dataset, events: Any, lost: Mapping[int, int], labels: _Labels, tally: _Tally,
+                    windowed: bool = False) -> None:
     """Every wake-up, thread by thread in file order, against its CPU's timeline swept alongside."""
     own = _own_tids(dataset)
     tids = {int(info.thread): int(info.tid) for info in dataset.metadata.threads if info.tid}
@@ -622,7 +697,7 @@ def _stream_windows(dataset: Dataset, events: Any, lost: Mapping[int, int], labe
                     found = {i: sweep.marks.find(int(a[i]), int(b[i]), slack, is_measuring) for i in spiky}
                     splits = _before_split(tl, a, b, found)
                 tally.add(col["thread"][rows], col["cpu"][rows], col["seq"][rows], a, b, status, pairs, labels,
-                          splits)
+                          _in_sample(tl, a, b, windowed), splits)
                 sweep.drop_before(int(a.max()), slack)
 
 
@@ -700,7 +775,8 @@ def _cause_stats(tally: _Tally, labels: _Labels, spikes: Sequence[SpikeAttributi
         if lab < len(_NEUTRAL):
             continue
         s_in, n_in, total = (int(x[lab]) for x in (tally.spikes_present, tally.windows_present, tally.total_ns))
-        risk = (risk_ratio(s_in, n_in, n_spikes - s_in, n_complete - n_in)
+        s_base = int(tally.sample_spikes_present[lab])
+        risk = (risk_ratio(s_base, n_in, n_spikes - s_base, n_complete - n_in)
                 if 0 < n_in < n_complete else None)
         stats.append((labels.causes[lab], s_in, n_in, total, risk))
     p = [s[4].p_value for s in stats if s[4] is not None]
@@ -746,7 +822,8 @@ def attribute_spikes(dataset: Dataset, threshold_ns: float, *,
     labels = _Labels()
     tally = _Tally(float(threshold_ns), 2 * events.resolution_ns)
     lost = events.lost_by_cpu()
-    _stream_windows(dataset, events, lost, labels, tally)
+    windows = events.info.get("windows") if events.info.get("keep") == "spikes" else None
+    _stream_windows(dataset, events, lost, labels, tally, windowed=windows is not None)
     spikes = tuple(sorted(tally.spikes, key=lambda s: -s.delay_ns))  # stable: file order among equals
     labels.causes = labels.finished()
     causes = _cause_stats(tally, labels, spikes)
@@ -754,6 +831,8 @@ def attribute_spikes(dataset: Dataset, threshold_ns: float, *,
     if any(lost.values()):
         notes.append(f"{sum(lost.values())} trace event(s) lost by the kernel; the wake-ups they touch say "
                      "'incomplete trace' and are left out of the causes")
+    if isinstance(windows, Mapping):
+        notes.append(_windows_note(windows, tally))
     if events.resolution_ns >= 1000:
         notes.append(f"event times have {events.resolution_ns} ns resolution: each share is good to about "
                      f"±{events.resolution_ns} ns per context")
@@ -770,6 +849,19 @@ def attribute_spikes(dataset: Dataset, threshold_ns: float, *,
         unexplained_note=_unexplained_note(dataset), notes=tuple(notes),
         split=summarize_splits([s.split for s in spikes if s.status == STATUS_ATTRIBUTED]),
         **_measuring_policy(dataset))
+
+
+def _windows_note(windows: Mapping[str, Any], tally: _Tally) -> str:
+    """What a trace of kept windows holds, and where its risk ratios come from."""
+    every, length = windows.get("background_every_ns") or 0, windows.get("background_length_ns") or 0
+    sample = (f"a background sample of {length / 1e6:g} ms every {every / 1e9:g} s" if length
+              else "no background sample")
+    return (f"kept windows only (--trace-keep spikes, threshold {windows.get('threshold_ns', 0) / 1e3:g} us "
+            f"{windows.get('threshold_mode', 'fixed')}): {windows.get('spike', 0)} spike and "
+            f"{windows.get('background', 0)} background window(s), {windows.get('incomplete', 0)} incomplete; "
+            f"wake-ups outside them say 'no trace'; the risk ratios come from {sample} "
+            f"({tally.n_complete} wake-up(s), {tally.n_complete_spikes} of them spikes), their intervals are "
+            "the sample's")
 
 
 def _measuring_policy(dataset: Dataset) -> dict[str, Any]:

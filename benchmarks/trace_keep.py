@@ -1,0 +1,177 @@
+"""What --trace-keep spikes keeps (issue 22, must-show 1 and 2): real captures and the day-long model.
+
+Three parts, each printing its numbers (a benchmark, not a test: exits 0 either way):
+
+``storage`` (must-show 1, root): a FIFO 90 spinner (``--burst`` 1 ms every ``--period`` 0.2 s, its bursts
+logged in CLOCK_MONOTONIC) on the last CPU under a FIFO 80 capture of that CPU for ``--seconds`` (default 45),
+twice in the same run: ``--trace`` (spikes, the default) and ``--trace-keep all``.  Per arm: the trace's bytes
+per second (its ``_trace`` parts), the wake-ups later than the capture's threshold inside a burst and how many
+of them name the spinner (a contribution of at least 10 % of the delay: jitterscope.derive.attribute_spikes), and
+the late wake-ups without a complete window (status not "attributed").  Targets: named >= 95 %, without a
+complete window <= 2 %, spikes bytes/s <= 10 % of all.
+
+``dataset DIR`` (must-show 2): the trace bytes of a capture per hour, and extrapolated to a day of 16 CPUs
+(bytes per hour x 24 x 16 / the capture's CPUs).
+
+``model`` (must-show 2): ``jitterscope-bench-trace HOURS,CPUS,HZ,SPIKES`` (installed next to the capture
+binary): a synthetic trace of CPUS idle CPUs at HZ with SPIKES late wake-ups a second per CPU through the
+real reader and writer; default 2 simulated hours of 16 CPUs x 1 kHz at 1 spike/s per CPU, extrapolated to a
+day.  Target <= 1 GB a day.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from jitterscope.dataset import open_dataset, read_trace_events
+from jitterscope.derive import STATUS_ATTRIBUTED, attribute_spikes
+from jitterscope.io import capture_binary
+
+SPINNER = """
+import os, sys, time
+cpu, burst, period, total, log = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), \\
+    sys.argv[5]
+open('/proc/self/comm', 'w').write('js-spinner')
+os.sched_setaffinity(0, {cpu})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(90))
+bursts, end = [], time.monotonic() + total
+nxt = time.monotonic() + period
+while nxt < end:
+    time.sleep(max(0.0, nxt - time.monotonic()))
+    t0 = time.monotonic_ns()
+    while time.monotonic_ns() - t0 < burst * 1e9:
+        pass
+    bursts.append((t0, time.monotonic_ns()))
+    nxt += period
+open(log, 'w').write(chr(10).join(f'{a} {b}' for a, b in bursts))
+"""
+LABEL = "js-spinner (SCHED_FIFO/RR 90)"
+
+
+def _trace_bytes(out: Path) -> int:
+    return sum(p.stat().st_size for p in (out / "_trace").glob("part-*.parquet"))
+
+
+def storage_arm(work: Path, cpu: int, keep: str, args: argparse.Namespace) -> dict[str, float]:
+    """One capture under the spinner: bytes/s of its trace, and how its late wake-ups are explained."""
+    out, log = work / keep, work / f"bursts-{keep}.txt"
+    spinner = subprocess.Popen([sys.executable, "-c", SPINNER, str(cpu), str(args.burst), str(args.period),
+                                str(args.seconds - 0.5), str(log)])
+    try:
+        done = subprocess.run([str(capture_binary()), "-a", str(cpu), "-p", "80", "-q", "-D", str(args.seconds),
+                               "--trace", "--trace-keep", keep, "-o", str(out)], capture_output=True, text=True,
+                              check=False)
+    finally:
+        spinner.wait(timeout=60)
+    if done.returncode != 0:
+        raise SystemExit(f"capture failed: {done.stderr.strip()}")
+    info = read_trace_events(out).info
+    threshold = (info.get("windows") or {}).get("threshold_ns", 100_000)
+    result = attribute_spikes(open_dataset(out), threshold)
+    bursts = np.loadtxt(log, dtype=np.int64).reshape(-1, 2)
+    lo, hi = bursts[:, 0], bursts[:, 1]
+    inside = [s for s in result.spikes if ((s.actual_ns >= lo) & (s.expected_ns <= hi)).any()]
+    named = [s for s in inside if any(c.cause == LABEL and c.share >= 0.10 for c in s.contributions)]
+    no_window = [s for s in result.spikes if s.status != STATUS_ATTRIBUTED]
+    nbytes = _trace_bytes(out)
+    shutil.rmtree(out)
+    return {"bytes": nbytes, "bytes_per_s": nbytes / args.seconds, "spikes": result.n_spikes,
+            "inside": len(inside), "named": len(named), "no_window": len(no_window),
+            "seen": info.get("events_seen", 0), "kept": info.get("events_kept", 0),
+            "windows": (info.get("windows") or {}).get("total", 0),
+            "incomplete": (info.get("windows") or {}).get("incomplete", 0)}
+
+
+def storage(args: argparse.Namespace) -> None:
+    if os.geteuid() != 0:
+        raise SystemExit("trace_keep storage needs root (a tracefs instance and SCHED_FIFO)")
+    cpu = max(os.sched_getaffinity(0))
+    work = Path(tempfile.mkdtemp(prefix="trace-keep-"))
+    print(f"storage: FIFO 90 spinner ({args.burst * 1e3:g} ms every {args.period:g} s) on CPU {cpu} under a FIFO 80 "
+          f"capture of it, {args.seconds:g} s per arm, spikes then all (this machine's other load shares both)")
+    try:
+        arms = {keep: storage_arm(work, cpu, keep, args) for keep in ("spikes", "all")}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for keep, a in arms.items():
+        named = a["named"] / a["inside"] if a["inside"] else float("nan")
+        missing = a["no_window"] / a["spikes"] if a["spikes"] else float("nan")
+        print(f"  --trace-keep {keep:6}: {a['bytes_per_s']:,.0f} trace B/s ({a['bytes']:,} B); events seen "
+              f"{a['seen']:,}, kept {a['kept']:,}; windows {a['windows']}, incomplete {a['incomplete']}; "
+              f"late wake-ups {a['spikes']}, {a['inside']} in a burst, spinner named in {a['named']} "
+              f"({named:.1%}, target >= 95 %); without a complete window {a['no_window']} ({missing:.1%}, "
+              "target <= 2 %)")
+    ratio = arms["spikes"]["bytes_per_s"] / arms["all"]["bytes_per_s"]
+    print(f"  spikes/all trace bytes per second: {ratio:.2%} (target <= 10 %: {'met' if ratio <= 0.10 else 'NOT met'})")
+
+
+def dataset(args: argparse.Namespace) -> None:
+    info = read_trace_events(args.dir).info
+    ds = open_dataset(args.dir)
+    seconds = max(t.samples * t.interval_ns for t in ds.metadata.threads) / 1e9
+    cpus = len(info["cpus"])
+    nbytes = _trace_bytes(args.dir)
+    per_hour = nbytes / seconds * 3600
+    win = info.get("windows") or {}
+    print(f"dataset {args.dir}: {seconds:,.0f} s on {cpus} CPU(s), keep {info.get('keep', 'all')}: trace {nbytes:,} B "
+          f"= {per_hour / 1e6:,.1f} MB/h; events seen {info.get('events_seen', 0):,}, kept "
+          f"{info.get('events_kept', 0):,}; windows {win.get('total', 0)} ({win.get('spike', 0)} spike, "
+          f"{win.get('background', 0)} background, {win.get('incomplete', 0)} incomplete), lost "
+          f"{(info.get('lost') or {}).get('total')}")
+    day16 = per_hour * 24 * 16 / cpus
+    print(f"  extrapolated to a day of 16 CPUs (x 24 x 16/{cpus}): {day16 / 1e9:,.2f} GB (at this run's spike rate: "
+          f"{win.get('spike', 0) / seconds * 3600:,.0f} spike windows an hour)")
+
+
+def model(args: argparse.Namespace) -> None:
+    binary = capture_binary().with_name("jitterscope-bench-trace")
+    work = Path(tempfile.mkdtemp(prefix="trace-model-"))
+    spec = f"{args.hours:g},{args.cpus},{args.hz},{args.spikes:g}"
+    try:
+        started = time.monotonic()
+        done = subprocess.run([str(binary), spec, "--trace", "--sync", "none", "-o", str(work / "out")],
+                              capture_output=True, text=True, check=False)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if done.returncode != 0:
+        raise SystemExit(f"bench-trace failed: {done.stderr.strip()}")
+    v = {k: float(x) for k, x in (line.split() for line in done.stdout.splitlines()[1:])}
+    per_day = v["bytes_per_day"]
+    print(f"model: {args.hours:g} simulated h of {args.cpus} CPUs x {args.hz} Hz, {args.spikes:g} spike/s per CPU "
+          f"(default --trace-keep spikes settings): {v['events_seen']:,.0f} events seen, {v['events_kept']:,.0f} kept "
+          f"in {v['windows']:,.0f} windows ({v['windows_spike']:,.0f} spike, {v['windows_background']:,.0f} "
+          f"background, {v['windows_incomplete']:,.0f} incomplete), {v['rows']:,.0f} rows, "
+          f"{v['bytes_per_kept_row']:.1f} B/row; reader {v['reader_cpu_s']:.1f} s CPU "
+          f"({time.monotonic() - started:.0f} s wall)")
+    print(f"  bytes per day: {per_day / 1e9:.2f} GB (target <= 1 GB: {'met' if per_day <= 1e9 else 'NOT met'})")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    s = sub.add_parser("storage", help="must-show 1: spikes against all under a FIFO 90 spinner (root)")
+    s.add_argument("--seconds", type=float, default=45.0)
+    s.add_argument("--burst", type=float, default=0.001)
+    s.add_argument("--period", type=float, default=0.2)
+    d = sub.add_parser("dataset", help="must-show 2: trace bytes per hour of a capture, and a day of 16 CPUs")
+    d.add_argument("dir", type=Path)
+    m = sub.add_parser("model", help="must-show 2: the day-long model through the real reader and writer")
+    m.add_argument("--hours", type=float, default=2.0)
+    m.add_argument("--cpus", type=int, default=16)
+    m.add_argument("--hz", type=int, default=1000)
+    m.add_argument("--spikes", type=float, default=1.0)
+    args = parser.parse_args()
+    {"storage": storage, "dataset": dataset, "model": model}[args.what](args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
