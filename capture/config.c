@@ -728,6 +728,13 @@ static int config_validate(struct config *cfg, bool priority_given, const bool s
 	 * interruptions (measured here: twice the rate with perf's smi); read only when asked for */
 	if (cfg->mode == MODE_POLL && !seen[OPT_COUNTERS])
 		cfg->counters = COUNTERS_NONE;
+	/* a kept window opens at a late wake-up, and a busy loop has no wake-ups: poll keeps the whole trace */
+	if (cfg->mode == MODE_POLL && cfg->trace) {
+		if (cfg->trace_keep_given && cfg->trace_keep != KEEP_ALL)
+			return config_fail("%s", "--trace-keep spikes and its windows are for --mode timer; --mode poll "
+					   "keeps the whole trace: drop them or use --trace-keep all");
+		cfg->trace_keep = KEEP_ALL;
+	}
 	int err = config_check_mode_options(cfg, seen);
 	if (!err)
 		err = config_check_online(cfg);
