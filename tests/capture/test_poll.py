@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from jitterscope.dataset import open_dataset, read_poll_windows, validate_dataset
+from jitterscope.dataset import open_dataset, open_trace, read_poll_windows, validate_dataset
 from jitterscope.io import capture_binary
 
 CPU = max(os.sched_getaffinity(0))
@@ -146,11 +146,21 @@ def test_the_per_second_table_and_the_rows_agree(fifo_run: Path) -> None:
     (["-l", "10"], "-l/--loops sets the timer"),
     (["--break", "100"], "--break sets the timer"),
     (["--poll-clock", "hpet"], "invalid --poll-clock 'hpet'"),
+    (["--trace", "--trace-keep", "spikes"], "--trace-keep spikes and its windows are for --mode timer"),
+    (["--trace", "--trace-threshold", "50"], "--trace-keep spikes and its windows are for --mode timer"),
 ])
 def test_bad_poll_options_are_one_line_exit_2(tmp_path: Path, args: list[str], says: str) -> None:
     done = _capture(tmp_path / "out", "-a", str(CPU), "-D", "1", *args)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_traced_poll_run_keeps_the_whole_trace(tmp_path: Path) -> None:
+    """A kept window opens at a late wake-up and a busy loop has none: --trace in poll mode keeps every event."""
+    done = _capture(tmp_path / "out", "-a", str(CPU), "-D", "1", "--trace")
+    assert done.returncode == 0, done.stderr
+    trace = open_trace(tmp_path / "out")
+    assert trace.info.get("keep") == "all" and trace.num_rows > 0
 
 
 def test_poll_options_need_mode_poll(tmp_path: Path) -> None:
