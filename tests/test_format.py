@@ -48,3 +48,10 @@ def test_format_ratio_keeps_a_decimal_only_where_it_means_something():
     assert format_ratio(821984.4) == "821,984"
     assert format_ratio(1484262.0) == "1,484,262"
     assert format_ratio(float("inf")) == "inf" and format_ratio(None) == "n/a"
+
+
+def test_format_hz_is_plain_notation_to_four_digits():
+    from jitterscope.format import format_hz
+    assert format_hz(999.97) == "1000" and format_hz(250.0) == "250" and format_hz(13.699) == "13.7"
+    assert format_hz(0.99997) == "1" and format_hz(None) == format_hz(math.nan)
+    assert "e" not in format_hz(1_234_567.0)

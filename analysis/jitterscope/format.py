@@ -165,6 +165,13 @@ def format_thread_cpu(thread: int, cpu: int) -> str:
     return f"CPU {cpu} (thread {thread})" if cpu >= 0 else f"thread {thread} (CPU unknown)"
 
 
+def format_hz(hz: float | None) -> str:
+    """A frequency to four significant digits in plain notation: "1000", "250", "13.7" (``:.3g`` writes
+    "1e+03" for a 1 kHz source)."""
+    value = _finite(hz)
+    return MISSING if value is None else f"{float(f'{value:.4g}'):g}" if abs(value) < 1e6 else f"{value:,.0f}"
+
+
 def format_count(n: int | None) -> str:
     """A count with thousands separators: "1,234,567"."""
     return MISSING if n is None else f"{int(n):,}"

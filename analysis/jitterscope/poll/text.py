@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..format import format_us
+from ..format import format_hz, format_us
 from ..render import Table
 from .causes import HARDWARE, NOT_TRACED, RT_THROTTLING, PollCauses
 from .events import PollEvents
@@ -114,7 +114,7 @@ def poll_findings(summary: PollSummary, *, causes: PollCauses | None = None, spe
         if line.source is None or not (line.source.startswith(TICK_PREFIX) or line.source.startswith("RT")):
             what = f" ({line.cause})" if line.cause else (f" ({line.source})" if line.source else "")
             size = f" of {format_gap(line.median_ns)}" if line.median_ns is not None else ""
-            actions.append(f"A periodic source at {line.frequency_hz:.3g} Hz{what} interrupts CPU {line.cpu} "
+            actions.append(f"A periodic source at {format_hz(line.frequency_hz)} Hz{what} interrupts CPU {line.cpu} "
                            f"({line.events} times{size}): move it off the polled CPU (IRQ affinity in "
                            "/proc/irq/N/smp_affinity_list, or the thread's CPU mask).")
     if causes is not None:
