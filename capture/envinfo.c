@@ -127,6 +127,36 @@ static void envinfo_read_kconfig(struct envinfo_kconfig *k, const char *release)
 	fclose(f);
 }
 
+/* CONFIG_HZ measured where the config cannot be read: /proc/timer_list (root) prints, in one snapshot, the
+ * monotonic time since boot ("now at N nsecs") and jiffies, which start at INITIAL_JIFFIES = 2^32 - 300 * HZ
+ * (wrapping five minutes after boot, to catch overflow bugs).  So HZ = (jiffies - 2^32) / (now_s - 300),
+ * accepted only when it lies within 0.5 % of a value Kconfig offers.  0 when unreadable or not close. */
+static int envinfo_hz_from_jiffies(const char *path)
+{
+	static const int offered[] = {100, 250, 300, 1000, 24, 48, 64, 128, 200, 256, 500, 512, 1024};
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	long long now_ns = -1;
+	unsigned long long jiffies = 0;
+	bool have_jiffies = false;
+	char line[256];
+	for (int n = 0; n < 4096 && !have_jiffies && fgets(line, sizeof(line), f); n++) {
+		if (now_ns < 0 && sscanf(line, "now at %lld nsecs", &now_ns) == 1)
+			continue;
+		have_jiffies = sscanf(line, "jiffies: %llu", &jiffies) == 1;
+	}
+	fclose(f);
+	double since_wrap_s = (double)now_ns / 1e9 - 300.0;
+	if (now_ns < 0 || !have_jiffies || (since_wrap_s < 60.0 && since_wrap_s > -60.0))
+		return 0;
+	double hz = ((double)jiffies - 4294967296.0) / since_wrap_s;
+	for (size_t i = 0; i < sizeof(offered) / sizeof(offered[0]); i++)
+		if (hz > offered[i] * 0.995 && hz < offered[i] * 1.005)
+			return offered[i];
+	return 0;
+}
+
 /* PREEMPT flavour from uname -v ("... SMP PREEMPT_DYNAMIC ..."), else the config. */
 static const char *envinfo_preempt(const char *version, const struct envinfo_kconfig *k)
 {
@@ -153,10 +183,14 @@ static void envinfo_kernel(struct jsonw *w)
 	const char *preempt = envinfo_preempt(u.version, &k);
 	jsonw_string(w, "preempt", preempt);
 	jsonw_bool(w, "preempt_rt", preempt && !strcmp(preempt, "rt"));
+	const char *hz_source = k.hz ? "kernel config" : NULL;
+	if (!k.hz && (k.hz = envinfo_hz_from_jiffies("/proc/timer_list")) != 0)
+		hz_source = "measured: jiffies against CLOCK_MONOTONIC in /proc/timer_list";
 	if (k.hz)
 		jsonw_int(w, "hz", k.hz);
 	else
 		jsonw_null(w, "hz");
+	jsonw_string(w, "hz_source", hz_source);
 	jsonw_string(w, "no_hz", k.no_hz);
 	jsonw_string(w, "kernel_config_source", k.source[0] ? k.source : NULL);
 	if (k.error[0])

@@ -144,6 +144,32 @@ def test_metadata_says_what_was_granted(ten_seconds) -> None:
     assert meta.clock["tsc_hz"] > 1e8 and meta.clock["tsc_hz_source"]
 
 
+def _config_hz() -> int | None:
+    """CONFIG_HZ as the kernel's own config says (Python reads the gzip the libc-only capture cannot)."""
+    import gzip
+    release = os.uname().release
+    for path, opener in ((Path(f"/boot/config-{release}"), open), (Path("/proc/config.gz"), gzip.open)):
+        if path.exists():
+            with opener(path, "rt") as config:
+                for line in config:
+                    if line.startswith("CONFIG_HZ="):
+                        return int(line.split("=")[1])
+    return None
+
+
+def test_metadata_records_config_hz_read_or_measured(ten_seconds) -> None:
+    """HZ is the config's; where only /proc/config.gz exists, measured from jiffies in /proc/timer_list (the
+    poll report names the scheduler tick by it): the same number either way."""
+    out, _ = ten_seconds
+    env = open_dataset(out).metadata.environment
+    truth = _config_hz()
+    if truth is None:
+        pytest.skip("this kernel exposes no config to check HZ against")
+    assert env["hz"] == truth
+    assert env["hz_source"] == ("kernel config" if env["kernel_config_source"] else
+                                "measured: jiffies against CLOCK_MONOTONIC in /proc/timer_list")
+
+
 def test_metadata_records_smt_siblings_and_cpu_load(ten_seconds) -> None:
     """The topology and /proc/stat load the SMT-sibling and steal checks of page 1 read (issue 12)."""
     out, _ = ten_seconds

@@ -93,7 +93,7 @@ _ENVIRONMENT: dict[str, Any] = {
         **{key: _TEXT_OR_NULL for key in (
             "hostname", "kernel_release", "kernel_version", "cmdline", "preempt", "no_hz", "kernel_config_source",
             "clocksource", "available_clocksources", "cpu_model", "cpu_vendor", "microcode", "cpus_online",
-            "isolated_cpus", "nohz_full_cpus", "intel_pstate_status", "machine", "sysname",
+            "isolated_cpus", "nohz_full_cpus", "intel_pstate_status", "machine", "sysname", "hz_source",
         )},
         "preempt_rt": {"type": ["boolean", "null"]},
         "hz": _INT_OR_NULL, "rt_runtime_us": _INT_OR_NULL, "rt_period_us": _INT_OR_NULL,
