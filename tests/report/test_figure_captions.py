@@ -171,3 +171,26 @@ def test_episode_and_drift_p_values_are_written_as_p_values(p) -> None:
 
     text = EpisodeCheck(level_ns=50_000.0, baseline=3, candidate=9, p_value=p, shown=True).text()
     assert "e-300" not in text and ("p < 1e-12" in text if p < 1e-12 else "p = 0.2" in text), text
+
+
+@pytest.mark.filterwarnings("ignore:constrained_layout not applied")  # the A4 legend at 3.5 in, before tidying
+def test_at_column_width_a_crowded_legend_goes_below_and_titles_keep_whole_phrases() -> None:
+    from jitterscope.render import layout_problems, tidy_layout
+
+    fig = Figure(figsize=(11.69, 8.27), layout="constrained")
+    ax = fig.subplots()
+    for i in range(4):
+        ax.plot([1, 2, 3], [i, i + 1, i + 3], label=f"maximum latency per bin of thread {i}")
+    ax.set_title("Latency of every measuring thread over the whole run of the capture (n = 40,000)")
+    ax.set_xlabel("time since the first wake-up of the run [s]")
+    ax.set_ylabel("latency [µs]")
+    ax.legend(loc="upper left", ncols=4)
+    fig.set_size_inches(3.5, 2.8)
+    assert tidy_layout(fig) == [] and layout_problems(fig) == []
+    fig.draw_without_rendering()
+    legends = [a.get_legend() for a in fig.axes if a.get_legend() is not None] + list(fig.legends)
+    frame = ax.get_window_extent()
+    for legend in legends:  # not to the right of the axes, where it leaves the data a third of the column
+        assert legend.get_window_extent().x0 < frame.x1 - 1, (legend.get_window_extent(), frame)
+    lines = ax.title.get_text().split("\n")
+    assert len(lines) > 1 and all(len(line.split()) > 1 for line in lines), lines

@@ -215,8 +215,8 @@ def _fix(box: TextBox, other: TextBox | None, figure: Figure) -> bool:
             return False
         # never narrower than MIN_WRAP_CHARS: halving again and again set a title one word per line
         half = max(MIN_WRAP_CHARS, (len(longest) + 1) // 2 + 2)
-        box.artist.set_text("\n".join(piece for line in lines for piece in
-                                      (textwrap.wrap(line, half) if len(line) > half else [line])))
+        # the whole text re-wrapped, not each line: wrapping lines one by one leaves a word alone on a line
+        box.artist.set_text("\n".join(textwrap.wrap(" ".join(lines), half)))
         return True
     if role in ("xtick", "ytick"):
         if other is not None and other.role == role and other.ax is box.ax:
