@@ -205,3 +205,16 @@ def test_at_column_width_legends_stay_off_the_right_and_titles_keep_whole_phrase
     assert tidy_layout(fig) == []
     lines = ax.title.get_text().split("\n")
     assert len(lines) > 1 and all(len(line.split()) > 1 for line in lines), lines  # never one word alone
+
+
+def test_sweep_p_values_are_written_as_p_values() -> None:
+    from types import SimpleNamespace
+
+    from jitterscope.sweep.tables import effects_table
+
+    effect = SimpleNamespace(label="governor menu vs ladder", metric="p99", ratio=1.5, low=1.2, high=1.9, p=1e-300,
+                             p_holm=3e-299, verdict="effect")
+    table = effects_table(SimpleNamespace(effects=(effect,), interactions=(), confidence=0.95, noise=0.1))
+    assert table.rows[0][5] == 1e-300  # the number kept for CSV/JSON
+    text = " ".join(table.text_rows()[0])
+    assert "e-300" not in text and "e-299" not in text and "< 1e-12" in text, text
