@@ -32,9 +32,9 @@ def _runs_of(runs: Sequence[RunSummary]) -> Sequence[RunSummary]:
 def _ns(runs: Sequence[RunSummary]) -> str:
     """The runs' sizes for a title: "n = 5,000 and 4,000 wake-ups"."""
     sizes = [f"{run.n:,}" for run in runs]
-    joined = sizes[0] if len(set(sizes)) == 1 and len(sizes) == 1 else (
-        f"{sizes[0]} each" if len(set(sizes)) == 1 else " and ".join(sizes))
-    return f"n = {joined} wake-ups"
+    if len(set(sizes)) == 1:
+        return f"n = {sizes[0]} wake-ups" + (" each" if len(sizes) > 1 else "")
+    return f"n = {' and '.join(sizes)} wake-ups"
 
 
 def plot_compare_histograms(runs: Sequence[RunSummary], ax: Axes) -> Axes:
