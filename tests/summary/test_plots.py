@@ -200,7 +200,7 @@ def test_ccdf_and_period_plots(simulated_summary):
     summary, _ = simulated_summary
     fig, ax = _page()
     plot_ccdf(ccdf_curves(summary.threads), ax)
-    assert ax.get_xscale() == ax.get_yscale() == "log" and ax.get_ylabel() == "P(latency > x)"
+    assert ax.get_xscale() == ax.get_yscale() == "log" and ax.get_ylabel() == "P(latency > x) [fraction]"
     _assert_legible(fig)
     fig, ax = _page()
     hists = bin_histograms(summary.threads, "period error", attribute="period_error")
