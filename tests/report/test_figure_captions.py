@@ -84,8 +84,7 @@ def test_compare_verdicts_are_told_apart_without_colour(tmp_path) -> None:
     from jitterscope.dataset import open_dataset
     from jitterscope.io import spec_from_options, write_simulation
     from jitterscope.io.simulate import BaseLatency
-    from jitterscope.render import VERDICT_STYLES
-    from jitterscope.render.style import OKABE_ITO
+    from jitterscope.render import OKABE_ITO, VERDICT_STYLES
 
     runs = [write_simulation(spec_from_options(threads=2, samples=5_000, base=BaseLatency(median_ns=median)),
                              tmp_path / f"run{i}.parquet", seed=i) for i, median in enumerate((3000.0, 6000.0))]

@@ -10,7 +10,7 @@ from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 from matplotlib.patches import ConnectionPatch
 
 from ..format import format_p, us_value
-from ..render import VERDICT_STYLES, colour, plain_log_axis, verdict_label
+from ..render import OKABE_ITO, VERDICT_STYLES, colour, plain_log_axis, verdict_label
 from .results import Fleet, KeySeparation, MachineHistory
 
 _LEVELS = ("p99", "p99.9", "p99.99")
@@ -118,8 +118,6 @@ _DASHES = ("-", "--", ":", "-.")
 def machine_style(index: int, total: int) -> tuple[str, Any]:
     """Machine ``index`` of ``total``'s colour and dash pattern: Okabe-Ito's 8 colours, then the same colours
     dashed, dotted, dash-dotted (32 distinct looks); beyond, looks repeat and the line-end names tell them apart."""
-    from ..render.style import OKABE_ITO
-
     return OKABE_ITO[index % len(OKABE_ITO)], _DASHES[(index // len(OKABE_ITO)) % len(_DASHES)]
 
 
