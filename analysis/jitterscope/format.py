@@ -159,6 +159,17 @@ def model_probability(p: float | None) -> float | str | None:
     return value
 
 
+def format_model_chance(p: float | None) -> str:
+    """A probability from a fitted model as text: "0.034", "3.4e-05", or "< 1e-6 (model)" below
+    :data:`MODEL_P_FLOOR`: a fitted tail's "5.5e-290" is its extrapolation, not a fact about the machine."""
+    value = model_probability(p)
+    if value is None:
+        return MISSING
+    if isinstance(value, str):
+        return value
+    return f"{value:.2g}" if value >= 1e-3 or value == 0 else f"{value:.1e}"
+
+
 def format_thread_cpu(thread: int, cpu: int) -> str:
     """A measuring thread for titles and notes: "CPU 3 (thread 0)", or "thread 0 (CPU unknown)" when the source
     did not record the CPU (cpu -1: cyclictest -v without --json), never "CPU -1"."""

@@ -47,7 +47,7 @@ def test_comparison_plots_draw_the_result_series_in_microseconds(comparison) -> 
     ax = Figure().subplots()
     plot_verdicts(comparison.pairs[0], ax)
     texts = [t.get_text() for t in ax.texts]
-    verdicts = ("regressed", "within noise", "improved", "inconclusive")
+    verdicts = ("regressed (slower)", "within noise (no change)", "improved (faster)", "inconclusive (unclear)")
     assert sum(texts.count(v) for v in verdicts) == 5
 
 

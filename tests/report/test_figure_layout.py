@@ -1,4 +1,5 @@
-"""Every figure's text on the canvas and never on other text: the layout check, and the figures it passes.
+"""Every figure's text on the canvas and never on other text: the layout check, and the figures it passes (and
+the caption check: units, n, empty panels explained).
 
 :func:`~jitterscope.render.layout_problems` draws a figure with matplotlib's renderer and compares the boxes of
 the texts it draws.  Checked here: what it catches (a legend moved onto the title, a label off the edge, a legend
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import matplotlib
 import pytest
-from jitterscope.render import REPORT_RC, capped_legend, fit_for_paper, layout_problems
+from jitterscope.render import REPORT_RC, capped_legend, caption_problems, fit_for_paper, layout_problems
 from jitterscope.render.layout import MAX_LEGEND_ENTRIES, tidy_layout
 from matplotlib.figure import Figure
 
@@ -78,6 +79,8 @@ def _check(pages, problems: list[str], names: list[str], *, refit: bool = True) 
         if page.kind != "figure":
             continue
         names.append(page.name)
+        # units on every axis, n in a title, empty panels explained (test_figure_captions tests the check)
+        problems += caption_problems(page.figure, name=page.name)
         problems += layout_problems(page.figure, name=f"{page.name} at A4")
         if refit:
             fit_for_paper(page.figure, "column")

@@ -200,14 +200,14 @@ def test_ccdf_and_period_plots(simulated_summary):
     summary, _ = simulated_summary
     fig, ax = _page()
     plot_ccdf(ccdf_curves(summary.threads), ax)
-    assert ax.get_xscale() == ax.get_yscale() == "log" and ax.get_ylabel() == "P(latency > x)"
+    assert ax.get_xscale() == ax.get_yscale() == "log" and ax.get_ylabel() == "P(latency > x) [fraction]"
     _assert_legible(fig)
     fig, ax = _page()
     hists = bin_histograms(summary.threads, "period error", attribute="period_error")
     plot_period_error(hists, ax, interval_ns=1_000_000)
     assert "period error" in ax.get_xlabel() and "[µs]" in ax.get_xlabel()
     (top,) = ax.child_axes  # the period itself, on a secondary axis: error 0 is period 1000 µs
-    assert top.get_xlabel() == "period [µs] (interval 1000 µs)"
+    assert top.get_xlabel() == "period = actual[i] − actual[i−1] [µs] (interval 1000 µs)"
     fig.canvas.draw()
     np.testing.assert_allclose(top.get_xlim(), np.array(ax.get_xlim()) + 1000.0)
     assert sum(s.counts.sum() for s in hists.series) == sum(t.period_error.count for t in summary.threads)

@@ -28,7 +28,7 @@ def test_tail_plots(tail_fit) -> None:
         ax = Figure().subplots()
         plot(tail_fit, ax)
         assert ax.get_lines(), plot.__name__
-        assert "[µs]" in ax.get_ylabel() or ax.get_ylabel() == "shape ξ"
+        assert "[µs]" in ax.get_ylabel() or ax.get_ylabel() == "shape ξ [unitless]"
     ax = Figure().subplots()
     plot_parameter_stability(tail_fit, ax)
     np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), [c.xi for c in tail_fit.candidates])

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ..format import format_us
+from ..format import format_p, format_us
 from .bootstrap import BlockLength, optimal_block_length
 
 EPISODE_GAP_INTERVALS = 10
@@ -120,7 +120,7 @@ class EpisodeCheck:
 
     def text(self) -> str:
         return (f"{self.baseline} and {self.candidate} independent episodes above {format_us(self.level_ns)} "
-                f"(baseline, candidate; binomial p = {self.p_value:.2g})")
+                f"(baseline, candidate; binomial {format_p(self.p_value)})")
 
 
 def episode_test(a: Exceedances, n_a: int, b: Exceedances, n_b: int, level_ns: float,
@@ -223,7 +223,7 @@ def structured_block_length(threads: Sequence[np.ndarray], drift: Drift | bool |
                f"episodes above p99: {episodes}, the longest {longest} wake-ups (blocks of twice that)"]
     if drift_p is not None:
         reasons.append(f"{DRIFT_SEGMENTS} segments {'differ' if drift_length else 'agree'} (Kruskal-Wallis "
-                       f"p = {drift_p:.2g}" + (f": segment-level blocks of {drift_length})" if drift_length else ")"))
+                       f"{format_p(drift_p)}" + (f": segment-level blocks of {drift_length})" if drift_length else ")"))
     decided = ("segments (drift)" if length == drift_length and drift_length else
                "episodes" if length == episode_length and episode_length > pw.length else "autocorrelation")
     capped = " (capped at a tenth of the run)" if length == cap and max(pw.length, episode_length,

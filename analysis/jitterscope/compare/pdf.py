@@ -66,7 +66,8 @@ def compare_pages(comparison: Comparison) -> list[Page]:
         plot_compare_percentiles(runs, axes["P"])
         plot_compare_qq(pair, axes["Q"])
         plot_verdicts(pair, axes["V"])
-        fig.suptitle(f"{pair.candidate} against {pair.baseline}", fontsize=13, weight="bold")
+        fig.suptitle(f"{pair.candidate} against {pair.baseline} (n = {runs[1].n:,} and {runs[0].n:,} wake-ups)",
+                     fontsize=13, weight="bold")
         pages.append(Page(f"compare-pair-{i}", fig))
     for i, pair in enumerate(comparison.pairs, start=1):
         pages += text_pages(f"compare-details-{i}", f"Details: {pair.candidate} vs {pair.baseline}",

@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from ..format import format_change
-from ..render import colour, plain_log_axis
+from ..render import colour, plain_log_axis, verdict_label, verdict_style
 from .samples import PairComparison, RunSummary
 
 if TYPE_CHECKING:
@@ -29,6 +29,14 @@ def _runs_of(runs: Sequence[RunSummary]) -> Sequence[RunSummary]:
     return runs
 
 
+def _ns(runs: Sequence[RunSummary]) -> str:
+    """The runs' sizes for a title: "n = 5,000 and 4,000 wake-ups"."""
+    sizes = [f"{run.n:,}" for run in runs]
+    if len(set(sizes)) == 1:
+        return f"n = {sizes[0]} wake-ups" + (" each" if len(sizes) > 1 else "")
+    return f"n = {' and '.join(sizes)} wake-ups"
+
+
 def plot_compare_histograms(runs: Sequence[RunSummary], ax: Axes) -> Axes:
     """Overlaid latency histograms (fraction of wake-ups per bin, shared bins, log y)."""
     for i, run in enumerate(_runs_of(runs)):
@@ -41,8 +49,8 @@ def plot_compare_histograms(runs: Sequence[RunSummary], ax: Axes) -> Axes:
         plain_log_axis(ax.xaxis)
     ax.set_yscale("log")
     ax.set_xlabel("latency [µs]")
-    ax.set_ylabel("fraction of wake-ups per bin")
-    ax.set_title("Latency histograms")
+    ax.set_ylabel("wake-ups per bin [fraction of n]")
+    ax.set_title(f"Latency histograms ({_ns(runs)})")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="upper right")
     return ax
@@ -58,8 +66,8 @@ def plot_compare_ccdf(runs: Sequence[RunSummary], ax: Axes) -> Axes:
     ax.set_yscale("log")
     plain_log_axis(ax.xaxis)
     ax.set_xlabel("latency x [µs]")
-    ax.set_ylabel("P(latency > x)")
-    ax.set_title("CCDF")
+    ax.set_ylabel("P(latency > x) [fraction]")
+    ax.set_title(f"CCDF ({_ns(runs)})")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return ax
@@ -75,9 +83,9 @@ def plot_compare_percentiles(runs: Sequence[RunSummary], ax: Axes) -> Axes:
     ax.set_xticks(ticks, [f"{100 * (1 - 1 / t):g}%" for t in ticks])
     ax.set_yscale("log")
     plain_log_axis(ax.yaxis)
-    ax.set_xlabel("percentile")
+    ax.set_xlabel("percentile [%]")
     ax.set_ylabel("latency [µs]")
-    ax.set_title("Percentiles")
+    ax.set_title(f"Percentiles ({_ns(runs)})")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return ax
@@ -96,18 +104,22 @@ def plot_compare_qq(pair: PairComparison, ax: Axes) -> Axes:
         plain_log_axis(ax.yaxis)
     ax.set_xlabel(f"{pair.baseline} quantile [µs]")
     ax.set_ylabel(f"{pair.candidate} quantile [µs]")
-    ax.set_title("QQ plot")
+    ax.set_title(f"QQ plot ({len(points):,} quantile levels)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
     return ax
 
 
 def plot_verdicts(pair: PairComparison, ax: Axes) -> Axes:
-    """The per-metric verdicts as a panel of text: change, interval, verdict."""
+    """The per-metric verdicts as a panel of text: change, interval, verdict.
+
+    Each verdict is a marker, a colour and words ("regressed (slower)"): read without colour it still says which
+    way the run moved (:data:`~jitterscope.render.VERDICT_STYLES`)."""
     ax.set_axis_off()
-    ax.set_title(f"{pair.candidate} vs {pair.baseline}", loc="left")
-    marks = {"regressed": "#b00000", "improved": "#006000", "within noise": "0.25", "inconclusive": "#a06000",
-             "not judged": "0.45"}
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_title(f"{pair.candidate} vs {pair.baseline}: change of each metric [µs] (CI: bootstrap interval)",
+                 loc="left")
     y = 0.92
     for m in pair.metrics:
         rel = format_change(m.relative)
@@ -116,15 +128,16 @@ def plot_verdicts(pair: PairComparison, ax: Axes) -> Axes:
         text = (f"{m.metric:>7}  {m.baseline_ns / NS_PER_US:10.2f} → {m.candidate_ns / NS_PER_US:10.2f} µs  "
                 f"{rel}")
         ax.text(0.0, y, text, family="DejaVu Sans Mono", fontsize=9, va="top", transform=ax.transAxes)
-        ax.text(1.0, y, m.verdict, fontsize=10, weight="bold", color=marks[m.verdict], ha="right", va="top",
-                transform=ax.transAxes)
+        style = verdict_style(m.verdict)
+        ax.plot([0.985], [y - 0.025], marker=style.marker, color=style.colour, markersize=7, linestyle="none",
+                clip_on=False, transform=ax.transAxes)
+        ax.text(0.965, y, verdict_label(m.verdict), fontsize=10, weight="bold", color=style.colour, ha="right",
+                va="top", transform=ax.transAxes)
         y -= 0.12
     for note in pair.notes:
         ax.text(0.0, y, note, fontsize=8, va="top", wrap=True, transform=ax.transAxes, color="0.3")
         y -= 0.1
     return ax
-
-
 
 
 def plot_group_runs(comparison: GroupComparison, ax: Axes) -> Axes:
@@ -138,10 +151,14 @@ def plot_group_runs(comparison: GroupComparison, ax: Axes) -> Axes:
             ax.scatter(np.full(len(values), j + shift), values, color=colour(i), marker=marker, s=18,
                        label=f"{label} ({len(runs)} runs)" if j == 0 else None)
     ax.set_xticks(range(len(metrics)),
-                  [f"{m.metric}\n{m.verdict}\n{format_change(m.relative)}" for m in comparison.metrics])
+                  [f"{m.metric}\n{verdict_label(m.verdict).replace(' (', chr(10) + '(')}\n{format_change(m.relative)}"
+                   for m in comparison.metrics])
+    for label, m in zip(ax.get_xticklabels(), comparison.metrics, strict=True):
+        label.set_color(verdict_style(m.verdict).colour)
     ax.set_yscale("log")
     plain_log_axis(ax.yaxis)
     ax.set_ylabel("latency [µs]")
-    ax.set_title("each run one dot: the verdicts come from this spread")
+    ax.set_title(f"each run one dot (n = {len(comparison.baseline)} + {len(comparison.candidate)} runs): the "
+                 "verdicts come from this spread")
     ax.legend(loc="upper left", fontsize=8)
     return ax

@@ -15,7 +15,7 @@ import numpy as np
 from scipy import stats
 
 from ..errors import AnalysisError
-from ..format import format_change, format_us, jsonable
+from ..format import format_change, format_model_chance, format_us, jsonable
 from ..tails import gpd
 from .envdiff import EnvironmentDifference
 from .episodes import Drift, EpisodeCheck, Exceedances, episode_test
@@ -336,7 +336,8 @@ def _tail_verdict(direction: str, chance: float | None, tail_of: str, level: flo
     if chance is None:
         return "inconclusive", f"too few wake-ups to fit the {tail_of}'s tail, so this level cannot be judged"
     reach = f"{count} of {wakeups} wake-ups reach" if count > 1 else f"any of {wakeups} wake-ups reaches"
-    text = f"the {tail_of}'s fitted tail gives at most {chance:.2g} chance that {reach} {format_us(level)}"
+    text = (f"the {tail_of}'s fitted tail gives a chance of at most {format_model_chance(chance)} that {reach} "
+            f"{format_us(level)}")
     if chance < ALPHA_MAX:
         return direction, text
     return "inconclusive", text + " — plausible by chance, but not shown to be noise"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..format import format_change, us_value
-from ..render import Table, tables_text
+from ..render import P_VALUE, Table, tables_text
 from .headline import group_headline, pair_headline, tail_blind_tests, unique_differences
 from .samples import Comparison, PairComparison
 
@@ -83,7 +83,7 @@ def pair_tests_table(pair: PairComparison, index: int, comparison: Comparison | 
     warning = tail_blind_tests(comparison, index) if comparison is not None else ""
     return Table(name=f"compare-tests-{index}", title=f"Rank and distribution tests, {pair.candidate} vs "
                  f"{pair.baseline}", columns=("test", "statistic", "p-value"), rows=rows,
-                 formats=("", "{:.4g}", "{:.2g}"),
+                 formats=("", "{:.4g}", P_VALUE),
                  notes=(*((f"WARNING: {warning}",) if warning else ()), *(t.sentence for t in pair.tests)))
 
 

@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 
 from ..derive import CounterSeries
 from ..format import format_resampled_p
-from ..render import colour, plain_log_axis, plot_envelope
+from ..render import colour, empty_panel_note, plain_log_axis, plot_envelope
 from .correlate import EventTrigger, LaggedLink
 from .cpufreq import Transitions
 
@@ -63,7 +63,8 @@ def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | No
             ax_frequency.vlines(at, 0.93, 1, transform=ax_frequency.get_xaxis_transform(), color="#c00000",
                                 linewidth=0.3, alpha=0.4, rasterized=True, label=label + ", marked along the top")
     ax_frequency.set_ylabel("effective frequency [MHz]")
-    ax_frequency.set_title(f"cpu {series.cpu}: effective frequency and latency over time", fontsize=10)
+    ax_frequency.set_title(f"cpu {series.cpu}: effective frequency and latency over time "
+                           f"(n = {np.asarray(series.latency_ns).size:,})", fontsize=10)
     ax_frequency.grid(True, alpha=0.3)
     ax_frequency.legend(loc="upper right", fontsize=8, ncols=2)
     ax_latency.plot(seconds, series.latency_ns / NS_PER_US, color="0.25", linestyle="none", marker=".",
@@ -104,7 +105,7 @@ def plot_frequency_zoom(series: CounterSeries, transitions: Transitions | None, 
                  label="latency (right)", rasterized=True)
     right.set_ylim(bottom=0)
     right.set_ylabel("latency [µs]")
-    ax.set_title(f"cpu {series.cpu}: close-up of {start_s:g}–{stop_s:g} s (red lines: detected transitions)",
+    ax.set_title(f"cpu {series.cpu}: close-up of {start_s:g}–{stop_s:g} s (vertical lines: detected transitions)",
                  fontsize=10)
     handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
     ax.legend(handles=handles, loc="upper right", fontsize=8)
@@ -118,7 +119,7 @@ def plot_counter_hexbin(values: np.ndarray, latency_ns: np.ndarray, ax: Axes, *,
     x = values[finite] / 1e6 if what == "f_eff" else 100 * values[finite]
     y = latency_ns[finite] / NS_PER_US
     if x.size == 0:
-        ax.text(0.5, 0.5, f"no valid {what} values", ha="center", va="center", transform=ax.transAxes)
+        empty_panel_note(ax, f"no valid {what} values (n = 0 of {np.asarray(latency_ns).size:,} wake-ups)")
         return ax
     # C0 always spans 0-100 %: a fixed extent keeps a nearly constant residency readable (not 5.000001 %)
     extent = None if what == "f_eff" else (0.0, 100.0, float(np.log10(y.min())), float(np.log10(y.max())) + 1e-9)
@@ -146,9 +147,9 @@ def plot_event_average(trigger: EventTrigger, ax: Axes, *, index: int = 0) -> Ax
     ax.plot(lags, np.asarray(a.mean) / NS_PER_US, color=colour(index), marker="o", markersize=3, linewidth=1.2,
             label=f"mean over {a.n_events} {event}s ({format_resampled_p(a.p_value, a.n_surrogates)})")
     ax.axvline(0, color="0.4", linewidth=0.6, linestyle=":")
-    ax.set_xlabel(f"wake-ups relative to the {event}")
+    ax.set_xlabel(f"lag from the {event} [wake-ups]")
     ax.set_ylabel("mean latency [µs]")
-    ax.set_title(f"cpu {trigger.cpu}: latency around {event}s", fontsize=10)
+    ax.set_title(f"cpu {trigger.cpu}: latency around {event}s (n = {a.n_events:,})", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper right", fontsize=7)
     return ax
@@ -166,8 +167,12 @@ def plot_lagged_correlation(link: LaggedLink, ax: Axes, *, index: int = 0) -> Ax
     ax.plot(lags, np.asarray(c.r), "o", color=colour(index), markersize=3, label=f"Spearman r ({pairs})")
     ax.axhline(0, color="0.3", linewidth=0.6)
     ax.set_xlabel(f"lag [wake-ups] (latency at t against {link.other} at t + lag)")
-    ax.set_ylabel("rank correlation")
-    ax.set_title(f"cpu {link.cpu}: latency against {link.other}", fontsize=10)
+    ax.set_ylabel("Spearman r [unitless]")
+    ax.set_title(f"cpu {link.cpu}: latency against {link.other} ({pairs})", fontsize=10)
+    if not np.isfinite(np.asarray(c.r, dtype=float)).any():
+        # a rank correlation with a constant series is undefined at every lag: say so, not an empty frame
+        empty_panel_note(ax, f"no variation: {link.other} or latency constant (n = {max(c.n, default=0):,} "
+                             "pairs), so no rank correlation")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper right", fontsize=7)
     return ax

@@ -1,7 +1,8 @@
 """Rendering shared by every report: :mod:`.table` (the Table and its text, CSV, JSON and
 LaTeX writers), :mod:`.style` (plot style, colours, note pages; matplotlib) and
 :mod:`.pages` (PDF pages and page helpers; matplotlib) and :mod:`.paper` (figures refitted to a
-journal's column or page width) and :mod:`.layout` (the text layout check of a drawn figure).
+journal's column or page width) and :mod:`.layout` (the text layout check of a drawn figure) and
+:mod:`.captions` (its units, n and empty-panel notes).
 """
 
 import lazy_loader as _lazy
@@ -11,6 +12,7 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
+        "captions": ["caption_problems", "figure_titles", "has_data"],
         "layout": ["MAX_LEGEND_ENTRIES", "layout_problems", "text_boxes", "tidy_layout"],
         "paper": ["FIGURE_WIDTHS_IN", "PNG_DPI", "fit_for_paper"],
         "pages": [
@@ -20,7 +22,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "style": [
             "capped_legend", "colour", "literal_text", "major_labels_only", "plain_log_axis", "plot_envelope",
             "plot_note",
-            "plot_text_page",
+            "plot_text_page", "VERDICT_STYLES", "VerdictStyle", "verdict_label", "verdict_style",
+            "EMPTY_NOTE_GID", "empty_panel_note", "OKABE_ITO",
         ],
         "table": [
             "P_VALUE", "tables_text",

@@ -153,6 +153,10 @@ def _pt(box: Bbox, figure: Figure) -> str:
 
 
 
+NARROW_IN = 5.0
+"""A figure narrower than this (a 3.5 in column) gets no legend right of its axes."""
+
+
 def tidy_layout(figure: Figure, *, rounds: int = 8) -> list[str]:
     """Move what collides until no text box leaves the canvas or covers another; returns what is left.
 
@@ -162,7 +166,7 @@ def tidy_layout(figure: Figure, *, rounds: int = 8) -> list[str]:
     tick labels are thinned, an annotation is moved off what it covers (and dropped when no place is left), an
     annotated axes gets headroom.  Nothing of the data is changed.
     """
-    if figure.get_figwidth() < 5.0:
+    if figure.get_figwidth() < NARROW_IN:
         # at a column's width a legend to the right of the axes takes the room the data needs: below it
         for ax in figure.axes:
             legend = ax.get_legend()
@@ -187,6 +191,9 @@ def tidy_layout(figure: Figure, *, rounds: int = 8) -> list[str]:
     return layout_problems(figure)
 
 
+MIN_WRAP_CHARS = 18
+"""The narrowest a title, label or legend entry is wrapped to: narrower, it reads one word per line."""
+
 _MOVABLE = ("legend", "annotation", "xtick", "ytick", "xlabel", "ylabel", "title", "suptitle", "figtext", "text",
             "offset")
 
@@ -204,11 +211,12 @@ def _fix(box: TextBox, other: TextBox | None, figure: Figure) -> bool:
         text = box.artist.get_text()
         lines = text.split("\n")
         longest = max(lines, key=len)
-        if len(longest) < 16:
+        if len(longest) < MIN_WRAP_CHARS + 4:
             return False
-        half = max(12, (len(longest) + 1) // 2 + 2)
-        box.artist.set_text("\n".join(piece for line in lines for piece in
-                                      (textwrap.wrap(line, half) if len(line) > half else [line])))
+        # never narrower than MIN_WRAP_CHARS: halving again and again set a title one word per line
+        half = max(MIN_WRAP_CHARS, (len(longest) + 1) // 2 + 2)
+        # the whole text re-wrapped, not each line: wrapping lines one by one leaves a word alone on a line
+        box.artist.set_text("\n".join(textwrap.wrap(" ".join(lines), half)))
         return True
     if role in ("xtick", "ytick"):
         if other is not None and other.role == role and other.ax is box.ax:
@@ -232,8 +240,10 @@ def _move_legend(legend: Any, ax: Any, figure: Figure) -> bool:
     alone = _only_legend(figure)
     legend.remove()
     last_col, last_row = _grid_edges(ax)
-    if stage == 0 and (_has_twin(ax, figure) or not last_col):
-        stage = 1  # the right side holds the twin axis's ticks or the next panel
+    if stage == 0 and (_has_twin(ax, figure) or not last_col or figure.get_figwidth() < NARROW_IN):
+        # the right side holds the twin axis's ticks or the next panel; at a column's width a legend there
+        # squeezes the data to a strip a third of the column wide
+        stage = 1
     if stage == 1 and not alone and not last_row:
         stage = 2  # below is the next row's title
     if stage == 0:
@@ -255,7 +265,7 @@ def _move_legend(legend: Any, ax: Any, figure: Figure) -> bool:
                         ncols=_legend_columns(labels, figure, ax))
     else:  # inside, where it covers the least data, smaller, its labels wrapped to the panel's width
         small = max(6.0, size - 1.5)
-        chars = max(10, int(ax.get_position().width * figure.get_figwidth() * 72 * 0.6 / (0.6 * small)) - 4)
+        chars = max(MIN_WRAP_CHARS, int(ax.get_position().width * figure.get_figwidth() * 72 * 0.6 / (0.6 * small)) - 4)
         new = ax.legend(handles, ["\n".join(textwrap.wrap(label, chars)) or label for label in labels], loc="best",
                         fontsize=small, ncols=1, handlelength=1.2, labelspacing=0.2, framealpha=0.8)
     new._jitterscope_stage = stage + 1

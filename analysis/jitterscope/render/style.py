@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -86,6 +86,43 @@ TABLEAU_COLORBLIND10 = ("#006BA4", "#FF800E", "#ABABAB", "#595959", "#5F9ED1", "
 LINE_STYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 1)), (0, (8, 2)))
 """One dash pattern per palette colour, in the same order (:data:`REPORT_RC` cycles both together), so that lines
 differ by more than colour."""
+
+
+class VerdictStyle(NamedTuple):
+    """How one verdict is drawn: a colour-blind-safe colour, a marker shape and a word, so that it reads without
+    colour (grey print, a colour-vision deficiency) from the shape or the word alone."""
+
+    colour: str
+    marker: str
+    word: str
+
+
+VERDICT_STYLES: dict[str, VerdictStyle] = {
+    "regressed": VerdictStyle("#D55E00", "^", "slower"),      # vermillion, pointing up: latency went up
+    "improved": VerdictStyle("#0072B2", "v", "faster"),       # blue, pointing down
+    "within noise": VerdictStyle("#4D4D4D", "o", "no change"),
+    "inconclusive": VerdictStyle("#E69F00", "D", "unclear"),  # orange diamond
+    "not judged": VerdictStyle("#8C8C8C", "x", "not judged"),
+}
+"""Every compare/fleet/sweep verdict's look.  Red against green is the pair most readers with a colour-vision
+deficiency cannot tell apart: Okabe & Ito's vermillion and blue are told apart, and the marker (up for slower,
+down for faster) and the word carry the verdict without any colour."""
+
+
+def verdict_style(verdict: str) -> VerdictStyle:
+    """The look of ``verdict`` (a compare verdict, or a sweep's "effect"/"no effect ..."); unknown ones as
+    "inconclusive"."""
+    if verdict.startswith("effect"):
+        return VerdictStyle(VERDICT_STYLES["regressed"].colour, "s", "effect")  # either direction: a square
+    if verdict.startswith("no effect"):
+        return VERDICT_STYLES["within noise"]._replace(word="no effect")
+    return VERDICT_STYLES.get(verdict, VERDICT_STYLES["inconclusive"])
+
+
+def verdict_label(verdict: str) -> str:
+    """A verdict with its plain word where they differ: "regressed (slower)", "within noise (no change)"."""
+    word = verdict_style(verdict).word
+    return verdict if word in verdict else f"{verdict} ({word})"
 
 
 def colour(index: int, total: int = 10) -> Any:
@@ -180,6 +217,18 @@ def _axis_texts(figure: Figure) -> set[int]:
             for tick in (*axis.get_major_ticks(), *axis.get_minor_ticks()):
                 own.update((id(tick.label1), id(tick.label2)))
     return own
+
+
+EMPTY_NOTE_GID = "jitterscope-empty-panel"
+"""The gid of the note :func:`empty_panel_note` draws: a check finds every empty panel's explanation by it."""
+
+
+def empty_panel_note(ax: Axes, message: str) -> Any:
+    """A note centred on a panel that has nothing to draw, saying why ("no variation: constant input,
+    n = 20,000"): an empty frame reads as a bug or a lost plot."""
+    return ax.text(0.5, 0.5, "\n".join(textwrap.wrap(message, 44)), ha="center", va="center", fontsize=9,
+                   color="0.25", transform=ax.transAxes, gid=EMPTY_NOTE_GID,
+                   bbox={"boxstyle": "round,pad=0.5", "facecolor": "#f3f3f3", "edgecolor": "0.6"})
 
 
 def plot_note(title: str, message: str, ax: Axes) -> Axes:

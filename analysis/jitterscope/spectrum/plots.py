@@ -109,9 +109,9 @@ def plot_isi(isi: InterSpikeIntervals, ax: Axes) -> None:
     """Inter-spike-interval histogram on a log time axis."""
     ax.stairs(isi.counts, isi.edges_s, fill=True, color="C4")
     ax.set_xscale("log")
-    ax.set_title(f"inter-spike intervals ({isi.spikes} spikes > {isi.threshold_ns / 1000:.4g} µs)")
+    ax.set_title(f"inter-spike intervals (n = {isi.spikes} spikes > {isi.threshold_ns / 1000:.4g} µs)")
     ax.set_xlabel("interval [s]")
-    ax.set_ylabel("count")
+    ax.set_ylabel("intervals [count]")
     used = np.flatnonzero(isi.counts)
     if used.size:
         ax.set_xlim(isi.edges_s[max(used[0] - 2, 0)], isi.edges_s[min(used[-1] + 3, isi.edges_s.size - 1)])

@@ -44,8 +44,8 @@ def plot_latency_histogram(hists: BinnedHistograms, ax: Axes) -> Axes:
     ax.set_ylim(0.5, top * 8.0)
     ax.ticklabel_format(axis="x", style="plain", useOffset=False)
     ax.set_xlabel("latency [µs]")
-    ax.set_ylabel(f"wake-ups per {width_us:g} µs bin")
-    ax.set_title(f"Latency histogram ({width_us:g} µs bins; ▼ and dotted line: maximum)")
+    ax.set_ylabel(f"wake-ups per {width_us:g} µs bin [count]")
+    ax.set_title(f"Latency histogram, {_n(hists.series)} ({width_us:g} µs bins; ▼: maximum)")
     ax.grid(True, which="major", alpha=0.3)
     _legend(ax, len(hists.series))
     return ax
@@ -63,8 +63,8 @@ def plot_latency_density(density: LogDensity, ax: Axes) -> Axes:
     ax.set_yscale("log")
     plain_log_axis(ax.xaxis)
     ax.set_xlabel("latency [µs]")
-    ax.set_ylabel("fraction of wake-ups per µs")
-    ax.set_title(f"Latency density ({density.bins_per_decade} log-spaced bins per decade)")
+    ax.set_ylabel("wake-ups per µs [fraction of n]")
+    ax.set_title(f"Latency density, {_n(density.series)} ({density.bins_per_decade} log bins per decade)")
     ax.grid(True, which="major", alpha=0.3)
     _legend(ax, total)
     return ax
@@ -82,14 +82,15 @@ def plot_period_error(hists: BinnedHistograms, ax: Axes, *, interval_ns: int | N
     ax.axvline(0.0, color="0.3", linewidth=0.8)
     ax.set_yscale("log")
     ax.set_ylim(0.5, top * 8.0)
-    ax.set_xlabel("period error = (actual_ns[i] − actual_ns[i−1]) − interval [µs]")
-    ax.set_ylabel(f"periods per {width_us:g} µs bin")
-    ax.set_title("Period error distribution")
+    ax.set_xlabel("period error: period − interval [µs]")
+    ax.set_ylabel(f"periods per {width_us:g} µs bin [count]")
+    title = f"Period error distribution, {_n(hists.series)} periods"
+    ax.set_title(title)
     if interval_ns:
         interval_us = interval_ns / NS_PER_US
         top_axis = ax.secondary_xaxis("top", functions=(lambda e: e + interval_us, lambda p: p - interval_us))
-        top_axis.set_xlabel(f"period [µs] (interval {interval_us:g} µs)")
-        ax.set_title("Period error distribution", pad=12)
+        top_axis.set_xlabel(f"period = actual[i] − actual[i−1] [µs] (interval {interval_us:g} µs)")
+        ax.set_title(title, pad=12)
     ax.grid(True, which="major", alpha=0.3)
     _legend(ax, len(hists.series))
     return ax
@@ -119,9 +120,9 @@ def plot_percentiles(curves: Sequence[PercentileCurve], ax: Axes) -> Axes:
     if bottom > 0 and top / bottom > LOG_RANGE:
         ax.set_yscale("log")
         plain_log_axis(ax.yaxis)
-    ax.set_xlabel("percentile q (axis: 1/(1−q), log scale; ▲ = maximum at x = n)")
+    ax.set_xlabel("percentile q [%] (axis: 1/(1−q), log scale; ▲ = maximum at x = n)")
     ax.set_ylabel("latency [µs]")
-    ax.set_title("Latency percentiles")
+    ax.set_title(f"Latency percentiles, {_n(curves)}")
     ax.grid(True, which="both", alpha=0.3)
     _legend(ax, len(curves))
     return ax
@@ -142,8 +143,8 @@ def plot_ccdf(curves: Sequence[CcdfCurve], ax: Axes) -> Axes:
     plain_log_axis(ax.xaxis)
     ax.set_ylim(floor * 0.5, 1.5)
     ax.set_xlabel("latency x [µs]")
-    ax.set_ylabel("P(latency > x)")
-    ax.set_title("Complementary CDF (tail)")
+    ax.set_ylabel("P(latency > x) [fraction]")
+    ax.set_title(f"Complementary CDF (tail), {_n(curves)}")
     ax.grid(True, which="major", alpha=0.3)
     _legend(ax, len(curves))
     return ax
@@ -176,10 +177,18 @@ def plot_timeline(timeline: ThreadTimeline, ax: Axes, *, origin_ns: int | None =
         ax.set_ylim(bottom=0.0, top=positive.max() * 1.45)
     ax.set_xlabel("time since first wake-up [s]")
     ax.set_ylabel("latency [µs]")
-    ax.set_title(f"{label or f'thread {timeline.thread}'}: latency over time", fontsize=10)
+    ax.set_title(f"{label or f'thread {timeline.thread}'}: latency over time "
+                 f"(n = {int(np.sum(timeline.count)):,})", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper right", fontsize=8, ncols=3)
     return ax
+
+
+def _n(series: Sequence[Any]) -> str:
+    """The wake-ups behind a figure's series for its title: "n = 20,000" (all threads together: the
+    all-threads curve's n where one is drawn, else the threads' sum)."""
+    pooled = [s for s in series if getattr(s, "thread", 0) == -1]
+    return f"n = {int(pooled[0].n) if pooled else sum(int(s.n) for s in series):,}"
 
 
 def _curve_style(thread: int, index: int, curves: Sequence[Any]) -> dict[str, Any]:

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from matplotlib.axes import Axes
 
-from ..render import plain_log_axis
+from ..render import plain_log_axis, verdict_style
 from .results import METRIC_NAMES, VERDICT_EFFECT, VERDICT_NONE, SweepAnalysis
 
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 LINE_STYLES = ("-", "--", "-.", ":")
-VERDICT_COLOURS = {VERDICT_EFFECT: "#D55E00", VERDICT_NONE: "#009E73"}
-INCONCLUSIVE_COLOUR = "#7f7f7f"
+VERDICTS_SHOWN = (VERDICT_EFFECT, VERDICT_NONE, "inconclusive")
 
 
 def plot_effects(result: SweepAnalysis, ax: Axes) -> Axes:
@@ -25,10 +24,10 @@ def plot_effects(result: SweepAnalysis, ax: Axes) -> Axes:
     effects += sorted(result.interactions, key=lambda e: (e.factor, str(e.other_factor), order[e.metric]))
     labels = []
     for y, effect in enumerate(reversed(effects)):
-        colour = VERDICT_COLOURS.get(effect.verdict, INCONCLUSIVE_COLOUR)
+        style = verdict_style(effect.verdict)  # colour, marker and word: never colour alone
         if effect.low is not None and effect.high is not None:
-            ax.plot([effect.low, effect.high], [y, y], color=colour, lw=2)
-        ax.plot([effect.ratio], [y], "o", color=colour, ms=5)
+            ax.plot([effect.low, effect.high], [y, y], color=style.colour, lw=2)
+        ax.plot([effect.ratio], [y], style.marker, color=style.colour, ms=5)
         short = effect.label.replace(" vs ", "/")
         labels.append(f"{short} · {effect.metric}")
     ax.axvspan(1 / (1 + result.noise), 1 + result.noise, color="0.9", zorder=0,
@@ -39,8 +38,9 @@ def plot_effects(result: SweepAnalysis, ax: Axes) -> Axes:
     ax.set_yticks(range(len(labels)), labels, fontsize=6)
     ax.set_ylim(-0.7, len(labels) - 0.3)
     ax.set_xlabel(f"ratio to the reference level ({result.confidence * 100:g} % interval, runs as units)")
-    for verdict, colour in [*VERDICT_COLOURS.items(), ("inconclusive", INCONCLUSIVE_COLOUR)]:
-        ax.plot([], [], "o-", color=colour, label=verdict)
+    for verdict in VERDICTS_SHOWN:
+        style = verdict_style(verdict)
+        ax.plot([], [], marker=style.marker, linestyle="-", color=style.colour, label=verdict)
     for y in range(len(effects) - 1):  # a rule between factors (and before the interactions)
         upper, lower = list(reversed(effects))[y + 1], list(reversed(effects))[y]
         if (upper.kind, upper.factor, str(upper.level)) != (lower.kind, lower.factor, str(lower.level)):

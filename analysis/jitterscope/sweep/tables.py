@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..format import format_p
-from ..render import Table, latex_escape, tables_text
+from ..render import P_VALUE, Table, latex_escape, tables_text
 from .results import METRIC_NAMES, VERDICT_EFFECT, VERDICT_NONE, Effect, SweepAnalysis
 
 HEADLINE_METRICS = ("p99", "p99.9", "max")
@@ -111,7 +111,7 @@ def effects_table(result: SweepAnalysis, interactions: bool = False) -> Table:
     title = ("Two-factor interactions (ratio of ratios)" if interactions
              else "Factor effects (ratio to the reference level, averaged over the other factors)")
     return Table(name, title, ("effect", "metric", "ratio", "low", "high", "p", "p Holm", "verdict"), rows,
-                 formats=("", "", "{:.3f}", "{:.3f}", "{:.3f}", "{:.2g}", "{:.2g}", ""),
+                 formats=("", "", "{:.3f}", "{:.3f}", "{:.3f}", P_VALUE, P_VALUE, ""),
                  notes=(f"{result.confidence * 100:g} % t intervals on the log scale, df = runs - conditions; Holm "
                         "over every effect, interaction and metric; noise threshold "
                         f"±{result.noise * 100:g} %.",))

@@ -48,7 +48,7 @@ def plot_parameter_stability(fit: TailFit, ax: Axes) -> Axes:
     ax.axhline(0, color="0.5", linewidth=0.8)
     ax.ticklabel_format(axis="y", style="plain", useOffset=False)
     ax.set_xlabel("threshold u [µs]")
-    ax.set_ylabel("shape ξ")
+    ax.set_ylabel("shape ξ [unitless]")
     ax.set_title("Parameter stability")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")

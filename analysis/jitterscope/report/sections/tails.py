@@ -45,7 +45,9 @@ def tails_section(ctx: ReportContext) -> Sequence[Page | Table]:
         state = ("assumptions hold" if fit.assumptions_ok and fit.extrapolated else
                  "ASSUMPTIONS NOT MET — indicative only" if fit.extrapolated else
                  "the tail mixes mechanisms — no extrapolation")
-        fig.suptitle(f"Tail of {format_thread_cpu(fit.thread, fit.cpu)}: {shape_text(fit.xi, fit.xi_se)}, {state}",
+        # two lines: the verdict, then the sample (one line ran off an A4 page for "thread 0 (CPU unknown)")
+        fig.suptitle(f"Tail of {format_thread_cpu(fit.thread, fit.cpu)}: {shape_text(fit.xi, fit.xi_se)}, {state}\n"
+                     f"n = {fit.n:,} wake-ups, {fit.exceedances:,} above the threshold u",
                      fontsize=12, weight="bold", color="black" if fit.assumptions_ok else "#b00000")
         items.append(Page(f"tails-thread-{fit.thread}", fig))
     fit_table = tail_fit_table(report)
