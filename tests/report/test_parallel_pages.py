@@ -124,8 +124,9 @@ def _children(pid: int) -> set[int]:
                          ids=lambda s: signal.Signals(s).name)
 def test_no_drawing_worker_survives_a_signal(simulated, tmp_path, signum) -> None:
     env = {**os.environ, WORKERS_ENV: "2"}
-    process = subprocess.Popen([sys.executable, "-c", CLI, "report", str(simulated), "-o", str(tmp_path / "r.pdf"),
-                                "-q", "--sections", ",".join(SECTIONS)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    argv = ["report", str(simulated), "-o", str(tmp_path / "r.pdf"), "-q", "--sections", ",".join(SECTIONS)]
+    process = subprocess.Popen([sys.executable, "-c", CLI, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, env=env)
     deadline = time.monotonic() + 240
     workers: set[int] = set()
     while not workers and process.poll() is None and time.monotonic() < deadline:
