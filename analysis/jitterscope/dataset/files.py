@@ -232,7 +232,11 @@ def _split_by_thread(threads: np.ndarray, batch: pa.RecordBatch) -> Iterator[tup
     sorted_threads = threads[order]
     bounds = np.concatenate([[0], np.flatnonzero(np.diff(sorted_threads)) + 1, [threads.size]])
     for start, stop in itertools.pairwise(bounds.tolist()):
-        yield int(sorted_threads[start]), batch.take(pa.array(order[start:stop]))
+        # the indices as an Arrow array over numpy's buffer: pa.array(ndarray) would import pandas (0.3-1.5 s of
+        # every command's start) to ask whether the array is a pandas one
+        rows = np.ascontiguousarray(order[start:stop], dtype=np.int64)
+        yield int(sorted_threads[start]), batch.take(pa.Array.from_buffers(pa.int64(), rows.size,
+                                                                           [None, pa.py_buffer(rows)]))
 
 
 def open_dataset(path: str | os.PathLike[str], *, check_counts: bool = True) -> Dataset:
