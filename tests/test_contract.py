@@ -116,3 +116,20 @@ def test_trace_event_codes_agree_in_document_python_and_c() -> None:
     c_side = {name.lower(): int(code) for name, code in re.findall(r"TRACE_EV_(\w+)\s*=\s*(\d+)", block)}
     assert dict(TRACE_EVENTS) == doc
     assert c_side == doc
+
+
+def test_the_gate_loads_jsonschema_without_its_format_checkers() -> None:
+    # every command that opens a dataset imports jsonschema; its format checkers' modules (arrow through
+    # isoduration, an IRI grammar) took most of that time, for formats the gate never checks
+    import sys
+
+    from jitterscope.dataset.contract import FORMAT_MODULES
+
+    code = ("import importlib.util, sys; import jitterscope.dataset.contract; "
+            f"names = {(*FORMAT_MODULES, 'arrow')!r}; "
+            "print(sum(importlib.util.find_spec(n) is not None for n in names), "
+            "sorted(n for n in names if sys.modules.get(n) is not None))")
+    installed, loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                       check=True).stdout.split(" ", 1)
+    assert int(installed) > 0, "no format-checker module installed: nothing to check"
+    assert loaded.strip() == "[]"
