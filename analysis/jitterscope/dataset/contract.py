@@ -22,7 +22,6 @@ from typing import Any
 
 from ..errors import SchemaError
 
-
 FORMAT_MODULES = ("rfc3987_syntax", "rfc3987", "rfc3986_validator", "rfc3339_validator", "fqdn", "idna",
                   "webcolors", "jsonpointer", "uri_template", "isoduration")
 """The optional modules jsonschema imports only to check ``"format"`` keywords (the gate checks no formats)."""
