@@ -13,6 +13,7 @@ time and peak RSS are its own:
                (DuckDB's default threads: every core)
   duckdb-cold  the same with ``import duckdb`` timed: the peer of summary-cli, whose imports are timed
   spectrum     jitterscope.spectrum.analyze_spectra(open_dataset(PATH))
+  spectrum-json  ``jitterscope spectrum PATH --json`` in process, printed to /dev/null (imports and JSON timed)
   welch        pyarrow reading each thread's expected_ns and actual_ns into memory, then scipy.signal.welch on
                its latency series with the segment length, overlap and window spectrum uses (Hann, nperseg/2,
                constant detrend, density, mean average)
@@ -20,8 +21,8 @@ time and peak RSS are its own:
 Checks printed: summary's percentiles equal DuckDB's within the histogram's error (relative_error of the value, or
 1 ns), its count/min/max exactly and its mean and stddev within 1e-9 relative; the Welch PSD equal to scipy's
 within 1e-6 relative (the same segments when a thread has no gaps).  Ratios: summary / duckdb and
-summary-cli / duckdb-cold (target <= 1.0), spectrum / welch (target <= 2.0).  Timings on a shared machine
-vary: say its load average with the numbers (printed at the start and end of each size).
+summary-cli / duckdb-cold (target <= 1.0), spectrum / welch and spectrum-json / welch (target <= 2.0).  Timings on
+a shared machine vary: say its load average with the numbers (printed at the start and end of each size).
 """
 
 from __future__ import annotations
@@ -97,7 +98,16 @@ with open(OUT + "/welch.json", "w") as out:
 }
 # the CLI imports its library inside the timed step, so its peer does too: DuckDB with `import duckdb` timed
 STEPS["duckdb-cold"] = ("", "import duckdb\n" + STEPS["duckdb"][1])
-PAIRS = {"summary": ("duckdb", 1.0), "summary-cli": ("duckdb-cold", 1.0), "spectrum": ("welch", 2.0)}
+# `spectrum --json` in process, its imports and its 39 MB of JSON (at 10^7) through the CLI's escaping stdout timed
+STEPS["spectrum-json"] = ("", """
+import contextlib, os
+from jitterscope.cli import main
+with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+    status = main(["spectrum", PATH, "--json"])
+assert status == 0, status
+""")
+PAIRS = {"summary": ("duckdb", 1.0), "summary-cli": ("duckdb-cold", 1.0), "spectrum": ("welch", 2.0),
+         "spectrum-json": ("welch", 2.0)}
 
 
 def check_summary(ours: dict, peer: dict) -> list[str]:

@@ -176,3 +176,18 @@ def test_poll_file_written_by_the_binary_has_contract_columns(tmp_path: Path) ->
     windows = pq.read_schema(tmp_path / "out" / "_poll" / "part-00000.parquet")
     assert windows.names == [c.name for c in POLL_WINDOW_COLUMNS] + [poll_bucket_column(k) for k in range(140 + 1)]
     assert all(not f.nullable for f in windows)
+def test_the_gate_loads_jsonschema_without_its_format_checkers() -> None:
+    # every command that opens a dataset imports jsonschema; its format checkers' modules (arrow through
+    # isoduration, an IRI grammar) took most of that time, for formats the gate never checks
+    import sys
+
+    from jitterscope.dataset.contract import FORMAT_MODULES
+
+    code = ("import importlib.util, sys; import jitterscope.dataset.contract; "
+            f"names = {(*FORMAT_MODULES, 'arrow')!r}; "
+            "print(sum(importlib.util.find_spec(n) is not None for n in names), "
+            "sorted(n for n in names if sys.modules.get(n) is not None))")
+    installed, loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                       check=True).stdout.split(" ", 1)
+    assert int(installed) > 0, "no format-checker module installed: nothing to check"
+    assert loaded.strip() == "[]"

@@ -215,3 +215,16 @@ def test_the_cli_answers_without_the_heavy_libraries(argv: list[str]) -> None:
 def test_every_subcommand_is_guarded() -> None:
     names = _commands()
     assert {"summary", "power", "spectrum", "tails", "compare", "report", "import", "capture"} <= set(names)
+
+
+def test_summary_of_a_dataset_loads_only_what_it_computes_with(tmp_path) -> None:
+    # the fixed cost of every summary (issue 25): no pandas, scipy, matplotlib, astropy, nor tqdm without a bar
+    from jitterscope.io import SimulationSpec, write_simulation
+
+    path = write_simulation(SimulationSpec(threads=2, samples=2_000), tmp_path / "s.parquet", 1)
+    unwanted = ("pandas", "scipy", "matplotlib", "astropy", "tqdm", "arrow")
+    probe = (f"import sys, contextlib, io\nfrom jitterscope.cli import main\n"
+             f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['summary', {str(path)!r}]) == 0\n"
+             f"print(sorted(m for m in {unwanted!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"

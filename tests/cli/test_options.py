@@ -244,3 +244,33 @@ def test_fuzz_every_numeric_option_of_every_command(data, small, tmp_path_factor
     argv = _argv(command, option, text, small, out)
     code, _, err = _run(argv)
     _assert_clean(argv, code, err)
+
+
+class _CountingStream(io.StringIO):
+    """A stdout that counts its writes."""
+
+    writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        return super().write(text)
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_print_json_is_one_write_with_the_same_escaped_text(monkeypatch, ensure_ascii) -> None:
+    # what json.dump wrote token by token through the CLI's escaping stdout, print_json writes in one pass
+    from jitterscope.cli.options import VisibleText, print_json
+
+    document = {"host\x1b]0;title\x07": ["a\rb", "\x00", "\ud800", "\x85 nel", "é", 1.5, None],
+                "nested": {"k": list(range(50))}}
+    old = _CountingStream()
+    import json
+
+    json.dump(document, VisibleText(old), indent=2, ensure_ascii=ensure_ascii)
+    VisibleText(old).write("\n")
+    new = _CountingStream()
+    monkeypatch.setattr("sys.stdout", VisibleText(new))
+    print_json(document, indent=2, ensure_ascii=ensure_ascii)
+    assert new.getvalue() == old.getvalue()
+    assert new.writes == 1 and old.writes > 50
+    assert "\x1b" not in new.getvalue() and "\x85" not in new.getvalue()  # still escaped

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from .options import input_path
+from .options import input_path, print_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,8 +24,7 @@ def _run(args: argparse.Namespace) -> int:
         document = {key.decode(): json.loads(value) for key, value in kv.items()}
         document["rows"] = dataset.num_rows
         document["files"] = [str(f) for f in dataset.files]
-        json.dump(document, sys.stdout, indent=2, sort_keys=True)
-        print()
+        print_json(document, indent=2, sort_keys=True)
     else:
         print(format_info(dataset))
     return 0

@@ -197,6 +197,18 @@ def usage_error(prog: str, message: str) -> NoReturn:
     raise UsageError(f"{message} (see '{prog} --help')")
 
 
+def print_json(document: object, **options: object) -> None:
+    """Print ``document`` as JSON on stdout (``json.dumps`` ``options``), in one write.
+
+    ``json.dump`` to a stream writes token by token: through :class:`VisibleText` that was one escaping pass
+    per token (1.9 million calls and 14 of 24 s for the 39 MB of ``spectrum --json`` at 10^7 wake-ups).  One
+    string escaped once is the same text: the escaping maps each character on its own.
+    """
+    import json
+
+    sys.stdout.write(json.dumps(document, **options) + "\n")  # type: ignore[arg-type]
+
+
 class VisibleText:
     """A text stream that writes every control character (but newline and tab) and lone surrogate as an escape.
 

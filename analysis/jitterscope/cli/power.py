@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..errors import AnalysisError
 from ..power import DEFAULT_C0_EDGES, DEFAULT_MIN_DWELL, DEFAULT_THRESHOLD  # light: power/defaults.py
-from .options import input_path, number, seed
+from .options import input_path, number, print_json, seed
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -58,8 +57,7 @@ def _run(args: argparse.Namespace) -> int:
         n_surrogates=args.surrogates, seed=args.seed, threads=args.thread,
     )
     if args.json:
-        json.dump(result.to_json(), sys.stdout, indent=2, ensure_ascii=False, allow_nan=False)
-        print()
+        print_json(result.to_json(), indent=2, ensure_ascii=False, allow_nan=False)
     else:
         sys.stdout.write(correlation_text(result))
     return 0

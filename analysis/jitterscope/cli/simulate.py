@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import TYPE_CHECKING
 
-from .options import DURATION_HELP, duration, input_path, number, output_path, seed, usage_error
+from .options import DURATION_HELP, duration, input_path, number, output_path, print_json, seed, usage_error
 
 if TYPE_CHECKING:  # for annotations only: the implementation is imported when the command runs
     from ..io import Effect, SimulationSpec
@@ -93,8 +91,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..io import load_spec, write_simulation
     spec = load_spec(args.spec) if args.spec else _spec_from_args(args)
     if args.print_spec:
-        json.dump(spec.to_json(), sys.stdout, indent=2)
-        print()
+        print_json(spec.to_json(), indent=2)
         return 0
     path = write_simulation(spec, args.output, args.seed, overwrite=args.force,
                             inputs=[args.spec] if args.spec else ())
@@ -199,8 +196,7 @@ def _run_poll(args: argparse.Namespace) -> int:
     except PollSpecError as exc:
         usage_error(PROG, str(exc).removeprefix("poll simulation: "))
     if args.print_spec:
-        json.dump(spec.to_json(), sys.stdout, indent=2)
-        print()
+        print_json(spec.to_json(), indent=2)
         return 0
     path = simulate_poll(spec, args.output, args.seed, overwrite=args.force)
     print(f"wrote {path}: {len(cpus)} polled CPU(s) x {duration_s:g} s, seed {args.seed}")

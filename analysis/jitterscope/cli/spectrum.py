@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
-from .options import input_path, number
+from .options import input_path, number, print_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,8 +44,7 @@ def _run(args: argparse.Namespace) -> int:
         return poll_periodic(dataset, args)
     analysis = analyze_spectra(dataset, options, sources=parse_sources(args.sources))
     if args.json:
-        json.dump(analysis.to_json(), sys.stdout, allow_nan=False)
-        print()
+        print_json(analysis.to_json(), allow_nan=False)
     else:
         print(format_spectral_analysis(analysis, top=args.top))
     return 0

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from .gates import add_gate_arguments, evaluate, report, summary_facts, wants_events
-from .options import input_path, number, usage_error
+from .options import input_path, number, print_json, usage_error
 
 TOLERANCE_US = 1.0
 
@@ -59,8 +58,7 @@ def _run(args: argparse.Namespace) -> int:
         if attribution is not None:
             from ..format import jsonable
             document["trace"] = jsonable(attribution.to_json())
-        json.dump(document, sys.stdout, indent=2)
-        print()
+        print_json(document, indent=2)
         return _gates(args, dataset, summary)
     for thread in summary.threads:
         if thread.cyclictest is not None:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from .options import number
+from .options import number, print_json
 
 PROG = "jitterscope sweep"
 
@@ -118,8 +117,7 @@ def _report(args: argparse.Namespace) -> int:
     if args.figures:
         write_sweep_figures(result, args.figures, overwrite=args.force)
     if args.json:
-        json.dump(result.to_json(), sys.stdout, indent=2, sort_keys=True)
-        print()
+        print_json(result.to_json(), indent=2, sort_keys=True)
     else:
         print(sweep_text(result))
     return 0

@@ -48,6 +48,7 @@ import hashlib
 import importlib
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -80,6 +81,7 @@ from ..render import (
     to_latex,
 )
 from ..summary import Summary, TimelineResult, compute_timeline, summarize
+from .drawing import draw_pages, report_workers
 
 SECTION_MODULES: tuple[str, ...] = (
     # One line per module that registers sections; imported in this order, sections sorted by `order`.
@@ -92,6 +94,9 @@ SECTION_MODULES: tuple[str, ...] = (
     "jitterscope.report.sections.tails",
     "jitterscope.report.sections.events",
 )
+
+FIGURE_FORMATS: tuple[str, ...] = ("pdf", "svg", "png")
+"""The files each figure is written as under ``--figures``."""
 
 SUMMARY_ONLY_SECTIONS: tuple[str, ...] = ("findings", "provenance", "appendix")
 """The sections a summary-only dataset gets (every other one needs wake-ups or bins)."""
@@ -306,6 +311,7 @@ def write_report(
     sections: Sequence[str] | None = None,
     overwrite: bool = False,
     figure_width: str | None = None,
+    workers: int | None = None,
 ) -> ReportInfo:
     """Write the PDF report of ``dataset`` to ``output`` (and figures/tables to ``figures_dir``).
 
@@ -331,6 +337,10 @@ def write_report(
         ``"column"`` (3.5 in) or ``"page"`` (7.2 in): figures under ``figures_dir`` are refitted to that
         width with 8-9 pt text (:func:`~jitterscope.render.fit_for_paper`); None keeps the report's page.
         PNGs are written at 300 dpi either way.
+    workers
+        Processes drawing the pages, this one and forked children (:mod:`.drawing`); default: the
+        ``JITTERSCOPE_REPORT_WORKERS`` environment variable, else every CPU.  1 draws in this process.  The
+        report's bytes are the same for any number.
 
     Returns
     -------
@@ -385,35 +395,35 @@ def write_report(
         used_names: set[str] = set()
         contributed: list[str] = []
         pages = 0
+        jobs: list[Callable[[PdfPages], None]] = []
         with contextlib.ExitStack() as stack:
             fig_dir = None if figures_dir is None else stack.enter_context(
                 write_directory_atomically(Path(figures_dir), what="the figures", error=JitterscopeError))
             tmp = stack.enter_context(write_atomically(out, what="the report", error=JitterscopeError))
-            with PdfPages(tmp, metadata=metadata) as pdf:
-                bar = tqdm(chosen, desc="report", unit="section", file=sys.stderr, disable=not progress)
-                for section in bar:
-                    bar.set_postfix_str(section.name)
-                    started = time.perf_counter()
-                    items = section.function(ctx) or ()
-                    if items:
-                        contributed.append(section.name)
-                    for page in _pages_of(section.name, items, ctx):
-                        _claim(page.name, used_names, section.name)
-                        if _annotated(page.figure):  # labels at data points may fall on each other
-                            tidy_layout(page.figure)
-                        # the PDF page first, so it is the same bytes with or without --figures
-                        undo = _decorate(page.figure, ctx, pages + 1)
-                        pdf.savefig(literal_text(page.figure))
-                        pages += 1
-                        if fig_dir is not None:
-                            undo()
-                            written += _export_figure(page, fig_dir, figure_width)
-                            for table in page.tables:
-                                _claim(table.name, used_names, section.name)
-                                written += _export_table(table, fig_dir)
-                        page.figure.clear()
-                    seconds.append((section.name, time.perf_counter() - started))
-                seconds += [(f"{key} (shared, within the sections above)", secs) for key, secs in ctx.shared_seconds]
+            bar = tqdm(chosen, desc="report", unit="section", file=sys.stderr, disable=not progress)
+            for section in bar:
+                bar.set_postfix_str(section.name)
+                started = time.perf_counter()
+                items = section.function(ctx) or ()
+                if items:
+                    contributed.append(section.name)
+                for page in _pages_of(section.name, items, ctx):
+                    _claim(page.name, used_names, section.name)
+                    pages += 1
+                    jobs.append(functools.partial(_draw_page, page, ctx, pages, fig_dir, figure_width))
+                    if fig_dir is not None:
+                        written += [str(fig_dir / f"{page.name}.{ext}") for ext in FIGURE_FORMATS]
+                        for table in page.tables:
+                            _claim(table.name, used_names, section.name)
+                            written += _export_table(table, fig_dir)
+                seconds.append((section.name, time.perf_counter() - started))
+            started = time.perf_counter()
+            count = report_workers(workers)
+            scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="jitterscope-pages-")))
+            draw_pages(jobs, tmp, workers=count, metadata=metadata, scratch=scratch)
+            seconds.append((f"drawing ({min(count, len(jobs))} process{'es' if min(count, len(jobs)) > 1 else ''})",
+                            time.perf_counter() - started))
+            seconds += [(f"{key} (shared, within the sections above)", secs) for key, secs in ctx.shared_seconds]
             if fig_dir is not None:
                 written += _export_methods(ctx, fig_dir)
     if figures_dir is not None:  # the files now stand in the folder asked for, not in its temporary
@@ -431,6 +441,20 @@ def _poll_report(dataset: Dataset, out: Path, *, figures_dir: str | os.PathLike[
                                "run 'jitterscope report DATASET -o OUT.pdf' without them")
     pages = write_poll_report(dataset, out, overwrite=True)  # check_output above already applied --force
     return ReportInfo(path=str(out), pages=pages, sections=("poll",), figure_files=())
+
+
+def _draw_page(page: Page, ctx: ReportContext, page_no: int, fig_dir: Path | None, width: str | None,
+               pdf: PdfPages) -> None:
+    """Draw ``page`` into ``pdf`` with its footer (and its ``--figures`` files without it); then drop it."""
+    if _annotated(page.figure):  # labels at data points may fall on each other
+        tidy_layout(page.figure)
+    # the PDF page first, so it is the same bytes with or without --figures
+    undo = _decorate(page.figure, ctx, page_no)
+    pdf.savefig(literal_text(page.figure))
+    if fig_dir is not None:
+        undo()
+        _export_figure(page, fig_dir, width)
+    page.figure.clear()  # a long report holds no drawn page
 
 
 def _pages_of(section: str, items: Sequence[SectionItem], ctx: ReportContext) -> Iterator[Page]:
@@ -497,7 +521,7 @@ def _export_figure(page: Page, directory: Path, width: str | None = None) -> lis
     if width is not None and page.kind == "figure":  # text and note pages stay pages (tables go out as files)
         fit_for_paper(page.figure, width)
     paths = []
-    for ext in ("pdf", "svg", "png"):
+    for ext in FIGURE_FORMATS:
         path = directory / f"{page.name}.{ext}"
         kwargs: dict[str, Any] = {"metadata": {"Software": None}, "dpi": PNG_DPI} if ext == "png" else {}
         if ext == "pdf":

@@ -1,0 +1,196 @@
+"""The report's pages drawn in parallel, by this process and forked children, each into a PDF of its own.
+
+Drawing is most of a small report's time (matplotlib's text layout, paths and font subsetting, one page after
+another on one core), and pages do not depend on each other.  Once every section has built its pages, children
+are forked: each inherits the figures as built (nothing is pickled: figures hold formatters that are lambdas)
+and the fonts and styles already set up, draws its share of the pages (and their ``--figures`` files) into a
+PDF, and exits; the pages are then joined in order (:func:`join_pages`).  Page ``i`` is drawn by worker
+``i % n``: the report for a given worker count is the same bytes every time, and its text, page count and page
+order are the same for any worker count (the embedded font subsets differ: each worker's PDF has its own).
+With one worker the pages are drawn here straight into the report.
+
+At most :func:`report_workers` processes draw.  Children never outlive the report: the parent kills them on
+any exception (Ctrl-C and the CLI's terminating signals arrive as exceptions), they ignore Ctrl-C themselves
+and end at once on SIGTERM/SIGHUP/SIGQUIT, and each asks the kernel to kill it when the parent dies
+(``PR_SET_PDEATHSIG``), should the parent be killed outright.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pickle
+import signal
+import traceback
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import JitterscopeError
+
+WORKERS_ENV = "JITTERSCOPE_REPORT_WORKERS"
+"""Environment variable capping the processes that draw a report's pages (1: draw in the report's own process)."""
+
+
+def report_workers(requested: int | None = None) -> int:
+    """How many pages are drawn at once: ``requested``, else :data:`WORKERS_ENV`, else every CPU this process may
+    use; never more than those CPUs, and 1 where processes cannot be forked.
+
+    Raises
+    ------
+    JitterscopeError
+        :data:`WORKERS_ENV` is not a whole number >= 1.
+    """
+    if requested is None and os.environ.get(WORKERS_ENV):
+        text = os.environ[WORKERS_ENV]
+        try:
+            requested = int(text)
+        except ValueError:
+            requested = 0
+        if requested < 1:
+            raise JitterscopeError(f"{WORKERS_ENV}={text!r} is not a whole number >= 1; unset it or give e.g. 1")
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    if not hasattr(os, "fork"):
+        return 1
+    return max(1, min(requested or cpus, cpus))
+
+
+PageJob = Callable[[Any], None]
+"""Draws one page into the open ``PdfPages`` it is given (and writes that page's other files)."""
+
+
+def draw_pages(jobs: Sequence[PageJob], output: Path, *, workers: int, metadata: dict[str, Any],
+               scratch: Path) -> None:
+    """Run ``jobs`` in order into the PDF ``output``: page ``i`` is what ``jobs[i]`` draws.
+
+    With one worker every page is drawn here into ``output``.  With ``n``, this process and ``n - 1`` forked
+    children each draw every ``n``-th page (page ``i`` by worker ``i % n``: the spectra, power and tails pages,
+    the heavy ones, come in runs, so each worker gets its share of them) into a PDF of their own under
+    ``scratch``, and :func:`join_pages` takes the pages back in order.  One PDF per worker, not per page: each
+    PDF embeds the subsets of its fonts, and subsetting a font costs about as much as drawing a page.
+
+    Raises
+    ------
+    BaseException
+        What a job raised (the first page's failure); the children still running are killed first.
+    """
+    from matplotlib.backends.backend_pdf import PdfPages
+
+    workers = max(1, min(workers, len(jobs)))
+    if workers == 1:
+        with PdfPages(output, metadata=metadata) as pdf:
+            for job in jobs:
+                job(pdf)
+        return
+    documents = [scratch / f"worker-{k}.pdf" for k in range(workers)]
+    errors = [scratch / f"worker-{k}.error" for k in range(workers)]
+    document_metadata = {"CreationDate": metadata.get("CreationDate"), "ModDate": None}
+
+    def share(k: int) -> None:
+        with PdfPages(documents[k], metadata=document_metadata) as pdf:
+            for job in jobs[k::workers]:
+                job(pdf)
+
+    children: dict[int, int] = {}  # pid -> worker
+    try:
+        for k in range(1, workers):
+            pid = os.fork()
+            if pid == 0:  # the child: draw, and leave without running the parent's clean-ups
+                _child(functools.partial(share, k), errors[k])
+            children[pid] = k
+        share(0)
+        failed: dict[int, BaseException] = {}
+        for pid, k in list(children.items()):
+            _, status = os.waitpid(pid, 0)
+            del children[pid]
+            if status != 0:
+                failed[k] = _failure(k, status, errors[k])
+        if failed:
+            raise failed[min(failed)]
+    finally:
+        _kill(children)
+    join_pages(documents, output, workers=workers, pages=len(jobs), metadata=metadata)
+
+
+def _kill(children: dict[int, int]) -> None:
+    """Kill and reap the children still running (the report is being left by an exception)."""
+    for pid in children:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+    children.clear()
+
+
+def _child(job: Callable[[], None], error_file: Path) -> None:
+    code = 1
+    try:
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+            signal.signal(signum, signal.SIG_DFL)  # the parent's handlers raise; a child just ends
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which kills its children
+        _die_with_parent()
+        job()
+        code = 0
+    except BaseException as exc:  # every failure goes back to the parent, which raises it
+        try:
+            error_file.write_bytes(pickle.dumps(exc))
+        except BaseException:  # an exception that does not pickle: its text
+            error_file.write_bytes(pickle.dumps(RuntimeError("".join(traceback.format_exception(exc)))))
+    finally:
+        os._exit(code)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent ends (``prctl(PR_SET_PDEATHSIG)``), where it can."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent ended before the request was made
+        os._exit(1)
+
+
+def _failure(worker: int, status: int, error_file: Path) -> BaseException:
+    if os.WIFSIGNALED(status):
+        name = signal.Signals(os.WTERMSIG(status)).name
+        return JitterscopeError(f"drawing the report's pages: worker {worker} was stopped by {name}")
+    try:
+        return pickle.loads(error_file.read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        return JitterscopeError(f"drawing the report's pages: worker {worker} failed (exit status "
+                                f"{os.WEXITSTATUS(status)})")
+
+
+def join_pages(documents: Sequence[Path], output: Path, *, workers: int, pages: int,
+               metadata: dict[str, Any]) -> None:
+    """Write page ``i`` of the report, page ``i // workers`` of ``documents[i % workers]``, for every ``i`` in
+    ``range(pages)``, as one PDF with the document ``metadata`` (Title, Creator, CreationDate as matplotlib's
+    ``PdfPages`` takes them)."""
+    from pypdf import PdfReader, PdfWriter
+
+    readers = [PdfReader(document) for document in documents]
+    writer = PdfWriter()
+    for i in range(pages):
+        writer.add_page(readers[i % workers].pages[i // workers])
+    info = {}
+    for key, value in metadata.items():
+        if value is not None:
+            info[f"/{key}"] = _pdf_date(value) if isinstance(value, datetime) else str(value)
+    writer.add_metadata(info)
+    with open(output, "wb") as handle:
+        writer.write(handle)
+
+
+def _pdf_date(when: datetime) -> str:
+    """A PDF date string, as matplotlib writes it (``D:20251130000000Z``)."""
+    from matplotlib.backends.backend_pdf import _datetime_to_pdf
+
+    return _datetime_to_pdf(when)

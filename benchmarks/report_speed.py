@@ -1,0 +1,119 @@
+"""Issue 25: small reports in seconds, and large ones within their memory, as ratios measured in one run.
+
+Usage: python benchmarks/report_speed.py [--capture PATH] [--demo] [--sizes 1e7] [--shape-1e8 PATH] [--repeat N]
+
+Each command runs as a subprocess of its own; its wall time and its peak RSS (``wait4``: the largest of the
+command and the drawing processes it forked) are printed.  ``report`` runs twice: with
+``JITTERSCOPE_REPORT_WORKERS=1`` (every page drawn in one process, as before issue 25) and with the default (one
+process per CPU), so each line pairs before and after on the same machine at the same time.
+
+* ``--capture PATH``: a real capture (``jitterscope capture -D 10 -o PATH`` as root, made when PATH is missing):
+  ``report`` of it against ``summary`` of it; target report <= 8x summary.
+* ``--demo``: ``jitterscope demo -q`` (what ``make demo`` runs once installed: a 10 s capture, the summary and the
+  report); target <= 15 s.
+* ``--sizes``: reports of the plain simulated datasets of ``report_throughput.py`` (10^7: no worse than 35 s).
+* ``--shape-1e8 PATH``: the report of the issue's 10^8 simulation (``simulate --threads 2 --interval-us 100
+  --samples 50000000 --pstates 800,2400 --dwell-ms 50 --coupling 0.5:30:3 --smi 0.5:200 --periodic 113:3``,
+  made when PATH is missing); target peak RSS <= 1,431 MiB (1,523 MiB before).
+
+Timings on a shared machine vary: the load average is printed with each line, and CPU seconds (user + system,
+children included) alongside the wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import simulated, work_dir
+
+BIN = Path(sys.executable).with_name("jitterscope")
+SHAPE_1E8 = ["--threads", "2", "--interval-us", "100", "--samples", "50000000", "--pstates", "800,2400",
+             "--dwell-ms", "50", "--coupling", "0.5:30:3", "--smi", "0.5:200", "--periodic", "113:3"]
+
+
+def run(command: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
+    """Wall seconds, CPU seconds and peak RSS (MiB) of one run of ``command``."""
+    started = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    if status != 0:
+        raise SystemExit(f"{' '.join(command)} failed (status {status})")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024}
+
+
+def best(command: list[str], repeat: int, env: dict[str, str] | None = None) -> dict[str, float]:
+    runs = [run(command, env) for _ in range(repeat)]
+    return {"wall": min(r["wall"] for r in runs), "cpu": statistics.median(r["cpu"] for r in runs),
+            "rss": max(r["rss"] for r in runs)}
+
+
+def load() -> str:
+    return "load " + " ".join(f"{v:.1f}" for v in os.getloadavg())
+
+
+def show(label: str, result: dict[str, float], extra: str = "") -> None:
+    print(f"{label:<44} {result['wall']:7.2f} s wall {result['cpu']:7.2f} s CPU {result['rss']:7.0f} MiB  "
+          f"{extra}  ({load()})", flush=True)
+
+
+def report_pair(dataset: Path, out: Path, repeat: int) -> tuple[dict[str, float], dict[str, float]]:
+    command = [str(BIN), "report", str(dataset), "-o", str(out), "-q", "--force"]
+    serial = best(command, repeat, {"JITTERSCOPE_REPORT_WORKERS": "1"})
+    parallel = best(command, repeat)
+    return serial, parallel
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--capture", type=Path, help="a real 10 s capture (captured there when missing; root)")
+    parser.add_argument("--demo", action="store_true", help="time `jitterscope demo -q` (a 10 s capture)")
+    parser.add_argument("--sizes", nargs="*", type=float, default=[], help="simulated report sizes, e.g. 1e7")
+    parser.add_argument("--shape-1e8", type=Path, help="the issue's 10^8 simulation (simulated there when missing)")
+    parser.add_argument("--keep", type=Path, help="directory caching the simulated datasets")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each small command (best wall time)")
+    args = parser.parse_args()
+    missed = 0
+    scratch = Path(tempfile.mkdtemp(prefix="report-speed-"))
+    print(f"# {os.cpu_count()} CPUs, {load()}")
+    if args.capture is not None:
+        if not args.capture.exists():
+            subprocess.run([str(BIN), "capture", "-D", "10", "-o", str(args.capture), "-q"], check=True,
+                           stdout=subprocess.DEVNULL)
+        summary = best([str(BIN), "summary", str(args.capture)], args.repeat)
+        show("summary (real 10 s capture)", summary)
+        serial, parallel = report_pair(args.capture, scratch / "capture.pdf", args.repeat)
+        for label, result in (("report, pages in 1 process (before)", serial), ("report, pages in parallel", parallel)):
+            ratio = result["wall"] / summary["wall"]
+            missed += label.endswith("parallel") and ratio > 8
+            show(label, result, f"{ratio:5.1f}x summary (target <= 8x)")
+    if args.demo:
+        demo = run([str(BIN), "demo", "-q", "--out", str(scratch)])
+        missed += demo["wall"] > 15
+        show("jitterscope demo -q (make demo)", demo, f"target <= 15 s: {'met' if demo['wall'] <= 15 else 'MISSED'}")
+    work = work_dir(args.keep)
+    for size in args.sizes:
+        dataset = simulated(work, int(size), 2)
+        serial, parallel = report_pair(dataset, scratch / "sim.pdf", 1)
+        show(f"report 10^{len(str(int(size))) - 1}, pages in 1 process", serial)
+        show(f"report 10^{len(str(int(size))) - 1}, pages in parallel", parallel)
+    if args.shape_1e8 is not None:
+        if not args.shape_1e8.exists():
+            subprocess.run([str(BIN), "simulate", *SHAPE_1E8, "-o", str(args.shape_1e8)], check=True,
+                           stdout=subprocess.DEVNULL)
+        result = run([str(BIN), "report", str(args.shape_1e8), "-o", str(scratch / "shape.pdf"), "-q", "--force"])
+        missed += result["rss"] > 1431
+        show("report of the 10^8 shape", result,
+             f"peak RSS target <= 1431 MiB: {'met' if result['rss'] <= 1431 else 'MISSED'}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""Pages drawn by several processes (report/drawing.py, issue 25): the same report as drawn by one, and no
+drawing process outlives the report (an error, Ctrl-C, SIGTERM, SIGHUP, or the report killed outright)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from jitterscope.errors import JitterscopeError
+from jitterscope.io import PeriodicDisturbance, SMIs, spec_from_options, write_simulation
+from jitterscope.report import write_report
+from jitterscope.report.drawing import WORKERS_ENV, draw_pages, report_workers
+
+EPOCH = "1764460800"
+SECTIONS = ("provenance", "distributions", "timeline", "appendix")  # a few pages of each kind: kept fast
+CLI = "import sys; from jitterscope.cli import main; sys.exit(main())"
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory) -> Path:
+    spec = spec_from_options(threads=2, samples=5_000, effects=[
+        PeriodicDisturbance(frequency_hz=10.0, amplitude_ns=20_000.0), SMIs(rate_hz=0.5, duration_ns=150_000)])
+    return write_simulation(spec, tmp_path_factory.mktemp("sim") / "sim.parquet", seed=5)
+
+
+def _page_texts(pdf: Path) -> list[str]:
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True, text=True).stdout
+    return text.split("\f")
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="needs pdftotext (poppler-utils)")
+def test_parallel_report_is_the_serial_one(simulated, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    infos = {}
+    for workers in (1, 3):
+        folder = tmp_path / f"w{workers}"
+        folder.mkdir()
+        # the same -o path relative to the folder: the reproducibility page quotes it
+        monkeypatch.chdir(folder)
+        infos[workers] = write_report(simulated, "r.pdf", figures_dir="figs", sections=SECTIONS, workers=workers)
+    serial, parallel = (_page_texts(tmp_path / f"w{w}" / "r.pdf") for w in (1, 3))
+    assert len(serial) > 5 and len(parallel) == len(serial)
+    assert parallel == serial  # every page's text, in the same order
+    assert infos[3].pages == infos[1].pages and infos[3].figure_files == infos[1].figure_files
+    for name in sorted(os.listdir(tmp_path / "w1" / "figs")):  # each figure file drawn alone: the same bytes
+        assert (tmp_path / "w3" / "figs" / name).read_bytes() == (tmp_path / "w1" / "figs" / name).read_bytes(), name
+    # and for a given worker count, the same bytes every time
+    monkeypatch.chdir(tmp_path / "w3")
+    first = Path("r.pdf").read_bytes()
+    write_report(simulated, "r.pdf", figures_dir="figs", sections=SECTIONS, workers=3, overwrite=True)
+    assert Path("r.pdf").read_bytes() == first
+
+
+def test_workers_are_bounded_by_the_cpus_and_the_environment(monkeypatch) -> None:
+    cpus = len(os.sched_getaffinity(0))
+    monkeypatch.delenv(WORKERS_ENV, raising=False)
+    assert report_workers() == cpus and report_workers(10_000) == cpus and report_workers(1) == 1
+    monkeypatch.setenv(WORKERS_ENV, "1")
+    assert report_workers() == 1
+    for bad in ("0", "two", "-3"):
+        monkeypatch.setenv(WORKERS_ENV, bad)
+        with pytest.raises(JitterscopeError, match=f"{WORKERS_ENV}=.* is not a whole number >= 1"):
+            report_workers()
+
+
+def _pid_file_job(folder: Path, seconds: float):
+    def job(pdf) -> None:
+        (folder / f"child-{os.getpid()}").write_text("")
+        time.sleep(seconds)
+
+    return job
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_a_failing_page_kills_the_other_workers_and_is_raised(tmp_path) -> None:
+    def failing(pdf) -> None:  # worker 0 (this process) fails while worker 1 is still drawing
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob("child-*")) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        raise ValueError("page 1 cannot be drawn")
+
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="page 1 cannot be drawn"):
+        draw_pages([failing, _pid_file_job(tmp_path, 120)], tmp_path / "r.pdf", workers=2, metadata={},
+                   scratch=tmp_path)
+    assert time.monotonic() - started < 60
+    children = [int(p.name.split("-")[1]) for p in tmp_path.glob("child-*")]
+    assert len(children) == 1 and not _alive(children[0])  # killed and reaped before the error came out
+
+
+def test_a_child_failure_is_raised_in_the_parent(tmp_path) -> None:
+    def failing(pdf) -> None:
+        raise ValueError("page 2 cannot be drawn")
+
+    with pytest.raises(ValueError, match="page 2 cannot be drawn"):
+        draw_pages([lambda pdf: None, failing], tmp_path / "r.pdf", workers=2, metadata={}, scratch=tmp_path)
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found.update(int(c) for c in (task / "children").read_text().split())
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return found
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: pages are drawn in the report's process")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL],
+                         ids=lambda s: signal.Signals(s).name)
+def test_no_drawing_worker_survives_a_signal(simulated, tmp_path, signum) -> None:
+    env = {**os.environ, WORKERS_ENV: "2"}
+    argv = ["report", str(simulated), "-o", str(tmp_path / "r.pdf"), "-q", "--sections", ",".join(SECTIONS)]
+    process = subprocess.Popen([sys.executable, "-c", CLI, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, env=env)
+    deadline = time.monotonic() + 240
+    workers: set[int] = set()
+    while not workers and process.poll() is None and time.monotonic() < deadline:
+        workers = _children(process.pid)  # the drawing workers: the report forks no other child
+        time.sleep(0.02)
+    assert workers, "the report never forked a drawing worker"
+    os.kill(process.pid, signum)
+    process.wait(timeout=120)  # the report only: a worker left alone would hold stderr open while it draws
+    # gone at once: killed by the report on its way out, or by the kernel with it (SIGKILL); a worker left alone
+    # would go on drawing its share for seconds
+    deadline = time.monotonic() + 0.25
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    survivors = [pid for pid in workers if _alive(pid)]
+    err = process.stderr.read()
+    assert not survivors
+    assert process.returncode != 0 and "Traceback" not in err, err
+    assert not (tmp_path / "r.pdf").exists()
