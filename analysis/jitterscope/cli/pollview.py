@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from .options import usage_error
+from .options import print_json, usage_error
 
 
 def refuse_timer_options(args: argparse.Namespace, command: str, names: dict[str, object]) -> None:
@@ -47,8 +47,7 @@ def poll_summary(dataset: object, args: argparse.Namespace) -> int:
         document = {"kind": "poll", "summary": summary.to_json(), "findings": findings.to_json(),
                     "causes": causes.to_json() if causes else None,
                     "spectrum": spectrum.to_json() if spectrum else None}
-        json.dump(jsonable(document), sys.stdout, indent=2, allow_nan=False)
-        print()
+        print_json(jsonable(document), indent=2, allow_nan=False)
         return 0
     sys.stdout.write(poll_text(summary, findings, poll_tables(summary, causes, spectrum, events)))
     return 0
@@ -63,8 +62,7 @@ def poll_periodic(dataset: object, args: argparse.Namespace) -> int:
     spectrum = poll_spectrum(data, alpha=args.alpha, causes=causes)
     if args.json:
         from ..format import jsonable
-        json.dump(jsonable(spectrum.to_json()), sys.stdout, allow_nan=False)
-        print()
+        print_json(jsonable(spectrum.to_json()), allow_nan=False)
         return 0
     table = poll_tables(summarize_poll(data), None, spectrum)[-1]
     print("\n".join([table.title, *to_text(table)]))
