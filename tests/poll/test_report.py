@@ -59,3 +59,26 @@ def test_the_report_pdf_has_page_one_for_noise(tmp_path):
     flat = " ".join(text.split())
     assert "Busy-poll noise" in flat and re.search(r"CPU 1 lost 5\.0[5-7] % to interruptions", flat)
     assert "caused by RT throttling" in flat and "nohz_full=1" in flat
+
+
+def test_one_source_whose_gaps_fall_in_two_size_classes_is_one_action(traced_poll):
+    """A 1 kHz host timer costing 8 µs or 13 µs is found in two size classes: page 1 says it once, with both
+    sizes, and a source no kernel event covers is not told to move its IRQ."""
+    import dataclasses
+
+    from jitterscope.poll import HARDWARE
+    data = read_poll(traced_poll)
+    spectrum = poll_spectrum(data)
+    base = spectrum.lines[0]
+    host = [dataclasses.replace(base, size_class=size, frequency_hz=hz, source=None, cause=HARDWARE,
+                                events=n, median_ns=median)
+            for size, hz, n, median in (("1 µs – 10 µs", 1000.0, 5449, 7870), ("10 µs – 100 µs", 1000.4, 3988, 13300))]
+    irq = dataclasses.replace(base, frequency_hz=1000.2, source=None, cause="irq 24 eth0", events=10, median_ns=5000)
+    findings = poll_findings(summarize_poll(data), spectrum=dataclasses.replace(spectrum, lines=(*host, irq)),
+                             environment=data.dataset.metadata.environment)
+    about = [a for a in findings.actions if a.startswith("A periodic source at 1000 Hz")]
+    assert len(about) == 2, about  # the host's two classes as one; the IRQ (another cause) on its own
+    host_action = next(a for a in about if "hardware" in a)
+    assert "(9437 times: 5449 of 7.87 µs, 3988 of 13.3 µs)" in host_action
+    assert "smp_affinity" not in host_action and "below the kernel" in host_action
+    assert "smp_affinity" in next(a for a in about if "eth0" in a)

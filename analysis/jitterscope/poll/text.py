@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,7 @@ from ..format import format_hz, format_us
 from ..render import Table
 from .causes import HARDWARE, NOT_TRACED, RT_THROTTLING, PollCauses
 from .events import PollEvents
-from .spectrum import PollSpectrum
+from .spectrum import PollLine, PollSpectrum
 from .summary import PollSummary, wall_clock_ns
 
 TICK_PREFIX = "scheduler tick"
@@ -110,13 +110,21 @@ def poll_findings(summary: PollSummary, *, causes: PollCauses | None = None, spe
                        f"{1 / line.frequency_hz:.3g} s: a real-time loop that never sleeps uses up "
                        "sched_rt_runtime_us; give it a nohz_full CPU and set /proc/sys/kernel/sched_rt_runtime_us "
                        "to -1 only while a housekeeping CPU stays free, or poll at SCHED_OTHER.")
-    for line in lines:
-        if line.source is None or not (line.source.startswith(TICK_PREFIX) or line.source.startswith("RT")):
-            what = f" ({line.cause})" if line.cause else (f" ({line.source})" if line.source else "")
-            size = f" of {format_gap(line.median_ns)}" if line.median_ns is not None else ""
-            actions.append(f"A periodic source at {format_hz(line.frequency_hz)} Hz{what} interrupts CPU {line.cpu} "
-                           f"({line.events} times{size}): move it off the polled CPU (IRQ affinity in "
-                           "/proc/irq/N/smp_affinity_list, or the thread's CPU mask).")
+    others = [line for line in lines
+              if line.source is None or not (line.source.startswith(TICK_PREFIX) or line.source.startswith("RT"))]
+    for group in _same_source(others):
+        line = group[0]
+        what = f" ({line.cause})" if line.cause else (f" ({line.source})" if line.source else "")
+        sizes = [(g.median_ns, g.events) for g in group if g.median_ns is not None]
+        size = (f" of {format_gap(sizes[0][0])}" if len(sizes) == 1 else
+                ": " + ", ".join(f"{n} of {format_gap(m)}" for m, n in sizes) if sizes else "")
+        # no kernel event covers it: nothing on this kernel can be moved; the host or the firmware can
+        advice = ("no kernel event covers it, so it comes from below the kernel (the host's timer or vCPU "
+                  "scheduling, firmware): pin the vCPU and check the host's tick on that core" if line.cause == HARDWARE
+                  else "move it off the polled CPU (IRQ affinity in /proc/irq/N/smp_affinity_list, or the thread's "
+                  "CPU mask)")
+        actions.append(f"A periodic source at {format_hz(line.frequency_hz)} Hz{what} interrupts CPU {line.cpu} "
+                       f"({sum(g.events for g in group)} times{size}): {advice}.")
     if causes is not None:
         for total in causes.totals:
             if total.cause == HARDWARE and total.count:
@@ -205,3 +213,20 @@ def poll_text(summary: PollSummary, findings: PollFindings, tables: list[Table])
         out += [table.title, *to_text(table), ""]
     out += list(summary.notes)
     return "\n".join(out).rstrip() + "\n"
+
+
+
+def _same_source(lines: Sequence[PollLine]) -> list[list[PollLine]]:
+    """Lines of one CPU at the same frequency (within 0.5 %) with the same cause are one source whose gaps fall
+    into several size classes (a 1 kHz host timer costing 8 µs or 13 µs): one action, not one per class."""
+    groups: list[list[PollLine]] = []
+    for line in lines:
+        for group in groups:
+            first = group[0]
+            if (first.cpu == line.cpu and (first.cause, first.source) == (line.cause, line.source)
+                    and abs(first.frequency_hz - line.frequency_hz) <= 0.005 * first.frequency_hz):
+                group.append(line)
+                break
+        else:
+            groups.append([line])
+    return groups
