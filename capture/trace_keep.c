@@ -212,6 +212,26 @@ static int keep_stage_marker(struct trace *t, int code, int64_t ts, int cpu, con
 	return trace_stage(t, &r);
 }
 
+/* The context at a window's start, with the task named by the window's own first event where they differ.
+ * Tasks change only at a switch, and every event names the task it ran in or interrupted (a switch: the task
+ * it leaves), so the first event inside the window names the task that held the CPU at its start.  The
+ * tracked context can be wrong there: on some kernels (this project's VM) the switch from idle into a woken
+ * task is never traced, so the last switch seen went to idle while the woken task has run since. */
+static const struct keep_ctx *keep_task_at_start(struct keep_cpu *c, uint64_t first, uint64_t last)
+{
+	static struct keep_ctx at;
+	at = c->ctx;
+	for (uint64_t i = first; i < last; i++) {
+		const struct trace_row *r = keep_at(c, i);
+		if (r->pid < 0)
+			continue;
+		if (r->pid != at.pid)
+			at.pid = r->pid, at.comm = r->comm, at.prio = r->event == TRACE_EV_SWITCH ? r->prio : -1;
+		break;
+	}
+	return &at;
+}
+
 /* One window on one CPU: its context, its events, its end. */
 static int keep_emit_cpu(struct trace *t, struct keep_cpu *c, const struct keep_win *w, int32_t id,
 			 bool *incomplete)
@@ -226,7 +246,8 @@ static int keep_emit_cpu(struct trace *t, struct keep_cpu *c, const struct keep_
 		if (keep_at(c, last)->event == TRACE_EV_LOST)
 			flags |= TRACE_WINDOW_INCOMPLETE;
 	*incomplete = *incomplete || (flags & TRACE_WINDOW_INCOMPLETE);
-	int err = keep_stage_marker(t, TRACE_EV_WINDOW, w->start, c->cpu, &c->ctx, id, flags);
+	int err = keep_stage_marker(t, TRACE_EV_WINDOW, w->start, c->cpu, keep_task_at_start(c, first, last), id,
+				    flags);
 	for (int d = 0; !err && d < c->ctx.depth; d++) { /* re-stated: at the window's start, value = entry time */
 		struct trace_row r = c->ctx.open[d];
 		r.value = r.ts_ns;

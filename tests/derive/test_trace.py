@@ -374,12 +374,25 @@ def test_kept_windows_attribute_inside_and_say_no_trace_outside(tmp_path: Path) 
 
 
 def test_a_window_row_that_cannot_name_the_task_leaves_it_unknown(tmp_path: Path) -> None:
-    rows = [(_window(1950, 1, 1, None) if r[2] == E["window"] and r[0] == 1950 * US else r) for r in KEPT_ROWS]
+    rows = [(_window(1950, 1, 1, None) if r[2] == E["window"] and r[0] == 1950 * US else r) for r in KEPT_ROWS
+            if not (r[2] == E["switch"] and r[0] == 2450 * US)]
+    rows.insert(next(i for i, r in enumerate(rows) if r[0] == 2501 * US),
+                _row(2450, E["switch"], pid=0, comm=1, prio=120, other_pid=500, other_comm=0, other_prio=19))
     spike = next(s for s in attribute_spikes(_kept_dataset(tmp_path, rows), 100 * US).spikes if s.seq == 1)
-    # the spinner's 370 µs are not guessed: they are the unexplained rest (with the measuring thread's 50)
+    # no event names the task that held the CPU before the measuring thread: its 370 µs are not guessed, they
+    # are the unexplained rest (with the measuring thread's 50)
     assert spike.status == STATUS_ATTRIBUTED and "js-spinner (SCHED_FIFO/RR 90)" not in {
         c.cause for c in spike.contributions}
     assert spike.unexplained_ns == 420 * US
+
+
+def test_a_switch_out_of_a_task_names_it_since_the_window_opened(tmp_path: Path) -> None:
+    """The window cannot name the task, but the switch out of the spinner can: the switch into it was not traced
+    (this VM's kernel drops switches from idle into a woken task), so it ran since the window opened, the rule
+    full traces follow since the last switch traced."""
+    rows = [(_window(1950, 1, 1, None) if r[2] == E["window"] and r[0] == 1950 * US else r) for r in KEPT_ROWS]
+    spike = next(s for s in attribute_spikes(_kept_dataset(tmp_path, rows), 100 * US).spikes if s.seq == 1)
+    assert spike.status == STATUS_ATTRIBUTED and spike.longest == "js-spinner (SCHED_FIFO/RR 90)"
 
 
 def test_a_full_trace_with_window_rows_absent_reads_as_before(dataset) -> None:

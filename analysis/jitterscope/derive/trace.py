@@ -467,7 +467,9 @@ class _CpuSweep:
                 stack, task = [], 2
             elif code == _WINDOW:
                 stack, task = [], self._window_task(r["pid"][i], r["comm"][i], r["prio"][i])
-                self.switched_ns = None  # the switch that put it there was not kept
+                # the switch that put it there was not kept: the window's start stands for it, so a switch out
+                # of another task before any switch in (one the kernel did not trace) names who ran since
+                self.switched_ns = t
                 self._window_start(t, r["value"][i])
             elif code == _WINDOW_END:
                 self._window_close(t)
