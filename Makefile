@@ -18,7 +18,7 @@ demo: install
 
 test: install debs
 	$(VENV)/bin/ruff check analysis tests benchmarks
-	$(PY) -m pytest -n 2 -p no:cacheprovider $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadgroup -p no:cacheprovider $(PYTEST_ARGS)
 
 install: $(STAMP)
 

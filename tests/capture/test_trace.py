@@ -418,7 +418,9 @@ def test_higher_priority_fifo_spinner_is_named_by_command_with_its_pid(run_captu
     _assert_named(result, bursts, 0, lambda cause: cause == label)
     top = result.causes[0]
     assert top.cause.label == label and top.cause.pids == (spinner.pid,) and top.cause.priority == 90
-    assert top.risk.ratio > 10 and top.p_holm < 1e-6
+    # every window the spinner held was late; how often the others were depends on what else ran on the machine
+    # (CI saw 18 % of them late beside another worker): the interval's low end, not the ratio, is the claim
+    assert top.risk.exceed_in == top.risk.n_in and top.risk.ci_low > 3 and top.p_holm < 1e-6
 
 
 @pytest.fixture

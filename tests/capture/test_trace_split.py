@@ -77,9 +77,12 @@ def test_a_fifo_spinner_lands_in_thread_latency(run_capture, tmp_path: Path, cpu
     assert len(named) >= 5, f"only {len(named)} spinner spikes of {result.n_spikes}"
     split = [s.split for s in named if s.split.known]
     assert len(split) >= 0.9 * len(named), [s.split.reason for s in named if not s.split.known]
-    # by time: the spinner's spikes are hundreds of µs after an interrupt a few µs late
-    thread = sum(s.thread_ns for s in split) / sum(s.interrupt_ns + s.thread_ns for s in split)
-    assert thread >= 0.9, [(s.interrupt_ns, s.thread_ns) for s in split]
+    # the spinner's spikes are hundreds of µs after an interrupt a few µs late: the median spike is thread
+    # latency; a vCPU the host descheduled makes a few interrupt-late (CI: 2.2 ms before the interrupt), so
+    # not a share of the summed time, which one such spike decides
+    shares = sorted(s.thread_ns / (s.interrupt_ns + s.thread_ns) for s in split)
+    assert shares[len(shares) // 2] >= 0.9, [(s.interrupt_ns, s.thread_ns) for s in split]
+    assert sum(share > 0.5 for share in shares) >= 0.75 * len(shares), [(s.interrupt_ns, s.thread_ns) for s in split]
     # the worst event of the run in a trace viewer: the format holds, the CPU's track shows the spinner
     written = export_event_perfetto(done.output, tmp_path / "spike.json", 1, threshold_ns=THRESHOLD_NS)
     doc = load(tmp_path / "spike.json")

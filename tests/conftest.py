@@ -1,0 +1,38 @@
+"""Suite-wide collection rules.
+
+Tests that run real-time processes (the capture binary in timer or poll mode, FIFO spinners, cyclictest,
+oslat, jitterdebugger, a sweep's loads) share one xdist group, so ``make test`` (``-n 2 --dist loadgroup``)
+runs them one after another on one worker: a FIFO 99 poll loop of one test on the CPU another test
+measures made that test's thread skip periods and its spikes land outside the planted spinner's bursts.
+They are both the disturbance and its victims; the other worker runs the analyses beside them at
+SCHED_OTHER, which a FIFO capture preempts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+REALTIME_GROUP = "realtime"
+REALTIME_PATHS = (
+    "capture",
+    "test_contract.py",
+    "io/test_capture_wrapper.py",
+    "io/test_hostile_signals.py",
+    "io/test_hostile_anonymize.py",
+    "io/importers/test_cyclictest.py",
+    "sweep/test_run.py",
+)
+
+
+def runs_realtime_processes(path: Path) -> bool:
+    relative = path.resolve().relative_to(TESTS).as_posix()
+    return any(relative == entry or relative.startswith(entry + "/") for entry in REALTIME_PATHS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if runs_realtime_processes(Path(item.fspath)):
+            item.add_marker(pytest.mark.xdist_group(REALTIME_GROUP))
