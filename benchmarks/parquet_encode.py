@@ -66,7 +66,7 @@ def build(directory: Path) -> Path:
     if not cc:
         sys.exit("no C compiler found: install gcc")
     exe = directory / "test_parquet"
-    sources = [str(CAPTURE / name) for name in ("test_parquet.c", "parquet.c", "thrift.c")]
+    sources = [str(CAPTURE / name) for name in ("tests/test_parquet.c", "parquet.c", "snappy.c", "thrift.c")]
     flags = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE", "-O2"]
     subprocess.run([cc, *flags, "-o", str(exe), *sources], check=True)
     return exe

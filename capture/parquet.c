@@ -12,6 +12,7 @@
 #include "parquet.h"
 
 #include "config.h" /* CONFIG_VERSION, for created_by */
+#include "snappy.h"
 #include "thrift.h"
 
 #include <errno.h>
@@ -30,7 +31,7 @@
 enum { PQ_THRIFT_INT32 = 1, PQ_THRIFT_INT64 = 2 };
 enum { PQ_REQUIRED = 0 };
 enum { PQ_ENC_PLAIN = 0, PQ_ENC_RLE = 3, PQ_ENC_DELTA_BINARY_PACKED = 5 };
-enum { PQ_CODEC_UNCOMPRESSED = 0 };
+enum { PQ_CODEC_UNCOMPRESSED = 0, PQ_CODEC_SNAPPY = 1 };
 enum { PQ_PAGE_DATA = 0 };
 
 /* DELTA_BINARY_PACKED layout: the values arrow and parquet-java use. */
@@ -44,6 +45,7 @@ struct pq_column {
 	char *name;
 	enum pq_type type;
 	enum pq_encoding encoding;
+	enum pq_codec codec;
 };
 
 struct pq_owned_kv {
@@ -55,6 +57,7 @@ struct pq_owned_kv {
 struct pq_chunk {
 	uint64_t offset; /* of its first page header */
 	uint64_t bytes;  /* page headers + page data */
+	uint64_t raw;    /* the same with the page data uncompressed */
 	int64_t min, max;
 };
 
@@ -71,6 +74,9 @@ struct pq_writer {
 	uint64_t footer_bytes; /* the current footer, length word and magic included */
 	struct thrift_buf out;  /* what the next write() writes */
 	struct thrift_buf page; /* one page's encoded values */
+	struct thrift_buf zpage; /* ... compressed */
+	uint16_t *ztable;        /* the compressor's hash table */
+	uint64_t page_raw;       /* bytes the last pq_put_page added, with its data uncompressed */
 };
 
 /* ---- DELTA_BINARY_PACKED ---------------------------------------------------- */
@@ -206,13 +212,14 @@ static void pq_encode_delta_page(struct thrift_buf *page, const struct pq_column
 
 /* PageHeader { type DATA_PAGE, sizes, DataPageHeader { num_values, encoding, RLE, RLE } }.
  * Required, non-nested columns have no level data, so the page is just the values. */
-static void pq_put_page_header(struct thrift_buf *out, const struct pq_column *col, size_t n, size_t bytes)
+static void pq_put_page_header(struct thrift_buf *out, const struct pq_column *col, size_t n, size_t raw,
+			       size_t bytes)
 {
 	struct thrift_writer t;
 	thrift_writer_init(&t, out);
 	thrift_struct_begin(&t);
 	thrift_field_i32(&t, 1, PQ_PAGE_DATA);
-	thrift_field_i32(&t, 2, (int32_t)bytes);
+	thrift_field_i32(&t, 2, (int32_t)raw);
 	thrift_field_i32(&t, 3, (int32_t)bytes);
 	thrift_field_struct_begin(&t, 5);
 	thrift_field_i32(&t, 1, (int32_t)n);
@@ -247,14 +254,40 @@ static void pq_min_max(const void *values, enum pq_type type, size_t n, int64_t 
 	*max = hi;
 }
 
-/* One page: its header, then its values, appended to out. A PLAIN page's size is known up
- * front, so its values go straight into out; a DELTA page is encoded first to learn its size. */
+/* The page data, compressed with the column's codec where it has one, after its header. */
+static void pq_put_page_data(struct pq_writer *w, const struct pq_column *col, const void *data, size_t len,
+			     size_t n, struct thrift_buf *out)
+{
+	size_t start = out->len;
+	if (col->codec == PQ_UNCOMPRESSED) {
+		pq_put_page_header(out, col, n, len, len);
+		thrift_buf_put(out, data, len);
+		w->page_raw = out->len - start;
+		return;
+	}
+	if (!w->ztable && !(w->ztable = malloc(SNAPPY_TABLE * sizeof(*w->ztable)))) {
+		out->error = -ENOMEM;
+		return;
+	}
+	w->zpage.len = 0;
+	w->zpage.error = 0; /* scratch: a failure is the page's (out), not sticky here */
+	uint8_t *dst = thrift_buf_reserve(&w->zpage, snappy_bound(len));
+	if (!dst) {
+		out->error = w->zpage.error;
+		return;
+	}
+	w->zpage.len = snappy_compress(dst, data, len, w->ztable);
+	pq_put_page_header(out, col, n, len, w->zpage.len);
+	thrift_buf_put(out, w->zpage.data, w->zpage.len);
+	w->page_raw = out->len - start - w->zpage.len + len;
+}
+
+/* One page: its header, then its values, appended to out. A DELTA page is encoded first to learn its size. */
 static void pq_put_page(struct pq_writer *w, const struct pq_column *col, const void *values, size_t n,
 			struct thrift_buf *out)
 {
 	if (col->encoding == PQ_PLAIN) {
-		pq_put_page_header(out, col, n, n * pq_width(col->type));
-		thrift_buf_put(out, values, n * pq_width(col->type));
+		pq_put_page_data(w, col, values, n * pq_width(col->type), n, out);
 		return;
 	}
 	pq_encode_delta_page(&w->page, col, values, n);
@@ -262,8 +295,7 @@ static void pq_put_page(struct pq_writer *w, const struct pq_column *col, const 
 		out->error = w->page.error;
 		return;
 	}
-	pq_put_page_header(out, col, n, w->page.len);
-	thrift_buf_put(out, w->page.data, w->page.len);
+	pq_put_page_data(w, col, w->page.data, w->page.len, n, out);
 }
 
 /* Appends one column chunk (pages of at most PQ_PAGE_VALUES values) to w->out. */
@@ -273,9 +305,11 @@ static void pq_put_chunk(struct pq_writer *w, size_t col_index, const void *valu
 	const struct pq_column *col = &w->cols[col_index];
 	size_t start = w->out.len, width = pq_width(col->type);
 	chunk->offset = w->file_bytes + start;
+	chunk->raw = 0;
 	for (size_t first = 0; first < nrows; first += PQ_PAGE_VALUES) {
 		size_t n = nrows - first < PQ_PAGE_VALUES ? nrows - first : PQ_PAGE_VALUES;
 		pq_put_page(w, col, (const uint8_t *)values + first * width, n, &w->out);
+		chunk->raw += w->page_raw;
 	}
 	chunk->bytes = w->out.len - start;
 	pq_min_max(values, col->type, nrows, &chunk->min, &chunk->max);
@@ -327,9 +361,9 @@ static void pq_put_column_chunk(struct thrift_writer *t, const struct pq_column 
 	thrift_list_i32(t, pq_encoding_id(col->encoding));
 	thrift_field_list_begin(t, 3, THRIFT_BINARY, 1);
 	thrift_list_string(t, col->name);
-	thrift_field_i32(t, 4, PQ_CODEC_UNCOMPRESSED);
+	thrift_field_i32(t, 4, col->codec == PQ_SNAPPY ? PQ_CODEC_SNAPPY : PQ_CODEC_UNCOMPRESSED);
 	thrift_field_i64(t, 5, (int64_t)rows);
-	thrift_field_i64(t, 6, (int64_t)chunk->bytes);
+	thrift_field_i64(t, 6, (int64_t)chunk->raw);
 	thrift_field_i64(t, 7, (int64_t)chunk->bytes);
 	thrift_field_i64(t, 9, (int64_t)chunk->offset);
 	pq_put_statistics(t, col, chunk);
@@ -340,17 +374,18 @@ static void pq_put_column_chunk(struct thrift_writer *t, const struct pq_column 
 static void pq_put_row_group(struct thrift_writer *t, const struct pq_writer *w, size_t g)
 {
 	const struct pq_chunk *chunks = &w->chunks[g * w->ncols];
-	uint64_t bytes = 0;
+	uint64_t bytes = 0, raw = 0;
 	thrift_struct_begin(t);
 	thrift_field_list_begin(t, 1, THRIFT_STRUCT, (uint32_t)w->ncols);
 	for (size_t c = 0; c < w->ncols; c++) {
 		pq_put_column_chunk(t, &w->cols[c], &chunks[c], w->group_rows[g]);
 		bytes += chunks[c].bytes;
+		raw += chunks[c].raw;
 	}
-	thrift_field_i64(t, 2, (int64_t)bytes);
+	thrift_field_i64(t, 2, (int64_t)raw); /* total_byte_size: uncompressed */
 	thrift_field_i64(t, 3, (int64_t)w->group_rows[g]);
 	thrift_field_i64(t, 5, (int64_t)chunks[0].offset);
-	thrift_field_i64(t, 6, (int64_t)bytes);
+	thrift_field_i64(t, 6, (int64_t)bytes); /* total_compressed_size */
 	thrift_struct_end(t);
 }
 
@@ -567,6 +602,8 @@ static int pq_check_columns(const struct pq_column_def *cols, size_t ncols)
 			return -EINVAL;
 		if (cols[c].encoding != PQ_PLAIN && cols[c].encoding != PQ_DELTA_BINARY_PACKED)
 			return -EINVAL;
+		if (cols[c].codec != PQ_UNCOMPRESSED && cols[c].codec != PQ_SNAPPY)
+			return -EINVAL;
 		for (size_t d = 0; d < c; d++)
 			if (strcmp(cols[c].name, cols[d].name) == 0)
 				return -EINVAL;
@@ -596,6 +633,7 @@ static int pq_copy_columns(struct pq_writer *w, const struct pq_column_def *cols
 			return -ENOMEM;
 		w->cols[c].type = cols[c].type;
 		w->cols[c].encoding = cols[c].encoding;
+		w->cols[c].codec = cols[c].codec;
 	}
 	return 0;
 }
@@ -618,6 +656,7 @@ int pq_open(struct pq_writer **out, int fd, const struct pq_column_def *cols, si
 	w->fd = fd;
 	thrift_buf_init(&w->out);
 	thrift_buf_init(&w->page);
+	thrift_buf_init(&w->zpage);
 	rc = pq_copy_columns(w, cols, ncols);
 	if (!rc)
 		rc = pq_flush(w, NULL, 0, kv, nkv);
@@ -661,6 +700,8 @@ void pq_close(struct pq_writer *w)
 	free(w->chunks);
 	thrift_buf_free(&w->out);
 	thrift_buf_free(&w->page);
+	thrift_buf_free(&w->zpage);
+	free(w->ztable);
 	free(w);
 }
 
@@ -670,6 +711,7 @@ struct pq_part {
 	struct pq_writer w;        /* columns, sealed groups, kv, scratch buffers; w.fd unused */
 	struct thrift_buf *open;   /* [ncols]: the pages of the open row group, per column */
 	int64_t *open_min, *open_max;
+	uint64_t *open_raw;        /* [ncols]: the open pages' bytes with their data uncompressed */
 	uint64_t open_rows;
 	uint64_t sealed_end;       /* offset just after the last sealed group (4: the magic only) */
 	struct thrift_buf pending; /* file bytes [pending_from, sealed_end): sealed, not yet released */
@@ -689,11 +731,13 @@ int pq_part_new(struct pq_part **out, const struct pq_column_def *cols, size_t n
 	p->w.fd = -1;
 	thrift_buf_init(&p->w.out);
 	thrift_buf_init(&p->w.page);
+	thrift_buf_init(&p->w.zpage);
 	thrift_buf_init(&p->pending);
 	p->open = calloc(ncols, sizeof(*p->open));
 	p->open_min = calloc(ncols, sizeof(*p->open_min));
 	p->open_max = calloc(ncols, sizeof(*p->open_max));
-	rc = p->open && p->open_min && p->open_max ? pq_copy_columns(&p->w, cols, ncols) : -ENOMEM;
+	p->open_raw = calloc(ncols, sizeof(*p->open_raw));
+	rc = p->open && p->open_min && p->open_max && p->open_raw ? pq_copy_columns(&p->w, cols, ncols) : -ENOMEM;
 	for (size_t c = 0; p->open && c < ncols; c++)
 		thrift_buf_init(&p->open[c]);
 	p->sealed_end = p->pending_from = sizeof(pq_magic);
@@ -716,6 +760,7 @@ int pq_part_add(struct pq_part *p, const void *const *columns, size_t nrows)
 		for (size_t first = 0; first < nrows; first += PQ_PAGE_VALUES) {
 			size_t n = nrows - first < PQ_PAGE_VALUES ? nrows - first : PQ_PAGE_VALUES;
 			pq_put_page(w, col, (const uint8_t *)columns[c] + first * width, n, &p->open[c]);
+			p->open_raw[c] += w->page_raw;
 		}
 		if (p->open[c].error)
 			return p->open[c].error;
@@ -735,7 +780,7 @@ static void pq_part_place_open(struct pq_part *p)
 	w->group_rows[w->ngroups] = p->open_rows;
 	for (size_t c = 0; c < w->ncols; c++) {
 		struct pq_chunk *chunk = &w->chunks[w->ngroups * w->ncols + c];
-		*chunk = (struct pq_chunk){offset, p->open[c].len, p->open_min[c], p->open_max[c]};
+		*chunk = (struct pq_chunk){offset, p->open[c].len, p->open_raw[c], p->open_min[c], p->open_max[c]};
 		offset += p->open[c].len;
 	}
 }
@@ -754,6 +799,7 @@ int pq_part_seal(struct pq_part *p)
 		w->data_bytes += p->open[c].len;
 		p->sealed_end += p->open[c].len;
 		p->open[c].len = 0;
+		p->open_raw[c] = 0;
 	}
 	if (p->pending.error)
 		return p->pending.error;
@@ -831,6 +877,7 @@ void pq_part_free(struct pq_part *p)
 	free(p->open);
 	free(p->open_min);
 	free(p->open_max);
+	free(p->open_raw);
 	thrift_buf_free(&p->pending);
 	for (size_t c = 0; p->w.cols && c < p->w.ncols; c++)
 		free(p->w.cols[c].name);
@@ -840,5 +887,7 @@ void pq_part_free(struct pq_part *p)
 	free(p->w.chunks);
 	thrift_buf_free(&p->w.out);
 	thrift_buf_free(&p->w.page);
+	thrift_buf_free(&p->w.zpage);
+	free(p->w.ztable);
 	free(p);
 }

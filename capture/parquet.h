@@ -1,5 +1,6 @@
 /* parquet.h — minimal Parquet file writer: required (non-null) fixed-width INT32/INT64
- * columns, PLAIN or DELTA_BINARY_PACKED, no compression, key-value metadata.
+ * columns, PLAIN or DELTA_BINARY_PACKED, uncompressed or SNAPPY per column (snappy.c),
+ * key-value metadata.
  * The only file that knows the Parquet format. After pq_open() and after every
  * successful pq_append_row_group()/pq_rewrite_footer() the file on disk is a valid
  * Parquet file: each append writes the new row group after the previous footer,
@@ -14,7 +15,10 @@
 
 enum pq_type { PQ_INT32, PQ_INT64 };
 enum pq_encoding { PQ_PLAIN, PQ_DELTA_BINARY_PACKED };
-struct pq_column_def { const char *name; enum pq_type type; enum pq_encoding encoding; };
+/* Each page's encoded values compressed (the trace's repetitive event rows shrink 3x) or not (the samples:
+ * their delta-packed bits do not compress). */
+enum pq_codec { PQ_UNCOMPRESSED, PQ_SNAPPY };
+struct pq_column_def { const char *name; enum pq_type type; enum pq_encoding encoding; enum pq_codec codec; };
 struct pq_kv { const char *key; const char *value; };   /* value: a JSON document */
 struct pq_writer;
 

@@ -13,11 +13,12 @@ void polltable_init(struct polltable *p)
 	p->dir_fd = -1;
 	for (int c = 0; c < WCOL_FIXED; c++)
 		p->columns[c] = (struct pq_column_def){SCHEMA_POLL_WINDOW_COLUMNS[c].name, SCHEMA_POLL_WINDOW_COLUMNS[c].type,
-							SCHEMA_POLL_WINDOW_COLUMNS[c].encoding};
+							SCHEMA_POLL_WINDOW_COLUMNS[c].encoding, PQ_UNCOMPRESSED};
 	for (int k = 0; k < POLL_BUCKETS; k++) {
 		snprintf(p->names[k], sizeof(p->names[k]), "h%02d", k);
 		/* counts of a bucket change little from second to second: deltas pack small */
-		p->columns[WCOL_FIXED + k] = (struct pq_column_def){p->names[k], PQ_INT64, PQ_DELTA_BINARY_PACKED};
+		p->columns[WCOL_FIXED + k] = (struct pq_column_def){p->names[k], PQ_INT64, PQ_DELTA_BINARY_PACKED,
+								      PQ_UNCOMPRESSED};
 	}
 }
 

@@ -29,18 +29,18 @@
  * required; -1 means "not applicable to this event".
  * contract:trace-columns (order matters) */
 static const struct pq_column_def TRACE_COLUMNS[] = {
-	{"ts_ns", PQ_INT64, PQ_DELTA_BINARY_PACKED},
-	{"cpu", PQ_INT32, PQ_DELTA_BINARY_PACKED},
-	{"event", PQ_INT32, PQ_DELTA_BINARY_PACKED},
-	{"pid", PQ_INT32, PQ_DELTA_BINARY_PACKED},
-	{"comm", PQ_INT32, PQ_DELTA_BINARY_PACKED},
-	{"number", PQ_INT32, PQ_DELTA_BINARY_PACKED},
-	{"name", PQ_INT32, PQ_DELTA_BINARY_PACKED},
-	{"other_pid", PQ_INT32, PQ_DELTA_BINARY_PACKED},
-	{"other_prio", PQ_INT32, PQ_DELTA_BINARY_PACKED},
-	{"other_comm", PQ_INT32, PQ_DELTA_BINARY_PACKED},
-	{"prio", PQ_INT32, PQ_DELTA_BINARY_PACKED},
-	{"value", PQ_INT64, PQ_DELTA_BINARY_PACKED},
+	{"ts_ns", PQ_INT64, PQ_DELTA_BINARY_PACKED, PQ_SNAPPY},
+	{"cpu", PQ_INT32, PQ_DELTA_BINARY_PACKED, PQ_SNAPPY},
+	{"event", PQ_INT32, PQ_DELTA_BINARY_PACKED, PQ_SNAPPY},
+	{"pid", PQ_INT32, PQ_DELTA_BINARY_PACKED, PQ_SNAPPY},
+	{"comm", PQ_INT32, PQ_DELTA_BINARY_PACKED, PQ_SNAPPY},
+	{"number", PQ_INT32, PQ_DELTA_BINARY_PACKED, PQ_SNAPPY},
+	{"name", PQ_INT32, PQ_DELTA_BINARY_PACKED, PQ_SNAPPY},
+	{"other_pid", PQ_INT32, PQ_DELTA_BINARY_PACKED, PQ_SNAPPY},
+	{"other_prio", PQ_INT32, PQ_DELTA_BINARY_PACKED, PQ_SNAPPY},
+	{"other_comm", PQ_INT32, PQ_DELTA_BINARY_PACKED, PQ_SNAPPY},
+	{"prio", PQ_INT32, PQ_DELTA_BINARY_PACKED, PQ_SNAPPY},
+	{"value", PQ_INT64, PQ_DELTA_BINARY_PACKED, PQ_SNAPPY},
 };
 /* /contract:trace-columns */
 enum trace_column_index {

@@ -49,7 +49,6 @@ struct trace_keep {
 	struct keep_win *pending;
 	size_t npending, cap_pending;
 	int64_t emitted_end;        /* end of the last window written */
-	int32_t next_id;
 	int64_t next_bg_ns;
 };
 
@@ -202,11 +201,15 @@ static uint64_t keep_find(struct keep_cpu *c, int64_t ts)
 	return lo;
 }
 
+/* A window or window_end row.  Its `number` (the window's id) is written as -1: windows are numbered 0, 1, ...
+ * in the order they are written, each on every measured CPU, so a reader counts them per CPU (jitterscope.dataset
+ * does); a number unique to every window, in two rows per CPU, cost more on disk than the other columns of
+ * those rows together (it defeats the delta encoding of every value near it). */
 static int keep_stage_marker(struct trace *t, int code, int64_t ts, int cpu, const struct keep_ctx *ctx,
-			     int32_t id, int32_t flags)
+			     int32_t flags)
 {
 	struct trace_row r = {.ts_ns = ts, .cpu = cpu, .event = code, .pid = ctx ? ctx->pid : -1,
-			      .comm = ctx ? ctx->comm : -1, .number = id, .name = -1, .other_pid = -1,
+			      .comm = ctx ? ctx->comm : -1, .number = -1, .name = -1, .other_pid = -1,
 			      .other_prio = -1, .other_comm = -1, .prio = ctx ? ctx->prio : -1, .value = flags};
 	t->context_rows++;
 	return trace_stage(t, &r);
@@ -233,8 +236,7 @@ static const struct keep_ctx *keep_task_at_start(struct keep_cpu *c, uint64_t fi
 }
 
 /* One window on one CPU: its context, its events, its end. */
-static int keep_emit_cpu(struct trace *t, struct keep_cpu *c, const struct keep_win *w, int32_t id,
-			 bool *incomplete)
+static int keep_emit_cpu(struct trace *t, struct keep_cpu *c, const struct keep_win *w, bool *incomplete)
 {
 	uint64_t first = keep_find(c, w->start), last = first;
 	while (c->cursor < first) /* the context at the window's start */
@@ -246,7 +248,7 @@ static int keep_emit_cpu(struct trace *t, struct keep_cpu *c, const struct keep_
 		if (keep_at(c, last)->event == TRACE_EV_LOST)
 			flags |= TRACE_WINDOW_INCOMPLETE;
 	*incomplete = *incomplete || (flags & TRACE_WINDOW_INCOMPLETE);
-	int err = keep_stage_marker(t, TRACE_EV_WINDOW, w->start, c->cpu, keep_task_at_start(c, first, last), id,
+	int err = keep_stage_marker(t, TRACE_EV_WINDOW, w->start, c->cpu, keep_task_at_start(c, first, last),
 				    flags);
 	for (int d = 0; !err && d < c->ctx.depth; d++) { /* re-stated: at the window's start, value = entry time */
 		struct trace_row r = c->ctx.open[d];
@@ -259,7 +261,7 @@ static int keep_emit_cpu(struct trace *t, struct keep_cpu *c, const struct keep_
 		t->events_kept++;
 		err = trace_stage(t, keep_at(c, i));
 	}
-	return err ? err : keep_stage_marker(t, TRACE_EV_WINDOW_END, w->end, c->cpu, NULL, id, flags);
+	return err ? err : keep_stage_marker(t, TRACE_EV_WINDOW_END, w->end, c->cpu, NULL, flags);
 }
 
 static int keep_emit(struct trace *t, struct keep_win w)
@@ -271,11 +273,10 @@ static int keep_emit(struct trace *t, struct keep_win w)
 		return 0; /* inside the window written last: covered */
 	if (w.start <= k->emitted_end)
 		w.start = k->emitted_end + 1; /* the rows up to there are written: each CPU's rows stay in order */
-	int32_t id = k->next_id++;
 	bool incomplete = false;
 	int err = 0;
 	for (int i = 0; !err && i < k->ncpus; i++)
-		err = keep_emit_cpu(t, &k->cpu[i], &w, id, &incomplete);
+		err = keep_emit_cpu(t, &k->cpu[i], &w, &incomplete);
 	k->emitted_end = w.end;
 	t->windows_total++;
 	t->windows_spike += (w.flags & TRACE_WINDOW_SPIKE) != 0;

@@ -37,6 +37,7 @@ static void writer_columns(struct writer *w, const bool counter_column[CTR_COUNT
 		w->columns[w->ncolumns].name = table[col].name;
 		w->columns[w->ncolumns].type = table[col].type;
 		w->columns[w->ncolumns].encoding = table[col].encoding;
+		w->columns[w->ncolumns].codec = PQ_UNCOMPRESSED; /* delta-packed samples do not compress */
 		w->ncolumns++;
 	}
 }

@@ -489,7 +489,7 @@ static void *test_alloc_values(size_t rows, enum pq_type type)
 
 static void test_add_column(struct test_case *tc, const char *name, enum pq_type type, enum pq_encoding enc)
 {
-	tc->defs[tc->ncols] = (struct pq_column_def){ name, type, enc };
+	tc->defs[tc->ncols] = (struct pq_column_def){ name, type, enc, PQ_UNCOMPRESSED };
 	tc->values[tc->ncols] = test_alloc_values(test_case_rows(tc), type);
 	tc->ncols++;
 }
@@ -723,14 +723,17 @@ static void test_api_errors(const char *dir, FILE *m)
 {
 	char path[4096];
 	struct pq_writer *w = (struct pq_writer *)1;
-	const struct pq_column_def dup[] = { { "a", PQ_INT32, PQ_PLAIN }, { "a", PQ_INT64, PQ_PLAIN } };
-	const struct pq_column_def empty_name[] = { { "", PQ_INT32, PQ_PLAIN } };
+	const struct pq_column_def dup[] = { { "a", PQ_INT32, PQ_PLAIN, PQ_UNCOMPRESSED },
+					     { "a", PQ_INT64, PQ_PLAIN, PQ_UNCOMPRESSED } };
+	const struct pq_column_def empty_name[] = { { "", PQ_INT32, PQ_PLAIN, PQ_UNCOMPRESSED } };
+	const struct pq_column_def bad_codec[] = { { "a", PQ_INT32, PQ_PLAIN, (enum pq_codec)7 } };
 	const struct pq_kv null_value[] = { { "k", NULL } };
 	snprintf(path, sizeof(path), "%s/empty.parquet", dir);
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	CHECK(pq_open(&w, fd, dup, 0, NULL, 0) == -EINVAL && w == NULL);
 	CHECK(pq_open(&w, fd, dup, 2, NULL, 0) == -EINVAL);
 	CHECK(pq_open(&w, fd, empty_name, 1, NULL, 0) == -EINVAL);
+	CHECK(pq_open(&w, fd, bad_codec, 1, NULL, 0) == -EINVAL);
 	CHECK(pq_open(&w, fd, dup, 1, null_value, 1) == -EINVAL);
 	CHECK(pq_open(&w, -1, dup, 1, NULL, 0) == -EBADF);
 	/* the empty run: open and close, a valid file with 0 rows and the metadata */
@@ -830,7 +833,7 @@ static int test_mode_delta(int argc, char **argv)
 	return rc ? 1 : 0;
 }
 
-/* NAME:TYPE:ENCODING:FILE */
+/* NAME:TYPE:ENCODING[+snappy]:FILE */
 static int test_parse_colspec(char *spec, struct pq_column_def *def, char **file)
 {
 	char *name = strtok(spec, ":"), *type = strtok(NULL, ":"), *enc = strtok(NULL, ":");
@@ -838,6 +841,14 @@ static int test_parse_colspec(char *spec, struct pq_column_def *def, char **file
 	if (!name || !type || !enc || !*file || test_parse_type(type, &def->type) < 0)
 		return -1;
 	def->name = name;
+	char *codec = strchr(enc, '+');
+	def->codec = PQ_UNCOMPRESSED;
+	if (codec && strcmp(codec, "+snappy") != 0)
+		return -1;
+	if (codec) {
+		*codec = '\0';
+		def->codec = PQ_SNAPPY;
+	}
 	if (strcmp(enc, "plain") == 0)
 		def->encoding = PQ_PLAIN;
 	else if (strcmp(enc, "delta") == 0)
@@ -889,7 +900,7 @@ static int test_mode_encode(int argc, char **argv)
 	}
 	for (size_t c = 0; c < ncols; c++) {
 		if (test_parse_colspec(argv[4 + c], &defs[c], &file) < 0) {
-			fprintf(stderr, "test_parquet: bad column %s (NAME:int32|int64:plain|delta:FILE)\n", argv[4 + c]);
+			fprintf(stderr, "test_parquet: bad column %s (NAME:int32|int64:plain|delta[+snappy]:FILE)\n", argv[4 + c]);
 			return 2;
 		}
 		values[c] = test_read_file(file, &len);

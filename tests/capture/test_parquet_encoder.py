@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 CAPTURE = Path(__file__).resolve().parents[2] / "capture"
-SOURCES = ["tests/test_parquet.c", "parquet.c", "thrift.c"]
+SOURCES = ["tests/test_parquet.c", "parquet.c", "snappy.c", "thrift.c"]
 CFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE", "-O2"]
 ENCODING = {"plain": "PLAIN", "delta": "DELTA_BINARY_PACKED"}
 DTYPE = {"int32": np.dtype("<i4"), "int64": np.dtype("<i8")}
@@ -346,3 +346,53 @@ def test_every_bit_width_decodes_in_pyarrow_and_duckdb(program: Path, tmp_path: 
     for name, values in columns.items():
         np.testing.assert_array_equal(table.column(name).to_numpy(), values, strict=True)
         np.testing.assert_array_equal(np.asarray(result[name]), values, strict=True)
+
+
+# ---- SNAPPY pages (capture/snappy.c: the events table's codec) ------------------------------------------
+
+
+def _snappy_cases() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(20261202)
+    period = np.tile(np.array([9, 6, 12, 10, 15, 7, 9, 9, -1, 236], "<i8"), 3000)  # a trace's repeating rows
+    return {
+        "repeating": period,
+        "run": np.full(70_000, -1, "<i8"),  # one byte pattern over several 64 KiB blocks: overlapping copies
+        "random": rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, 20_000, dtype=np.int64),
+        "mixed": np.where(rng.random(50_000) < 0.5, period[:50_000] if len(period) >= 50_000 else 0,
+                          rng.integers(0, 1 << 40, 50_000)).astype("<i8"),
+        "tiny": np.array([5, 5, 5], "<i8"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_snappy_cases()))
+@pytest.mark.parametrize("encoding", ["plain", "delta"])
+def test_snappy_pages_decode_in_pyarrow_and_duckdb(program: Path, tmp_path: Path, case: str, encoding: str) -> None:
+    a = _snappy_cases()[case]
+    b = (a & 0x7FFFFFFF).astype("<i4")
+    a.tofile(tmp_path / "a.bin")
+    b.tofile(tmp_path / "b.bin")
+    out = tmp_path / "z.parquet"
+    run = subprocess.run(
+        [str(program), "encode", str(out), "40000", f"a:int64:{encoding}+snappy:{tmp_path / 'a.bin'}",
+         f"b:int32:{encoding}+snappy:{tmp_path / 'b.bin'}", f"c:int64:{encoding}:{tmp_path / 'a.bin'}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    table = pq.read_table(out)
+    con = duckdb.connect()
+    result = con.execute("SELECT * FROM read_parquet(?)", [str(out)]).fetchnumpy()
+    con.close()
+    for name, values in (("a", a), ("b", b), ("c", a)):
+        np.testing.assert_array_equal(table.column(name).to_numpy(), values, strict=True)
+        np.testing.assert_array_equal(np.asarray(result[name]), values, strict=True)
+    md = pq.ParquetFile(out).metadata
+    for g in range(md.num_row_groups):
+        z, plain = md.row_group(g).column(0), md.row_group(g).column(2)
+        assert (z.compression, plain.compression) == ("SNAPPY", "UNCOMPRESSED")
+        # the footer's sizes: uncompressed as the uncompressed column's (one page: its header's compressed size
+        # may be a shorter varint), compressed as the pages lie
+        assert abs(z.total_uncompressed_size - plain.total_uncompressed_size) <= 4
+        if case in ("repeating", "run"):
+            assert z.total_compressed_size < plain.total_compressed_size / 4
+        elif case == "random":
+            assert z.total_compressed_size <= plain.total_compressed_size * 1.01 + 64

@@ -59,7 +59,8 @@ TRACE_COLUMNS: tuple[Column, ...] = (
     Column("event", pa.int32(), True, "-", "event code (TRACE_EVENTS)"),
     Column("pid", pa.int32(), True, "-", "task running when the event fired (sched_switch: the previous task)"),
     Column("comm", pa.int32(), True, "-", "its command name, an index into jitterscope.trace_strings"),
-    Column("number", pa.int32(), True, "-", "irq, vector or softirq number; sched_wakeup: target CPU"),
+    Column("number", pa.int32(), True, "-",
+           "irq, vector or softirq number; sched_wakeup: target CPU; window/window_end: the window id"),
     Column("name", pa.int32(), True, "-",
            "string index: irq handler, softirq action, vector name, NMI handler, marker text, other event's name"),
     Column("other_pid", pa.int32(), True, "-", "sched_switch: next task; sched_wakeup: woken task"),
@@ -144,6 +145,35 @@ class TraceEvents:
             yield {n: self.columns[n][start:start + batch_rows] for n in names}
 
 
+class _WindowIds:
+    """Numbers kept windows where the capture left their ids out (``number`` -1 in ``window``/``window_end`` rows).
+
+    The capture writes windows in order, each on every measured CPU, numbered 0, 1, ...; since format 1's
+    2026-12-02 change it leaves the number out (a value unique to every window, twice per CPU, cost more on
+    disk than the other columns of those rows).  So a CPU's k-th ``window`` row opens window k, and its
+    ``window_end`` rows close the window its last ``window`` row opened.  Rows that carry an id keep it (older
+    captures, imports).  Feed the batches in file order: the count goes on across batches and parts.
+    """
+
+    def __init__(self) -> None:
+        self._opened: dict[int, int] = {}  # cpu -> window rows seen
+
+    def fill(self, cpu: np.ndarray, event: np.ndarray, number: np.ndarray) -> np.ndarray:
+        """``number`` with the left-out window ids filled in (a copy where any was left out)."""
+        opens = event == TRACE_EVENTS["window"]
+        marks = opens | (event == TRACE_EVENTS["window_end"])
+        if not marks.any():
+            return number
+        out = number.copy()
+        for c in np.unique(cpu[marks]).tolist():
+            at = np.flatnonzero(marks & (cpu == c))
+            seen = self._opened.get(c, 0) + np.cumsum(opens[at])
+            self._opened[c] = int(seen[-1])
+            missing = out[at] == -1
+            out[at[missing]] = (seen[missing] - 1).astype(out.dtype)
+        return out
+
+
 def trace_events_path(dataset_path: str | os.PathLike[str]) -> Path:
     """The directory in which a dataset directory keeps its events table (``_trace``)."""
     return Path(dataset_path) / TRACE_DIR
@@ -212,11 +242,17 @@ class TraceTable:
             A part cannot be read.
         """
         names = list(columns) if columns is not None else [c.name for c in TRACE_COLUMNS]
+        # the window ids the capture leaves out (number -1 in window rows) need each row's cpu and event
+        read = names + [n for n in ("cpu", "event") if "number" in names and n not in names]
+        ids = _WindowIds()
         for path in self.parts:
             try:
                 with pq.ParquetFile(path) as handle:
-                    for batch in handle.iter_batches(batch_size=batch_rows, columns=names, use_threads=False):
-                        yield {n: batch.column(n).to_numpy() for n in names}
+                    for batch in handle.iter_batches(batch_size=batch_rows, columns=read, use_threads=False):
+                        got = {n: batch.column(n).to_numpy() for n in read}
+                        if "number" in names:
+                            got["number"] = ids.fill(got["cpu"], got["event"], got["number"])
+                        yield {n: got[n] for n in names}
             except (OSError, pa.ArrowException) as exc:
                 raise DatasetError(f"{path}: cannot read the events table ({exc}); the trace is damaged") from None
 
