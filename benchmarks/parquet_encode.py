@@ -68,7 +68,7 @@ def build(directory: Path) -> Path:
     exe = directory / "test_parquet"
     sources = [str(CAPTURE / name) for name in ("tests/test_parquet.c", "parquet.c", "snappy.c", "thrift.c")]
     flags = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE", "-O2"]
-    subprocess.run([cc, *flags, "-o", str(exe), *sources], check=True)
+    subprocess.run([cc, *flags, f"-I{CAPTURE}", "-o", str(exe), *sources], check=True)
     return exe
 
 
