@@ -30,8 +30,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "Drops", "Effect", "IdleStates", "PStates", "PeriodicDisturbance", "SMIs", "SharedStalls", "Stalls",
             "TransitionSMIs",
         ],
-        "simulate.poll": ["PeriodicIrq", "PollSpec", "PollSpecError", "poll_histogram_edges", "poll_spec_from_options",
-                          "simulate_poll", "write_poll_dataset"],
+        "simulate.poll": ["PeriodicIrq", "PollSpec", "PollSpecError", "poll_spec_from_options",
+                          "simulate_poll"],
         "simulate.power": ["simulate_story"],
         "simulate.recovery": [
             "PlantedRecovery", "PlantedRow", "RecordedGaps", "planted_recovery", "recorded_gaps", "recover_planted",

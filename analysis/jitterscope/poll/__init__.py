@@ -17,7 +17,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
                    "throttling_rows"],
         "events": ["PollEvent", "PollEvents", "find_poll_events"],
         "plots": ["plot_gap_histogram", "plot_interruptions"],
-        "read": ["POLL_DIR", "PollData", "PollThread", "load_poll_seconds", "poll_seconds_paths", "read_poll"],
+        "read": ["PollData", "PollThread", "read_poll"],
         "spectrum": ["PollLine", "PollSpectrum", "poll_spectrum"],
         "summary": ["PollSummary", "SizeClass", "ThreadNoise", "size_classes", "summarize_poll", "wall_clock_ns"],
         "text": ["PollFindings", "format_gap", "poll_findings", "poll_tables", "poll_text"],
