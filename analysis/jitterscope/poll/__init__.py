@@ -16,7 +16,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "causes": ["CauseTotal", "HARDWARE", "PollCauses", "RT_THROTTLING", "explain_interruptions",
                    "throttling_rows"],
         "events": ["PollEvent", "PollEvents", "find_poll_events"],
-        "plots": ["plot_gap_histogram", "plot_interruptions"],
+        "plots": ["plot_class_rates", "plot_gap_histogram", "plot_interruptions"],
         "read": ["PollData", "PollThread", "read_poll"],
         "spectrum": ["PollLine", "PollSpectrum", "poll_spectrum"],
         "summary": ["PollSummary", "SizeClass", "ThreadNoise", "size_classes", "summarize_poll", "wall_clock_ns"],
