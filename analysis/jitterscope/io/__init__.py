@@ -22,6 +22,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "importers.cyclictest_json": ["parse_cmdline"],
         "importers.cyclictest_verbose": ["reconstruct", "resolve_intervals"],
         "importers.oslat_poll": ["import_oslat_poll"],
+        "importers.rtla_osnoise": ["import_as_poll", "import_rtla_osnoise_poll"],
         "importers.ftrace": ["check_alignment", "read_trace_text", "sniff_trace", "with_source"],
         "importers.turbostat": ["read_timeline", "read_turbostat"],
         "names": ["EVENT_EXPORT_FORMATS", "EXPORT_FORMATS", "IMPORT_FORMATS", "TRACE_FORMATS"],

@@ -51,6 +51,8 @@ class PollData:
     edges_ns: np.ndarray
     has_rows: bool
     """False for imports that only have histograms (oslat): class counts then come from the buckets."""
+    has_counts: bool = True
+    """False where the source gives neither the number nor the sizes of the gaps (rtla osnoise top): no rate."""
 
     @property
     def threshold_ns(self) -> int:
@@ -120,5 +122,7 @@ def read_poll(dataset: Dataset | str | Path) -> PollData:
                                   duration_ns=col("duration_ns"),
                                   smi=col("smi") if "smi" in wanted and table is not None else None,
                                   windows=windows))
-    has_rows = not bool((dataset.metadata.source or {}).get("histogram_only"))
-    return PollData(dataset=dataset, info=info, threads=tuple(threads), edges_ns=edges, has_rows=has_rows)
+    source = dataset.metadata.source or {}
+    has_rows = not bool(source.get("histogram_only"))
+    return PollData(dataset=dataset, info=info, threads=tuple(threads), edges_ns=edges, has_rows=has_rows,
+                    has_counts=source.get("gap_counts") is not False)
