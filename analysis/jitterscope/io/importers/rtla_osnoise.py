@@ -118,12 +118,11 @@ def parse_top(path: Path) -> OsnoiseTop:
             continue
         if line.startswith("duration:"):
             top.duration_s = _duration(line)
-            top.rows = []  # a refreshed screen: the last block is the session's total
             continue
         header = _TOP_HEADER.fullmatch(line)
         if header:
             columns = 5 if header.group(1) else 2
-            top.rows = []
+            top.rows = []  # a refreshed screen repeats the table: the last block is the session's total
             continue
         if columns and line[0].isdigit():
             top.rows.append(_top_row(line, columns, number, path))
