@@ -176,6 +176,14 @@ def test_poll_file_written_by_the_binary_has_contract_columns(tmp_path: Path) ->
     windows = pq.read_schema(tmp_path / "out" / "_poll" / "part-00000.parquet")
     assert windows.names == [c.name for c in POLL_WINDOW_COLUMNS] + [poll_bucket_column(k) for k in range(140 + 1)]
     assert all(not f.nullable for f in windows)
+
+
+def test_poll_histogram_edges_agree_in_document_and_python() -> None:
+    """The Python writers (simulate, imports of the capture's buckets) take the edges from one place."""
+    from jitterscope.dataset import poll_histogram_edges
+    assert poll_histogram_edges() == _documented_edges()
+
+
 def test_the_gate_loads_jsonschema_without_its_format_checkers() -> None:
     # every command that opens a dataset imports jsonschema; its format checkers' modules (arrow through
     # isoduration, an IRI grammar) took most of that time, for formats the gate never checks

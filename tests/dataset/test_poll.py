@@ -121,11 +121,3 @@ def test_interval_zero_is_still_refused_for_a_capture(tmp_path: Path) -> None:
     out = _metadata_change(tmp_path, b"jitterscope.kind", b'"capture"')
     with pytest.raises(SchemaError, match="interval_ns: 0"):
         open_dataset(out)
-
-
-def test_a_packed_poll_dataset_is_the_rows_alone(tmp_path: Path) -> None:
-    from jitterscope.io.pack import pack_dataset
-    pack_dataset(DATA, tmp_path / "packed.parquet")
-    verdict = validate_dataset(tmp_path / "packed.parquet")
-    assert verdict.valid and verdict.rows == open_dataset(DATA).num_rows, verdict.problems
-    assert any("per-second table _poll/ stays" in note for note in verdict.notes)

@@ -223,3 +223,76 @@ def test_pack_anonymize_leaves_no_planted_identifier_anywhere_in_the_bytes(tmp_p
     assert re.fullmatch(r"isolcpus=domain,2-3 idle=poll console=anon-[0-9a-f]{12} quiet",
                         shared.metadata.environment["cmdline"])
     assert pq.read_table(out).num_rows == table.num_rows
+
+
+# ---- poll datasets: the per-second table travels inside the one file ----------------------------------------
+
+POLL_CAPTURE = Path(__file__).resolve().parents[1] / "data" / "capture" / "poll-1s5"
+
+
+@pytest.mark.parametrize("anonymize", [False, True])
+def test_a_packed_poll_dataset_reads_back_equal(tmp_path, anonymize):
+    """Rows, per-second table and what the analyses read are the same from the pack as from the directory, with
+    --anonymize too; the table goes without its parts' own metadata (the capture's hostname was in it)."""
+    from jitterscope.dataset import read_poll_table, validate_dataset
+    from jitterscope.io import PollSpec, simulate_poll
+    from jitterscope.poll import read_poll, summarize_poll
+
+    simulated = simulate_poll(PollSpec(cpus=(0, 1), duration_s=3, burst_rate_hz=5, trace=True),
+                              tmp_path / "sim", seed=4)
+    for source in (POLL_CAPTURE, simulated):
+        out = tmp_path / f"{source.name}.parquet"
+        pack_dataset(source, out, anonymize=anonymize)
+        assert verify_pack(out)
+        assert read_poll_table(out).equals(read_poll_table(source))
+        assert open_dataset(out).read().equals(open_dataset(source).read().sort_by([("thread", "ascending"),
+                                                                                     ("seq", "ascending")]))
+        verdict = validate_dataset(out)
+        assert verdict.valid, verdict.problems
+        assert any("agrees with the rows" in note for note in verdict.notes), verdict.notes
+        a, b = read_poll(source), read_poll(out)
+        for ta, tb in zip(a.threads, b.threads, strict=True):
+            assert all(np.array_equal(ta.windows[k], tb.windows[k]) for k in ta.windows)
+            assert np.array_equal(ta.duration_ns, tb.duration_ns)
+        assert summarize_poll(a).threads == summarize_poll(b).threads
+        packed = open_dataset(out).metadata.pack["poll_windows"]
+        blob = pq.ParquetFile(pa.BufferReader(__import__("base64").b64decode(packed["data"])))
+        assert not any(key.startswith(b"jitterscope.") for key in (blob.metadata.metadata or {}))
+        if anonymize:
+            assert open_dataset(out).metadata.environment["hostname"].startswith("anon-")
+
+
+def test_a_packed_poll_table_that_was_changed_or_left_out_is_said(tmp_path):
+    from jitterscope.dataset import read_poll_table, validate_dataset
+    from jitterscope.errors import SchemaError
+
+    out = tmp_path / "p.parquet"
+    pack_dataset(POLL_CAPTURE, out)
+    table = pq.read_table(out)
+    kv = dict(table.schema.metadata)
+    pack = json.loads(kv[b"jitterscope.pack"])
+    windows = read_poll_table(out)
+    changed = windows.set_column(windows.column_names.index("noise_ns"), "noise_ns",
+                                 pa.array(windows.column("noise_ns").to_numpy() + 1))
+    sink = pa.BufferOutputStream()
+    pq.write_table(changed, sink)
+    forged = dict(pack, poll_windows=dict(pack["poll_windows"], data=__import__("base64").b64encode(
+        sink.getvalue().to_pybytes()).decode()))
+    pq.write_table(table.replace_schema_metadata({**kv, b"jitterscope.pack": json.dumps(forged).encode()}),
+                   tmp_path / "forged.parquet")
+    with pytest.raises(DatasetError, match="changed after packing"):
+        verify_pack(tmp_path / "forged.parquet")
+    assert not validate_dataset(tmp_path / "forged.parquet").valid
+    # a pack of an older jitterscope: the rows alone, said as a note; the table's reader says what to do
+    del pack["poll_windows"]
+    pq.write_table(table.replace_schema_metadata({**kv, b"jitterscope.pack": json.dumps(pack).encode()}),
+                   tmp_path / "old.parquet")
+    verdict = validate_dataset(tmp_path / "old.parquet")
+    assert verdict.valid and any("the rows only" in note for note in verdict.notes)
+    with pytest.raises(DatasetError, match="pack the capture's directory again"):
+        read_poll_table(tmp_path / "old.parquet")
+    bad = dict(pack, poll_windows=dict(forged["poll_windows"], format="csv"))
+    pq.write_table(table.replace_schema_metadata({**kv, b"jitterscope.pack": json.dumps(bad).encode()}),
+                   tmp_path / "bad.parquet")
+    with pytest.raises(SchemaError, match="not the format"):
+        read_poll_table(tmp_path / "bad.parquet")

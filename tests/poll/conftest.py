@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from jitterscope.dataset import Metadata, ThreadInfo
-from jitterscope.io import PeriodicIrq, PollSpec, poll_histogram_edges, simulate_poll, write_poll_dataset
+from jitterscope.dataset import Metadata, ThreadInfo, poll_histogram_edges, write_poll_dataset
+from jitterscope.io import PeriodicIrq, PollSpec, simulate_poll
 
 T0 = 5_000_000_000
 

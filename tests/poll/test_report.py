@@ -53,7 +53,7 @@ def test_a_tick_on_a_nohz_full_cpu_gets_another_action(traced_poll, tmp_path):
 def test_the_report_pdf_has_page_one_for_noise(tmp_path):
     path = simulate_poll(PollSpec(cpus=(1,), duration_s=12, trace=True), tmp_path / "d", seed=3)
     info = write_report(path, tmp_path / "r.pdf")
-    assert info.pages >= 4 and info.sections == ("poll",)
+    assert info.pages >= 4 and info.sections[0] == "findings" and info.sections[-1] == "gaps"
     text = subprocess.run(["pdftotext", "-f", "1", "-l", "1", "-layout", str(tmp_path / "r.pdf"), "-"],
                           capture_output=True, text=True, check=True).stdout
     flat = " ".join(text.split())
@@ -82,3 +82,33 @@ def test_one_source_whose_gaps_fall_in_two_size_classes_is_one_action(traced_pol
     assert "(9437 times: 5449 of 7.87 µs, 3988 of 13.3 µs)" in host_action
     assert "smp_affinity" not in host_action and "below the kernel" in host_action
     assert "smp_affinity" in next(a for a in about if "eth0" in a)
+
+
+def test_report_figures_and_sections_of_a_poll_dataset(traced_poll, tmp_path, capsys, monkeypatch):
+    """--figures writes each figure (PDF/SVG/PNG) and table (CSV/JSON/LaTeX) and methods.md/.tex as the timer
+    report does; --sections keeps only the named sections; the PDF is the same bytes with or without --figures;
+    an unknown section is one line naming the known ones."""
+    import json
+
+    from jitterscope.cli import main
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764460800")
+    assert main(["report", str(traced_poll), "-o", str(tmp_path / "a.pdf"), "--figures", str(tmp_path / "f"),
+                 "--sections", "summary,gaps", "--figure-width", "column", "-q"]) == 0
+    names = {p.name for p in (tmp_path / "f").iterdir()}
+    for stem in ("poll_rates", "poll_gaps", "poll_summary-tables"):
+        assert {f"{stem}.pdf", f"{stem}.svg", f"{stem}.png"} <= names, names
+    assert {"poll_noise.tex", "poll_noise.csv", "poll_noise.json", "poll_classes.tex", "methods.md",
+            "methods.tex"} <= names
+    assert not any(n.startswith(("poll_findings", "poll_interruptions", "poll_causes")) for n in names), names
+    noise = json.loads((tmp_path / "f" / "poll_noise.json").read_text())
+    assert 94.9 < noise["rows"][0]["available [%]"] < 95.0 and noise["rows"][0]["95 % CI [%]"].startswith("94.9")
+    assert "Busy-poll interruptions were recorded" in (tmp_path / "f" / "methods.md").read_text()
+    assert main(["report", str(traced_poll), "-o", str(tmp_path / "b.pdf"), "--sections", "summary,gaps",
+                 "-q"]) == 0
+    assert (tmp_path / "a.pdf").read_bytes() == (tmp_path / "b.pdf").read_bytes()
+    capsys.readouterr()
+    # as the timer report says an unknown section: one line, exit 1, nothing written
+    assert main(["report", str(traced_poll), "-o", str(tmp_path / "c.pdf"), "--sections", "summary,tails"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "tails" in err and "findings, summary, interruptions" in err and not (tmp_path / "c.pdf").exists()

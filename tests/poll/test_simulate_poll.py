@@ -8,16 +8,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from jitterscope.dataset import open_dataset, open_trace
-from jitterscope.io import PollSpec, PollSpecError, poll_histogram_edges, simulate_poll
-from jitterscope.poll import load_poll_seconds, read_poll
+from jitterscope.dataset import open_dataset, open_trace, poll_histogram_edges, read_poll_table
+from jitterscope.io import PollSpec, PollSpecError, simulate_poll
+from jitterscope.poll import read_poll
 
 
-def test_histogram_edges_are_four_per_octave_up_to_2_to_the_36():
-    edges = poll_histogram_edges()
+def test_simulations_use_the_capture_histogram_edges(traced_poll):
+    """One schema source: the simulation's buckets are the capture's (tests/test_contract.py checks those against
+    the binary's), 4 per octave up to 2^36 ns and the last one open."""
+    edges = open_dataset(traced_poll).metadata.poll["histogram_edges_ns"]
+    assert edges == poll_histogram_edges()
     assert edges[:8] == [0, 1, 2, 3, 4, 5, 6, 7]
     assert edges[8:13] == [8, 10, 12, 14, 16]
-    assert edges[-1] == 2**36 and edges[-2] == 2**35 + 3 * 2**33
+    assert edges[-1] == 2**63 - 1 and edges[-2] == 2**36 and edges[-3] == 2**35 + 3 * 2**33
     assert all(b > a for a, b in itertools.pairwise(edges))
 
 
@@ -27,7 +30,7 @@ def test_rows_and_per_second_table_follow_the_contract(traced_poll):
     schema = pq.read_schema(next(traced_poll.glob("part-*.parquet")))
     assert [(f.name, f.type) for f in schema] == [("cpu", pa.int32()), ("thread", pa.int32()), ("seq", pa.int64()),
                                                   ("start_ns", pa.int64()), ("duration_ns", pa.int64())]
-    seconds = load_poll_seconds(traced_poll)
+    seconds = read_poll_table(traced_poll)
     edges = dataset.metadata.poll["histogram_edges_ns"]
     assert sum(name.startswith("h") for name in seconds.column_names) == len(edges) - 1
     assert seconds.num_rows == 20 and set(seconds.column("window_ns").to_pylist()) == {10**9}
@@ -65,7 +68,7 @@ def test_force_replaces_an_earlier_dataset_and_bad_specs_say_which_field(tmp_pat
     spec = PollSpec(cpus=(1,), duration_s=1, trace=True)
     simulate_poll(spec, tmp_path / "d", seed=1)
     simulate_poll(PollSpec(cpus=(1,), duration_s=2), tmp_path / "d", seed=1, overwrite=True)
-    assert load_poll_seconds(tmp_path / "d").num_rows == 2
+    assert read_poll_table(tmp_path / "d").num_rows == 2
     assert open_trace(tmp_path / "d") is None  # the old trace went with the old dataset
     with pytest.raises(PollSpecError, match="tick_ns"):
         PollSpec(tick_ns=10)
@@ -76,11 +79,11 @@ def test_force_replaces_an_earlier_dataset_and_bad_specs_say_which_field(tmp_pat
 def test_a_per_second_table_that_does_not_match_its_edges_is_refused(tmp_path, traced_poll):
     import shutil
 
-    from jitterscope.errors import DatasetError
+    from jitterscope.errors import SchemaError
     copy = tmp_path / "c"
     shutil.copytree(traced_poll, copy)
     part = copy / "_poll" / "part-00000.parquet"
     table = pq.read_table(part)
     pq.write_table(table.drop_columns(["h05"]), part)
-    with pytest.raises(DatasetError, match="h columns"):
+    with pytest.raises(SchemaError, match=r"lacks column.*h05"):
         read_poll(copy)

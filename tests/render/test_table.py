@@ -214,6 +214,7 @@ def test_every_latex_table_of_a_report_and_a_compare_is_ascii(tmp_path):
         assert not _non_ascii(path.read_text(encoding="utf-8")), path.name
     datasets = [open_dataset(p) for p in paths]
     tables = comparison_tables(compare_runs(datasets, n_boot=200)) + tails_tables(analyze_tails(datasets[0]))
+    tables += _poll_tables(tmp_path)
     texts = [to_latex(t) for t in tables]
     # the texts do hold non-ASCII symbols (µs, →, ±, ...), so the check above is not vacuous
     assert any(_non_ascii(to_text_joined(t)) for t in tables)
@@ -221,6 +222,28 @@ def test_every_latex_table_of_a_report_and_a_compare_is_ascii(tmp_path):
         assert not _non_ascii(tex), table.name
     assert (tmp_path / "fig" / "methods.tex").exists()
     _compile_if_pdflatex([p.read_text(encoding="ascii") for p in written] + texts, tmp_path)
+
+
+def _poll_tables(tmp_path) -> list:
+    """Every table of a poll report (noise, sizes, causes, periodic sources, events) of a traced simulation."""
+    from jitterscope.io import PeriodicIrq, PollSpec, simulate_poll
+    from jitterscope.poll import (
+        explain_interruptions,
+        find_poll_events,
+        poll_spectrum,
+        poll_tables,
+        read_poll,
+        summarize_poll,
+    )
+
+    path = simulate_poll(PollSpec(cpus=(0, 1), duration_s=4, irqs=(PeriodicIrq(10, 8000, "eth0"),), burst_rate_hz=3,
+                                  burst_command="spinner_#1 50%", hardware_rate_hz=1, trace=True), tmp_path / "poll")
+    data = read_poll(path)
+    causes = explain_interruptions(data)
+    tables = poll_tables(summarize_poll(data), causes, poll_spectrum(data, causes=causes),
+                         find_poll_events(data, causes=causes))
+    assert {t.name for t in tables} == {"poll_noise", "poll_classes", "poll_causes", "poll_periodic", "poll_events"}
+    return tables
 
 
 def to_text_joined(table) -> str:

@@ -113,21 +113,30 @@ def inputs(tmp_path_factory) -> dict[str, Path]:
     shutil.copytree(DATA / "capture" / "traced-2s", traced)
     formats = DATA / "formats"
     paths = {"traced capture": traced, "cyclictest -v": out / "ct.parquet", "jitterdebugger": out / "jd.parquet",
-             "simulation": out / "sim.parquet"}
+             "simulation": out / "sim.parquet", "poll simulation": out / "poll"}
     assert main(["import", str(formats / "ct-verbose.txt"), "-o", str(paths["cyclictest -v"]), "-q"]) == 0
     assert main(["import", str(formats / "jd-fresh"), "-o", str(paths["jitterdebugger"]), "-q"]) == 0
     # every simulated effect at once: P-states with coupling, SMIs, a 113 Hz line
     assert main(["simulate", "-o", str(paths["simulation"]), "--threads", "2", "--interval-us", "100", "--samples",
                  "50000", "--pstates", "800,2400", "--dwell-ms", "50", "--coupling", "0.5:30:3", "--smi", "0.5:200",
                  "--periodic", "113:3", "--seed", "1"]) == 0
+    # a busy-poll dataset with every cause its report names: tick, throttling, an IRQ, a thread, hardware (4 s)
+    assert main(["simulate", "--mode", "poll", "-o", str(paths["poll simulation"]), "--cpus", "0,1", "--duration",
+                 "4", "--irq", "10:8:eth0", "--bursts", "3:30:spinner", "--hardware", "1:5", "--trace",
+                 "--seed", "1"]) == 0
     return paths
 
 
-@pytest.mark.parametrize("source", ["traced capture", "cyclictest -v", "jitterdebugger", "simulation"])
+# figure pages each report has at least (a poll report has three: rates, every interruption, all gaps)
+MIN_FIGURES = {"poll simulation": 3}
+
+
+@pytest.mark.parametrize("source", ["traced capture", "cyclictest -v", "jitterdebugger", "simulation",
+                                    "poll simulation"])
 def test_every_report_figure_is_laid_out_cleanly(inputs, source, tmp_path, monkeypatch) -> None:
     with matplotlib.rc_context(REPORT_RC):
         problems, names = _report_figures(inputs[source], tmp_path, monkeypatch)
-    assert len(names) >= 6, names
+    assert len(names) >= MIN_FIGURES.get(source, 6), names
     assert problems == [], "\n".join(problems)
 
 

@@ -38,9 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"with --onto: turbostat's --interval, {DURATION_HELP} (default: from its time "
                              "column, else 5 s)")
     parser.add_argument("--as", dest="as_kind", choices=("poll",), metavar="poll",
-                        help="oslat output only: import it as a busy-poll dataset (kind poll, the directory -o OUT) "
-                             "from its buckets, for 'summary' and 'report' to read as noise; without, it is a "
-                             "latency histogram")
+                        help="oslat output (text or --json), or rtla osnoise top / hwnoise / osnoise hist text: "
+                             "import it as a busy-poll dataset (kind poll, the directory -o OUT) for 'summary' and "
+                             "'report' to read as noise; without, oslat is a latency histogram")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors (the exit status says)")
     parser.set_defaults(func=_run)
@@ -148,13 +148,15 @@ def _attach_timeline(args: argparse.Namespace) -> int:
 
 
 def _import_poll(args: argparse.Namespace) -> int:
-    """``--as poll``: one oslat output file as a poll dataset directory."""
-    from ..io import import_oslat_poll
+    """``--as poll``: one oslat or rtla osnoise output file as a poll dataset directory."""
+    from ..io import import_as_poll
     if len(args.files) != 1 or args.format not in (None, "oslat", "oslat-json"):
-        usage_error("jitterscope import", "--as poll takes one oslat output file (text or --json)")
-    path = import_oslat_poll(args.files[0], args.output, overwrite=args.force)
+        usage_error("jitterscope import", "--as poll takes one oslat (text or --json) or rtla osnoise top/hist "
+                                          "output file")
+    path, tool = import_as_poll(args.files[0], args.output, overwrite=args.force)
+    what = f"{tool} output (no per-interruption rows: {tool} keeps none)"
     if args.json:
         print(json.dumps({"path": str(path), "kind": "poll", "rows": 0}, indent=1))
     elif not args.quiet:
-        print(f"{path}: poll dataset from oslat's histogram (no per-interruption rows: oslat keeps none)")
+        print(f"{path}: poll dataset from {what}")
     return 0

@@ -210,7 +210,13 @@ METADATA_SCHEMA: dict[str, Any] = {
         },
         "pack": {
             "type": ["object", "null"],
-            "properties": {"sha256": _TEXT, "anonymized": _TEXTS, "rows": _COUNT},
+            "properties": {
+                "sha256": _TEXT, "anonymized": _TEXTS, "rows": _COUNT,
+                # a packed poll dataset's per-second table (dataset.poll.pack_poll_windows): one file, no _poll/
+                "poll_windows": {"type": "object", "required": ["format", "rows", "sha256", "data"],
+                                 "properties": {"format": _TEXT, "rows": _COUNT, "sha256": _TEXT,
+                                                "data": {"type": "string", "maxLength": MAX_VALUE_BYTES}}},
+            },
         },
         "timeline": {"type": ["object", "null"]},
         "steal": {

@@ -124,6 +124,19 @@ def poll_bucket_column(index: int) -> str:
     return f"h{index:02d}"
 
 
+POLL_LINEAR_BUCKETS = 8
+POLL_TOP_OCTAVE = 36
+
+
+def poll_histogram_edges() -> list[int]:
+    """The capture's gap-histogram edges (capture/pollwin.h, the C mirror): 0..7 one per ns, then 4 buckets per
+    octave from 8 ns up to 2^36 ns, the last bucket [2^36 ns, INT64_MAX) open; bucket k is ``[e[k], e[k+1])``."""
+    edges = list(range(POLL_LINEAR_BUCKETS))
+    for octave in range(3, POLL_TOP_OCTAVE):
+        edges += [(1 << octave) + sub * (1 << (octave - 2)) for sub in range(4)]
+    return [*edges, 1 << POLL_TOP_OCTAVE, 2**63 - 1]
+
+
 SAMPLE_COLUMN_NAMES = tuple(c.name for c in SAMPLE_COLUMNS)
 REQUIRED_SAMPLE_COLUMNS = tuple(c.name for c in SAMPLE_COLUMNS if c.required)
 COUNTER_COLUMNS = ("aperf", "mperf", "smi", "perf_status")

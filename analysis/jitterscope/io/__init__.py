@@ -22,6 +22,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "importers.cyclictest_json": ["parse_cmdline"],
         "importers.cyclictest_verbose": ["reconstruct", "resolve_intervals"],
         "importers.oslat_poll": ["import_oslat_poll"],
+        "importers.rtla_osnoise": ["import_as_poll", "import_rtla_osnoise_poll"],
         "importers.ftrace": ["check_alignment", "read_trace_text", "sniff_trace", "with_source"],
         "importers.turbostat": ["read_timeline", "read_turbostat"],
         "names": ["EVENT_EXPORT_FORMATS", "EXPORT_FORMATS", "IMPORT_FORMATS", "TRACE_FORMATS"],
@@ -30,8 +31,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "Drops", "Effect", "IdleStates", "PStates", "PeriodicDisturbance", "SMIs", "SharedStalls", "Stalls",
             "TransitionSMIs",
         ],
-        "simulate.poll": ["PeriodicIrq", "PollSpec", "PollSpecError", "poll_histogram_edges", "poll_spec_from_options",
-                          "simulate_poll", "write_poll_dataset"],
+        "simulate.poll": ["PeriodicIrq", "PollSpec", "PollSpecError", "poll_spec_from_options",
+                          "simulate_poll"],
         "simulate.power": ["simulate_story"],
         "simulate.recovery": [
             "PlantedRecovery", "PlantedRow", "RecordedGaps", "planted_recovery", "recorded_gaps", "recover_planted",

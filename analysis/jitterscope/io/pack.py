@@ -9,7 +9,9 @@ distinct values).  The choice depends only on the data, so a given dataset
 always packs to the same bytes.  The
 metadata gets ``jitterscope.pack``: the row count, what ``--anonymize``
 changed, and a SHA-256 of the canonical column data (see
-:func:`content_sha256`) so a receiver can check the rows are the ones packed.
+:func:`content_sha256`) so a receiver can check the rows are the ones packed;
+for a poll dataset also its per-second table (``poll_windows``: the one file
+has no ``_poll/`` folder).
 """
 
 from __future__ import annotations
@@ -28,7 +30,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..dataset import Metadata, ThreadInfo, check_output, open_dataset, write_atomically
+from ..dataset import (
+    Dataset,
+    Metadata,
+    ThreadInfo,
+    check_output,
+    open_dataset,
+    pack_poll_windows,
+    read_poll_table,
+    write_atomically,
+)
 from ..errors import DatasetError
 
 ZSTD_LEVEL = 15
@@ -115,7 +126,10 @@ def pack_dataset(
     if anonymize:
         metadata, changed = anonymize_metadata(metadata)
     checksum = content_sha256(table)
-    metadata = metadata.with_changes(pack={"sha256": checksum, "anonymized": changed, "rows": table.num_rows})
+    pack = {"sha256": checksum, "anonymized": changed, "rows": table.num_rows}
+    if dataset.metadata.kind == "poll":
+        pack["poll_windows"] = _poll_windows(dataset)
+    metadata = metadata.with_changes(pack=pack)
     table = table.replace_schema_metadata(metadata.to_kv())
     with write_atomically(out) as tmp:
         encodings = choose_encodings(table)
@@ -126,6 +140,12 @@ def pack_dataset(
             row_group_size=ROW_GROUP_ROWS, write_statistics=True,
         )
     return _result(out, table, metadata, checksum, changed, encodings)
+
+
+def _poll_windows(dataset: Dataset) -> dict[str, Any]:
+    """A poll dataset's per-second table for the one file (it has no folder); carried whole, its columns are
+    counts of the source's own table, with nothing of the metadata (so --anonymize leaves nothing in it)."""
+    return pack_poll_windows(read_poll_table(dataset), where=str(dataset.path))
 
 
 def choose_encodings(table: pa.Table) -> dict[str, str]:
@@ -163,6 +183,8 @@ def verify_pack(path: str | os.PathLike[str]) -> str:
     if actual != recorded:
         raise DatasetError(f"{path}: content checksum {actual[:12]}… does not match the recorded {recorded[:12]}…; "
                            "the rows were changed after packing")
+    if dataset.metadata.kind == "poll" and "poll_windows" in dataset.metadata.pack:
+        read_poll_table(dataset)  # checks the per-second table's own checksum
     return actual
 
 

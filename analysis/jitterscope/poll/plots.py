@@ -1,7 +1,9 @@
-"""Figures of a poll dataset: every interruption over time, and the histogram of all gaps.
+"""Figures of a poll dataset: interruptions per second by size (with intervals), every interruption over
+time, and the histogram of all gaps.
 
 They draw what the results and the data hold; the only arithmetic is choosing colours and summing the
-per-second histograms into one.
+per-second histograms into one.  Every axis says its unit, every title its n (a paper takes the figure with
+its caption only), and the uncertainty where there is one (the summary's 95 % intervals).
 """
 
 from __future__ import annotations
@@ -9,16 +11,28 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.axes import Axes
 
+from ..render import capped_legend, empty_panel_note
 from .causes import PollCauses
 from .read import PollData
-from .summary import PollSummary
+from .summary import PollSummary, ThreadNoise
 
 MAX_CAUSES_SHOWN = 6
 
 
-def plot_interruptions(data: PollData, ax: Axes, *, causes: PollCauses | None = None) -> Axes:
+def _availability(summary: PollSummary | None) -> str:
+    """The least available CPU with its interval: the uncertainty a caption of the noise carries."""
+    if summary is None or not summary.threads:
+        return ""
+    worst: ThreadNoise = min(summary.threads, key=lambda t: t.available_percent)
+    ci = "" if worst.available_ci is None else f", 95 % CI {worst.available_ci[0]:.3f}–{worst.available_ci[1]:.3f} %"
+    return f"\nleast available: CPU {worst.cpu}, {worst.available_percent:.3f} % of the time{ci}"
+
+
+def plot_interruptions(data: PollData, ax: Axes, *, causes: PollCauses | None = None,
+                       summary: PollSummary | None = None) -> Axes:
     """Each interruption as a point: its start (s from the run's start) against its length (µs, log)."""
     t0 = data.start_ns
+    n = sum(t.duration_ns.size for t in data.threads)
     for thread in data.threads:
         x = (thread.start_ns - t0) / 1e9
         y = thread.duration_ns / 1e3
@@ -37,30 +51,78 @@ def plot_interruptions(data: PollData, ax: Axes, *, causes: PollCauses | None = 
         other = ~np.isin(labels, shown)
         if other.any():
             ax.scatter(x[other], y[other], s=4, color="0.6", label=f"CPU {thread.cpu}: other")
-    ax.set_yscale("log")
     ax.set_xlabel("time since the start [s]")
     ax.set_ylabel("interruption [µs]")
-    ax.set_title("Every interruption of the polling loop")
-    ax.legend(fontsize=7, markerscale=2, loc="upper right")
+    ax.set_title(f"Every interruption of the polling loop, n = {n:,} (each gap >= {data.threshold_ns / 1e3:g} µs "
+                 f"between two reads){_availability(summary)}")
+    if n == 0:
+        empty_panel_note(ax, f"no interruption >= {data.threshold_ns / 1e3:g} µs in the run: n = 0")
+        return ax
+    ax.set_yscale("log")
+    capped_legend(ax, outside=True, fontsize=7, markerscale=2)
+    return ax
+
+
+def plot_class_rates(summary: PollSummary, ax: Axes) -> Axes:
+    """Interruptions per second by size class, per CPU, with their 95 % intervals over one-second windows."""
+    labels: list[str] = []
+    for thread in summary.threads:
+        labels += [c.label for c in thread.classes if c.label not in labels]
+    width = 0.8 / max(len(summary.threads), 1)
+    drawn = 0
+    for k, thread in enumerate(summary.threads):
+        x, y, low, high = [], [], [], []
+        for c in thread.classes:
+            if c.per_second <= 0:
+                continue  # nothing on a log axis; the table lists the zero
+            x.append(labels.index(c.label) - 0.4 + width * (k + 0.5))
+            y.append(c.per_second)
+            lo, hi = c.per_second_ci if c.per_second_ci is not None else (c.per_second, c.per_second)
+            low.append(c.per_second - max(lo, c.per_second * 1e-3))
+            high.append(max(hi - c.per_second, 0.0))
+        drawn += len(x)
+        if x:
+            ax.errorbar(x, y, yerr=[low, high], fmt="o", capsize=3, label=f"CPU {thread.cpu}")
+    windows = sum(t.windows for t in summary.threads)
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_xlabel("size of the interruption")
+    ax.set_ylabel("interruptions per second [1/s]")
+    ax.set_title(f"Interruptions per second by size, n = {windows:,} one-second windows on "
+                 f"{len(summary.threads)} CPU(s)\n(bars: 95 % Student-t interval over whole windows)")
+    if not drawn:
+        empty_panel_note(ax, f"no interruption >= {summary.threshold_ns / 1e3:g} µs in any class: n = 0")
+        return ax
+    ax.set_yscale("log")
+    capped_legend(ax, outside=True, fontsize=8)
     return ax
 
 
 def plot_gap_histogram(data: PollData, summary: PollSummary, ax: Axes) -> Axes:
     """Counts of all gaps (below the threshold too) per log bucket, per CPU, with the threshold marked."""
     edges = data.edges_ns.astype(float)
+    total = 0
+    windows = 0
     for thread in data.threads:
         counts = thread.windows["histogram"].sum(axis=0)
+        windows += thread.windows["histogram"].shape[0]
+        total += int(counts.sum())
         if not counts.any():
             continue
         used = np.flatnonzero(counts)
         first, last = int(used[0]), int(used[-1]) + 1  # the occupied buckets only: a log axis from 1 ns is empty
         left = np.maximum(edges[first:last], 1.0)
-        ax.stairs(counts[first:last], np.r_[left, edges[last]] / 1e3, label=f"CPU {thread.cpu}")
+        # the open last bucket ends where its largest gap does (its edge is INT64_MAX: no axis reaches it)
+        right = min(edges[last], max(float(thread.windows["max_gap_ns"].max(initial=0)) + 1, left[-1] * 1.25))
+        ax.stairs(counts[first:last], np.r_[left, right] / 1e3, label=f"CPU {thread.cpu}")
+    ax.set_xlabel("gap between two reads of the loop [µs]")
+    ax.set_ylabel("gaps per bucket [count]")
+    ax.set_title(f"Every gap, from the per-second histograms, n = {total:,} gaps in {windows:,} windows\n"
+                 "(exact counts, none sampled; buckets of a quarter octave)")
+    if total == 0:
+        empty_panel_note(ax, "no gap counted: the per-second table is empty, n = 0")
+        return ax
     ax.axvline(summary.threshold_ns / 1e3, color="0.3", linestyle=":", label="threshold")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("gap between two reads of the loop [µs]")
-    ax.set_ylabel("count")
-    ax.set_title("Every gap, from the per-second histograms")
-    ax.legend(fontsize=8)
+    capped_legend(ax, fontsize=8)
     return ax

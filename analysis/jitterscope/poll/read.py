@@ -1,13 +1,13 @@
 """Reading a poll dataset for the analyses: the interruption rows per thread and the per-second table.
 
 Thin on purpose: the dataset layer owns the contract (``open_dataset`` checks the rows' columns and the
-``jitterscope.poll`` metadata); this module only gathers what the poll analyses need in memory (a poll
+``jitterscope.poll`` metadata, ``read_poll_table`` is the one reader of the per-second table, from a directory
+or a packed file); this module only gathers what the poll analyses need in memory (a poll
 capture keeps a few hundred rows per CPU and second, not one per loop iteration).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,10 +15,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from ..dataset import POLL_DIR, Dataset, column_values, open_dataset, poll_window_parts
-from ..errors import AnalysisError, DatasetError
+from ..dataset import Dataset, column_values, open_dataset, poll_bucket_column, read_poll_table
+from ..errors import AnalysisError
 
 ROW_COLUMNS = ("cpu", "thread", "seq", "start_ns", "duration_ns")
 
@@ -52,6 +51,8 @@ class PollData:
     edges_ns: np.ndarray
     has_rows: bool
     """False for imports that only have histograms (oslat): class counts then come from the buckets."""
+    has_counts: bool = True
+    """False where the source gives neither the number nor the sizes of the gaps (rtla osnoise top): no rate."""
 
     @property
     def threshold_ns(self) -> int:
@@ -74,29 +75,6 @@ class PollData:
         return min(int(t.windows["window_start_ns"][0]) for t in self.threads if t.windows["window_start_ns"].size)
 
 
-def poll_seconds_paths(path: str | Path) -> list[Path]:
-    """The parts of the per-second table of a poll dataset directory, in order (the dataset layer's listing)."""
-    return poll_window_parts(path)
-
-
-def load_poll_seconds(path: str | Path) -> pa.Table:
-    """The per-second table ``_poll/part-*.parquet`` of a poll dataset, all parts in one table.
-
-    Raises
-    ------
-    DatasetError
-        No ``_poll`` table, or a part that is not readable Parquet.
-    """
-    parts = poll_seconds_paths(path)
-    if not parts:
-        raise DatasetError(f"{path}: a poll dataset without its per-second table ({POLL_DIR}/part-*.parquet); "
-                           "the capture did not finish writing it, or the folder was copied without it")
-    try:
-        return pa.concat_tables([pq.read_table(p) for p in parts], promote_options="none")
-    except (OSError, pa.ArrowException) as exc:
-        raise DatasetError(f"{path}: the per-second table cannot be read ({' '.join(str(exc).split())})") from None
-
-
 def read_poll(dataset: Dataset | str | Path) -> PollData:
     """Open (if needed) and read a poll dataset for the analyses.
 
@@ -116,16 +94,9 @@ def read_poll(dataset: Dataset | str | Path) -> PollData:
         raise AnalysisError(f"{dataset.path}: metadata jitterscope.poll lacks threshold_ns or histogram_edges_ns; "
                             "the dataset is damaged or was written by an older jitterscope")
     edges = np.asarray(info["histogram_edges_ns"], np.int64)
-    seconds = load_poll_seconds(dataset.path)
-    # the h columns by their number (h00 ... h99, h100 ...: however many digits the writer used)
-    names = sorted((n for n in seconds.column_names if re.fullmatch(r"h\d+", n)), key=lambda n: int(n[1:]))
-    missing = [n for n in ("thread", "window_start_ns", "window_ns", "iterations", "noise_ns", "interruptions",
-                           "max_gap_ns") if n not in seconds.column_names]
-    if missing or [int(n[1:]) for n in names] != list(range(edges.size - 1)):
-        what = f"column(s) {', '.join(missing[:5])}" if missing else (
-            f"h columns h0..h{edges.size - 2} (it has {len(names)})")
-        raise DatasetError(f"{dataset.path}: the per-second table lacks {what}; it does not match "
-                           "jitterscope.poll's histogram_edges_ns (a damaged or foreign table)")
+    # the dataset layer's reader: contract-checked (h00..hNN as many as the edges say), sorted by thread and time
+    seconds = read_poll_table(dataset)
+    names = [poll_bucket_column(k) for k in range(edges.size - 1)]
     wanted = [c for c in (*ROW_COLUMNS, "smi") if c in dataset.columns]
     rows: dict[int, list[pa.RecordBatch]] = {}
     for batch in dataset.iter_batches(wanted):
@@ -142,7 +113,7 @@ def read_poll(dataset: Dataset | str | Path) -> PollData:
         def col(name: str, table: pa.Table | None = table) -> np.ndarray:
             return np.zeros(0, np.int64) if table is None else table.column(name).to_numpy().astype(np.int64)
 
-        mine = seconds.filter(pa.array(sec_thread == t)).sort_by("window_start_ns")
+        mine = seconds.filter(pa.array(sec_thread == t))
         windows = {n: mine.column(n).to_numpy().astype(np.int64)
                    for n in ("window_start_ns", "window_ns", "iterations", "noise_ns", "interruptions", "max_gap_ns")}
         windows["histogram"] = (np.column_stack([mine.column(n).to_numpy() for n in names]).astype(np.int64)
@@ -151,5 +122,7 @@ def read_poll(dataset: Dataset | str | Path) -> PollData:
                                   duration_ns=col("duration_ns"),
                                   smi=col("smi") if "smi" in wanted and table is not None else None,
                                   windows=windows))
-    has_rows = not bool((dataset.metadata.source or {}).get("histogram_only"))
-    return PollData(dataset=dataset, info=info, threads=tuple(threads), edges_ns=edges, has_rows=has_rows)
+    source = dataset.metadata.source or {}
+    has_rows = not bool(source.get("histogram_only"))
+    return PollData(dataset=dataset, info=info, threads=tuple(threads), edges_ns=edges, has_rows=has_rows,
+                    has_counts=source.get("gap_counts") is not False)

@@ -142,7 +142,8 @@ def summarize_thread(data: PollData, thread: PollThread) -> ThreadNoise:
     window_ns = int(data.info.get("window_ns") or 1_000_000_000)
     whole = w["window_ns"] >= window_ns  # the last, partial window is left out of the intervals
     seconds = w["window_ns"][whole] / 1e9
-    classes_def = size_classes(data.threshold_ns)
+    # no count or size of the gaps in the source (rtla osnoise top): no class and no rate, not zeros
+    classes_def = size_classes(data.threshold_ns) if data.has_counts else []
     counted = (_class_counts_rows(thread, classes_def, whole) if data.has_rows
                else _class_counts_histogram(thread, data.edges_ns, classes_def, whole))
     runtime = thread.runtime_ns
@@ -167,7 +168,7 @@ def summarize_thread(data: PollData, thread: PollThread) -> ThreadNoise:
             and int(w["noise_ns"].sum()) == noise
     return ThreadNoise(
         thread=thread.thread, cpu=thread.cpu, runtime_ns=runtime, windows=int(w["window_ns"].size),
-        interruptions=total, per_second=total / runtime_s if runtime else math.nan,
+        interruptions=total, per_second=total / runtime_s if runtime and data.has_counts else math.nan,
         per_second_ci=_t_interval(np.asarray(per_window_total) / seconds) if np.size(per_window_total) else None,
         classes=classes, max_ns=max_ns, max_at_ns=max_at,
         max_at_s=None if max_at is None else (max_at - int(w["window_start_ns"][0])) / 1e9,
@@ -197,7 +198,10 @@ def summarize_poll(dataset: Dataset | PollData | str) -> PollSummary:
     data = dataset if isinstance(dataset, PollData) else read_poll(dataset)
     threads = tuple(summarize_thread(data, t) for t in data.threads)
     notes = []
-    if not data.has_rows:
+    if not data.has_counts:
+        notes.append("the source gives the noise, the CPU available and the longest gap, but neither the number "
+                     "nor the sizes of the gaps: no interruption rate (the source's own counts are in the metadata)")
+    elif not data.has_rows:
         notes.append("from the per-second histogram only (the source keeps no per-interruption rows): class "
                      "counts are bucket counts, the worst gap has no time")
         for thread in data.threads:

@@ -78,9 +78,12 @@ def poll_findings(summary: PollSummary, *, causes: PollCauses | None = None, spe
         if t.available_ci is not None:
             interval = f" (95 % CI {_lost(100 - t.available_ci[1])}–{_lost(100 - t.available_ci[0])})"
         # from buckets the noise is estimated (midpoints; the open last bucket at its lower edge)
-        about = "" if summary.from_rows else "about "
+        counted = not math.isnan(t.per_second)  # rtla osnoise top gives the noise exactly but no count of gaps
+        about = "" if summary.from_rows or not counted else "about "
+        rate = (f"{_rate(t.per_second)}/s of ≥ {format_gap(summary.threshold_ns)}, " if counted
+                else "how many gaps is not in the source, ")
         sentence = (f"CPU {t.cpu} lost {about}{_lost(t.lost_percent)} to interruptions{interval}: "
-                    f"{_rate(t.per_second)}/s of ≥ {format_gap(summary.threshold_ns)}, {format_gap(t.noise_ns)} in "
+                    f"{rate}{format_gap(t.noise_ns)} in "
                     f"{t.runtime_ns / 1e9:.4g} s; worst {format_gap(t.max_ns)}"
                     f"{_when(clock, t.max_at_ns, t.max_at_s)}")
         if cause and cause not in (NOT_TRACED,):
@@ -150,7 +153,8 @@ def poll_tables(summary: PollSummary, causes: PollCauses | None = None,
         name="poll_noise", title="Noise per polled CPU",
         columns=("CPU", "runtime [s]", "interruptions", "per s", "noise [µs]", "available [%]", "95 % CI [%]",
                  "max [µs]", "at [s]"),
-        rows=tuple((t.cpu, t.runtime_ns / 1e9, t.interruptions, t.per_second, t.noise_ns / 1e3,
+        rows=tuple((t.cpu, t.runtime_ns / 1e9, None if math.isnan(t.per_second) else t.interruptions, t.per_second,
+                    t.noise_ns / 1e3,
                     t.available_percent,
                     None if t.available_ci is None else f"{t.available_ci[0]:.4f}–{t.available_ci[1]:.4f}",
                     t.max_ns / 1e3, t.max_at_s) for t in summary.threads),

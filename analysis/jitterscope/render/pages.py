@@ -139,7 +139,8 @@ def source_date() -> tuple[datetime, bool]:
 
 
 
-def write_pdf(pages: Iterable[Page], path: str | os.PathLike[str], *, title: str, footer: str) -> int:
+def write_pdf(pages: Iterable[Page], path: str | os.PathLike[str], *, title: str, footer: str,
+              export: Callable[[Page], None] | None = None) -> int:
     """Write ``pages`` as one PDF with a footer and page numbers, the way every jitterscope PDF looks.
 
     Vector pages with Type 42 fonts (the caller draws them under :data:`REPORT_RC`), text that can come
@@ -156,6 +157,9 @@ def write_pdf(pages: Iterable[Page], path: str | os.PathLike[str], *, title: str
         The PDF's Title (dataset text, made visible).
     footer
         The footer's left part, e.g. ``"compare · a vs b"``; the version, the date and the page number are added.
+    export
+        Called with each page once it is in the PDF, its footer taken off again, before it is cleared: a
+        report's ``--figures`` writes its files there (so the PDF is the same bytes with or without them).
 
     Returns
     -------
@@ -175,11 +179,18 @@ def write_pdf(pages: Iterable[Page], path: str | os.PathLike[str], *, title: str
         for page in pages:
             count += 1
             engine = page.figure.get_layout_engine()
-            if engine is not None and "rect" in engine.get():
+            rect = engine.get().get("rect") if engine is not None else None
+            if rect is not None:
                 engine.set(rect=(0.0, 0.03, 1.0, 0.97))  # keep axis labels clear of the footer
-            page.figure.text(0.01, 0.005, f"jitterscope {__version__} {footer} · "
-                             f"{when.strftime('%Y-%m-%d %H:%M:%S UTC')}", fontsize=8, color="0.35")
-            page.figure.text(0.99, 0.005, f"page {count}", fontsize=8, color="0.35", ha="right")
+            texts = [page.figure.text(0.01, 0.005, f"jitterscope {__version__} {footer} · "
+                                      f"{when.strftime('%Y-%m-%d %H:%M:%S UTC')}", fontsize=8, color="0.35"),
+                     page.figure.text(0.99, 0.005, f"page {count}", fontsize=8, color="0.35", ha="right")]
             pdf.savefig(literal_text(page.figure))
+            if export is not None:
+                for text in texts:
+                    text.remove()
+                if rect is not None:
+                    engine.set(rect=rect)
+                export(page)
             page.figure.clear()
     return count

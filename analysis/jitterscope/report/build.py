@@ -72,6 +72,7 @@ from ..render import (
     Page,
     Table,
     fit_for_paper,
+    latex_breakable,
     literal_text,
     source_date,
     text_pages,
@@ -358,10 +359,10 @@ def write_report(
         check_output(figures_dir, inputs=[source, out], overwrite=overwrite, directory=True, error=JitterscopeError)
     if not isinstance(dataset, Dataset):
         dataset = open_dataset(dataset)
-    if dataset.metadata.kind == "poll":
-        return _poll_report(dataset, out, figures_dir=figures_dir, sections=sections, overwrite=overwrite)
     if figure_width is not None and figure_width not in FIGURE_WIDTHS_IN:
         raise JitterscopeError(f"figure width {figure_width!r}: use one of {', '.join(FIGURE_WIDTHS_IN)}")
+    if dataset.metadata.kind == "poll":
+        return _poll_report(dataset, out, figures_dir=figures_dir, sections=sections, figure_width=figure_width)
     chosen = registered_sections()
     if sections is not None:
         unknown = sorted(set(sections) - {s.name for s in chosen})
@@ -433,14 +434,39 @@ def write_report(
 
 
 def _poll_report(dataset: Dataset, out: Path, *, figures_dir: str | os.PathLike[str] | None,
-                 sections: Sequence[str] | None, overwrite: bool) -> ReportInfo:
-    """A poll dataset's report has its own pages (:mod:`.poll`): page 1 for noise, tables, two figures."""
-    from .poll import write_poll_report
-    if figures_dir is not None or sections is not None:
-        raise JitterscopeError(f"{dataset.path}: a poll dataset's report has no sections or --figures yet; "
-                               "run 'jitterscope report DATASET -o OUT.pdf' without them")
-    pages = write_poll_report(dataset, out, overwrite=True)  # check_output above already applied --force
-    return ReportInfo(path=str(out), pages=pages, sections=("poll",), figure_files=())
+                 sections: Sequence[str] | None, figure_width: str | None) -> ReportInfo:
+    """A poll dataset's report has its own pages and sections (:mod:`.poll`: page 1 for noise, tables, three
+    figures); ``--figures`` and ``--figure-width`` write them as the timer report's are written."""
+    from .poll import check_poll_sections, poll_methods, write_poll_report
+
+    check_poll_sections(sections)
+    written: list[str] = []
+    contributed: list[str] = []
+    used: set[str] = set()
+    with contextlib.ExitStack() as stack:
+        fig_dir = None if figures_dir is None else stack.enter_context(
+            write_directory_atomically(Path(figures_dir), what="the figures", error=JitterscopeError))
+
+        def export(page: Page) -> None:
+            if fig_dir is None:
+                return
+            _claim(page.name, used, "poll")
+            written.extend(_export_figure(page, fig_dir, figure_width))
+            for table in page.tables:
+                _claim(table.name, used, "poll")
+                written.extend(_export_table(table, fig_dir))
+
+        pages = write_poll_report(dataset, out, overwrite=True, sections=sections, export=export,
+                                  contributed=contributed)  # check_output above already applied --force
+        if fig_dir is not None:
+            _, sha256 = hash_files(dataset)
+            text = visible(poll_methods(dataset.metadata, dataset_sha256=sha256))
+            for name, body in (("methods.md", text + "\n"), ("methods.tex", latex_breakable(text) + "\n")):
+                (fig_dir / name).write_text(body, encoding="utf-8")
+                written.append(str(fig_dir / name))
+    if figures_dir is not None:  # the files now stand in the folder asked for, not in its temporary
+        written = [str(Path(figures_dir) / Path(path).name) for path in written]
+    return ReportInfo(path=str(out), pages=pages, sections=tuple(contributed), figure_files=tuple(written))
 
 
 def _draw_page(page: Page, ctx: ReportContext, page_no: int, fig_dir: Path | None, width: str | None,

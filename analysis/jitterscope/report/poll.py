@@ -2,14 +2,17 @@
 
 Page 1 says how much of each polled CPU the interruptions took, the worst one with its time and cause, and
 one action per periodic source or notable cause (the tick: ``nohz_full``; RT throttling; a periodic IRQ;
-what no kernel event covers).  Then the tables (noise per CPU, sizes, causes, periodic sources, events),
-every interruption over time, and the histogram of all gaps.  All numbers come from :mod:`jitterscope.poll`.
+what no kernel event covers).  Then the sections (:data:`POLL_SECTIONS`, ``--sections`` picks): the
+tables (noise per CPU and sizes with the interruptions per second and their intervals, causes, periodic sources,
+events), every interruption over time, and the histogram of all gaps.  ``--figures`` writes each figure and table
+as the timer report does (:func:`jitterscope.report.write_report`).  All numbers come from :mod:`jitterscope.poll`.
 """
 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -18,9 +21,15 @@ from matplotlib.figure import Figure
 from ..dataset import Dataset, Metadata, check_output, open_dataset, write_atomically
 from ..errors import JitterscopeError
 from ..poll import (
+    PollCauses,
+    PollData,
+    PollEvents,
     PollFindings,
+    PollSpectrum,
+    PollSummary,
     explain_interruptions,
     find_poll_events,
+    plot_class_rates,
     plot_gap_histogram,
     plot_interruptions,
     poll_findings,
@@ -56,43 +65,118 @@ def findings_page(path_name: str, findings: PollFindings) -> Page:
     return Page("poll_findings", fig, kind="text")
 
 
-def poll_pages(dataset: Dataset) -> Iterator[Page]:
-    """Every page of a poll dataset's report, in order."""
+POLL_SECTIONS: tuple[str, ...] = ("findings", "summary", "interruptions", "causes", "spectrum", "events", "gaps")
+"""The sections of a poll report, in order (``report --sections`` picks among them)."""
+_SECTION_TABLES: dict[str, tuple[str, str]] = {
+    "summary": ("Noise and interruptions by size", "poll_noise poll_classes"),
+    "causes": ("Causes of the interruptions", "poll_causes"),
+    "spectrum": ("Periodic sources of interruptions", "poll_periodic"),
+    "events": ("Interruption events", "poll_events"),
+}
+
+
+@dataclass(frozen=True)
+class PollResults:
+    """Every analysis of a poll dataset, computed once for all sections."""
+
+    data: PollData
+    summary: PollSummary
+    causes: PollCauses | None
+    spectrum: PollSpectrum | None
+    events: PollEvents | None
+    findings: PollFindings
+
+
+def poll_results(dataset: Dataset) -> PollResults:
+    """Read and analyse a poll dataset (the causes, periodic sources and events need per-interruption rows)."""
     data = read_poll(dataset)
     summary = summarize_poll(data)
-    metadata = dataset.metadata
     causes = explain_interruptions(data) if data.has_rows else None
     spectrum = poll_spectrum(data, causes=causes) if data.has_rows else None
     events = find_poll_events(data, causes=causes) if data.has_rows else None
-    findings = poll_findings(summary, causes=causes, spectrum=spectrum, environment=metadata.environment,
-                             clock=metadata.clock, events=events)
-    yield findings_page(dataset.path.name, findings)
-    yield from text_pages("poll_tables", "Interruptions of the polling loop",
-                          poll_tables(summary, causes, spectrum, events))
-    if data.has_rows:
-        fig, ax = new_page()
-        plot_interruptions(data, ax, causes=causes)
-        yield Page("poll_interruptions", fig)
-    fig, ax = new_page()
-    plot_gap_histogram(data, summary, ax)
-    yield Page("poll_gaps", fig)
+    findings = poll_findings(summary, causes=causes, spectrum=spectrum, environment=dataset.metadata.environment,
+                             clock=dataset.metadata.clock, events=events)
+    return PollResults(data, summary, causes, spectrum, events, findings)
 
 
-def write_poll_report(dataset: Dataset | str | Path, output: str | Path, *, overwrite: bool = False) -> int:
-    """Write the PDF report of a poll dataset; return its page count.
+def check_poll_sections(sections: Sequence[str] | None) -> tuple[str, ...]:
+    """The sections asked for, in report order; all of them for None.
 
     Raises
     ------
     JitterscopeError
-        The dataset cannot be read, is not of kind poll, or the output cannot be written.
+        A name that is not a poll section (one line naming the known ones).
+    """
+    if sections is None:
+        return POLL_SECTIONS
+    unknown = sorted(set(sections) - set(POLL_SECTIONS))
+    if unknown:
+        raise JitterscopeError(f"unknown report section(s) {', '.join(unknown)} for a poll dataset; known: "
+                               f"{', '.join(POLL_SECTIONS)}")
+    return tuple(name for name in POLL_SECTIONS if name in sections)
+
+
+def poll_section_pages(name: str, results: PollResults, path_name: str) -> Iterator[Page]:
+    """The pages of one section (none where it does not apply: no rows, no trace, no periodic source)."""
+    r = results
+    if name == "findings":
+        yield findings_page(path_name, r.findings)
+    if name in _SECTION_TABLES:
+        heading, names = _SECTION_TABLES[name]
+        tables = {t.name: t for t in poll_tables(r.summary, r.causes, r.spectrum, r.events)}
+        chosen = [tables[n] for n in names.split() if n in tables]
+        if chosen:
+            yield from text_pages(f"poll_{name}-tables", heading, chosen)
+    if name == "summary":
+        fig, ax = new_page()
+        plot_class_rates(r.summary, ax)
+        yield Page("poll_rates", fig)
+    if name == "interruptions" and r.data.has_rows:
+        fig, ax = new_page()
+        plot_interruptions(r.data, ax, causes=r.causes, summary=r.summary)
+        yield Page("poll_interruptions", fig)
+    if name == "gaps":
+        fig, ax = new_page()
+        plot_gap_histogram(r.data, r.summary, ax)
+        yield Page("poll_gaps", fig)
+
+
+def poll_pages(dataset: Dataset, sections: Sequence[str] | None = None,
+               contributed: list[str] | None = None) -> Iterator[Page]:
+    """Every page of a poll dataset's report (of ``sections``, default all), in order; the names of the sections
+    that gave a page are appended to ``contributed``."""
+    chosen = check_poll_sections(sections)
+    results = poll_results(dataset)
+    for name in chosen:
+        gave = False
+        for page in poll_section_pages(name, results, dataset.path.name):
+            gave = True
+            yield page
+        if gave and contributed is not None:
+            contributed.append(name)
+
+
+def write_poll_report(dataset: Dataset | str | Path, output: str | Path, *, overwrite: bool = False,
+                      sections: Sequence[str] | None = None,
+                      export: Callable[[Page], None] | None = None,
+                      contributed: list[str] | None = None) -> int:
+    """Write the PDF report of a poll dataset; return its page count.  ``export`` gets each page once it is in
+    the PDF (``--figures``: :func:`jitterscope.report.write_report` writes its files there).
+
+    Raises
+    ------
+    JitterscopeError
+        The dataset cannot be read, is not of kind poll, or the output cannot be written; an unknown section.
     """
     source = dataset.path if isinstance(dataset, Dataset) else Path(dataset)
+    check_poll_sections(sections)
     out = check_output(output, inputs=[source], overwrite=overwrite, error=JitterscopeError)
     if not isinstance(dataset, Dataset):
         dataset = open_dataset(dataset)
     with matplotlib.rc_context(REPORT_RC), write_atomically(out, what="the report", error=JitterscopeError) as tmp:
-        return write_pdf(poll_pages(dataset), tmp, title=f"jitterscope report: {dataset.path.name}",
-                         footer=f"report · {dataset.path.name}")
+        return write_pdf(poll_pages(dataset, sections, contributed), tmp,
+                         title=f"jitterscope report: {dataset.path.name}", footer=f"report · {dataset.path.name}",
+                         export=export)
 
 
 def poll_methods(meta: Metadata, *, dataset_sha256: str) -> str:

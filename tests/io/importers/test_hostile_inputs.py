@@ -127,3 +127,33 @@ def test_deeply_nested_json_input_is_refused_before_parsing(tmp_path) -> None:
     deep.write_text('{"thread": ' + "[" * 100_000 + "]" * 100_000 + "}")
     code, err, _ = _import([str(deep), "-o", str(tmp_path / "x.parquet"), "--format", "cyclictest-json"])
     assert code == 1 and err.count("\n") == 1 and "nested more than 64 levels deep" in err, err
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo"])
+def test_as_poll_refuses_inputs_that_are_not_regular_files(tmp_path, kind) -> None:
+    """``--as poll`` (oslat, rtla osnoise top/hist) sniffs the file first: a device or a FIFO is refused before
+    it is opened, in the same line as the other imports."""
+    source = "/dev/zero" if kind == "device" else str(_fifo(tmp_path))
+    code, err, _ = _import([source, "--as", "poll", "-o", str(tmp_path / "x")], timeout=60)
+    what = "a character device" if kind == "device" else "a FIFO (named pipe)"
+    assert code == 1 and err == (f"jitterscope import: error: {source}: is {what}, not a regular file; jitterscope "
+                                 "imports files (save the tool's output to a file first)\n"), err
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("head", [b"", b"# RTLA osnoise histogram\n", b"Operating System Noise\nCPU Period Runtime "
+                                  b"Noise % CPU Aval Max Noise Max Single HW NMI IRQ Softirq Thread\n"],
+                         ids=["zeros", "rtla-osnoise-hist", "rtla-osnoise-top"])
+def test_as_poll_of_a_large_file_without_line_ends_stays_small(tmp_path, head) -> None:
+    """64 MiB of NUL after an rtla header (or none): one line, memory bounded, no dataset."""
+    zeros = tmp_path / "zeros"
+    with zeros.open("wb") as handle:
+        handle.write(head)
+        handle.truncate(64 << 20)
+    started = time.monotonic()
+    code, err, peak = _import([str(zeros), "--as", "poll", "-o", str(tmp_path / "x")])
+    assert code == 1 and err.count("\n") == 1, err
+    assert ("longer than 1 MiB" in err) if head else ("nor rtla osnoise top/hist text" in err), err
+    assert time.monotonic() - started < 30
+    assert peak < 400 << 20, peak >> 20
+    assert not (tmp_path / "x").exists()

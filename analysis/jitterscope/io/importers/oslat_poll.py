@@ -21,9 +21,8 @@ import numpy as np
 import pyarrow as pa
 
 from ... import __version__
-from ...dataset import Metadata, ThreadInfo
+from ...dataset import Metadata, ThreadInfo, poll_bucket_column, write_poll_dataset
 from ...errors import ImportFormatError
-from ..simulate.poll import write_poll_dataset
 from . import oslat
 
 THRESHOLD_NS = 1000
@@ -86,7 +85,7 @@ def import_oslat_poll(path: str | os.PathLike[str], output: str | os.PathLike[st
                                   extra={"iterations": int(dense.sum()), "noise_ns": noise}))
     table = {k: np.asarray(v, np.int64) for k, v in seconds.items()}
     matrix = np.vstack(dense_rows)
-    table.update({f"h{k:02d}": matrix[:, k] for k in range(n_buckets)})
+    table.update({poll_bucket_column(k): matrix[:, k] for k in range(n_buckets)})
     longest = int(max(seconds["window_ns"]))
     notes = [*parsed.notes,
              "histogram only: oslat keeps no per-interruption rows, so the dataset has none (no times, causes or "

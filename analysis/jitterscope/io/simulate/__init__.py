@@ -14,8 +14,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "effects": [
             "Drops", "Effect", "IdleStates", "PStates", "PeriodicDisturbance", "SMIs", "SharedStalls", "Stalls",
         ],
-        "poll": ["PeriodicIrq", "PollSpec", "PollSpecError", "poll_histogram_edges", "poll_spec_from_options",
-                 "simulate_poll", "write_poll_dataset"],
+        "poll": ["PeriodicIrq", "PollSpec", "PollSpecError", "poll_spec_from_options",
+                 "simulate_poll"],
         "power": ["simulate_story"],
         "simulation": [
             "BaseLatency", "SimulationSpec", "SpecError", "load_spec", "simulate", "spec_from_options",

@@ -12,9 +12,10 @@ between two reads.  Planted, per polling thread (one per CPU):
   no kernel event covers them, as an SMI or the hypervisor);
 * below the threshold: short hiccups (cache misses) that only the per-second histogram sees.
 
-The dataset follows the ``poll`` contract exactly: rows (one per gap >= threshold) in
+The dataset follows the ``poll`` contract exactly, written by the dataset layer's
+:func:`~jitterscope.dataset.write_poll_dataset` in its schema: rows (one per gap >= threshold) in
 ``part-00000.parquet``, the per-second table in ``_poll/part-00000.parquet`` (iterations, noise, counts,
-largest gap, a log-bucketed histogram of every gap), metadata ``jitterscope.poll``; with ``trace`` a kernel
+largest gap, a histogram of every gap in the capture's buckets), metadata ``jitterscope.poll``; with ``trace`` a kernel
 events table ``_trace/part-00000.parquet`` whose events explain each planted gap as a capture's trace would
 (a local-timer vector for the tick, irq entry/exit, a sched_switch to the bursting thread and back, the
 polling thread switched out while runnable during throttling, nothing for the hardware gaps).
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,20 +32,18 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ... import __version__
 from ...dataset import (
-    POLL_DIR,
     TRACE_EVENTS,
     Metadata,
     ThreadInfo,
-    check_output,
     events_from_rows,
-    write_directory_atomically,
-    write_trace_events,
+    poll_bucket_column,
+    poll_histogram_edges,
+    write_poll_dataset,
 )
-from ...errors import DatasetError, JitterscopeError
+from ...errors import JitterscopeError
 
 WINDOW_NS = 1_000_000_000
 _REALTIME_AT_START_NS = 1_764_460_800_000_000_000  # 2025-11-30T00:00:00Z, as the timer simulations
@@ -56,17 +54,6 @@ KIND_CODES = {"tick": 0, "rt_throttling": 1, "irq": 2, "burst": 3, "hardware": 4
 
 class PollSpecError(JitterscopeError):
     """A poll simulation spec is malformed; the message names the field."""
-
-
-def poll_histogram_edges(top_exponent: int = 36) -> list[int]:
-    """The contract's gap-histogram edges: 0, 1, 2, 3, then powers of two with 4 sub-buckets per octave.
-
-    Bucket k is ``[edges[k], edges[k+1])``; the last one is open (every gap >= ``2**top_exponent`` ns, ~69 s).
-    """
-    edges = [0, 1, 2, 3]
-    for k in range(2, top_exponent):
-        edges += [(1 << k) + j * (1 << (k - 2)) for j in range(4)]
-    return [*edges, 1 << top_exponent]
 
 
 @dataclass(frozen=True)
@@ -220,7 +207,7 @@ def _windows(spec: PollSpec, thread: int, cpu: int, gaps: _Gaps, t0: int, span_n
         "iterations": (plain + hiccups + counts).astype(np.int64), "noise_ns": noise,
         "interruptions": counts.astype(np.int64), "max_gap_ns": biggest,
     }
-    columns.update({f"h{k:02d}": hist[:, k] for k in range(hist.shape[1])})
+    columns.update({poll_bucket_column(k): hist[:, k] for k in range(hist.shape[1])})
     return columns
 
 
@@ -301,56 +288,6 @@ def simulate_poll(spec: PollSpec, path: str | os.PathLike[str], seed: int = 0, *
                 "events": ["irq", "softirq", "vectors", "sched_switch", "nmi"], "lost": {}}
         trace = events_from_rows(trace_rows, ordered, info, source="jitterscope simulate --mode poll")
     return write_poll_dataset(out, main, per_second, metadata, trace=trace, overwrite=overwrite)
-
-
-POLL_ROW_COLUMNS = ("cpu", "thread", "seq", "start_ns", "duration_ns")
-OPTIONAL_ROW_COLUMNS = ("tsc", "run_cpu", "aperf", "mperf", "smi")
-SECOND_COLUMNS = ("cpu", "thread", "window_start_ns", "window_ns", "iterations", "noise_ns", "interruptions",
-                  "max_gap_ns")
-
-
-def write_poll_dataset(path: str | os.PathLike[str], rows: pa.Table, seconds: pa.Table, metadata: Metadata, *,
-                       trace: Any = None, overwrite: bool = False, inputs: Sequence[str | os.PathLike[str]] = ()
-                       ) -> Path:
-    """Write a poll dataset directory: ``part-00000.parquet`` (the rows), ``_poll/part-00000.parquet`` (the
-    per-second table) and, given ``trace`` (:class:`~jitterscope.dataset.TraceEvents`), ``_trace/``.
-
-    The directory appears whole or not at all.  Columns are cast to the contract's types (int32 ``cpu`` and
-    ``thread``, int64 the rest, histogram columns ``h00``... as many as ``histogram_edges_ns`` has buckets).
-
-    Raises
-    ------
-    DatasetError
-        ``path`` exists (without ``overwrite``) or cannot be written; columns missing.
-    """
-    out = check_output(path, inputs=inputs, overwrite=overwrite, directory=True)
-    edges = (metadata.poll or {}).get("histogram_edges_ns") or []
-    buckets = [f"h{k:02d}" for k in range(max(len(edges) - 1, 0))]
-    # the optional columns of the contract travel when present (counters read right after each gap)
-    main = _cast(rows, (*POLL_ROW_COLUMNS, *(c for c in OPTIONAL_ROW_COLUMNS if c in rows.column_names)), out)
-    per_second = _cast(seconds, (*SECOND_COLUMNS, *buckets), out)
-    kv = metadata.to_kv()
-    if overwrite and out.is_dir():
-        # --force over an earlier dataset: its tables are folders, which a rename cannot replace when not empty
-        for old in (out / POLL_DIR, out / "_trace"):
-            shutil.rmtree(old, ignore_errors=True)
-    with write_directory_atomically(out, what="the poll dataset") as tmp:
-        pq.write_table(main.replace_schema_metadata(kv), tmp / "part-00000.parquet", compression="zstd",
-                       use_dictionary=False)
-        (tmp / POLL_DIR).mkdir()
-        pq.write_table(per_second.replace_schema_metadata(kv), tmp / POLL_DIR / "part-00000.parquet",
-                       compression="zstd", use_dictionary=False)
-        if trace is not None:
-            write_trace_events(trace, tmp)
-    return out
-
-
-def _cast(table: pa.Table, names: Sequence[str], out: Path) -> pa.Table:
-    missing = [n for n in names if n not in table.column_names]
-    if missing:
-        raise DatasetError(f"{out}: poll table lacks column(s) {', '.join(missing)}")
-    small = {"cpu", "thread", "run_cpu"}
-    return pa.table({n: table.column(n).cast(pa.int32() if n in small else pa.int64()) for n in names})
 
 
 def _metadata(spec: PollSpec, seed: int, threads: tuple[ThreadInfo, ...], edges: np.ndarray,
