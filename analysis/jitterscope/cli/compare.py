@@ -71,6 +71,11 @@ def _separator_means_vs(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..dataset import open_dataset
+    opened = [open_dataset(p) for p in [*args.datasets, *(args.candidates or [])]]
+    if any(d.metadata.kind == "poll" for d in opened):
+        from .pollview import poll_compare
+        return poll_compare(opened, args)
     if args.candidates:
         return _run_groups(args)
     if args.sides:

@@ -22,7 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "configuration key, its values with their merged quantiles and a test of whether they separate "
                     "the tails. Unreadable or foreign datasets are listed with their reason and skipped. By default "
                     "a LocalCluster with one worker process per core runs the tasks; --scheduler uses a running "
-                    "cluster.",
+                    "cluster. Busy-poll datasets (kind poll; not mixed with timer ones) are ranked by the share of "
+                    "CPU lost to interruptions, with interruptions per second by size class and the largest one, "
+                    "and each machine's runs are compared by the poll comparison.",
     )
     parser.add_argument("datasets", type=input_path, nargs="*", metavar="DATASET", help="dataset files or directories")
     parser.add_argument("--glob", metavar="PATTERN", action="append", default=[],
@@ -82,6 +84,17 @@ def _run(args: argparse.Namespace) -> int:
     fleet = run_fleet(paths, by=parse_group_key(by_words), scheduler=args.scheduler, workers=args.workers,
                       progress=not args.no_progress and sys.stderr.isatty(), noise=args.noise / 100,
                       confidence=args.confidence / 100)
+    if getattr(fleet, "kind", None) == "poll":
+        from ..fleet import poll_fleet_text
+        if args.json:
+            print(json.dumps(fleet.to_json(), indent=1, allow_nan=False))
+        else:
+            print(poll_fleet_text(fleet))
+        if args.output:  # known only once the tasks have read the datasets: said after the answer, not silently
+            print(f"jitterscope fleet: {args.output} not written: a fleet of busy-poll runs has no PDF yet (its "
+                  "tables are above; --json for a file)", file=sys.stderr)
+            return 1
+        return 0
     if args.output:
         info = write_fleet_report(fleet, args.output, inputs=paths, overwrite=args.force)
         print(f"{info.path}: {info.pages} pages", file=sys.stderr)
