@@ -7,6 +7,7 @@ import math
 
 import pytest
 from jitterscope.cli import main
+from jitterscope.compare import group_change
 from jitterscope.errors import AnalysisError
 from jitterscope.io import PeriodicIrq, PollSpec, simulate_poll
 from jitterscope.poll import compare_poll, compare_poll_groups, poll_compare_headlines
@@ -43,6 +44,8 @@ def test_identical_settings_with_other_seeds_claim_no_change(poll_runs):
     # none of 0.1-1 ms on either side: no change, not "inconclusive" (the rule for a class neither run has)
     assert pair.verdict("CPU 1 0.1–1 ms/s") == "within noise"
     assert pair.verdict("CPU 1 1–10 µs/s") == "within noise"
+    # the loop's iterations and noise time are what was measured, not a setting: no environment difference
+    assert "environment:" not in poll_compare_headlines(comparison)[0]
 
 
 def test_a_doubled_irq_rate_regresses_its_size_class_only_and_halving_it_improves(poll_runs):
@@ -123,3 +126,12 @@ def test_cli_refusals_are_one_line_usage_errors(poll_runs, capsys, tmp_path, ext
     assert err.count("\n") == 1, err
     if extra[0].endswith("t.parquet"):
         assert "busy-poll dataset (kind poll)" in err and "a timer one" in err
+
+
+def test_a_rate_interval_stops_at_minus_100_percent():
+    # a rare class, mostly none a block: the arithmetic interval would reach below zero, a rate cannot
+    a, b = [1.0, 0.0, 0.0, 3.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0, 0.0, 0.0]
+    unbounded = group_change("x", a, b, 0.05, 0.99, logs=False)
+    bounded = group_change("x", a, b, 0.05, 0.99, logs=False, floor=0.0)
+    assert unbounded.relative_low < -1 and bounded.relative_low == -1.0 and bounded.ci_low_ns == -5 / 6
+    assert bounded.verdict == unbounded.verdict == "inconclusive"

@@ -157,11 +157,14 @@ def group_changes(a: np.ndarray, b: np.ndarray, noise: float, confidence: float)
 
 
 def group_change(name: str, a: np.ndarray, b: np.ndarray, noise: float, confidence: float, *, logs: bool | None = None,
-                 unit: str = "runs", show: Callable[[float], str] = format_us) -> MetricChange:
+                 unit: str = "runs", show: Callable[[float], str] = format_us,
+                 floor: float | None = None) -> MetricChange:
     """Change of one metric between two groups of per-run values (Welch on logs; arithmetic if any value <= 0).
 
     ``logs`` False compares arithmetic means whatever the values (a rate's mean over equal windows is the rate
-    itself); ``unit`` names the replicates (runs, or a poll run's blocks of seconds) and ``show`` formats a value.
+    itself); ``unit`` names the replicates (runs, or a poll run's blocks of seconds) and ``show`` formats a value;
+    ``floor``: the least value the metric can take (0 for a rate), below which an arithmetic interval is cut (a
+    rate cannot fall by more than 100 %; the verdict is the same, since it needs the whole interval beyond ±noise).
     """
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     alpha = 1 - confidence
@@ -184,6 +187,9 @@ def group_change(name: str, a: np.ndarray, b: np.ndarray, noise: float, confiden
         scale = abs(centre_a) if centre_a else math.nan
         relative, r_lo, r_hi = d / scale, (d - half) / scale, (d + half) / scale
         lo, hi = d - half, d + half
+        if floor is not None and centre_a + lo < floor:  # the candidate's mean cannot lie below the floor
+            lo = floor - centre_a
+            r_lo = lo / scale
     change = quantile_change(name, centre_a, centre_b, lo, hi, relative, r_lo, r_hi, noise, confidence, show=show,
                              more=unit)
     what = "geometric means" if logs else "means"

@@ -381,7 +381,8 @@ def _change(metric: str, a: np.ndarray, b: np.ndarray, noise: float, level: floa
     if base == 0 and cand == 0:
         return MetricChange(metric, 0.0, 0.0, 0.0, None, None, 0.0, None, None, "within noise",
                             f"{metric}: within noise — none on either side")
-    change = group_change(metric, a, b, noise, level, logs=logs if base > 0 else False, unit=unit, show=show)
+    change = group_change(metric, a, b, noise, level, logs=logs if base > 0 else False, unit=unit, show=show,
+                          floor=0.0)
     if base > 0:
         return change
     # from none to some: no relative change exists, the difference's interval decides
