@@ -81,7 +81,7 @@ def test_groups_of_replicates_judge_by_the_runs(poll_runs):
     assert pair.baseline == "before (2 runs)" and pair.candidate == "after (2 runs)"
     assert pair.verdict("CPU 1 1–10 µs/s") == "regressed"
     assert "between-run" in groups.method and groups.runs_per_side == (2, 2)
-    assert "(between-run: geometric means of 2 and 2 runs, Welch t)" in next(
+    assert "(between-run: means of 2 and 2 runs, Welch t)" in next(
         c.change.sentence for c in pair.changes if c.name == "CPU 1 1–10 µs/s")
 
 

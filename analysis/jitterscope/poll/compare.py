@@ -22,7 +22,8 @@ Two forms, as ``compare`` of timer runs:
   One run per side knows the seconds' variation within each run, not what differs from one run to the next
   (the boot, the host): replicates say that.
 * **groups of replicate runs** (:func:`compare_poll_groups`): per metric, Welch's t on the runs' values (a run
-  is the unit; geometric means, or arithmetic where a run has none of a class), as timer groups.
+  is the unit), as timer groups, on arithmetic means (a log scale with two or three runs a side gives intervals
+  of ×10^18 when a rare class's rate varies; the verdicts would be the same).
 
 A class with no interruption in the baseline has no relative change: *regressed* when the interval of the
 difference lies wholly above zero, else *inconclusive*; none on either side is *within noise*.  Every
@@ -222,14 +223,14 @@ def compare_poll_groups(baseline: Sequence[Dataset | PollData], candidate: Seque
         noise_of = [summarize_thread(d, threads[label][cpu]) for d, label in zip(data, labels, strict=True)]
         other = noise_of[k].cpu
         for metric, unit, values, show in _run_metrics(noise_of):
-            change = _change(metric, values[:k], values[k:], noise, level, logs=None, unit="runs", show=show)
+            change = _change(metric, values[:k], values[k:], noise, level, logs=False, unit="runs", show=show)
             changes.append(PollChange(cpu, other, metric, unit, change))
     environment, varying = diff_groups([d.dataset.metadata for d in data[:k]], [d.dataset.metadata for d in data[k:]])
     notes = [n for _, m in matched for n in m]
     pair = PollPair(f"{sides[0]} ({k} runs)", f"{sides[1]} ({len(candidate)} runs)", tuple(changes),
                     tuple(dict.fromkeys(notes)))
     method = (f"between-run variation: per CPU and metric, Welch t on the runs' values ({k} vs {len(candidate)} "
-              f"runs; geometric means, arithmetic where a run has none), {level:.2%} intervals (Bonferroni over the "
+              f"runs; arithmetic means, intervals cut at zero), {level:.2%} intervals (Bonferroni over the "
               f"{count} metrics); noise threshold ±{noise:.0%}; when nothing changed, a claim on any metric at most "
               f"{1 - confidence:.0%}")
     notes_out = ("a run is the unit of replication: the spread between runs, not within them, decides",
@@ -376,7 +377,7 @@ def _change(metric: str, a: np.ndarray, b: np.ndarray, noise: float, level: floa
     """:func:`jitterscope.compare.group_change`, and the verdict of a metric the baseline has none of."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if metric == "max":
-        return group_change(metric, a, b, noise, level, logs=logs, unit=unit, show=show)
+        return group_change(metric, a, b, noise, level, logs=logs, unit=unit, show=show, floor=0.0)
     base, cand = float(a.mean()), float(b.mean())
     if base == 0 and cand == 0:
         return MetricChange(metric, 0.0, 0.0, 0.0, None, None, 0.0, None, None, "within noise",
