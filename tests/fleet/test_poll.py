@@ -69,7 +69,7 @@ def test_poll_and_timer_datasets_together_are_refused(poll_fleet, tmp_path, caps
     assert capsys.readouterr().err.count("\n") == 1
 
 
-def test_cli_text_json_and_no_pdf(poll_fleet, tmp_path, capsys):
+def test_cli_text_json_and_pdf(poll_fleet, tmp_path, capsys):
     capsys.readouterr()
     assert main(["fleet", *poll_fleet, "--scheduler", "serial"]) == 0
     out = capsys.readouterr().out
@@ -78,5 +78,18 @@ def test_cli_text_json_and_no_pdf(poll_fleet, tmp_path, capsys):
     assert main(["fleet", *poll_fleet, "--scheduler", "serial", "--json", "--by", "kernel"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["kind"] == "poll" and document["groups"][0]["value"] == "6.1" and document["groups"][0]["runs"] == 4
-    assert main(["fleet", *poll_fleet, "--scheduler", "serial", "-o", str(tmp_path / "f.pdf")]) == 1
-    assert "has no PDF yet" in capsys.readouterr().err and not (tmp_path / "f.pdf").exists()
+    assert main(["fleet", *poll_fleet, "--scheduler", "serial", "-o", str(tmp_path / "f.pdf")]) == 0
+    assert "f.pdf: 3 pages" in capsys.readouterr().err and (tmp_path / "f.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_the_pdf_ranking_figure_passes_the_caption_and_layout_checks(serial):
+    import matplotlib
+    from jitterscope.fleet import poll_fleet_pages
+    from jitterscope.render import REPORT_RC, caption_problems, layout_problems
+
+    with matplotlib.rc_context(REPORT_RC):
+        figures = [p for p in poll_fleet_pages(serial) if p.kind == "figure"]
+        assert [p.name for p in figures] == ["fleet-poll-ranking"]
+        for page in figures:
+            assert caption_problems(page.figure, name=page.name) == []
+            assert layout_problems(page.figure, name=page.name) == []

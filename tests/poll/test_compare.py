@@ -135,3 +135,19 @@ def test_a_rate_interval_stops_at_minus_100_percent():
     bounded = group_change("x", a, b, 0.05, 0.99, logs=False, floor=0.0)
     assert unbounded.relative_low < -1 and bounded.relative_low == -1.0 and bounded.ci_low_ns == -5 / 6
     assert bounded.verdict == unbounded.verdict == "inconclusive"
+
+
+def test_the_pdf_figure_passes_the_caption_and_layout_checks(poll_runs):
+    import matplotlib
+    from jitterscope.poll import poll_compare_pages
+    from jitterscope.render import REPORT_RC, caption_problems, layout_problems
+
+    with matplotlib.rc_context(REPORT_RC):
+        pages = poll_compare_pages(compare_poll([poll_runs["base0"], poll_runs["irq0"]]))
+        figures = [p for p in pages if p.kind == "figure"]
+        assert [p.name for p in figures] == ["compare-poll-pair-1"]
+        # one row per metric, each marked by its verdict
+        assert len(figures[0].figure.axes[0].get_yticklabels()) == 7
+        for page in figures:
+            assert caption_problems(page.figure, name=page.name) == []
+            assert layout_problems(page.figure, name=page.name) == []

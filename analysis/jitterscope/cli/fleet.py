@@ -84,22 +84,14 @@ def _run(args: argparse.Namespace) -> int:
     fleet = run_fleet(paths, by=parse_group_key(by_words), scheduler=args.scheduler, workers=args.workers,
                       progress=not args.no_progress and sys.stderr.isatty(), noise=args.noise / 100,
                       confidence=args.confidence / 100)
-    if getattr(fleet, "kind", None) == "poll":
-        from ..fleet import poll_fleet_text
-        if args.json:
-            print(json.dumps(fleet.to_json(), indent=1, allow_nan=False))
-        else:
-            print(poll_fleet_text(fleet))
-        if args.output:  # known only once the tasks have read the datasets: said after the answer, not silently
-            print(f"jitterscope fleet: {args.output} not written: a fleet of busy-poll runs has no PDF yet (its "
-                  "tables are above; --json for a file)", file=sys.stderr)
-            return 1
-        return 0
     if args.output:
         info = write_fleet_report(fleet, args.output, inputs=paths, overwrite=args.force)
         print(f"{info.path}: {info.pages} pages", file=sys.stderr)
     if args.json:
         print(json.dumps(fleet.to_json(), indent=1, allow_nan=False))
+    elif getattr(fleet, "kind", None) == "poll":
+        from ..fleet import poll_fleet_text
+        print(poll_fleet_text(fleet))
     else:
         print(fleet_text(fleet))
     return 0

@@ -18,7 +18,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "analyze": ["analyze_fleet", "compare_consecutive", "merge_group", "quantile_intervals"],
         "engine": ["SERIAL", "SINGLE_CORE_ENV", "local_cluster", "run_fleet"],
         "keys": ["GroupKey", "cmdline_parameters", "configuration_keys", "governor_of", "parse_group_key"],
-        "pdf": ["write_fleet_report"],
+        "pdf": ["plot_poll_ranking", "poll_fleet_pages", "write_fleet_report"],
         "poll": ["PollFleet", "PollGroupStats", "PollRunRecord", "analyze_poll_fleet", "summarize_poll_run"],
         "plots": ["plot_fleet_over_time", "plot_fleet_ranking", "plot_key_separation", "plot_machine_history"],
         "results": [

@@ -178,6 +178,11 @@ def poll_fleet_tables(fleet: PollFleet) -> list[Table]:
 
 def poll_fleet_text(fleet: PollFleet) -> str:
     """A poll fleet for the terminal: the answers, then the tables."""
+    return "\n".join(poll_fleet_lines(fleet)) + "\n\n" + tables_text(poll_fleet_tables(fleet))
+
+
+def poll_fleet_lines(fleet: PollFleet) -> list[str]:
+    """A poll fleet's answers in sentences: the group losing most CPU, the flagged runs."""
     worst = fleet.groups[0]
     flagged = [(h.host, p.path) for h in fleet.histories for p in h.flagged]
     lines = [f"{fleet.runs} busy-poll runs (interruptions >= {fleet.threshold_ns[0] / 1000:g} µs), grouped by "
@@ -188,4 +193,4 @@ def poll_fleet_text(fleet: PollFleet) -> str:
               + ", ".join(f"{host} {path}" for host, path in flagged[:5])) if flagged else
              "no run regressed against its machine's previous run"]
     lines += list(fleet.notes[3:])
-    return "\n".join(lines) + "\n\n" + tables_text(poll_fleet_tables(fleet))
+    return lines

@@ -58,7 +58,7 @@ def plot_poll_changes(pair: PollPair, ax: Axes) -> Axes:
     ax.set_yticks(y, [f"{c.name}  {verdict_label(c.verdict)}  {format_change(c.change.relative)}" for c in changes])
     for label, c in zip(ax.get_yticklabels(), changes, strict=True):
         label.set_color(verdict_style(c.verdict).colour)
-    ax.set_xlabel("candidate / baseline (interval: Bonferroni over the metrics; max: none)")
+    ax.set_xlabel("candidate / baseline [unitless] (interval: Bonferroni over the metrics; max: none)")
     ax.set_title(f"{pair.candidate} vs {pair.baseline}", loc="left")
     return ax
 
@@ -70,7 +70,9 @@ def poll_compare_pages(comparison: PollComparison) -> list[Page]:
     for i, pair in enumerate(comparison.pairs, start=1):
         fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
         plot_poll_changes(pair, fig.add_subplot())
-        fig.suptitle(f"{pair.candidate} against {pair.baseline}: interruptions per CPU", fontsize=13, weight="bold")
+        seconds = sum(r.runtime_s for r in comparison.runs)
+        fig.suptitle(f"{pair.candidate} against {pair.baseline}: interruptions per CPU (n = {len(comparison.runs)} "
+                     f"runs, {seconds:,.0f} s polled)", fontsize=13, weight="bold")
         pages.append(Page(f"compare-poll-pair-{i}", fig))
     pages += text_pages("compare-poll-details", "Details",
                         [*(pair_table(comparison, p, i) for i, p in enumerate(comparison.pairs, 1)),
