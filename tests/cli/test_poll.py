@@ -36,14 +36,12 @@ def test_summary_spectrum_events_of_a_poll_dataset(poll_dir, capsys):
     assert "RT throttling" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv", [["tails"], ["compare", "SELF"], ["fleet", "SELF"]])
-def test_latency_analyses_refuse_a_poll_dataset_in_one_line(poll_dir, capsys, argv, tmp_path):
+def test_power_refuses_a_poll_dataset_in_one_line_saying_why(poll_dir, capsys):
     capsys.readouterr()
-    args = [a if a != "SELF" else str(poll_dir) for a in argv]
-    extra = ["-o", str(tmp_path / "c.pdf")] if argv[0] == "compare" else []
-    assert main([args[0], str(poll_dir), *args[1:], *extra]) == 1
+    assert main(["power", str(poll_dir)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "busy-poll dataset (kind poll) has no timer wake-ups" in err
+    assert "a busy loop neither sleeps nor wakes" in err and "'compare', 'tails', 'fleet'" in err
 
 
 def test_timer_options_on_a_poll_dataset_and_poll_options_without_poll_mode_are_usage_errors(poll_dir, capsys,

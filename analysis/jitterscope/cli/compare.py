@@ -30,7 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "One run per side: a tail change needs more independent episodes of exceedances than chance "
                     "gives and a drifting run's p50/p99 interval is widened by its segments' spread.  "
                     "'compare A1 A2 A3 -- B1 B2 B3' compares two groups of replicate runs by their between-run "
-                    "variation (a run is the unit).",
+                    "variation (a run is the unit).  Busy-poll datasets (kind poll, not with timer ones): per CPU, "
+                    "interruptions per second in all and by size class, CPU lost and the largest interruption, by "
+                    "blocks of seconds (one run per side) or by the runs (groups), Bonferroni over the metrics.",
     )
     parser.add_argument("datasets", type=input_path, nargs="+", metavar="DATASET",
                         help="two or more datasets; the first is the baseline (or, with -- or --vs, the "
@@ -71,6 +73,11 @@ def _separator_means_vs(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..dataset import open_dataset
+    opened = [open_dataset(p) for p in [*args.datasets, *(args.candidates or [])]]
+    if any(d.metadata.kind == "poll" for d in opened):
+        from .pollview import poll_compare
+        return poll_compare(opened, args)
     if args.candidates:
         return _run_groups(args)
     if args.sides:

@@ -22,7 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "configuration key, its values with their merged quantiles and a test of whether they separate "
                     "the tails. Unreadable or foreign datasets are listed with their reason and skipped. By default "
                     "a LocalCluster with one worker process per core runs the tasks; --scheduler uses a running "
-                    "cluster.",
+                    "cluster. Busy-poll datasets (kind poll; not mixed with timer ones) are ranked by the share of "
+                    "CPU lost to interruptions, with interruptions per second by size class and the largest one, "
+                    "and each machine's runs are compared by the poll comparison.",
     )
     parser.add_argument("datasets", type=input_path, nargs="*", metavar="DATASET", help="dataset files or directories")
     parser.add_argument("--glob", metavar="PATTERN", action="append", default=[],
@@ -87,6 +89,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{info.path}: {info.pages} pages", file=sys.stderr)
     if args.json:
         print(json.dumps(fleet.to_json(), indent=1, allow_nan=False))
+    elif getattr(fleet, "kind", None) == "poll":
+        from ..fleet import poll_fleet_text
+        print(poll_fleet_text(fleet))
     else:
         print(fleet_text(fleet))
     return 0

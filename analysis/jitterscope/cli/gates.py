@@ -349,3 +349,16 @@ def compare_facts(comparison: object) -> Facts:
                 latency[name] = float(value)
     scope = "the worst of the runs compared to the baseline"
     return Facts(latency_ns=latency, verdicts=verdicts, scope=scope)
+
+
+def poll_compare_facts(comparison: object) -> Facts:
+    """Facts from a :class:`jitterscope.poll.PollComparison`: every CPU's verdicts; ``max`` the largest
+    interruption of the candidate runs."""
+    verdicts: dict[str, list[str]] = {}
+    for pair in comparison.pairs:  # type: ignore[attr-defined]
+        for change in pair.changes:
+            verdicts.setdefault(change.verdict, []).append(f"{pair.candidate} {change.name} {change.verdict} "
+                                                           f"against {pair.baseline}")
+    worst = max((n.max_ns for run in comparison.candidates for n in run.noise), default=None)  # type: ignore
+    return Facts(latency_ns={"max": None if worst is None else float(worst)}, verdicts=verdicts,
+                 scope="the largest interruption of the runs compared to the baseline")

@@ -15,7 +15,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "tails", help="extreme-value fit per thread: exceedance probabilities, return levels, assumptions",
         description="Fit a generalised Pareto tail per thread (threshold by a stated parameter-stability rule), "
                     "give P(latency > x) and the latency exceeded about once per hour/day with profile-likelihood "
-                    "intervals, cross-check with block maxima, and check independence and stationarity.",
+                    "intervals, cross-check with block maxima, and check independence and stationarity. On a "
+                    "busy-poll dataset (kind poll) the series is each CPU's interruption lengths: P(gap > x) per "
+                    "interruption and the gap exceeded about once per hour/day at its rate of interruptions.",
     )
     parser.add_argument("dataset", type=input_path, metavar="DATASET", help="dataset file or directory")
     parser.add_argument("--level-us", type=number(min=0, max=1e12, inclusive=False, unit="µs"), action="append",
@@ -35,6 +37,9 @@ def _run(args: argparse.Namespace) -> int:
     if not 0 < args.confidence < 100:
         raise AnalysisError(f"--confidence must be between 0 and 100, not {args.confidence}")
     dataset = open_dataset(args.dataset)
+    if dataset.metadata.kind == "poll":
+        from .pollview import poll_tails
+        return poll_tails(dataset, args)
     result = analyze_tails(dataset, levels_ns=tuple(x * 1000 for x in args.level_us),
                            confidence=args.confidence / 100)
     print(json.dumps(result.to_json(), indent=1) if args.json else tails_text(result), end="" if not args.json

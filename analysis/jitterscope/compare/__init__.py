@@ -22,7 +22,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "episodes": ["EpisodeCheck", "Exceedances", "episode_test", "exceedances_of", "structured_block_length"],
         "groups": ["GroupComparison", "compare_groups", "group_change", "group_changes", "metric_confidence"],
         "headline": ["environment_causes", "group_headline", "pair_headline", "tail_blind_tests",
-                     "unique_differences"],
+                     "unique_differences", "verdict_sentence"],
         "pdf": ["write_compare_report", "write_group_report"],
         "plots": [
             "plot_compare_ccdf", "plot_compare_histograms", "plot_compare_percentiles", "plot_compare_qq",
@@ -31,7 +31,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "samples": ["compare_runs", "compare_samples"],
         "stream": ["CompareStream", "StreamedRun", "grid_keys", "key_bounds"],
         "streamed": ["METHODS", "compare_streams", "histogram_tests", "prefix_block_length", "stream_run"],
-        "results": ["VERDICTS"],
+        "results": ["TAIL_FIT_TOP", "VERDICTS", "MetricChange", "largest", "quantile_change", "tail_change"],
         "tables": [
             "comparison_tables", "comparison_text", "group_tables", "group_text", "headline_table", "methods_table",
             "pair_table", "runs_table",

@@ -23,6 +23,9 @@ PER_RUN_KEYS: tuple[str, ...] = (
     "clock.realtime_ns", "clock.monotonic_ns", "clock.tsc_hz",
     # counts of what happened during the run (a duration-bound run's wake-ups differ by one or two)
     "threads.wakeups", "threads.overruns", "threads.counter_read_errors", "threads.drops_after_last",
+    # a poll run's loop iterations and noise time: what was measured, not how
+    "threads.iterations", "threads.noise_ns", "threads.interruptions", "threads.clock_read_ns",
+    "threads.iteration_ns", "poll.rows_dropped",
     # process ids and what is named after them (the capture's tracefs instance is jitterscope-<pid>)
     "*pid", "*.tid", "environment.tracing.instance",
     # where an import was read from

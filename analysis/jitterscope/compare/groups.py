@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +32,7 @@ from scipy import stats
 from ..dataset import Dataset
 from ..derive import require_wakeups
 from ..errors import AnalysisError
-from ..format import jsonable
+from ..format import format_us, jsonable
 from .envdiff import EnvironmentDifference, diff_groups
 from .results import QUANTILE_METRICS, MetricChange, RunSummary, check_run_size, quantile_change
 from .streamed import _summary, stream_run
@@ -156,11 +156,19 @@ def group_changes(a: np.ndarray, b: np.ndarray, noise: float, confidence: float)
     return tuple(group_change(name, a[:, j], b[:, j], noise, level) for j, name in enumerate(GROUP_METRICS))
 
 
-def group_change(name: str, a: np.ndarray, b: np.ndarray, noise: float, confidence: float) -> MetricChange:
-    """Change of one metric between two groups of per-run values (Welch on logs; arithmetic if any value <= 0)."""
+def group_change(name: str, a: np.ndarray, b: np.ndarray, noise: float, confidence: float, *, logs: bool | None = None,
+                 unit: str = "runs", show: Callable[[float], str] = format_us,
+                 floor: float | None = None) -> MetricChange:
+    """Change of one metric between two groups of per-run values (Welch on logs; arithmetic if any value <= 0).
+
+    ``logs`` False compares arithmetic means whatever the values (a rate's mean over equal windows is the rate
+    itself); ``unit`` names the replicates (runs, or a poll run's blocks of seconds) and ``show`` formats a value;
+    ``floor``: the least value the metric can take (0 for a rate), below which an arithmetic interval is cut (a
+    rate cannot fall by more than 100 %; the verdict is the same, since it needs the whole interval beyond ±noise).
+    """
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     alpha = 1 - confidence
-    logs = bool(np.all(a > 0) and np.all(b > 0))
+    logs = bool(np.all(a > 0) and np.all(b > 0)) if logs is None else logs and bool(np.all(a > 0) and np.all(b > 0))
     xa, xb = (np.log(a), np.log(b)) if logs else (a, b)
     d = float(xb.mean() - xa.mean())
     va, vb = float(xa.var(ddof=1)) / a.size, float(xb.var(ddof=1)) / b.size
@@ -179,8 +187,12 @@ def group_change(name: str, a: np.ndarray, b: np.ndarray, noise: float, confiden
         scale = abs(centre_a) if centre_a else math.nan
         relative, r_lo, r_hi = d / scale, (d - half) / scale, (d + half) / scale
         lo, hi = d - half, d + half
-    change = quantile_change(name, centre_a, centre_b, lo, hi, relative, r_lo, r_hi, noise, confidence)
-    sentence = change.sentence.replace("more wake-ups would decide", "more runs would decide")
+        if floor is not None and centre_a + lo < floor:  # the candidate's mean cannot lie below the floor
+            lo = floor - centre_a
+            r_lo = lo / scale
+    change = quantile_change(name, centre_a, centre_b, lo, hi, relative, r_lo, r_hi, noise, confidence, show=show,
+                             more=unit)
     what = "geometric means" if logs else "means"
-    sentence += f" (between-run: {what} of {a.size} and {b.size} runs, Welch t)"
+    between = "between-run" if unit == "runs" else f"between {unit}"
+    sentence = change.sentence + f" ({between}: {what} of {a.size} and {b.size} {unit}, Welch t)"
     return dataclasses.replace(change, sentence=sentence)

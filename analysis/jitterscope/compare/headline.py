@@ -59,6 +59,13 @@ def pair_headline(comparison: Comparison, index: int) -> str:
     return "; ".join(parts)
 
 
+def verdict_sentence(metrics: Sequence[MetricChange], noise: float) -> list[str]:
+    """The lead ("regressed", "mixed: …", "no change beyond ±5%") and the metrics grouped by verdict, in order,
+    as a pair's headline words them (for comparisons of other metrics: a poll run's interruptions per CPU),
+    each metric of a group named (not "first–last": those metrics are no ordered scale)."""
+    return [_lead(metrics, noise), *(_group_text(group, ranges=False) for group in _groups(tuple(metrics)))]
+
+
 def _lead(metrics: Sequence[Any], noise: float) -> str:
     """The verdict of a set of metrics in a few words: one direction, mixed, inconclusive or no change."""
     changed = [m for m in metrics if m.verdict in CHANGES]
@@ -172,8 +179,9 @@ def _groups(metrics: tuple[MetricChange, ...]) -> list[list[MetricChange]]:
     return groups
 
 
-def _group_text(group: list[MetricChange]) -> str:
-    names = group[0].metric if len(group) == 1 else f"{group[0].metric}–{group[-1].metric}"
+def _group_text(group: list[MetricChange], ranges: bool = True) -> str:
+    names = group[0].metric if len(group) == 1 else (
+        f"{group[0].metric}–{group[-1].metric}" if ranges else ", ".join(m.metric for m in group))
     verdict = group[0].verdict
     if verdict == "within noise":
         return f"{names} unchanged"

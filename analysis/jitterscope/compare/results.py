@@ -8,6 +8,7 @@ notes and the quantile-change verdict live here so both judge alike.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,18 +230,25 @@ threshold is not "within noise", it is not known yet); *not judged*: binned data
 
 
 def quantile_change(name: str, a: float, b: float, lo: float, hi: float, relative: float, r_lo: float,
-                     r_hi: float, noise: float, confidence: float) -> MetricChange:
+                     r_hi: float, noise: float, confidence: float, *, show: Callable[[float], str] = format_us,
+                     more: str = "wake-ups") -> MetricChange:
+    """The verdict of one metric's change from its interval (the rule in :data:`VERDICTS`) and its sentence.
+
+    ``show`` formats the two values (latencies by default; a poll comparison passes rates and percentages),
+    ``more`` names what more of would decide an inconclusive change.
+    """
+    level = f"{100 * confidence:.4g}%"  # 95%, and 99.64% (not "100%") for a Bonferroni level
     if np.isfinite(r_lo) and r_lo > noise:
-        verdict, why = "regressed", f"the whole {confidence:.0%} interval lies above the +{noise:.0%} noise threshold"
+        verdict, why = "regressed", f"the whole {level} interval lies above the +{noise:.0%} noise threshold"
     elif np.isfinite(r_hi) and r_hi < -noise:
-        verdict, why = "improved", f"the whole {confidence:.0%} interval lies below the -{noise:.0%} noise threshold"
+        verdict, why = "improved", f"the whole {level} interval lies below the -{noise:.0%} noise threshold"
     elif np.isfinite(r_lo) and np.isfinite(r_hi) and -noise <= r_lo and r_hi <= noise:
-        verdict, why = "within noise", f"the whole {confidence:.0%} interval lies inside ±{noise:.0%}"
+        verdict, why = "within noise", f"the whole {level} interval lies inside ±{noise:.0%}"
     else:
-        verdict, why = "inconclusive", (f"the {confidence:.0%} interval holds both changes inside ±{noise:.0%} and "
-                                        f"changes beyond it: more wake-ups would decide")
+        verdict, why = "inconclusive", (f"the {level} interval holds both changes inside ±{noise:.0%} and "
+                                        f"changes beyond it: more {more} would decide")
     interval = f"[{format_change(r_lo)} … {format_change(r_hi)}]"
-    sentence = (f"{name}: {verdict} — {format_us(a)} → {format_us(b)} "
+    sentence = (f"{name}: {verdict} — {show(a)} → {show(b)} "
                 f"({format_change(relative)} {interval}); {why}")
     return MetricChange(name, float(a), float(b), float(b - a), float(lo), float(hi), float(relative),
                         float(r_lo), float(r_hi), verdict, sentence)
@@ -286,25 +294,27 @@ def largest(values: np.ndarray, count: int) -> np.ndarray:
 
 
 def tail_change(name: str, top_base: np.ndarray, n_base: int, top_cand: np.ndarray, n_cand: int, a: float, b: float,
-                noise: float, why_no_interval: str) -> MetricChange:
+                noise: float, why_no_interval: str, *, what: str = "wake-ups",
+                show: Callable[[float], str] = format_us) -> MetricChange:
     """Change of a level too extreme for the bootstrap (the max, or a quantile with few wake-ups above it).
 
     ``top_base``/``top_cand``: each run's largest values, ascending (at least ``TAIL_FIT_TOP + 1`` of them, or
     all); ``n_base``/``n_cand``: the runs' sizes.  Regressed when ``b`` is more than ``noise`` above ``a`` and the
     baseline's fitted tail makes it implausible (chance < ALPHA_MAX, from the upper confidence bound of the tail)
     that as many of the candidate's wake-ups as did reach ``b``; improved symmetrically with the candidate's tail.
+    ``what`` names the values (a poll comparison judges the largest interruptions), ``show`` formats them.
     """
     relative = b / a - 1 if a > 0 else np.nan
     verdict, why = "within noise", f"the change is inside ±{noise:.0%}"
     if b > a * (1 + noise):
         count = int(np.count_nonzero(top_cand >= b))
         chance = _chance_to_reach(top_base, n_base, b, n_cand, count)
-        verdict, why = _tail_verdict("regressed", chance, "baseline", b, n_cand, count)
+        verdict, why = _tail_verdict("regressed", chance, "baseline", b, n_cand, count, what, show)
     elif b < a * (1 - noise):
         count = int(np.count_nonzero(top_base >= a))
         chance = _chance_to_reach(top_cand, n_cand, a, n_base, count)
-        verdict, why = _tail_verdict("improved", chance, "candidate", a, n_base, count)
-    sentence = (f"{name}: {verdict} — {format_us(a)} → {format_us(b)} "
+        verdict, why = _tail_verdict("improved", chance, "candidate", a, n_base, count, what, show)
+    sentence = (f"{name}: {verdict} — {show(a)} → {show(b)} "
                 f"({format_change(relative)}; {why_no_interval}); {why}")
     return MetricChange(name, float(a), float(b), float(b - a), None, None, float(relative), None, None, verdict,
                         sentence)
@@ -331,13 +341,13 @@ def _chance_to_reach(top: np.ndarray, n: int, level: float, wakeups: int, count:
 
 
 def _tail_verdict(direction: str, chance: float | None, tail_of: str, level: float, wakeups: int,
-                  count: int) -> tuple[str, str]:
+                  count: int, what: str = "wake-ups", show: Callable[[float], str] = format_us) -> tuple[str, str]:
     # a change beyond the noise threshold that chance could explain is not known to be noise: inconclusive
     if chance is None:
-        return "inconclusive", f"too few wake-ups to fit the {tail_of}'s tail, so this level cannot be judged"
-    reach = f"{count} of {wakeups} wake-ups reach" if count > 1 else f"any of {wakeups} wake-ups reaches"
+        return "inconclusive", f"too few {what} to fit the {tail_of}'s tail, so this level cannot be judged"
+    reach = f"{count} of {wakeups} {what} reach" if count > 1 else f"any of {wakeups} {what} reaches"
     text = (f"the {tail_of}'s fitted tail gives a chance of at most {format_model_chance(chance)} that {reach} "
-            f"{format_us(level)}")
+            f"{show(level)}")
     if chance < ALPHA_MAX:
         return direction, text
     return "inconclusive", text + " — plausible by chance, but not shown to be noise"

@@ -159,7 +159,8 @@ def require_wakeups(dataset: object, what: str) -> None:
     """Refuse a busy-poll dataset (kind ``poll``) where an analysis needs timer wake-ups, in one line.
 
     A poll dataset's rows are interruptions of a loop that never sleeps: there is no expected wake-up, so no
-    latency; its own analyses are ``jitterscope summary``, ``spectrum``, ``events`` and ``report``.
+    latency; its own analyses are ``jitterscope summary``, ``spectrum``, ``events``, ``compare``, ``tails``,
+    ``fleet`` and ``report``.
 
     Raises
     ------
@@ -169,5 +170,5 @@ def require_wakeups(dataset: object, what: str) -> None:
     metadata = getattr(dataset, "metadata", None)
     if getattr(metadata, "kind", None) == "poll":
         raise AnalysisError(f"{getattr(dataset, 'path', 'dataset')}: a busy-poll dataset (kind poll) has no timer "
-                            f"wake-ups for {what}; use 'jitterscope summary', 'spectrum', 'events' "
-                            "or 'report' on it (they read its interruptions)")
+                            f"wake-ups for {what}; use 'jitterscope summary', 'spectrum', 'events', 'compare', "
+                            "'tails', 'fleet' or 'report' on it (they read its interruptions)")

@@ -4,7 +4,7 @@ separate the worst tails from the best.
 
 Compute: :mod:`.keys` (grouping keys from the metadata), :mod:`.tasks` (one dataset's summary,
 the unit of work), :mod:`.analyze` (groups, histories, key table), :mod:`.engine` (Dask),
-:mod:`.results`, :mod:`.simulate` (a fleet with planted answers).
+:mod:`.results`, :mod:`.simulate` (a fleet with planted answers), :mod:`.poll` (a fleet of busy-poll runs).
 Views: :mod:`.plots`, :mod:`.pdf` (matplotlib, loaded on first use), :mod:`.tables`.
 """
 
@@ -18,14 +18,16 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "analyze": ["analyze_fleet", "compare_consecutive", "merge_group", "quantile_intervals"],
         "engine": ["SERIAL", "SINGLE_CORE_ENV", "local_cluster", "run_fleet"],
         "keys": ["GroupKey", "cmdline_parameters", "configuration_keys", "governor_of", "parse_group_key"],
-        "pdf": ["write_fleet_report"],
+        "pdf": ["plot_poll_ranking", "poll_fleet_pages", "write_fleet_report"],
+        "poll": ["PollFleet", "PollGroupStats", "PollRunRecord", "analyze_poll_fleet", "summarize_poll_run"],
         "plots": ["plot_fleet_over_time", "plot_fleet_ranking", "plot_key_separation", "plot_machine_history"],
         "results": [
             "Fleet", "GroupStats", "HistoryPoint", "KeySeparation", "KeyValueStats", "MachineHistory",
             "QuantileEstimate", "RunChange",
         ],
         "simulate": ["SimulatedFleet", "write_simulated_fleet"],
-        "tables": ["fleet_tables", "fleet_text", "history_table", "key_table", "ranking_table", "skipped_table"],
+        "tables": ["fleet_tables", "fleet_text", "history_table", "key_table", "poll_fleet_text", "ranking_table",
+                   "skipped_table"],
         "tasks": ["RunRecord", "SkippedDataset", "summarize_run"],
     },
 )

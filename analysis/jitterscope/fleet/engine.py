@@ -26,6 +26,14 @@ from typing import Any
 from ..errors import JitterscopeError
 from .analyze import analyze_fleet, compare_consecutive, consecutive_pairs
 from .keys import GroupKey
+from .poll import (
+    PollFleet,
+    PollRunRecord,
+    analyze_poll_fleet,
+    check_one_kind,
+    compare_poll_consecutive,
+    poll_consecutive_pairs,
+)
 from .results import Fleet
 from .tasks import RunRecord, SkippedDataset, summarize_run
 
@@ -52,8 +60,11 @@ def run_fleet(
     progress: bool = False,
     noise: float = 0.05,
     confidence: float = 0.95,
-) -> Fleet:
+) -> Fleet | PollFleet:
     """Summarize every dataset as a Dask task, merge per group, flag regressions, rank.
+
+    A fleet of busy-poll datasets (kind poll) gives a :class:`~.poll.PollFleet` (:mod:`.poll`); one of both kinds
+    is refused.
 
     Parameters
     ----------
@@ -76,12 +87,12 @@ def run_fleet(
 
     Returns
     -------
-    Fleet
+    Fleet or PollFleet
 
     Raises
     ------
     JitterscopeError
-        No datasets, the scheduler cannot be reached, or no dataset was usable.
+        No datasets, the scheduler cannot be reached, no dataset was usable, or poll and timer datasets mixed.
     """
     if not paths:
         raise JitterscopeError("no datasets given: name them, or use --glob 'runs/**/*.parquet'")
@@ -96,18 +107,29 @@ def run_fleet(
             client = stack.enter_context(_connect(scheduler, workers))
         futures, outcomes, execution = _summaries(client, paths, progress)
         records = [o for o in outcomes if isinstance(o, RunRecord)]
+        polls = [o for o in outcomes if isinstance(o, PollRunRecord)]
         skipped = [o for o in outcomes if isinstance(o, SkippedDataset)]
-        changes = _changes(client, dict(zip(paths, futures, strict=True)), records, noise, confidence)
+        check_one_kind(records, polls)
         execution["scheduler"] = scheduler or "LocalCluster"
+        if polls:
+            return analyze_poll_fleet(polls, skipped, by=by, changes=_poll_changes(client, polls, noise, confidence),
+                                      noise=noise, confidence=confidence, execution=execution)
+        changes = _changes(client, dict(zip(paths, futures, strict=True)), records, noise, confidence)
         return analyze_fleet(records, skipped, by=by, changes=changes, noise=noise, confidence=confidence,
                              execution=execution)
 
 
-def _run_serial(paths: list[str], by: GroupKey, progress: bool, noise: float, confidence: float) -> Fleet:
+def _run_serial(paths: list[str], by: GroupKey, progress: bool, noise: float,
+                confidence: float) -> Fleet | PollFleet:
     from tqdm import tqdm
     outcomes = [summarize_run(p) for p in tqdm(paths, desc="fleet", unit="dataset", disable=not progress)]
     records = [o for o in outcomes if isinstance(o, RunRecord)]
+    polls = [o for o in outcomes if isinstance(o, PollRunRecord)]
     skipped = [o for o in outcomes if isinstance(o, SkippedDataset)]
+    check_one_kind(records, polls)
+    if polls:
+        return analyze_poll_fleet(polls, skipped, by=by, noise=noise, confidence=confidence,
+                                  execution={"scheduler": SERIAL, "workers": 1, **_memory(polls)})
     return analyze_fleet(records, skipped, by=by, noise=noise, confidence=confidence,
                          execution={"scheduler": SERIAL, "workers": 1, **_memory(records)})
 
@@ -179,7 +201,7 @@ def _summaries(client: Any, paths: list[str], progress: bool) -> tuple[list[Any]
         for _ in as_completed(futures):
             bar.update(1)
     outcomes = [_outcome(future, path) for future, path in zip(futures, paths, strict=True)]
-    records = [o for o in outcomes if isinstance(o, RunRecord)]
+    records = [o for o in outcomes if isinstance(o, RunRecord | PollRunRecord)]
     workers = len(client.scheduler_info().get("workers", {}))
     return futures, outcomes, {"workers": workers, **_memory(records)}
 
@@ -199,7 +221,21 @@ def _changes(client: Any, futures: dict[str, Any], records: list[RunRecord], noi
             if task.status == "finished"}
 
 
-def _outcome(future: Any, path: str) -> RunRecord | SkippedDataset:
+def _poll_changes(client: Any, records: list[PollRunRecord], noise: float,
+                  confidence: float) -> dict[tuple[str, str], Any]:
+    """Compare each machine's consecutive poll runs as tasks (each reads its two datasets where it runs)."""
+    from distributed import wait
+    pairs = poll_consecutive_pairs(records)
+    tasks = [client.submit(compare_poll_consecutive, a.path, b.path, noise=noise, confidence=confidence, pure=False,
+                           retries=1) for a, b in pairs]
+    wait(tasks)
+    # a comparison that failed on the cluster (e.g. the runs polled other CPUs) is left to analyze_poll_fleet,
+    # which runs it here and says why it could not be made
+    return {(a.path, b.path): task.result() for (a, b), task in zip(pairs, tasks, strict=True)
+            if task.status == "finished"}
+
+
+def _outcome(future: Any, path: str) -> RunRecord | PollRunRecord | SkippedDataset:
     """A finished task's record; a task that failed even after Dask's retries (an exception that is not a
     JitterscopeError, or its worker died every time it ran: out of memory?) becomes a skipped dataset."""
     if future.status == "finished":
@@ -209,7 +245,7 @@ def _outcome(future: Any, path: str) -> RunRecord | SkippedDataset:
                                 f"'jitterscope summary {path}' to see the error in this process")
 
 
-def _memory(records: list[RunRecord]) -> dict[str, Any]:
+def _memory(records: Sequence[RunRecord | PollRunRecord]) -> dict[str, Any]:
     """Peak resident memory of each worker process that ran a task (its high-water mark), in bytes."""
     peaks: dict[int, int] = {}
     for record in records:

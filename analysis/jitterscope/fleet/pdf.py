@@ -12,14 +12,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import matplotlib
+import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..dataset import check_output, write_atomically
 from ..errors import JitterscopeError
 from ..render import PAGE_SIZE_IN, REPORT_RC, Page, Table, text_pages, write_pdf
 from .plots import plot_fleet_over_time, plot_fleet_ranking, plot_key_separation, plot_machine_history
+from .poll import PollFleet
 from .results import Fleet
-from .tables import flagged_table, history_table, key_table, ranking_table, skipped_table, summary_lines
+from .tables import (
+    flagged_table,
+    history_table,
+    key_table,
+    poll_fleet_lines,
+    poll_fleet_tables,
+    ranking_table,
+    skipped_table,
+    summary_lines,
+)
 
 HISTORIES_PER_PAGE = 6
 KEYS_PLOTTED = 6
@@ -88,7 +100,34 @@ def _method(fleet: Fleet) -> Table:
                  rows=tuple(rows), notes=fleet.notes)
 
 
-def write_fleet_report(fleet: Fleet, output: str | os.PathLike[str], *, inputs: Sequence[str] = (),
+def plot_poll_ranking(fleet: PollFleet, ax: Axes) -> Axes:
+    """Each group's share of CPU lost to interruptions (worst at the top), with its interval over runs."""
+    groups = list(fleet.groups)[::-1]
+    y = np.arange(len(groups))
+    ax.barh(y, [g.lost_percent for g in groups], color="0.6")
+    for yi, g in zip(y, groups, strict=True):
+        if g.lost_percent_ci is not None:
+            ax.plot(g.lost_percent_ci, [yi, yi], color="black", linewidth=1.5)
+    ax.set_yticks(y, [f"{g.value} ({g.runs} runs)" for g in groups])
+    ax.set_xlabel("CPU lost to interruptions [%] (line: interval over the group's runs)")
+    ax.set_title(f"busy-poll runs by {fleet.by} (n = {fleet.runs} runs)", loc="left")
+    return ax
+
+
+def poll_fleet_pages(fleet: PollFleet) -> list[Page]:
+    """Every page of a poll fleet's PDF: the answers, the ranking drawn, the tables."""
+    answers = Table(name="fleet-answers", title="Answers", columns=("",),
+                    rows=tuple((line,) for line in poll_fleet_lines(fleet)))
+    tables = poll_fleet_tables(fleet)
+    pages = list(text_pages("fleet-summary", "Fleet of busy-poll runs: answers and ranking", [answers, tables[0]]))
+    fig = Figure(figsize=PAGE_SIZE_IN, layout="constrained")
+    plot_poll_ranking(fleet, fig.add_subplot())
+    pages.append(Page("fleet-poll-ranking", fig))
+    pages += text_pages("fleet-histories", "Machine histories", tables[1:])
+    return pages
+
+
+def write_fleet_report(fleet: Fleet | PollFleet, output: str | os.PathLike[str], *, inputs: Sequence[str] = (),
                        overwrite: bool = False) -> FleetReportInfo:
     """Write the fleet PDF (vector, Type 42 fonts, reproducible under ``SOURCE_DATE_EPOCH``).
 
@@ -102,7 +141,7 @@ def write_fleet_report(fleet: Fleet, output: str | os.PathLike[str], *, inputs: 
     out = check_output(output, inputs=inputs, overwrite=overwrite, error=JitterscopeError)
     title = f"{fleet.runs} runs by {fleet.by}"
     with matplotlib.rc_context(REPORT_RC):
-        pages = fleet_pages(fleet)
+        pages = poll_fleet_pages(fleet) if isinstance(fleet, PollFleet) else fleet_pages(fleet)
         with write_atomically(out, what="the fleet report", error=JitterscopeError) as tmp:
             count = write_pdf(pages, tmp, title=f"jitterscope fleet: {title}", footer=f"fleet · {title}")
     return FleetReportInfo(str(out), count)

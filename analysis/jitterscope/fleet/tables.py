@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from ..format import format_p, format_us, us_value
+from ..poll import format_gap
 from ..render import Table, tables_text
+from .poll import PollFleet, PollMachineHistory
 from .results import Fleet, GroupStats, MachineHistory
 
 US = "{:.2f}"
@@ -90,7 +92,7 @@ def flagged_table(fleet: Fleet) -> Table:
                f"+{fleet.noise:.0%} noise threshold (compare on bins)",) if rows else ("no run regressed",))
 
 
-def skipped_table(fleet: Fleet) -> Table:
+def skipped_table(fleet: Fleet | PollFleet) -> Table:
     """Datasets that could not be used, with their one-line reason."""
     return Table(name="fleet-skipped", title=f"Datasets skipped ({len(fleet.skipped)})",
                  columns=("dataset", "reason"), rows=tuple((s.path, s.reason) for s in fleet.skipped),
@@ -133,3 +135,62 @@ def fleet_tables(fleet: Fleet) -> list[Table]:
 def fleet_text(fleet: Fleet) -> str:
     """The terminal output: the answers, then the tables."""
     return "\n".join(summary_lines(fleet)) + "\n\n" + tables_text(fleet_tables(fleet))
+
+
+def poll_ranking_table(fleet: PollFleet) -> Table:
+    """Poll groups worst first: the CPU lost (with its interval over runs), interruptions per CPU-second, max."""
+    labels = [label for label, _ in fleet.groups[0].classes_per_second] if fleet.groups else []
+    rows = []
+    for rank, g in enumerate(fleet.groups, start=1):
+        ci = "n/a" if g.lost_percent_ci is None else f"{g.lost_percent_ci[0]:.3g} … {g.lost_percent_ci[1]:.3g}"
+        rows.append((rank, g.value, g.runs, g.hosts, g.cpu_seconds, g.lost_percent, ci, g.per_second,
+                     *(rate for _, rate in g.classes_per_second), format_gap(g.max_ns)))
+    return Table(
+        name="fleet-poll-ranking", title=f"Groups by {fleet.by}, most CPU lost to interruptions first (then max)",
+        columns=("rank", fleet.by, "runs", "machines", "CPU-s polled", "CPU lost [%]",
+                 f"{fleet.confidence:.0%} CI [%]", "interruptions/s", *(f"{label} [/s]" for label in labels), "max"),
+        rows=tuple(rows),
+        formats=("{:d}", "", "{:d}", "{:d}", "{:,.0f}", "{:.3g}", "", "{:,.4g}", *("{:,.4g}",) * len(labels), ""),
+        notes=fleet.notes[:2])
+
+
+def poll_history_table(history: PollMachineHistory, fleet: PollFleet) -> Table:
+    """One machine's poll runs in order, each against the previous one."""
+    rows = []
+    for point in history.points:
+        change = point.change
+        verdict = "first run" if change is None and point is history.points[0] else (
+            "not compared" if change is None else ("REGRESSED: " + ", ".join(change.regressed) if change.flagged
+                                                   else "no regression"))
+        rows.append((point.path, start_text(point.start_ns), point.interruptions, point.lost_percent,
+                     format_gap(point.max_ns), verdict))
+    return Table(name=f"fleet-poll-history-{history.host}",
+                 title=f"Machine {history.host}: runs by {history.ordered_by}",
+                 columns=("run", "start (UTC)", "interruptions", "CPU lost [%]", "max", "against the previous run"),
+                 rows=tuple(rows), formats=("", "", "{:d}", "{:.3g}", "", ""), notes=(fleet.notes[2],))
+
+
+def poll_fleet_tables(fleet: PollFleet) -> list[Table]:
+    """All tables of a poll fleet: the ranking, each machine's history, the skipped datasets."""
+    skipped = [skipped_table(fleet)] if fleet.skipped else []
+    return [poll_ranking_table(fleet), *(poll_history_table(h, fleet) for h in fleet.histories), *skipped]
+
+
+def poll_fleet_text(fleet: PollFleet) -> str:
+    """A poll fleet for the terminal: the answers, then the tables."""
+    return "\n".join(poll_fleet_lines(fleet)) + "\n\n" + tables_text(poll_fleet_tables(fleet))
+
+
+def poll_fleet_lines(fleet: PollFleet) -> list[str]:
+    """A poll fleet's answers in sentences: the group losing most CPU, the flagged runs."""
+    worst = fleet.groups[0]
+    flagged = [(h.host, p.path) for h in fleet.histories for p in h.flagged]
+    lines = [f"{fleet.runs} busy-poll runs (interruptions >= {fleet.threshold_ns[0] / 1000:g} µs), grouped by "
+             f"{fleet.by}: {len(fleet.groups)} group(s)",
+             f"most CPU lost: {fleet.by} {worst.value}, {worst.lost_percent:.3g} % over {worst.runs} run(s); worst "
+             f"interruption {format_gap(worst.max_ns)} ({worst.max_path})",
+             (f"{len(flagged)} run(s) regressed against the machine's previous run: "
+              + ", ".join(f"{host} {path}" for host, path in flagged[:5])) if flagged else
+             "no run regressed against its machine's previous run"]
+    lines += list(fleet.notes[3:])
+    return lines

@@ -14,13 +14,16 @@ from __future__ import annotations
 import os
 import resource
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..dataset import Metadata, iter_thread_batches, open_dataset
 from ..derive import require_wakeups
 from ..errors import JitterscopeError
 from ..summary import LatencyHistogram, Moments
 from .keys import GroupKey, configuration_keys, start_time_ns
+
+if TYPE_CHECKING:
+    from .poll import PollRunRecord
 
 RUN_PERCENTILES: tuple[float, ...] = (50.0, 99.0, 99.9, 99.99)
 """Per-run quantiles kept in a :class:`RunRecord` (percent)."""
@@ -75,7 +78,7 @@ class RunRecord:
         return int(self.moments.max or 0)
 
 
-def summarize_run(path: str, *, threads: bool = True) -> RunRecord | SkippedDataset:
+def summarize_run(path: str, *, threads: bool = True) -> RunRecord | PollRunRecord | SkippedDataset:
     """Summarize one dataset in one streaming pass; a bad dataset comes back as :class:`SkippedDataset`.
 
     Parameters
@@ -90,10 +93,10 @@ def summarize_run(path: str, *, threads: bool = True) -> RunRecord | SkippedData
 
     Returns
     -------
-    RunRecord or SkippedDataset
-        The summary, or the reason the dataset cannot be used (unreadable, not a jitterscope
-        dataset, a histogram or summary-only import without per-wake-up samples, no rows,
-        broken invariants).
+    RunRecord, PollRunRecord or SkippedDataset
+        The summary (a poll dataset's: :func:`~.poll.summarize_poll_run`), or the reason the dataset
+        cannot be used (unreadable, not a jitterscope dataset, a histogram or summary-only import without
+        per-wake-up samples, no rows, broken invariants).
 
     Notes
     -----
@@ -108,9 +111,12 @@ def summarize_run(path: str, *, threads: bool = True) -> RunRecord | SkippedData
         return SkippedDataset(str(path), line.removeprefix(f"{path}: "))
 
 
-def _summarize(path: str, threads: bool) -> RunRecord:
+def _summarize(path: str, threads: bool) -> RunRecord | PollRunRecord:
     dataset = open_dataset(path)
     meta = dataset.metadata
+    if meta.kind == "poll":
+        from .poll import summarize_poll_run  # here: .poll uses .results, which uses this module
+        return summarize_poll_run(dataset)
     require_wakeups(dataset, "the fleet's latency histograms")
     if dataset.is_histogram:
         raise JitterscopeError(f"{path}: a histogram-kind dataset (kind histogram) has bins of its own, which do not "

@@ -210,7 +210,10 @@ def correlate_dataset(dataset: Dataset, **params: Any) -> tuple[Correlation, Cou
     :func:`default_threshold` on the pooled HDR histogram of latency (within 0.1 %).  A dataset
     joined with a turbostat timeline is correlated in memory (:func:`correlate` with ``timeline``).
     """
-    require_wakeups(dataset, "frequency and SMI correlation with latency")
+    # power asks whether a late wake-up coincides with a low frequency, a deep C-state or an SMI read at that
+    # wake-up; a busy loop never sleeps (no C-state, no wake-up): its SMIs per interruption are the summary's causes
+    require_wakeups(dataset, "power's question (is a late wake-up explained by the frequency, C-state or SMIs "
+                             "read at it? a busy loop neither sleeps nor wakes; its SMIs are in the summary's causes)")
     threads = params.pop("threads", None)
     if threads is not None:
         known = {t.thread for t in dataset.metadata.threads}

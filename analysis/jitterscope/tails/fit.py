@@ -184,6 +184,8 @@ class TailFit:
     """Why they are not (empty when they are)."""
     large_events: tuple[EventRate, ...] = ()
     """Declustered events above fixed levels per hour, counted in the data (model-free)."""
+    unit: str = "wake-up"
+    """What one value of the series is: a timer's wake-up, or a poll loop's interruption (its length)."""
 
     def to_json(self) -> dict[str, Any]:
         return jsonable(dataclasses.asdict(self), inf_as_string=True)
@@ -201,6 +203,8 @@ class TailsReport:
     """The levels asked for (``--level-us``), in ns: each thread's P(latency > level) is in its
     ``exceedance_probabilities`` unless withheld (beyond the observed maximum of a fit that does not
     extrapolate)."""
+    unit: str = "wake-up"
+    """What one value is: ``wake-up`` (its latency) or ``interruption`` (a poll dataset: its length)."""
 
     def to_json(self) -> dict[str, Any]:
         return jsonable(dataclasses.asdict(self), inf_as_string=True)
@@ -225,11 +229,11 @@ def choose_threshold(values: np.ndarray) -> tuple[tuple[ThresholdCandidate, ...]
     return _choose_threshold(np.sort(np.asarray(values))[::-1].astype(float), np.asarray(values).size)
 
 
-def _choose_threshold(desc: np.ndarray, n: int) -> tuple[tuple[ThresholdCandidate, ...], int]:
+def _choose_threshold(desc: np.ndarray, n: int, unit: str = "wake-up") -> tuple[tuple[ThresholdCandidate, ...], int]:
     """:func:`choose_threshold` from the largest values in descending order (at least min(n/5, 10^4) + 1)."""
     k_max = min(n // 5, MAX_EXCEEDANCES)
     if k_max < MIN_EXCEEDANCES:
-        raise AnalysisError(f"{n} wake-ups are too few for a tail fit (need at least {5 * MIN_EXCEEDANCES})")
+        raise AnalysisError(f"{n} {unit}s are too few for a tail fit (need at least {5 * MIN_EXCEEDANCES})")
     ks = np.unique(np.geomspace(MIN_EXCEEDANCES, k_max, N_CANDIDATES).round().astype(int))[::-1]
     candidates = []
     for k in ks:
@@ -295,7 +299,8 @@ def fit_block_maxima(values: np.ndarray, block_size: int, gpd_xi: float, gpd_se:
     return _fit_maxima(maxima, block_size, gpd_xi, gpd_se)
 
 
-def _fit_maxima(maxima: np.ndarray, block_size: int, gpd_xi: float, gpd_se: float) -> BlockMaxima:
+def _fit_maxima(maxima: np.ndarray, block_size: int, gpd_xi: float, gpd_se: float,
+                unit: str = "wake-up") -> BlockMaxima:
     n_blocks = maxima.size
     gum_loc, gum_scale = stats.gumbel_r.fit(maxima)
     ll_gum = float(stats.gumbel_r.logpdf(maxima, gum_loc, gum_scale).sum())
@@ -315,7 +320,7 @@ def _fit_maxima(maxima: np.ndarray, block_size: int, gpd_xi: float, gpd_se: floa
     se = _gev_xi_se(nll, best)
     z = abs(xi_gev - gpd_xi) / np.hypot(se, gpd_se) if np.isfinite(se) else float("nan")
     sentence = (
-        f"block maxima ({n_blocks} blocks of {block_size} wake-ups): GEV shape {shape_text(xi_gev, se)}; "
+        f"block maxima ({n_blocks} blocks of {block_size} {unit}s): GEV shape {shape_text(xi_gev, se)}; "
         + (f"Gumbel (ξ = 0) rejected at α = {ALPHA:g} (LR = {lr:.1f}, {format_p(p)})" if p < ALPHA
            else f"Gumbel (ξ = 0) not rejected at α = {ALPHA:g} (LR = {lr:.1f}, {format_p(p)})")
         + ("; agrees with the GPD shape" if z <= 2 else f"; differs from the GPD shape ({z:.1f} standard errors)")
@@ -387,9 +392,13 @@ def fit_tail(
 
 def fit_summary(
     summary: TailSummary, *, interval_ns: int, thread: int = 0, cpu: int = -1, confidence: float = 0.90,
-    seed: int = 0,
+    seed: int = 0, rate_hz: float | None = None, unit: str = "wake-up",
 ) -> TailFit:
     """Peaks-over-threshold analysis from a streamed :class:`~jitterscope.tailacc.TailSummary` (as :func:`fit_tail`).
+
+    ``rate_hz`` (with ``unit``): values per second when they do not come one per ``interval_ns`` (a poll
+    loop's interruptions: their count over the time polled); it sets the return periods, and the levels
+    of the events counted leave out the one interval (a missed period means nothing there).
 
     Rounded values (clock resolution above 1 ns) are spread uniformly over their rounding interval by the
     summary; levels at or below the threshold get the empirical fraction of recorded values above them.
@@ -406,7 +415,7 @@ def fit_summary(
     if interval_ns <= 0 or not 0 < confidence < 1:
         raise AnalysisError(f"a tail fit needs a positive interval and a confidence in (0, 1), not {confidence}")
     resolution, n = summary.resolution, summary.n
-    candidates, chosen = _choose_threshold(summary.top_ns, n)
+    candidates, chosen = _choose_threshold(summary.top_ns, n, unit)
     cand = candidates[chosen]
     u = cand.threshold_ns
     above = summary.top_ns > u
@@ -423,9 +432,9 @@ def fit_summary(
     keep = np.unique(np.linspace(0, k - 1, min(k, QQ_POINTS)).round().astype(int))
     qq_points = tuple(zip(model[keep].tolist(), np.sort(y)[keep].tolist(), strict=True))
     observed_max = summary.observed_max_ns  # as recorded, before any spreading of rounded values
-    rate = 1e9 / interval_ns
+    rate = 1e9 / interval_ns if rate_hz is None else float(rate_hz)
     block = summary.block_size
-    bm = _fit_maxima(summary.maxima_ns, block, fit.xi, fit.xi_se) if summary.maxima_ns.size >= 20 else None
+    bm = _fit_maxima(summary.maxima_ns, block, fit.xi, fit.xi_se, unit) if summary.maxima_ns.size >= 20 else None
     stable = _is_stable(candidates, chosen)
     rounding = (f"; values are multiples of {resolution:g} ns and were spread uniformly over their rounding "
                 "interval before fitting" if resolution > 1 else "")
@@ -493,7 +502,8 @@ def fit_summary(
     top = summary.top_ns[:min(k, QQ_POINTS)]
     empirical = tuple(zip((n / np.arange(1, top.size + 1)).tolist(), top.tolist(), strict=True))
     large = event_rates(summary.top_ns, summary.top_index, n=n, rate_hz=rate, confidence=confidence,
-                        levels_ns=_rate_levels(u, float(interval_ns), float(summary.top_ns[-1]), observed_max))
+                        levels_ns=_rate_levels(u, float(interval_ns) if rate_hz is None else u,
+                                               float(summary.top_ns[-1]), observed_max))
     if not failed:
         verdict = "assumptions hold as far as these checks can tell" + ("" if extrapolated else f", but {withheld}")
     elif extrapolated:
@@ -507,7 +517,7 @@ def fit_summary(
         qq_points_ns=qq_points, observed_max_ns=observed_max, exceedance_probabilities=tuple(exceed),
         return_levels=tuple(returns), return_curve=tuple(curve), empirical_return=empirical, block_maxima=bm,
         checks=checks, assumptions_ok=not failed, verdict=verdict, extrapolated=extrapolated, withheld=withheld,
-        large_events=large)
+        large_events=large, unit=unit)
 
 
 def _binomial_interval(count: int, n: int, confidence: float) -> tuple[float, float]:

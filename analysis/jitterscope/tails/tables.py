@@ -27,8 +27,9 @@ def tail_fit_table(report: TailsReport) -> Table:
                      us_value(hour.upper) if hour else None, us_value(day.estimate) if day else None,
                      "yes" if f.extrapolated else "withheld", "ok" if f.assumptions_ok else "NOT MET"))
     conf = report.threads[0].confidence
-    notes = [f"n wake-ups; u threshold with k exceedances; intervals: {conf:.0%} profile likelihood; '1/hour' = "
-             "latency exceeded about once per hour at the thread's wake-up rate (expected count one)"]
+    unit, value = _words(report)
+    notes = [f"n {unit}s; u threshold with k exceedances; intervals: {conf:.0%} profile likelihood; '1/hour' = "
+             f"{value} exceeded about once per hour at the thread's {unit} rate (expected count one)"]
     if any(f.xi_se != f.xi_se for f in report.threads):  # NaN: said in words, not as "± nan"
         notes.append("'± se' n/a: the standard error of ξ is undefined (maximum likelihood is not regular at "
                      "ξ < −0.5)")
@@ -40,7 +41,7 @@ def tail_fit_table(report: TailsReport) -> Table:
     return Table(
         name="tails-fit", title="Tail fits (generalised Pareto above a threshold)",
         columns=("thread", "CPU", "n", "u [µs]", "k", "ξ", "± se", "σ [µs]", "max [µs]",
-                 "P(>max) [/wake-up]", "low", "high", "1/hour [µs]", "low [µs]", "high [µs]", "1/day [µs]",
+                 f"P(>max) [/{unit}]", "low", "high", "1/hour [µs]", "low [µs]", "high [µs]", "1/day [µs]",
                  "beyond max", "assumptions"),
         rows=tuple(rows),
         formats=("{:d}", "{:d}", "{:d}", "{:.4g}", "{:d}", "{:.3f}", "{:.3f}", "{:.4g}", "{:.4g}", "{:.2e}",
@@ -54,18 +55,22 @@ def tail_events_table(report: TailsReport) -> Table:
                   r.per_hour, r.per_hour_lower, r.per_hour_upper)
                  for f in report.threads for r in f.large_events)
     conf = report.threads[0].confidence
-    notes = ["an event: wake-ups above the level at most 10 wake-ups apart (a stall and its catch-up wake-ups); "
-             "clusters: the events declustered once more by their extremal index (Ferro-Segers intervals "
-             f"estimator; storms of stalls are one cluster); per hour = events / hours captured, with a {conf:.0%} "
-             "interval that is the Poisson interval of the clusters times the mean cluster size (approximate; "
-             "exact only for independent events); levels: the fit's threshold, one interval (a missed period), "
-             "100 µs, 1 ms and 10 ms, up to the first above the maximum"]
+    unit, _ = _words(report)
+    timer = unit == "wake-up"
+    notes = [(f"an event: {unit}s above the level at most 10 {unit}s apart"
+              + (" (a stall and its catch-up wake-ups); " if timer else "; ")
+              + "clusters: the events declustered once more by their extremal index (Ferro-Segers intervals "
+              f"estimator; storms of stalls are one cluster); per hour = events / hours captured, with a {conf:.0%} "
+              "interval that is the Poisson interval of the clusters times the mean cluster size (approximate; "
+              "exact only for independent events); levels: the fit's threshold, "
+              + ("one interval (a missed period), " if timer else "")
+              + "100 µs, 1 ms and 10 ms, up to the first above the maximum")]
     shortest = min((r.hours for f in report.threads for r in f.large_events), default=1.0)
     if shortest < 1.0:
         notes.append(f"per hour is extrapolated: the capture lasted {shortest * 3600:,.1f} s, less than an hour")
     return Table(
         name="tails-events", title="Large events counted in the data (no model)",
-        columns=("thread", "CPU", "above [µs]", "events", "clusters", "wake-ups", "hours", "per hour", "low",
+        columns=("thread", "CPU", "above [µs]", "events", "clusters", f"{unit}s", "hours", "per hour", "low",
                  "high"),
         rows=rows,
         formats=("{:d}", "{:d}", "{:.6g}", "{:d}", "{:d}", "{:d}", "{:.3g}", "{:.4g}", "{:.4g}", "{:.4g}"),
@@ -77,6 +82,7 @@ def tail_levels_table(report: TailsReport) -> Table:
     from: the fraction recorded, the fit beyond its threshold, or withheld (beyond the largest recorded latency
     of a fit that does not extrapolate, as its return levels are)."""
     conf = report.threads[0].confidence if report.threads else 0.9
+    unit, value = _words(report)
     rows, withheld = [], []
     for f in report.threads:
         known = dict(f.exceedance_probabilities)
@@ -94,17 +100,17 @@ def tail_levels_table(report: TailsReport) -> Table:
             shown = model_probability if model else _number
             rows.append((f.thread, _cpu(f.cpu), us_value(level), shown(p.estimate), shown(p.lower), shown(p.upper),
                          p.estimate * per_hour, p.lower * per_hour, p.upper * per_hour, source))
-    notes = [f"P(> level) per wake-up with its {conf:.0%} interval (recorded fraction: Clopper-Pearson; GPD fit: "
-             "profile likelihood above the threshold u); per hour = P x the thread's wake-up rate"]
+    notes = [f"P(> level) per {unit} with its {conf:.0%} interval (recorded fraction: Clopper-Pearson; GPD fit: "
+             f"profile likelihood above the threshold u); per hour = P x the thread's {unit} rate"]
     for thread, extrapolated in dict.fromkeys(withheld):
         notes.append(f"thread {thread}: " + (
             "a level rarer than once per day is beyond what the fit is asked (its return levels stop at a day; "
             "the 1/day level is in the tail fits)" if extrapolated else
-            "no probability beyond the largest recorded latency: the fit does not extrapolate (see the tail fits' "
+            f"no probability beyond the largest recorded {value}: the fit does not extrapolate (see the tail fits' "
             "notes); the large events table counts what was recorded"))
     return Table(
-        name="tails-levels", title="Asked levels: how often latency exceeds them",
-        columns=("thread", "CPU", "level [µs]", "P(>level) [/wake-up]", "low", "high", "per hour", "low", "high",
+        name="tails-levels", title=f"Asked levels: how often {value} exceeds them",
+        columns=("thread", "CPU", "level [µs]", f"P(>level) [/{unit}]", "low", "high", "per hour", "low", "high",
                  "from"),
         rows=tuple(rows),
         formats=("{:d}", "{:d}", "{:.6g}", "{:.3e}", "{:.3e}", "{:.3e}", "{:.4g}", "{:.4g}", "{:.4g}", ""),
@@ -152,6 +158,12 @@ def tails_tables(report: TailsReport) -> list[Table]:
 def tails_text(report: TailsReport) -> str:
     """The tail report as plain text, ending with what EVT can and cannot promise."""
     return tables_text(tails_tables(report)) + "\n\n" + report.promise + "\n"
+
+
+def _words(report: TailsReport) -> tuple[str, str]:
+    """What one value is and what it measures: (wake-up, latency) or, for a poll dataset, (interruption, its
+    length)."""
+    return (report.unit, "latency") if report.unit == "wake-up" else (report.unit, f"{report.unit} length")
 
 
 def _number(value: float) -> float:
