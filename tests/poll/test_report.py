@@ -11,6 +11,7 @@ from jitterscope.io import PollSpec, simulate_poll
 from jitterscope.poll import (
     explain_interruptions,
     find_poll_events,
+    format_gap,
     poll_findings,
     poll_spectrum,
     read_poll,
@@ -82,6 +83,31 @@ def test_one_source_whose_gaps_fall_in_two_size_classes_is_one_action(traced_pol
     assert "(9437 times: 5449 of 7.87 µs, 3988 of 13.3 µs)" in host_action
     assert "smp_affinity" not in host_action and "below the kernel" in host_action
     assert "smp_affinity" in next(a for a in about if "eth0" in a)
+
+
+def test_gaps_of_a_periodic_source_with_no_kernel_event_are_not_counted_again(traced_poll):
+    """The 1 Hz hardware gaps planted in the traced simulation, found as a periodic source: the bullet of gaps
+    no kernel event covers counts only the others (none here), so page 1 does not count them twice."""
+    import dataclasses
+
+    from jitterscope.poll import HARDWARE
+    data = read_poll(traced_poll)
+    causes = explain_interruptions(data)
+    hardware = next(t for t in causes.totals if t.cause == HARDWARE)
+    spectrum = poll_spectrum(data, causes=causes)
+    base = spectrum.lines[0]
+    host = dataclasses.replace(base, cpu=hardware.cpu, frequency_hz=1.0, source=None, cause=HARDWARE,
+                               events=hardware.count - 3, median_ns=5000)
+    findings = poll_findings(summarize_poll(data), causes=causes,
+                             spectrum=dataclasses.replace(spectrum, lines=(host,)))
+    rest = [a for a in findings.actions if "had no kernel event" in a]
+    assert rest == [f"3 other interruption(s) of CPU {hardware.cpu} (up to {format_gap(hardware.max_ns)}) had no "
+                    "kernel event either: hardware or hypervisor (an SMI, the host taking the vCPU); check the "
+                    "BIOS's SMI sources or the host's CPU pinning."], findings.actions
+    every = dataclasses.replace(host, events=hardware.count)
+    findings = poll_findings(summarize_poll(data), causes=causes,
+                             spectrum=dataclasses.replace(spectrum, lines=(every,)))
+    assert not [a for a in findings.actions if "had no kernel event" in a], findings.actions
 
 
 def test_report_figures_and_sections_of_a_poll_dataset(traced_poll, tmp_path, capsys, monkeypatch):

@@ -115,8 +115,11 @@ def poll_findings(summary: PollSummary, *, causes: PollCauses | None = None, spe
                        "to -1 only while a housekeeping CPU stays free, or poll at SCHED_OTHER.")
     others = [line for line in lines
               if line.source is None or not (line.source.startswith(TICK_PREFIX) or line.source.startswith("RT"))]
+    periodic_hardware: dict[int, int] = {}  # CPU -> gaps a periodic source with no kernel event accounts for
     for group in _same_source(others):
         line = group[0]
+        if line.cause == HARDWARE:
+            periodic_hardware[line.cpu] = periodic_hardware.get(line.cpu, 0) + sum(g.events for g in group)
         what = f" ({line.cause})" if line.cause else (f" ({line.source})" if line.source else "")
         sizes = [(g.median_ns, g.events) for g in group if g.median_ns is not None]
         size = (f" of {format_gap(sizes[0][0])}" if len(sizes) == 1 else
@@ -130,10 +133,15 @@ def poll_findings(summary: PollSummary, *, causes: PollCauses | None = None, spe
                        f"({sum(g.events for g in group)} times{size}): {advice}.")
     if causes is not None:
         for total in causes.totals:
-            if total.cause == HARDWARE and total.count:
-                actions.append(f"{total.count} interruption(s) of CPU {total.cpu} (up to {format_gap(total.max_ns)}) "
-                               "had no kernel event: hardware or hypervisor (an SMI, the host taking the vCPU); "
-                               "check the BIOS's SMI sources or the host's CPU pinning.")
+            # the periodic source's gaps are among these: say the rest, so that no gap is counted twice on page 1
+            periodic = periodic_hardware.get(total.cpu, 0)
+            rest = total.count - periodic
+            if total.cause == HARDWARE and rest > 0:
+                other = "other " if periodic else ""
+                either = " either" if periodic else ""
+                actions.append(f"{rest} {other}interruption(s) of CPU {total.cpu} (up to {format_gap(total.max_ns)}) "
+                               f"had no kernel event{either}: hardware or hypervisor (an SMI, the host taking the "
+                               "vCPU); check the BIOS's SMI sources or the host's CPU pinning.")
     if events is not None and events.shared:
         top = events.shared[0]
         actions.append(f"{len(events.shared)} interruption(s) stopped several CPUs at once (the longest "
