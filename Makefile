@@ -26,9 +26,12 @@ $(PY):
 	python3 -m venv $(VENV)
 	$(PIP) install --upgrade pip
 
+# compileall: the editable install leaves the package's bytecode to the first import, which writes none where
+# PYTHONDONTWRITEBYTECODE is set: every command would compile its modules again (0.5 s of CPU for all of them)
 $(STAMP): $(PY) $(SOURCES)
 	$(PIP) install scikit-build-core cmake ninja
 	$(PIP) install --no-build-isolation -e '.[test]'
+	$(PY) -m compileall -q analysis/jitterscope
 	touch $@
 
 debs:

@@ -171,7 +171,7 @@ def main() -> int:
     assert tuple(printed) == PERCENTILES, f"summary prints {printed}; update PERCENTILES here"
     work = work_dir(args.keep)
     scratch = work_dir(None)
-    print(f"{'rows':>12} {'step':>12} {'seconds':>9} {'peak RSS':>10}")
+    print(f"{'rows':>12} {'step':>12} {'seconds':>9} {'CPU s':>7} {'peak RSS':>10}")
     for size in args.sizes:
         rows = int(size)
         path = dataset_for(work, rows)
@@ -181,13 +181,14 @@ def main() -> int:
         for name in args.steps:
             setup, code = STEPS[name]
             results[name] = run_best(name, code, path, scratch, setup="import json\n" + setup, repeat=args.repeat)
-            print(f"{rows:>12} {name:>12} {results[name]['seconds']:9.2f} {results[name]['rss_mb']:8.0f} MB",
-                  flush=True)
+            print(f"{rows:>12} {name:>12} {results[name]['seconds']:9.2f} {results[name]['cpu']:7.2f} "
+                  f"{results[name]['rss_mb']:8.0f} MB  (load {os.getloadavg()[0]:.1f})", flush=True)
         for name, (peer, target) in PAIRS.items():
             if name in results and peer in results:
                 ratio = results[name]["seconds"] / results[peer]["seconds"]
+                cpu_ratio = results[name]["cpu"] / results[peer]["cpu"]
                 print(f"{rows:>12} {name + ' / ' + peer:>24}: {ratio:5.2f}x  target <= {target:g}x: "
-                      f"{'met' if ratio <= target else 'MISSED'}")
+                      f"{'met' if ratio <= target else 'MISSED'} (CPU seconds: {cpu_ratio:5.2f}x)")
         outputs = {name: json.loads((scratch / f"{name}.json").read_text())
                    for name in ("summary", "duckdb", "spectrum", "welch") if name in results}
         if "summary" in outputs and "duckdb" in outputs:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from ..dataset import Dataset
+from ..dataset import Dataset, column_values
 from ..derive import latency_ns
 from ..errors import AnalysisError
 
@@ -300,10 +300,10 @@ def compute_timeline(dataset: Dataset, *, bins: int = DEFAULT_BINS, progress: bo
 
 def _thread_slices(dataset: Dataset, cpus: dict[int, int]) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
     for batch in dataset.iter_batches(["thread", "cpu", "expected_ns", "actual_ns"]):
-        thread = batch.column("thread").to_numpy()
-        actual = batch.column("actual_ns").to_numpy()
+        thread = column_values(batch, "thread")  # not to_numpy, which imports pandas
+        actual = column_values(batch, "actual_ns")
         latency = latency_ns(batch)
-        cpu = batch.column("cpu").to_numpy()
+        cpu = column_values(batch, "cpu")
         if thread.size == 0:
             continue
         if thread[0] == thread[-1] and (thread == thread[0]).all():

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, stats
 
-from ..dataset import Dataset, ThreadInfo, iter_thread_batches
+from ..dataset import Dataset, ThreadInfo, column_values, iter_thread_batches
 from ..derive import require_wakeups
 from ..errors import AnalysisError
 from ..format import format_p, format_resampled_p, jsonable
@@ -591,7 +591,7 @@ def summarize_threads(
     accumulators: dict[int, TailAccumulator] = {}
     infos: dict[int, ThreadInfo] = {}
     for info, batch in iter_thread_batches(dataset, ["expected_ns", "actual_ns"], check=False):
-        latency = batch.column("actual_ns").to_numpy() - batch.column("expected_ns").to_numpy()
+        latency = column_values(batch, "actual_ns") - column_values(batch, "expected_ns")  # no pandas import
         if info.thread not in accumulators:
             infos[info.thread] = info
             accumulators[info.thread] = TailAccumulator(block_size_for(lengths.get(info.thread, 0)), levels_ns, seed)
@@ -608,7 +608,7 @@ def _thread_lengths(dataset: Dataset) -> dict[int, int]:
         return {t.thread: t.samples for t in threads}
     counts: dict[int, int] = {}
     for batch in dataset.iter_batches(["thread"]):
-        values, n = np.unique(batch.column("thread").to_numpy(), return_counts=True)
+        values, n = np.unique(column_values(batch, "thread"), return_counts=True)
         for thread, count in zip(values.tolist(), n.tolist(), strict=True):
             counts[thread] = counts.get(thread, 0) + count
     return counts
