@@ -96,7 +96,8 @@ def plot_return_levels(fit: TailFit, ax: Axes) -> Axes:
     ax.ticklabel_format(axis="y", style="plain", useOffset=False)
     ax.set_xlabel("return period [wake-ups]")
     ax.set_ylabel("latency [µs]")
-    ax.set_title("Return levels" if fit.extrapolated else "Largest observations (no extrapolation)")
+    ax.set_title(f"Return levels ({fit.confidence:.0%} interval shaded)" if fit.extrapolated and fit.return_curve
+                 else "Largest observations (no uncertainty: observed values)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small", loc="upper left")
     return ax
