@@ -40,7 +40,8 @@ def plot_psd(thread: ThreadSpectra, ax: Axes) -> None:
         _mark(ax, table_peaks(thread))
     ax.set_xlabel("frequency [Hz]")
     ax.set_ylabel("PSD [ns²/Hz]")
-    ax.legend(loc="lower left")
+    # at the top, where the report makes headroom for it (render.legend_off_data): low left, it sat on the spectrum
+    ax.legend(loc="upper right")
 
 
 def plot_lomb_scargle(thread: ThreadSpectra, ax: Axes) -> None:
@@ -58,7 +59,7 @@ def plot_lomb_scargle(thread: ThreadSpectra, ax: Axes) -> None:
         _mark(ax, table_peaks(thread))
     ax.set_xlabel("frequency [Hz]")
     ax.set_ylabel("normalised power")
-    ax.legend(loc="lower left")
+    ax.legend(loc="upper right")
 
 
 MAX_MARKERS = 60
