@@ -114,7 +114,8 @@ def layout_problems(figure: Figure, *, name: str = "figure") -> list[str]:
     * a legend over its panel's data, a label on a plotted mark (:func:`data_covers`).
     """
     problems = []
-    for item, other in clashes(figure):
+    boxes = text_boxes(figure)  # one layout pass for both checks
+    for item, other in clashes(figure, boxes=boxes):
         if other is None and item.role == "annotation" and not _outside(item.box, figure.bbox):
             problems.append(f"{name}: {item.what} reaches past the frame of its panel")
         elif other is None:
@@ -127,7 +128,7 @@ def layout_problems(figure: Figure, *, name: str = "figure") -> list[str]:
         legend = ax.get_legend()
         if legend is not None and len(legend.get_texts()) > MAX_LEGEND_ENTRIES:
             problems.append(f"{name}: a legend of {len(legend.get_texts())} entries (at most {MAX_LEGEND_ENTRIES})")
-    for item, covered in data_covers(figure):
+    for item, covered in data_covers(figure, boxes):
         problems.append(f"{name}: {item.what} covers {covered}")
     return problems
 
@@ -231,10 +232,12 @@ def _along(xy: np.ndarray) -> np.ndarray:
     return np.vstack([xy[np.isfinite(xy).all(axis=1)], start + (end - start) * t[:, None]])
 
 
-def clashes(figure: Figure, *, data: bool = False) -> list[tuple[TextBox, TextBox | None]]:
+def clashes(figure: Figure, *, data: bool = False,
+            boxes: list[TextBox] | None = None) -> list[tuple[TextBox, TextBox | None]]:
     """The text boxes that reach outside the canvas (paired with None) and the pairs that overlap; with ``data``,
-    also the legends and labels on their panel's data (paired with None: :func:`data_covers`)."""
-    boxes = text_boxes(figure)
+    also the legends and labels on their panel's data (paired with None: :func:`data_covers`).  ``boxes``: the
+    figure's :func:`text_boxes`, when the caller has them (the figure unchanged since)."""
+    boxes = text_boxes(figure) if boxes is None else boxes
     canvas = figure.bbox
     found: list[tuple[TextBox, TextBox | None]] = []
     for item in boxes:
