@@ -1,9 +1,10 @@
 """Every figure's text on the canvas and never on other text: the layout check, and the figures it passes (and
-the caption check: units, n, empty panels explained).
+the caption check: units, n and uncertainty, empty panels explained).
 
 :func:`~jitterscope.render.layout_problems` draws a figure with matplotlib's renderer and compares the boxes of
-the texts it draws.  Checked here: what it catches (a legend moved onto the title, a label off the edge, a legend
-of too many entries), and every figure of the report of a real traced capture, a cyclictest -v and a
+the texts it draws, and the legends and labels against the plotted data.  Checked here: what it catches (a
+legend moved onto the title or onto the data, a label off the edge, on a mark or past its panel, a legend of too
+many entries), and every figure of the report of a real traced capture, a cyclictest -v and a
 jitterdebugger import and a simulation with every effect, at the report's A4 page and refitted to a paper's
 column (a figure of panels side by side goes to the page width), and the compare and fleet PDFs' figures.
 """
