@@ -52,7 +52,7 @@ def fleet_pages(fleet: Fleet) -> list[Page]:
         for ax in axes[len(shown):]:
             ax.set_axis_off()
         fig.suptitle(f"Configuration keys, most separating first: per-machine {fleet.tail_metric} (dots) and "
-                     f"merged group (bar); n = {fleet.runs} runs of {len(fleet.histories)} machines; no uncertainty: "
+                     f"merged group (bar); n = {fleet.runs} runs of {len(fleet.histories)} machines\nno uncertainty: "
                      "measured values, the Holm p judges each key", fontsize=11)
         pages.append(Page("fleet-keys-figure", fig))
     pages += text_pages("fleet-keys", "Which configuration keys separate the worst tails", [key_table(fleet)])

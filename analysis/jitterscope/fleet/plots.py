@@ -101,8 +101,8 @@ def plot_fleet_over_time(fleet: Fleet, ax: Axes, *, level: str | None = None) ->
     plain_log_axis(ax.yaxis)
     ax.set_ylabel(f"per-run {level} [µs]")
     runs = sum(len(h.points) for h in fleet.histories)
-    ax.set_title(f"Each machine's {level} per run over time ({len(fleet.histories)} machines, n = {runs} runs; "
-                 "no uncertainty: each run's own value)")
+    ax.set_title(f"Each machine's {level} per run over time ({len(fleet.histories)} machines, n = {runs} runs)\n"
+                 "no uncertainty: each run's own value")
     if all(p.start_ns is not None for h in fleet.histories for p in h.points):
         _date_axis(ax)
     else:
