@@ -197,7 +197,8 @@ def _data_points(ax: Any, renderer: Any, *, lines: bool) -> np.ndarray:
             offsets = np.asarray(item.get_offsets(), dtype=float)
             if offsets.size:
                 parts.append(item.get_offset_transform().transform(offsets))
-        elif isinstance(item, LineCollection) and lines:
+        elif isinstance(item, LineCollection) and lines and item.get_transform() == ax.transData:
+            # vlines across the panel (a rug, transitions marked top to bottom) are references, as axvline is
             transform = item.get_transform()
             parts += [_along(transform.transform(np.asarray(s, dtype=float))) for s in item.get_segments() if len(s)]
     for patch in [] if lines else ax.patches:
@@ -327,6 +328,8 @@ def _fix(box: TextBox, other: TextBox | None, figure: Figure) -> bool:
 
     role = box.role
     if role == "legend":
+        if other is None and not _outside(box.box, figure.bbox) and _raise_top(box):
+            return True  # a legend at the top over the data: headroom above the data, before moving the legend
         return _move_legend(box.artist, box.ax, figure)
     if other is not None and other.role == "legend" and role not in ("title", "suptitle"):
         return False  # the legend moves, not the axis
@@ -348,6 +351,30 @@ def _fix(box: TextBox, other: TextBox | None, figure: Figure) -> bool:
     if role == "annotation":
         return _move_annotation(box, other)
     return False
+
+
+MAX_HEADROOM_ROUNDS = 5
+""":func:`tidy_layout` raises an axis's top for its legend at most this many times (then the legend moves)."""
+
+
+def _raise_top(box: TextBox) -> bool:
+    """Raise the y axis's top by :data:`HEADROOM` when the legend ``box`` sits in the upper half of its panel
+    (a legend in the panel's top covers the data's highest values); False when it sits lower or has had its
+    rounds."""
+    ax = box.ax
+    if ax is None or box.artist is not ax.get_legend():
+        return False
+    rounds = getattr(ax, "_jitterscope_headroom", 0)
+    frame = ax.get_window_extent()
+    if rounds >= MAX_HEADROOM_ROUNDS or (box.box.y0 + box.box.y1) / 2 < (frame.y0 + frame.y1) / 2:
+        return False
+    ax._jitterscope_headroom = rounds + 1
+    low, high = ax.get_ylim()
+    if ax.get_yscale() == "log":
+        ax.set_ylim(low, high * (high / low) ** HEADROOM)
+    else:
+        ax.set_ylim(low, high + HEADROOM * (high - low))
+    return True
 
 
 def _move_legend(legend: Any, ax: Any, figure: Figure) -> bool:
@@ -489,3 +516,10 @@ def legend_off_data(ax: Any, *, rounds: int = 6) -> bool:
         else:
             ax.set_ylim(low, high + HEADROOM * (high - low))
     return False
+
+
+def legends_off_data(figure: Figure) -> None:
+    """:func:`legend_off_data` for every panel of ``figure`` with a legend."""
+    for ax in figure.axes:
+        if ax.get_legend() is not None:
+            legend_off_data(ax)
