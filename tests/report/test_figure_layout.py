@@ -200,3 +200,17 @@ def test_a_data_label_past_its_panel_is_caught_and_moved_inside() -> None:
     assert not any("'10: 1356 Hz'" in p for p in tidy_layout(fig))
     text = ax.texts[0]
     assert text.get_visible() and text.get_window_extent().x1 <= ax.get_window_extent().x1 + 0.5
+
+
+def test_tidy_layout_makes_headroom_for_a_legend_at_the_top_before_moving_it() -> None:
+    fig = Figure(figsize=(3.5, 2.8), layout="constrained")
+    ax = fig.subplots()
+    ax.plot([0, 1, 2, 3], [1, 5, 2, 6], label="latency")
+    ax.plot([0, 1, 2, 3], [0.5, 4.5, 1.5, 5.5], label="p99")
+    ax.set_title("n = 4")
+    ax.legend(loc="upper right")
+    assert any("covers" in p for p in layout_problems(fig))
+    top = ax.get_ylim()[1]
+    assert tidy_layout(fig) == []
+    assert ax.get_legend() is not None and not fig.legends  # still the panel's legend, at its top
+    assert ax.get_ylim()[1] > top
