@@ -56,3 +56,19 @@ def test_a_small_raster_draws_everything_and_says_nothing_more() -> None:
     plot_events(events, ax)
     assert sum(len(c.get_offsets()) for c in ax.collections) == 2
     assert "drawn" not in ax.get_title()
+
+
+def test_the_threshold_is_named_under_its_line_where_no_mark_can_hide_it() -> None:
+    from jitterscope.render.layout import data_covers
+
+    # the last event peaks just above the threshold at the right end, where the name used to sit on it
+    events = _events([5_000, 40, 20, 12, 11])
+    fig = Figure(figsize=(3.5, 3.0), layout="constrained")
+    ax = fig.subplots()
+    plot_events(events, ax)
+    name = next(t for t in ax.texts if t.get_text().startswith("late: >"))
+    fig.draw_without_rendering()
+    line_y = ax.transData.transform((0, events.threshold_ns / 1000.0))[1]
+    assert name.get_window_extent().y1 < line_y  # under the line
+    assert [(item.what, what) for item, what in data_covers(fig)] == []
+    assert ax.get_window_extent().y0 < name.get_window_extent().y0  # and inside the panel

@@ -30,11 +30,23 @@ def test_the_check_catches_a_missing_unit_a_missing_n_and_a_silent_empty_panel()
     problems = caption_problems(_panel("latency", "latency over time"), name="f")
     assert any("y-axis label 'latency'" in p for p in problems), problems
     assert any("'n = …'" in p for p in problems), problems
-    assert caption_problems(_panel("latency [µs]", "latency over time (n = 2)")) == []
-    fig = _panel("Spearman r [unitless]", "r per lag (n = 2)", y=(np.nan, np.nan))
+    assert any("no uncertainty (an interval" in p for p in problems), problems
+    assert caption_problems(_panel("latency [µs]", "latency over time (n = 2; 95 % interval shaded)")) == []
+    fig = _panel("Spearman r [unitless]", "r per lag (n = 2, no uncertainty: exact)", y=(np.nan, np.nan))
     assert any("no data and no note" in p for p in caption_problems(fig))
     empty_panel_note(fig.axes[0], "no variation: constant input, n = 2")
     assert caption_problems(fig) == []
+
+
+@pytest.mark.parametrize(("title", "stated"), [
+    ("p99 change (n = 20,000; CI: bootstrap interval)", True), ("ξ = 0.213 ± 0.041 (n = 400)", True),
+    ("Return levels (95% interval shaded), n = 400", True), ("histogram (n = 5; no uncertainty: exact counts)", True),
+    # wrapped at a column's width, the words still count
+    ("histogram (n = 5; no\nuncertainty: exact counts)", True), ("a 95 %\ninterval, n = 5", True),
+    ("inter-spike intervals (n = 5)", False), ("no uncertainty (n = 5)", False), ("n = 5, 95 % of wake-ups", False)])
+def test_an_uncertainty_is_an_interval_a_plus_minus_or_a_reason_for_none(title: str, stated: bool) -> None:
+    problems = caption_problems(_panel("latency [µs]", title))
+    assert (not any("no uncertainty (an interval" in p for p in problems)) is stated, problems
 
 
 def test_a_category_axis_needs_no_unit_but_a_date_axis_does() -> None:
@@ -43,7 +55,7 @@ def test_a_category_axis_needs_no_unit_but_a_date_axis_does() -> None:
     ax.scatter([0, 1], [3, 4])
     ax.set_xticks([0, 1], ["p99", "max"])
     ax.set_ylabel("latency [µs]")
-    ax.set_title("n = 2")
+    ax.set_title("n = 2; no uncertainty: exact")
     assert caption_problems(fig) == []
     from datetime import UTC, datetime
 

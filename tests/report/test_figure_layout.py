@@ -1,9 +1,10 @@
 """Every figure's text on the canvas and never on other text: the layout check, and the figures it passes (and
-the caption check: units, n, empty panels explained).
+the caption check: units, n and uncertainty, empty panels explained).
 
 :func:`~jitterscope.render.layout_problems` draws a figure with matplotlib's renderer and compares the boxes of
-the texts it draws.  Checked here: what it catches (a legend moved onto the title, a label off the edge, a legend
-of too many entries), and every figure of the report of a real traced capture, a cyclictest -v and a
+the texts it draws, and the legends and labels against the plotted data.  Checked here: what it catches (a
+legend moved onto the title or onto the data, a label off the edge, on a mark or past its panel, a legend of too
+many entries), and every figure of the report of a real traced capture, a cyclictest -v and a
 jitterdebugger import and a simulation with every effect, at the report's A4 page and refitted to a paper's
 column (a figure of panels side by side goes to the page width), and the compare and fleet PDFs' figures.
 """
@@ -36,7 +37,7 @@ def _plot(*, entries: int = 2, size: tuple[float, float] = (6.0, 4.0)) -> Figure
 def test_a_legend_moved_onto_the_title_is_caught() -> None:
     fig = _plot()
     ax = fig.axes[0]
-    ax.legend(loc="upper right")
+    ax.legend(loc="upper left")  # the series rise to the right: the upper left is free
     assert layout_problems(fig) == []
     # the same legend, anchored where the title is drawn
     ax.legend(loc="center", bbox_to_anchor=(0.5, 1.04))
@@ -100,7 +101,9 @@ def _report_figures(dataset: Path, tmp_path: Path, monkeypatch) -> tuple[list[st
 
     monkeypatch.setattr(build, "_export_figure", export)
     monkeypatch.setattr(build, "_export_table", lambda table, directory: [])
-    write_report(dataset, tmp_path / "r.pdf", figures_dir=tmp_path / "figures", figure_width="column")
+    # one process: a page drawn by a forked worker would be checked there, its findings lost (on 2 CPUs the
+    # default drew every other page in a child, and those pages went unchecked)
+    write_report(dataset, tmp_path / "r.pdf", figures_dir=tmp_path / "figures", figure_width="column", workers=1)
     return problems, names
 
 
@@ -160,3 +163,63 @@ def test_compare_and_fleet_figures_are_laid_out_cleanly(tmp_path) -> None:
         _check(fleet_pages(run_fleet(list(fleet.paths), scheduler="serial")), problems, names, refit=False)
     assert {"compare-pair-1", "compare-pair-2", "fleet-overview"} <= set(names)
     assert problems == [], "\n".join(problems)
+
+
+def test_a_legend_moved_onto_the_data_is_caught_and_headroom_clears_it() -> None:
+    from jitterscope.render import data_covers, legend_off_data
+
+    fig = _plot()
+    ax = fig.axes[0]  # the series rise to the upper right: the upper left is free
+    ax.legend(loc="upper left")
+    assert layout_problems(fig) == []
+    ax.legend(loc="center right")  # the same legend on the lines
+    problems = layout_problems(fig)
+    assert any("legend" in p and "covers" in p and "data point" in p for p in problems), problems
+    # bars and steps count as data too, a reference line across the panel does not
+    fig = Figure(figsize=(6.0, 4.0), layout="constrained")
+    ax = fig.subplots()
+    ax.bar([1, 2, 3], [5, 9, 4], label="wake-ups")
+    ax.axhline(8.5, color="0.3", label="threshold")
+    ax.set_title("n = 18")
+    ax.legend(loc="upper center")
+    assert any(item.role == "legend" for item, _ in data_covers(fig))
+    assert legend_off_data(ax) and data_covers(fig) == [] and layout_problems(fig) == []
+    assert ax.get_ylim()[1] > 9.5  # by headroom above the bars, the bars unchanged
+
+
+def test_a_label_on_a_plotted_mark_is_caught() -> None:
+    fig = _plot()
+    ax = fig.axes[0]
+    ax.scatter([1.5, 2.5], [1.0, 4.0], s=30)
+    ax.text(2.5, 4.0, "late: > 78.5 µs", ha="center", va="center", fontsize=7)  # on the second mark
+    assert any("'late: > 78.5 µs'" in p and "covers" in p for p in layout_problems(fig))
+    ax.texts[0].set_position((1.0, 4.5))  # where no mark is (a line may run under a label)
+    assert layout_problems(fig) == []
+
+
+def test_a_data_label_past_its_panel_is_caught_and_moved_inside() -> None:
+    fig = Figure(figsize=(3.5, 2.8), layout="constrained")
+    ax = fig.subplots(1, 2)[1]  # the left panel: a label past its right edge sits in the next panel
+    fig.axes[0].plot([1, 2], [1, 2])
+    ax.plot([1, 10], [1, 2])
+    ax.set_title("n = 2")
+    ax.annotate("10: 1356 Hz", (9.8, 1.5), textcoords="offset points", xytext=(3, 6), ha="left")
+    problems = layout_problems(fig)
+    assert any("'10: 1356 Hz'" in p and "past the frame of its panel" in p for p in problems), problems
+    assert not any("'10: 1356 Hz'" in p for p in tidy_layout(fig))
+    text = ax.texts[0]
+    assert text.get_visible() and text.get_window_extent().x1 <= ax.get_window_extent().x1 + 0.5
+
+
+def test_tidy_layout_makes_headroom_for_a_legend_at_the_top_before_moving_it() -> None:
+    fig = Figure(figsize=(3.5, 2.8), layout="constrained")
+    ax = fig.subplots()
+    ax.plot([0, 1, 2, 3], [1, 5, 2, 6], label="latency")
+    ax.plot([0, 1, 2, 3], [0.5, 4.5, 1.5, 5.5], label="p99")
+    ax.set_title("n = 4")
+    ax.legend(loc="upper right")
+    assert any("covers" in p for p in layout_problems(fig))
+    top = ax.get_ylim()[1]
+    assert tidy_layout(fig) == []
+    assert ax.get_legend() is not None and not fig.legends  # still the panel's legend, at its top
+    assert ax.get_ylim()[1] > top

@@ -48,3 +48,20 @@ def test_report_has_the_spectral_pages(dataset, tmp_path):
     csv = (tmp_path / "fig" / "spectral-peaks.csv").read_text()
     assert "20.0" in csv
     assert info.pages >= 3
+
+
+def test_peaks_of_lomb_scargle_over_means_are_marked_on_its_own_panel(dataset):
+    from jitterscope.spectrum import SpectralOptions, plot_lomb_scargle
+
+    # more wake-ups than ls_max_points: Lomb-Scargle runs on means of k, its peaks in its own power unit
+    thread = analyze_spectra(open_dataset(dataset), SpectralOptions(method="lombscargle",
+                                                                    ls_max_points=4096)).threads[0]
+    assert thread.method.startswith("lomb-scargle (means of") and thread.peaks
+    _fig, axes = new_page(2, 1)
+    plot_psd(thread, axes[0])
+    plot_lomb_scargle(thread, axes[1])
+    # before: the method's name was compared whole, and the LS peaks were drawn at their LS power on the PSD
+    assert not [ln for ln in axes[0].get_lines() if ln.get_marker() == "v"]
+    assert "(peaks: Lomb-Scargle, below)" in axes[0].get_title()
+    marked = [ln.get_xdata()[0] for ln in axes[1].get_lines() if ln.get_marker() == "v"]
+    assert marked and any(abs(f - 20.0) < 0.5 for f in marked), marked

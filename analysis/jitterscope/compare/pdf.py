@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 
 from ..dataset import check_output, write_atomically
 from ..errors import JitterscopeError
-from ..render import PAGE_SIZE_IN, REPORT_RC, Page, text_pages, write_pdf
+from ..render import PAGE_SIZE_IN, REPORT_RC, Page, legend_off_data, text_pages, write_pdf
 from .groups import GroupComparison
 from .plots import (
     plot_compare_ccdf,
@@ -68,6 +68,7 @@ def compare_pages(comparison: Comparison) -> list[Page]:
         plot_verdicts(pair, axes["V"])
         fig.suptitle(f"{pair.candidate} against {pair.baseline} (n = {runs[1].n:,} and {runs[0].n:,} wake-ups)",
                      fontsize=13, weight="bold")
+        legend_off_data(axes["H"])  # the histograms' legend sat on the peaks: headroom above them
         pages.append(Page(f"compare-pair-{i}", fig))
     for i, pair in enumerate(comparison.pairs, start=1):
         pages += text_pages(f"compare-details-{i}", f"Details: {pair.candidate} vs {pair.baseline}",

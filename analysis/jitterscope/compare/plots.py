@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from ..format import format_change
-from ..render import colour, plain_log_axis, verdict_label, verdict_style
+from ..render import LINE_STYLES, colour, plain_log_axis, verdict_label, verdict_style
 from .samples import PairComparison, RunSummary
 
 if TYPE_CHECKING:
@@ -30,10 +30,11 @@ def _runs_of(runs: Sequence[RunSummary]) -> Sequence[RunSummary]:
 
 
 def _ns(runs: Sequence[RunSummary]) -> str:
-    """The runs' sizes for a title: "n = 5,000 and 4,000 wake-ups"."""
+    """The runs' sizes for a title: "n = 5,000 and 4,000 wake-ups" ("n = 5,000 each": the page's title says
+    wake-ups, and three titles side by side have no room for the word)."""
     sizes = [f"{run.n:,}" for run in runs]
     if len(set(sizes)) == 1:
-        return f"n = {sizes[0]} wake-ups" + (" each" if len(sizes) > 1 else "")
+        return f"n = {sizes[0]}" + (" each" if len(sizes) > 1 else " wake-ups")
     return f"n = {' and '.join(sizes)} wake-ups"
 
 
@@ -42,7 +43,9 @@ def plot_compare_histograms(runs: Sequence[RunSummary], ax: Axes) -> Axes:
     for i, run in enumerate(_runs_of(runs)):
         edges = np.asarray(run.hist_edges_ns) / NS_PER_US
         fraction = np.asarray(run.hist_fraction)
+        # stairs take no style from the cycle: the runs' line styles set here, as the CCDF's lines have them
         ax.stairs(np.where(fraction > 0, fraction, np.nan), edges, color=colour(i), linewidth=1.2,
+                  linestyle=LINE_STYLES[i % len(LINE_STYLES)],
                   label=f"{run.label} (n={run.n:,}, max {run.max_ns / NS_PER_US:,.1f} µs)")
     if runs[0].hist_edges_ns[0] > 0:
         ax.set_xscale("log")
@@ -52,6 +55,7 @@ def plot_compare_histograms(runs: Sequence[RunSummary], ax: Axes) -> Axes:
     ax.set_ylabel("wake-ups per bin [fraction of n]")
     ax.set_title(f"Latency histograms ({_ns(runs)})")
     ax.grid(True, alpha=0.3)
+    # upper right, in headroom made above the histograms' peaks once the page is laid out (legend_off_data)
     ax.legend(fontsize=8, loc="upper right")
     return ax
 
@@ -158,7 +162,7 @@ def plot_group_runs(comparison: GroupComparison, ax: Axes) -> Axes:
     ax.set_yscale("log")
     plain_log_axis(ax.yaxis)
     ax.set_ylabel("latency [µs]")
-    ax.set_title(f"each run one dot (n = {len(comparison.baseline)} + {len(comparison.candidate)} runs): the "
-                 "verdicts come from this spread")
+    ax.set_title(f"each run one dot (n = {len(comparison.baseline)} + {len(comparison.candidate)} runs; "
+                 "no uncertainty: a run's own value): the verdicts come from this spread")
     ax.legend(loc="upper left", fontsize=8)
     return ax

@@ -10,6 +10,8 @@ from .defaults import DISPLAY_EVENTS
 from .groups import MAX_GROUPS, group_causes
 from .results import Events
 
+UNDER_THRESHOLD = 0.15
+"""Share of the y axis below the threshold line: room for its name under the marks, which all lie above it."""
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 """One marker per legend entry (the colours repeat in grey print): the groups stay apart without colour."""
 
@@ -39,15 +41,23 @@ def plot_events(events: Events, ax: Axes) -> Axes:
             ax.annotate("CPUs " + ",".join(str(c) if c >= 0 else "?" for c in e.cpus),
                         (e.start_s, e.peak_latency_ns / 1000.0), fontsize=7, xytext=(4, 2),
                         textcoords="offset points")
-    # the threshold is named on its line, not in the legend: the legend holds the causes only
-    ax.axhline(events.threshold_ns / 1000.0, color="0.3", linestyle=":", linewidth=0.8)
-    ax.annotate(f"late: > {events.threshold_ns / 1000.0:.1f} µs", (1.0, events.threshold_ns / 1000.0),
-                xycoords=("axes fraction", "data"), ha="right", va="bottom", fontsize=7, color="0.3")
+    # the threshold is named on its line, not in the legend: the legend holds the causes only.  Its name goes
+    # under the line: every event peaks above it, so nothing is drawn there (above it, a mark hid the name)
+    threshold_us = events.threshold_ns / 1000.0
+    ax.axhline(threshold_us, color="0.3", linestyle=":", linewidth=0.8)
     ax.set_yscale("log")
+    if events.events:
+        low, high = ax.get_ylim()
+        # the line at least UNDER_THRESHOLD of the axis above its bottom (log: in decades), room for the name
+        ax.set_ylim(min(low, threshold_us / (high / threshold_us) ** (UNDER_THRESHOLD / (1 - UNDER_THRESHOLD))),
+                    high)
+    ax.annotate(f"late: > {threshold_us:.1f} µs", (1.0, threshold_us), xycoords=("axes fraction", "data"),
+                xytext=(-2, -6), textcoords="offset points", ha="right", va="top", fontsize=7, color="0.3")
     ax.set_xlabel("start of event [s after the first wake-up]")
     ax.set_ylabel("peak latency [µs]")
     shown = "" if k == 1 else (f"; {len(drawn):,} drawn: the largest peak of each {k:,} consecutive events")
-    ax.set_title(f"Latency spike events (n = {len(events.events):,}{shown}; mark size: CPUs affected)",
+    ax.set_title(f"Latency spike events (n = {len(events.events):,}{shown}; mark size: CPUs affected; "
+                 "no uncertainty: measured peaks)",
                  fontsize=None if k == 1 else 9)
     if events.events:
         # off the marks it would cover; the causes are already top 7 + "other", so the cap changes nothing here

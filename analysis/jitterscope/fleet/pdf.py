@@ -64,7 +64,8 @@ def fleet_pages(fleet: Fleet) -> list[Page]:
         for ax in axes[len(shown):]:
             ax.set_axis_off()
         fig.suptitle(f"Configuration keys, most separating first: per-machine {fleet.tail_metric} (dots) and "
-                     f"merged group (bar); n = {fleet.runs} runs of {len(fleet.histories)} machines", fontsize=11)
+                     f"merged group (bar); n = {fleet.runs} runs of {len(fleet.histories)} machines\nno uncertainty: "
+                     "measured values, the Holm p judges each key", fontsize=11)
         pages.append(Page("fleet-keys-figure", fig))
     pages += text_pages("fleet-keys", "Which configuration keys separate the worst tails", [key_table(fleet)])
     flagged_hosts = {host for host, _ in fleet.flagged}
@@ -83,7 +84,8 @@ def fleet_pages(fleet: Fleet) -> list[Page]:
             ax.set_axis_off()
         axes[0].legend(fontsize=7)
         fig.suptitle(f"Machine histories ({start + 1}–{start + len(chunk)} of {len(ordered)}; regressed runs "
-                     f"marked ▲; n = {sum(len(h.points) for h in chunk)} runs)", fontsize=11)
+                     f"marked ▲; n = {sum(len(h.points) for h in chunk)} runs; no uncertainty: each run's own "
+                     "values)", fontsize=11)
         pages.append(Page(f"fleet-histories-{start // HISTORIES_PER_PAGE + 1}", fig))
     pages += text_pages("fleet-skipped", "Datasets skipped and method", [skipped_table(fleet), _method(fleet)])
     return pages

@@ -39,7 +39,7 @@ def plot_fleet_ranking(fleet: Fleet, ax: Axes, *, limit: int = 30) -> Axes:
     plain_log_axis(ax.xaxis)
     ax.set_xlabel("latency [µs]")
     shown = "" if len(fleet.groups) <= limit else f" (worst {limit} of {len(fleet.groups)})"
-    ax.set_title(f"Tails by {fleet.by}, worst first{shown} (n = {fleet.runs} runs)")
+    ax.set_title(f"Tails by {fleet.by}, worst first{shown} (n = {fleet.runs} runs; bar: CI of p99.99)")
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(axis="x", alpha=0.3)
     return ax
@@ -101,7 +101,8 @@ def plot_fleet_over_time(fleet: Fleet, ax: Axes, *, level: str | None = None) ->
     plain_log_axis(ax.yaxis)
     ax.set_ylabel(f"per-run {level} [µs]")
     runs = sum(len(h.points) for h in fleet.histories)
-    ax.set_title(f"Each machine's {level} per run over time ({len(fleet.histories)} machines, n = {runs} runs)")
+    ax.set_title(f"Each machine's {level} per run over time ({len(fleet.histories)} machines, n = {runs} runs)\n"
+                 "no uncertainty: each run's own value")
     if all(p.start_ns is not None for h in fleet.histories for p in h.points):
         _date_axis(ax)
     else:

@@ -64,7 +64,8 @@ def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | No
                                 linewidth=0.3, alpha=0.4, rasterized=True, label=label + ", marked along the top")
     ax_frequency.set_ylabel("effective frequency [MHz]")
     ax_frequency.set_title(f"cpu {series.cpu}: effective frequency and latency over time "
-                           f"(n = {np.asarray(series.latency_ns).size:,})", fontsize=10)
+                           f"(n = {np.asarray(series.latency_ns).size:,}; no uncertainty: measured values)",
+                           fontsize=10)
     ax_frequency.grid(True, alpha=0.3)
     ax_frequency.legend(loc="upper right", fontsize=8, ncols=2)
     ax_latency.plot(seconds, series.latency_ns / NS_PER_US, color="0.25", linestyle="none", marker=".",
@@ -130,8 +131,8 @@ def plot_counter_hexbin(values: np.ndarray, latency_ns: np.ndarray, ax: Axes, *,
     ax.set_xlabel("effective frequency of the interval before the wake-up [MHz]" if what == "f_eff"
                   else "C0 residency of the interval before the wake-up [%]")
     ax.set_ylabel("latency [µs]")
-    ax.set_title(f"latency against {'f_eff' if what == 'f_eff' else 'C0 residency'} (n = {x.size:,})",
-                 fontsize=10)
+    ax.set_title(f"latency against {'f_eff' if what == 'f_eff' else 'C0 residency'} (n = {x.size:,})\n"
+                 "no uncertainty: counts of measured pairs", fontsize=10)
     return ax
 
 
@@ -149,7 +150,8 @@ def plot_event_average(trigger: EventTrigger, ax: Axes, *, index: int = 0) -> Ax
     ax.axvline(0, color="0.4", linewidth=0.6, linestyle=":")
     ax.set_xlabel(f"lag from the {event} [wake-ups]")
     ax.set_ylabel("mean latency [µs]")
-    ax.set_title(f"cpu {trigger.cpu}: latency around {event}s (n = {a.n_events:,})", fontsize=10)
+    ax.set_title(f"cpu {trigger.cpu}: latency around {event}s (n = {a.n_events:,})\n"
+                 "grey: 95 % band of surrogates", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper right", fontsize=7)
     return ax
@@ -168,7 +170,8 @@ def plot_lagged_correlation(link: LaggedLink, ax: Axes, *, index: int = 0) -> Ax
     ax.axhline(0, color="0.3", linewidth=0.6)
     ax.set_xlabel(f"lag [wake-ups] (latency at t against {link.other} at t + lag)")
     ax.set_ylabel("Spearman r [unitless]")
-    ax.set_title(f"cpu {link.cpu}: latency against {link.other} ({pairs})", fontsize=10)
+    ax.set_title(f"cpu {link.cpu}: latency against {link.other} ({pairs})\ngrey: 95 % band of no correlation",
+                 fontsize=10)
     if not np.isfinite(np.asarray(c.r, dtype=float)).any():
         # a rank correlation with a constant series is undefined at every lag: say so, not an empty frame
         empty_panel_note(ax, f"no variation: {link.other} or latency constant (n = {max(c.n, default=0):,} "

@@ -13,7 +13,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
         "captions": ["caption_problems", "figure_titles", "has_data"],
-        "layout": ["MAX_LEGEND_ENTRIES", "layout_problems", "text_boxes", "tidy_layout"],
+        "layout": ["MAX_LEGEND_ENTRIES", "data_covers", "layout_problems", "legend_off_data", "legends_off_data",
+                   "text_boxes", "tidy_layout"],
         "paper": ["FIGURE_WIDTHS_IN", "PNG_DPI", "fit_for_paper"],
         "pages": [
             "CHARS_PER_LINE", "LINES_PER_PAGE", "PAGE_SIZE_IN", "Page", "REPORT_RC", "new_page", "note_page",
@@ -23,7 +24,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "capped_legend", "colour", "literal_text", "major_labels_only", "plain_log_axis", "plot_envelope",
             "plot_note",
             "plot_text_page", "VERDICT_STYLES", "VerdictStyle", "verdict_label", "verdict_style",
-            "EMPTY_NOTE_GID", "empty_panel_note", "OKABE_ITO",
+            "EMPTY_NOTE_GID", "empty_panel_note", "OKABE_ITO", "LINE_STYLES",
         ],
         "table": [
             "P_VALUE", "tables_text",

@@ -3,7 +3,8 @@
 A paper's reader has the figure and its caption, not the report around it: every drawn axis says its unit in
 brackets ("latency [µs]", "frequency [Hz]", "intervals [count]") or that it has none ("Spearman r
 [unitless]"); an axis of named categories (CPUs, metrics, machines) needs none; the figure's titles say how many
-wake-ups (runs, events) it shows ("n = 20,000"); a panel with nothing to draw says why
+wake-ups (runs, events) it shows ("n = 20,000") and how uncertain what it draws is ("95 % interval", "±", or
+"no uncertainty: exact counts of every wake-up"); a panel with nothing to draw says why
 (:func:`~.style.empty_panel_note`).  The tests run it over every figure the report, compare and fleet make.
 """
 
@@ -20,16 +21,22 @@ UNIT = re.compile(r"\[[^\]]+\]")
 """A unit in brackets."""
 N_IN_TITLE = re.compile(r"\bn\s?[=≈]\s?[\d,.]+")
 """A sample size: "n = 20,000", "n ≈ 1,000"."""
+UNCERTAINTY = re.compile(r"±|\bCI\b|\d+(?:\.\d+)?\s?% (?:confidence |bootstrap |credible )?(?:interval|band)|"
+                         r"bootstrap interval|no uncertainty: \w")
+"""An uncertainty stated: "± 0.05", "95 % interval", "CI: bootstrap interval", or why there is none: "no
+uncertainty: exact counts of every wake-up"."""
 
 
 def caption_problems(figure: Figure, *, name: str = "figure") -> list[str]:
-    """What the drawn ``figure`` lacks: a [unit] on an axis label, an "n = …" in its titles, a note on a panel
-    without data.  Empty when nothing does."""
+    """What the drawn ``figure`` lacks: a [unit] on an axis label, an "n = …" and its uncertainty in its titles,
+    a note on a panel without data.  Empty when nothing does."""
     figure.draw_without_rendering()
     problems = _axis_problems(figure, name) + _empty_panel_problems(figure, name)
     titles = figure_titles(figure)
     if not any(N_IN_TITLE.search(t) for t in titles):
         problems.append(f"{name}: no 'n = …' in its titles {titles}")
+    if not any(UNCERTAINTY.search(t.replace("\n", " ")) for t in titles):
+        problems.append(f"{name}: no uncertainty (an interval, ± or 'no uncertainty: why') in its titles {titles}")
     return problems
 
 

@@ -110,11 +110,15 @@ def layout_problems(figure: Figure, *, name: str = "figure") -> list[str]:
 
     * a text box (or a legend) reaching outside the canvas;
     * two text boxes overlapping (a legend counts as one box: its entries may not cover a title or labels);
-    * a legend of more than :data:`MAX_LEGEND_ENTRIES` entries.
+    * a legend of more than :data:`MAX_LEGEND_ENTRIES` entries;
+    * a legend over its panel's data, a label on a plotted mark (:func:`data_covers`).
     """
     problems = []
-    for item, other in clashes(figure):
-        if other is None:
+    boxes = text_boxes(figure)  # one layout pass for both checks
+    for item, other in clashes(figure, boxes=boxes):
+        if other is None and item.role == "annotation" and not _outside(item.box, figure.bbox):
+            problems.append(f"{name}: {item.what} reaches past the frame of its panel")
+        elif other is None:
             b = item.box
             problems.append(f"{name}: {item.what} reaches outside the canvas ({_pt(b, figure)} on "
                             f"{figure.get_figwidth() * 72:.0f} x {figure.get_figheight() * 72:.0f} pt)")
@@ -124,19 +128,124 @@ def layout_problems(figure: Figure, *, name: str = "figure") -> list[str]:
         legend = ax.get_legend()
         if legend is not None and len(legend.get_texts()) > MAX_LEGEND_ENTRIES:
             problems.append(f"{name}: a legend of {len(legend.get_texts())} entries (at most {MAX_LEGEND_ENTRIES})")
+    for item, covered in data_covers(figure, boxes):
+        problems.append(f"{name}: {item.what} covers {covered}")
     return problems
 
 
-def clashes(figure: Figure) -> list[tuple[TextBox, TextBox | None]]:
-    """The text boxes that reach outside the canvas (paired with None) and the pairs that overlap."""
-    boxes = text_boxes(figure)
+def data_covers(figure: Figure, boxes: list[TextBox] | None = None) -> list[tuple[TextBox, str]]:
+    """The legends and labels drawn over the data of their axes, each with what it covers.
+
+    A legend may not cover any of its panel's plotted data: a point, a bar or step outline, or any stretch of a
+    line (sampled every :data:`LINE_STEP_PX`).  A label inside the panel (an annotation, a note) may not sit
+    on a mark: a scatter point, a line's marker, a bar; it may cross a line (a peak's label sits by its curve).
+    Reference lines across the panel (axhline) and shaded bands are not data.  The text overlap check
+    (:func:`clashes`) cannot see either: the data is not text.
+    """
+    renderer = _renderer(figure)
+    found: list[tuple[TextBox, str]] = []
+    marks_of: dict[int, np.ndarray] = {}
+    lines_of: dict[int, np.ndarray] = {}
+    for item in text_boxes(figure) if boxes is None else boxes:
+        if item.ax is None or item.role not in ("legend", "annotation", "text"):
+            continue
+        if item.role != "legend" and item.artist.get_gid() == _empty_note_gid():
+            continue  # the note of an empty panel has no data to cover
+        key = id(item.ax)
+        if key not in marks_of:
+            marks_of[key] = _data_points(item.ax, renderer, lines=False)
+        if item.role == "legend" and key not in lines_of:  # the points along lines: legends only
+            lines_of[key] = _data_points(item.ax, renderer, lines=True)
+        points = marks_of[key] if item.role != "legend" else np.vstack([marks_of[key], lines_of[key]])
+        box = item.box
+        inside = ((points[:, 0] > box.x0 + TOLERANCE_PX) & (points[:, 0] < box.x1 - TOLERANCE_PX)
+                  & (points[:, 1] > box.y0 + TOLERANCE_PX) & (points[:, 1] < box.y1 - TOLERANCE_PX))
+        if inside.any():
+            found.append((item, f"{int(inside.sum())} plotted data point(s) of its panel"))
+    return found
+
+
+LINE_STEP_PX = 2.0
+"""A line is checked for a legend over it at points this far apart (display pixels) along each segment."""
+
+
+def _empty_note_gid() -> str:
+    from .style import EMPTY_NOTE_GID
+
+    return EMPTY_NOTE_GID
+
+
+def _data_points(ax: Any, renderer: Any, *, lines: bool) -> np.ndarray:
+    """Display coordinates of ``ax``'s data inside its frame: the marks (scatter points, line markers, bar and
+    step outlines), or with ``lines`` the points along its data lines."""
+    from matplotlib.collections import LineCollection, PathCollection
+    from matplotlib.patches import Rectangle, StepPatch
+
+    parts: list[np.ndarray] = []
+    for line in ax.lines:
+        if not line.get_visible() or line.get_transform() != ax.transData:
+            continue  # axhline/axvline are drawn in axes coordinates: a reference, not data
+        drawn = (line.get_linestyle() not in ("None", "none", "", " ") if lines
+                 else line.get_marker() not in (None, "None", "none", "", " "))
+        if drawn:
+            xy = line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float))
+            parts.append(_along(xy) if lines else xy)
+    for item in ax.collections:
+        if not item.get_visible():
+            continue
+        if isinstance(item, PathCollection) and not lines:
+            offsets = np.asarray(item.get_offsets(), dtype=float)
+            if offsets.size:
+                parts.append(item.get_offset_transform().transform(offsets))
+        elif isinstance(item, LineCollection) and lines and item.get_transform() == ax.transData:
+            # vlines across the panel (a rug, transitions marked top to bottom) are references, as axvline is
+            transform = item.get_transform()
+            parts += [_along(transform.transform(np.asarray(s, dtype=float))) for s in item.get_segments() if len(s)]
+    for patch in [] if lines else ax.patches:
+        if patch.get_visible() and isinstance(patch, StepPatch | Rectangle) and patch.get_transform().contains_branch(
+                ax.transData):
+            if isinstance(patch, Rectangle) and not (np.isfinite(patch.get_height()) and patch.get_height()):
+                continue
+            parts.append(_along(patch.get_path().transformed(patch.get_transform()).vertices))
+    if not parts:
+        return np.empty((0, 2))
+    frame = ax.get_window_extent(renderer)
+    xy = np.vstack(parts)
+    keep = (np.isfinite(xy).all(axis=1) & (xy[:, 0] >= frame.x0) & (xy[:, 0] <= frame.x1)
+            & (xy[:, 1] >= frame.y0) & (xy[:, 1] <= frame.y1))
+    return xy[keep]
+
+
+def _along(xy: np.ndarray) -> np.ndarray:
+    """Points every :data:`LINE_STEP_PX` along the polyline ``xy`` (display pixels); gaps (NaN) stay gaps."""
+    if len(xy) < 2:
+        return xy
+    a, b = xy[:-1], xy[1:]
+    ok = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
+    a, b = a[ok], b[ok]
+    # a segment far off the frame (a log axis's clipped tail) would ask for millions of points: cap each
+    steps = np.minimum(np.ceil(np.hypot(*(b - a).T) / LINE_STEP_PX), 2000).astype(int) + 1
+    # t = 0, 1/(n-1), ..., 1 along each segment of n steps, for all segments at once (a periodogram has 10^5)
+    first = np.repeat(np.cumsum(steps) - steps, steps)
+    t = (np.arange(int(steps.sum())) - first) / np.repeat(np.maximum(steps - 1, 1), steps)
+    start = np.repeat(a, steps, axis=0)
+    end = np.repeat(b, steps, axis=0)
+    return np.vstack([xy[np.isfinite(xy).all(axis=1)], start + (end - start) * t[:, None]])
+
+
+def clashes(figure: Figure, *, data: bool = False,
+            boxes: list[TextBox] | None = None) -> list[tuple[TextBox, TextBox | None]]:
+    """The text boxes that reach outside the canvas (paired with None) and the pairs that overlap; with ``data``,
+    also the legends and labels on their panel's data (paired with None: :func:`data_covers`).  ``boxes``: the
+    figure's :func:`text_boxes`, when the caller has them (the figure unchanged since)."""
+    boxes = text_boxes(figure) if boxes is None else boxes
     canvas = figure.bbox
     found: list[tuple[TextBox, TextBox | None]] = []
     for item in boxes:
-        b = item.box
-        if (b.x0 < canvas.x0 - TOLERANCE_PX or b.y0 < canvas.y0 - TOLERANCE_PX
-                or b.x1 > canvas.x1 + TOLERANCE_PX or b.y1 > canvas.y1 + TOLERANCE_PX):
+        if _outside(item.box, canvas):
             found.append((item, None))
+        elif item.role == "annotation" and item.ax is not None and _off_panel(item):
+            found.append((item, None))  # a data label run past its panel reads as the next panel's
     if len(boxes) > 1:
         array = np.array([[b.box.x0, b.box.y0, b.box.x1, b.box.y1] for b in boxes])
         x0, y0, x1, y1 = (array[:, i] for i in range(4))
@@ -144,7 +253,21 @@ def clashes(figure: Figure) -> list[tuple[TextBox, TextBox | None]]:
         tall = (np.minimum(y1[:, None], y1[None, :]) - np.maximum(y0[:, None], y0[None, :])) > TOLERANCE_PX
         for i, j in zip(*np.nonzero(np.triu(wide & tall, k=1)), strict=True):
             found.append((boxes[i], boxes[j]))
+    if data:
+        found += [(item, None) for item, _ in data_covers(figure, boxes)]
     return found
+
+
+def _outside(b: Bbox, canvas: Bbox) -> bool:
+    return (b.x0 < canvas.x0 - TOLERANCE_PX or b.y0 < canvas.y0 - TOLERANCE_PX
+            or b.x1 > canvas.x1 + TOLERANCE_PX or b.y1 > canvas.y1 + TOLERANCE_PX)
+
+
+def _off_panel(item: TextBox) -> bool:
+    """Whether an annotation (a label at a data point) reaches past the frame of its axes."""
+    b, frame = item.box, item.ax.get_window_extent()
+    return (b.x0 < frame.x0 - TOLERANCE_PX or b.x1 > frame.x1 + TOLERANCE_PX
+            or b.y0 < frame.y0 - TOLERANCE_PX or b.y1 > frame.y1 + TOLERANCE_PX)
 
 
 def _pt(box: Bbox, figure: Figure) -> str:
@@ -158,7 +281,8 @@ NARROW_IN = 5.0
 
 
 def tidy_layout(figure: Figure, *, rounds: int = 8) -> list[str]:
-    """Move what collides until no text box leaves the canvas or covers another; returns what is left.
+    """Move what collides until no text box leaves the canvas or covers another, and no legend or label covers
+    its panel's data; returns what is left.
 
     Used when a figure is refitted to a paper's width, where a layout made for an A4 page crowds.  Each round
     draws the figure, finds the clashes (:func:`clashes`) and applies the least change for each: a legend
@@ -175,7 +299,7 @@ def tidy_layout(figure: Figure, *, rounds: int = 8) -> list[str]:
                 legend._jitterscope_stage = 1
                 _move_legend(legend, ax, figure)
     for _ in range(rounds):
-        found = clashes(figure)
+        found = clashes(figure, data=True)
         if not found:
             return []
         done: set[int] = set()
@@ -204,6 +328,8 @@ def _fix(box: TextBox, other: TextBox | None, figure: Figure) -> bool:
 
     role = box.role
     if role == "legend":
+        if other is None and not _outside(box.box, figure.bbox) and _raise_top(box):
+            return True  # a legend at the top over the data: headroom above the data, before moving the legend
         return _move_legend(box.artist, box.ax, figure)
     if other is not None and other.role == "legend" and role not in ("title", "suptitle"):
         return False  # the legend moves, not the axis
@@ -225,6 +351,30 @@ def _fix(box: TextBox, other: TextBox | None, figure: Figure) -> bool:
     if role == "annotation":
         return _move_annotation(box, other)
     return False
+
+
+MAX_HEADROOM_ROUNDS = 5
+""":func:`tidy_layout` raises an axis's top for its legend at most this many times (then the legend moves)."""
+
+
+def _raise_top(box: TextBox) -> bool:
+    """Raise the y axis's top by :data:`HEADROOM` when the legend ``box`` sits in the upper half of its panel
+    (a legend in the panel's top covers the data's highest values); False when it sits lower or has had its
+    rounds."""
+    ax = box.ax
+    if ax is None or box.artist is not ax.get_legend():
+        return False
+    rounds = getattr(ax, "_jitterscope_headroom", 0)
+    frame = ax.get_window_extent()
+    if rounds >= MAX_HEADROOM_ROUNDS or (box.box.y0 + box.box.y1) / 2 < (frame.y0 + frame.y1) / 2:
+        return False
+    ax._jitterscope_headroom = rounds + 1
+    low, high = ax.get_ylim()
+    if ax.get_yscale() == "log":
+        ax.set_ylim(low, high * (high / low) ** HEADROOM)
+    else:
+        ax.set_ylim(low, high + HEADROOM * (high - low))
+    return True
 
 
 def _move_legend(legend: Any, ax: Any, figure: Figure) -> bool:
@@ -343,3 +493,33 @@ def _move_annotation(box: TextBox, other: TextBox | None) -> bool:
         return True
     text.set_visible(False)  # two labels in one place read as neither
     return True
+
+
+HEADROOM = 0.25
+"""Each round of :func:`legend_off_data` raises the top of the y axis by this share of its span (decades on a
+log axis)."""
+
+
+def legend_off_data(ax: Any, *, rounds: int = 6) -> bool:
+    """Room above the data of ``ax`` for its legend (placed at the top): the y axis's top is raised until the
+    legend covers none of the panel's data (:func:`data_covers`), at most ``rounds`` times.  Call it once the
+    figure is complete: the layout decides the panel's size.  Returns whether the legend is clear."""
+    legend = ax.get_legend()
+    if legend is None:
+        return True
+    for _ in range(rounds + 1):
+        if not any(item.artist is legend for item, _ in data_covers(ax.figure)):
+            return True
+        low, high = ax.get_ylim()
+        if ax.get_yscale() == "log":
+            ax.set_ylim(low, high * (high / low) ** HEADROOM)
+        else:
+            ax.set_ylim(low, high + HEADROOM * (high - low))
+    return False
+
+
+def legends_off_data(figure: Figure) -> None:
+    """:func:`legend_off_data` for every panel of ``figure`` with a legend."""
+    for ax in figure.axes:
+        if ax.get_legend() is not None:
+            legend_off_data(ax)

@@ -26,11 +26,12 @@ def plot_psd(thread: ThreadSpectra, ax: Axes) -> None:
         ax.set_title(f"{format_thread_cpu(thread.thread, thread.cpu)}: latency PSD")
         ax.text(0.5, 0.5, "no Welch spectrum (gaps): see the Lomb-Scargle peaks", ha="center", transform=ax.transAxes)
         return
-    welch_peaks = thread.method != "lomb-scargle"
+    welch_peaks = not thread.method.startswith("lomb-scargle")  # also "lomb-scargle (means of k wake-ups)"
     who = format_thread_cpu(thread.thread, thread.cpu)
     ax.set_title(f"{who}: latency PSD, Welch {psd.average} of {psd.n_segments} "
                  f"segments of {psd.nperseg / psd.fs_hz:.3g} s, record {psd.n_samples / psd.fs_hz:.4g} s, "
-                 f"n={thread.samples}" + ("" if welch_peaks else " (peaks: Lomb-Scargle, below)"))
+                 f"n={thread.samples}" + ("" if welch_peaks else " (peaks: Lomb-Scargle, below)")
+                 + "\nno uncertainty: each peak is judged against the FAP threshold")
     f, p = psd.frequencies_hz[1:], psd.psd[1:]
     ax.loglog(f, p, lw=0.6, color="C0", label="Welch PSD")
     if thread.floor is not None:
@@ -39,7 +40,8 @@ def plot_psd(thread: ThreadSpectra, ax: Axes) -> None:
         _mark(ax, table_peaks(thread))
     ax.set_xlabel("frequency [Hz]")
     ax.set_ylabel("PSD [ns²/Hz]")
-    ax.legend(loc="lower left")
+    # at the top, where the report makes headroom for it (render.legend_off_data): low left, it sat on the spectrum
+    ax.legend(loc="upper right")
 
 
 def plot_lomb_scargle(thread: ThreadSpectra, ax: Axes) -> None:
@@ -53,11 +55,11 @@ def plot_lomb_scargle(thread: ThreadSpectra, ax: Axes) -> None:
                  f"span {ls.span_s:.4g} s, Baluev FAP < {ls.alpha:g}")
     ax.loglog(ls.frequencies_hz, np.maximum(ls.power, np.finfo(float).tiny), lw=0.5, color="C0",
               label="Lomb-Scargle power")
-    if thread.method == "lomb-scargle":
+    if thread.method.startswith("lomb-scargle"):
         _mark(ax, table_peaks(thread))
     ax.set_xlabel("frequency [Hz]")
     ax.set_ylabel("normalised power")
-    ax.legend(loc="lower left")
+    ax.legend(loc="upper right")
 
 
 MAX_MARKERS = 60
@@ -109,7 +111,8 @@ def plot_isi(isi: InterSpikeIntervals, ax: Axes) -> None:
     """Inter-spike-interval histogram on a log time axis."""
     ax.stairs(isi.counts, isi.edges_s, fill=True, color="C4")
     ax.set_xscale("log")
-    ax.set_title(f"inter-spike intervals (n = {isi.spikes} spikes > {isi.threshold_ns / 1000:.4g} µs)")
+    ax.set_title(f"inter-spike intervals (n = {isi.spikes} spikes > {isi.threshold_ns / 1000:.4g} µs)\n"
+                 "no uncertainty: exact counts")
     ax.set_xlabel("interval [s]")
     ax.set_ylabel("intervals [count]")
     used = np.flatnonzero(isi.counts)

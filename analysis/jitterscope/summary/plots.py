@@ -24,6 +24,9 @@ from .timeline import ThreadTimeline
 NS_PER_US = 1000.0
 NS_PER_S = 1e9
 LOG_RANGE = 20.0  # a y range wider than this factor gets a log axis
+# what a caption says of its uncertainty (render.captions): these figures draw the sample itself, no estimate
+EXACT_COUNTS = "no uncertainty: exact counts"
+EXACT_QUANTILES = "no uncertainty: the sample's exact quantiles"
 
 
 
@@ -45,7 +48,7 @@ def plot_latency_histogram(hists: BinnedHistograms, ax: Axes) -> Axes:
     ax.ticklabel_format(axis="x", style="plain", useOffset=False)
     ax.set_xlabel("latency [µs]")
     ax.set_ylabel(f"wake-ups per {width_us:g} µs bin [count]")
-    ax.set_title(f"Latency histogram, {_n(hists.series)} ({width_us:g} µs bins; ▼: maximum)")
+    ax.set_title(f"Latency histogram, {_n(hists.series)} ({width_us:g} µs bins; ▼: maximum; {EXACT_COUNTS})")
     ax.grid(True, which="major", alpha=0.3)
     _legend(ax, len(hists.series))
     return ax
@@ -64,7 +67,8 @@ def plot_latency_density(density: LogDensity, ax: Axes) -> Axes:
     plain_log_axis(ax.xaxis)
     ax.set_xlabel("latency [µs]")
     ax.set_ylabel("wake-ups per µs [fraction of n]")
-    ax.set_title(f"Latency density, {_n(density.series)} ({density.bins_per_decade} log bins per decade)")
+    ax.set_title(f"Latency density, {_n(density.series)} ({density.bins_per_decade} log bins per decade; "
+                 f"{EXACT_COUNTS})")
     ax.grid(True, which="major", alpha=0.3)
     _legend(ax, total)
     return ax
@@ -84,7 +88,7 @@ def plot_period_error(hists: BinnedHistograms, ax: Axes, *, interval_ns: int | N
     ax.set_ylim(0.5, top * 8.0)
     ax.set_xlabel("period error: period − interval [µs]")
     ax.set_ylabel(f"periods per {width_us:g} µs bin [count]")
-    title = f"Period error distribution, {_n(hists.series)} periods"
+    title = f"Period error distribution, {_n(hists.series)} periods ({EXACT_COUNTS})"
     ax.set_title(title)
     if interval_ns:
         interval_us = interval_ns / NS_PER_US
@@ -122,7 +126,7 @@ def plot_percentiles(curves: Sequence[PercentileCurve], ax: Axes) -> Axes:
         plain_log_axis(ax.yaxis)
     ax.set_xlabel("percentile q [%] (axis: 1/(1−q), log scale; ▲ = maximum at x = n)")
     ax.set_ylabel("latency [µs]")
-    ax.set_title(f"Latency percentiles, {_n(curves)}")
+    ax.set_title(f"Latency percentiles, {_n(curves)} ({EXACT_QUANTILES})")
     ax.grid(True, which="both", alpha=0.3)
     _legend(ax, len(curves))
     return ax
@@ -144,7 +148,7 @@ def plot_ccdf(curves: Sequence[CcdfCurve], ax: Axes) -> Axes:
     ax.set_ylim(floor * 0.5, 1.5)
     ax.set_xlabel("latency x [µs]")
     ax.set_ylabel("P(latency > x) [fraction]")
-    ax.set_title(f"Complementary CDF (tail), {_n(curves)}")
+    ax.set_title(f"Complementary CDF (tail), {_n(curves)} ({EXACT_QUANTILES})")
     ax.grid(True, which="major", alpha=0.3)
     _legend(ax, len(curves))
     return ax

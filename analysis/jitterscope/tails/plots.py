@@ -89,14 +89,17 @@ def plot_return_levels(fit: TailFit, ax: Axes) -> Axes:
         for r in fit.return_levels:
             ax.axvline(r.wakeups, color="0.5", linestyle=":", linewidth=0.8)
             ax.text(r.wakeups, ax.get_ylim()[1], f" 1/{r.period}", fontsize="small", va="top", color="0.3")
-    else:
-        ax.text(0.02, 0.5, "no return levels: the tail mixes mechanisms\n(see the checks); observations only",
-                transform=ax.transAxes, fontsize="small", color="#b00000", va="center")
+    else:  # said in the title: a note inside the panel sat on the observations
+        ax.set_title("No return levels: the tail mixes mechanisms (see the checks)\n"
+                     "largest observations only; no uncertainty: observed values", color="#b00000", fontsize=10)
     ax.set_xscale("log")
     ax.ticklabel_format(axis="y", style="plain", useOffset=False)
     ax.set_xlabel("return period [wake-ups]")
     ax.set_ylabel("latency [µs]")
-    ax.set_title("Return levels" if fit.extrapolated else "Largest observations (no extrapolation)")
+    if fit.extrapolated and fit.return_curve:
+        ax.set_title(f"Return levels ({fit.confidence:.0%} interval shaded)")
+    elif fit.extrapolated:
+        ax.set_title("Largest observations (no uncertainty: observed values)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small", loc="upper left")
     return ax

@@ -33,7 +33,7 @@ from ...power import (
     time_in_frequency_table,
     verdict_table,
 )
-from ...render import PAGE_SIZE_IN, Page, Table
+from ...render import PAGE_SIZE_IN, Page, Table, legends_off_data
 from ..build import ReportContext, register_section
 
 ZOOM_S = 10.0  # seconds shown close up under each frequency timeline
@@ -66,6 +66,9 @@ def power_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
     items += _panel_pages("lagged-correlation", "Lagged correlation", result.cross_correlations,
                           plot_lagged_correlation)
     items += _nonempty(condition_tests_table(result), event_table(result), time_in_frequency_table(result))
+    for item in items:  # once laid out: the legends at the top get headroom above the data they sat on
+        if isinstance(item, Page) and item.kind == "figure":
+            legends_off_data(item.figure)
     return items
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...errors import AnalysisError
-from ...render import Page, Table, new_page
+from ...render import Page, Table, legend_off_data, new_page
 from ...spectrum import (
     analyze_spectra,
     peak_table,
@@ -44,6 +44,8 @@ def spectra_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
             plot_lomb_scargle(thread, axes[1])
         if thread.spectrogram is not None:
             plot_spectrogram(thread.spectrogram, axes[-1], title=f"{_who(thread)}: spectrogram of latency")
+        for ax in axes[:-1]:  # once the page is laid out: the legends go into headroom above the spectra
+            legend_off_data(ax)
         items.append(Page(ctx.thread_page_name("spectrum", thread.thread, thread.cpu), fig))
         fig, axes = new_page(1, 2)
         if thread.spike_psd is not None:

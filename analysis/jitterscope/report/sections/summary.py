@@ -85,7 +85,7 @@ def timeline_section(ctx: ReportContext) -> Sequence[Page]:
                           label=series_label(item.thread, item.cpu, len(threads)))
         for ax in axes[:-1]:
             ax.set_xlabel("")
-        fig.suptitle("Latency over time", fontsize=12)
+        fig.suptitle("Latency over time (no uncertainty: each bin's own max and p99)", fontsize=12)
         name = "latency-over-time" if start == 0 else f"latency-over-time-{start // TIMELINE_PANELS + 1}"
         pages.append(Page(name, fig))
     return pages
