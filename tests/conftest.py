@@ -32,6 +32,7 @@ def runs_realtime_processes(path: Path) -> bool:
     return any(relative == entry or relative.startswith(entry + "/") for entry in REALTIME_PATHS)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the mark into the node id's @group
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if runs_realtime_processes(Path(item.fspath)):

@@ -32,3 +32,19 @@ def test_every_module_starting_a_realtime_process_is_in_the_group() -> None:
 def test_analysis_modules_stay_out_of_the_group() -> None:
     assert not runs_realtime_processes(TESTS / "report" / "test_figure_layout.py")
     assert not runs_realtime_processes(TESTS / "capture_notes.py")  # a prefix of a name is not its folder
+
+
+def test_loadgroup_keeps_a_group_on_one_worker(tmp_path: Path) -> None:
+    """What `make test` relies on: with `-n 2 --dist loadgroup` the tests of one xdist group run on one worker
+    (pytest 9.2 with pytest-xdist 3.8 silently spread them over both)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "test_grouped.py").write_text(
+        "import pytest\npytestmark = pytest.mark.xdist_group('g')\n\n"
+        "@pytest.mark.parametrize('i', range(8))\ndef test_member(i):\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup",
+                           "-v", "--rootdir", str(tmp_path), "-c", "/dev/null", str(tmp_path / "test_grouped.py")],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    workers = set(re.findall(r"\[(gw\d+)\].*PASSED", done.stdout))
+    assert done.returncode == 0 and len(workers) == 1, done.stdout[-2000:]

@@ -145,3 +145,25 @@ def test_no_drawing_worker_survives_a_signal(simulated, tmp_path, signum) -> Non
     assert not survivors
     assert process.returncode != 0 and "Traceback" not in err, err
     assert not (tmp_path / "r.pdf").exists()
+
+
+def test_a_signal_during_the_fork_is_held_until_the_child_is_recorded() -> None:
+    """A handler that raises while os.fork runs its after-fork hooks loses the signal ("Exception ignored"): the
+    fork runs with the terminating signals held, and the one that came meanwhile raises after the child is
+    recorded (here a SIGHUP sent inside the block)."""
+    from jitterscope.report.drawing import signals_held
+
+    def hangup(signum, frame):
+        raise RuntimeError("hung up")
+
+    recorded = []
+    previous = signal.signal(signal.SIGHUP, hangup)
+    try:
+        with pytest.raises(RuntimeError, match="hung up"):
+            with signals_held():
+                os.kill(os.getpid(), signal.SIGHUP)  # as if it came during the fork
+                time.sleep(0.2)  # time for the handler to run here, were it not held
+                recorded.append("child")
+        assert recorded == ["child"] and signal.getsignal(signal.SIGHUP) is hangup
+    finally:
+        signal.signal(signal.SIGHUP, previous)

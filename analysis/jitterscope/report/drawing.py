@@ -22,8 +22,9 @@ import functools
 import os
 import pickle
 import signal
+import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -105,10 +106,11 @@ def _draw_pages(jobs: Sequence[PageJob], output: Path, *, workers: int, metadata
     children: dict[int, int] = {}  # pid -> worker
     try:
         for k in range(1, workers):
-            pid = os.fork()
-            if pid == 0:  # the child: draw, and leave without running the parent's clean-ups
-                _child(functools.partial(share, k), errors[k])
-            children[pid] = k
+            with signals_held():  # a signal meanwhile raises once the child is recorded, to be killed
+                pid = os.fork()
+                if pid == 0:  # the child: draw, and leave without running the parent's clean-ups
+                    _child(functools.partial(share, k), errors[k])
+                children[pid] = k
         share(0)
         failed: dict[int, BaseException] = {}
         for pid, k in list(children.items()):
@@ -155,6 +157,35 @@ def _mathtext_parsed_once() -> Any:
         yield
     finally:
         MathTextParser._parse_cached = original
+
+
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Record the terminating signals that arrive inside the block and raise the first at its end, through the
+    handler in force before it.
+
+    A handler that raises while ``os.fork`` runs its after-fork hooks (logging's lock release) is reported as
+    "Exception ignored" and the signal is lost: the report drew to the end and exited 0 after a SIGHUP (CI,
+    tests/report/test_parallel_pages.py).  Blocking the signals would not do: another thread of the process
+    (pyarrow's pools) still takes them, and Python runs the handler in the main thread all the same.  Only
+    the main thread can set handlers: elsewhere the block runs as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {signum: signal.signal(signum, lambda signum, frame: held.append(signum)) for signum in HELD_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            if handler is not None:
+                signal.signal(signum, handler)
+        if held:
+            signal.raise_signal(held[0])
 
 
 def _kill(children: dict[int, int]) -> None:
