@@ -112,7 +112,8 @@ def plot_poll_ranking(fleet: PollFleet, ax: Axes) -> Axes:
             ax.plot(g.lost_percent_ci, [yi, yi], color="black", linewidth=1.5)
     ax.set_yticks(y, [f"{g.value} ({g.runs} runs)" for g in groups])
     ax.set_xlabel("CPU lost to interruptions [%] (line: interval over the group's runs)")
-    ax.set_title(f"busy-poll runs by {fleet.by} (n = {fleet.runs} runs)", loc="left")
+    ax.set_title(f"busy-poll runs by {fleet.by} (n = {fleet.runs} runs; lines: {fleet.confidence:.0%} intervals "
+                 "over a group's runs, from 3 runs)", loc="left")
     return ax
 
 

@@ -72,7 +72,8 @@ def poll_compare_pages(comparison: PollComparison) -> list[Page]:
         plot_poll_changes(pair, fig.add_subplot())
         seconds = sum(r.runtime_s for r in comparison.runs)
         fig.suptitle(f"{pair.candidate} against {pair.baseline}: interruptions per CPU (n = {len(comparison.runs)} "
-                     f"runs, {seconds:,.0f} s polled)", fontsize=13, weight="bold")
+                     f"runs, {seconds:,.0f} s polled;\nlines: {100 * comparison.metric_confidence:.4g} % intervals, "
+                     "Bonferroni over the metrics)", fontsize=13, weight="bold")
         pages.append(Page(f"compare-poll-pair-{i}", fig))
     pages += text_pages("compare-poll-details", "Details",
                         [*(pair_table(comparison, p, i) for i, p in enumerate(comparison.pairs, 1)),

@@ -117,7 +117,7 @@ def plot_gap_histogram(data: PollData, summary: PollSummary, ax: Axes) -> Axes:
     ax.set_xlabel("gap between two reads of the loop [µs]")
     ax.set_ylabel("gaps per bucket [count]")
     ax.set_title(f"Every gap, from the per-second histograms, n = {total:,} gaps in {windows:,} windows\n"
-                 "(exact counts, none sampled; buckets of a quarter octave)")
+                 "(no uncertainty: exact counts, none sampled; buckets of a quarter octave)")
     if total == 0:
         empty_panel_note(ax, "no gap counted: the per-second table is empty, n = 0")
         return ax

@@ -21,10 +21,10 @@ UNIT = re.compile(r"\[[^\]]+\]")
 """A unit in brackets."""
 N_IN_TITLE = re.compile(r"\bn\s?[=≈]\s?[\d,.]+")
 """A sample size: "n = 20,000", "n ≈ 1,000"."""
-UNCERTAINTY = re.compile(r"±|\bCI\b|\d+(?:\.\d+)?\s?% (?:confidence |bootstrap |credible )?(?:interval|band)|"
+UNCERTAINTY = re.compile(r"±|\bCI\b|\d+(?:\.\d+)?\s?% (?:[\w-]+ ){0,2}(?:interval|band)|"
                          r"bootstrap interval|no uncertainty: \w")
-"""An uncertainty stated: "± 0.05", "95 % interval", "CI: bootstrap interval", or why there is none: "no
-uncertainty: exact counts of every wake-up"."""
+"""An uncertainty stated: "± 0.05", "95 % interval", "95 % Student-t interval", "CI: bootstrap interval", or why
+there is none: "no uncertainty: exact counts of every wake-up"."""
 
 
 def caption_problems(figure: Figure, *, name: str = "figure") -> list[str]:
