@@ -21,8 +21,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         ],
         "jsonvalue": ["MAX_JSON_DEPTH", "json_depth", "load_json"],
         "metadata": ["Metadata", "ThreadInfo"],
-        "poll": ["pack_poll_windows", "poll_edges", "poll_window_parts", "read_poll_table", "read_poll_windows",
-                 "write_poll_dataset"],
+        "poll": ["content_sha256", "pack_poll_windows", "poll_edges", "poll_window_parts", "read_poll_table",
+                 "read_poll_windows", "write_poll_dataset"],
         "schema": [
             "COUNTER_COLUMNS", "POLL_COLUMNS", "POLL_DIR", "POLL_WINDOW_COLUMNS", "SAMPLE_COLUMNS",
             "poll_bucket_column", "poll_histogram_edges", "poll_schema", "poll_window_schema", "sample_schema",

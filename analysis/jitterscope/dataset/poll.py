@@ -90,11 +90,13 @@ def _window_tables(path: Path, buckets: int) -> Iterator[pa.Table]:
 
 PACKED_WINDOWS_FORMAT = "parquet-zstd-base64"
 """How ``pack`` carries the per-second table inside its one file: ``jitterscope.pack.poll_windows.data`` is the
-table as a zstd Parquet file (no metadata of its own), base64-encoded; ``sha256`` is :func:`window_sha256`."""
+table as a zstd Parquet file (no metadata of its own), base64-encoded; ``sha256`` is :func:`content_sha256`."""
 
 
-def window_sha256(table: pa.Table) -> str:
-    """SHA-256 of the per-second table's canonical column data (name, type, little-endian values, in order)."""
+def content_sha256(table: pa.Table) -> str:
+    """SHA-256 of a table's canonical column data: for each column in table order, its name, type and values as
+    little-endian fixed-width integers, in row order.  Metadata is not included.  A pack's rows and its
+    per-second table are checked with it (:mod:`jitterscope.io.pack`)."""
     digest = hashlib.sha256()
     for name in table.column_names:
         column = table.column(name)
@@ -122,7 +124,7 @@ def pack_poll_windows(table: pa.Table, *, where: str = "") -> dict[str, Any]:
         raise DatasetError(f"{where or 'the dataset'}: its per-second table packs to {len(data) >> 20} MiB, more "
                            f"than the {MAX_VALUE_BYTES >> 20} MiB one metadata value may hold; share the capture's "
                            "directory instead")
-    return {"format": PACKED_WINDOWS_FORMAT, "rows": table.num_rows, "sha256": window_sha256(table), "data": data}
+    return {"format": PACKED_WINDOWS_FORMAT, "rows": table.num_rows, "sha256": content_sha256(table), "data": data}
 
 
 def _packed_window_table(dataset: Dataset, buckets: int) -> pa.Table | None:
@@ -140,7 +142,7 @@ def _packed_window_table(dataset: Dataset, buckets: int) -> pa.Table | None:
         raise DatasetError(f"{where} cannot be read ({' '.join(str(exc).split())[:200]}); the file is damaged, "
                            "pack the capture's directory again") from None
     table = _check_window_table(table, buckets, where)
-    if window_sha256(table) != packed.get("sha256"):
+    if content_sha256(table) != packed.get("sha256"):
         raise DatasetError(f"{where}: its checksum does not match the table; the per-second table was changed "
                            "after packing")
     return table
@@ -361,5 +363,5 @@ def poll_problems(dataset: Dataset, notes: list[str]) -> tuple[int, list[str]]:
     return rows, problems[:_MAX_PROBLEMS]
 
 
-__all__ = ["PACKED_WINDOWS_FORMAT", "POLL_WINDOW_COLUMNS", "pack_poll_windows", "poll_edges", "poll_problems",
-           "poll_window_parts", "read_poll_table", "read_poll_windows", "window_sha256", "write_poll_dataset"]
+__all__ = ["PACKED_WINDOWS_FORMAT", "POLL_WINDOW_COLUMNS", "content_sha256", "pack_poll_windows", "poll_edges",
+           "poll_problems", "poll_window_parts", "read_poll_table", "read_poll_windows", "write_poll_dataset"]

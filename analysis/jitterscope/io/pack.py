@@ -35,6 +35,7 @@ from ..dataset import (
     Metadata,
     ThreadInfo,
     check_output,
+    content_sha256,
     open_dataset,
     pack_poll_windows,
     read_poll_table,
@@ -76,18 +77,6 @@ def sort_keys(kind: str) -> list[tuple[str, str]]:
     """The pack order of a dataset kind."""
     second = "bin_start_ns" if kind == "histogram" else "seq"
     return [("thread", "ascending"), (second, "ascending")]
-
-
-def content_sha256(table: pa.Table) -> str:
-    """SHA-256 of the canonical column data: for each column in table order, its name, type and
-    values as little-endian fixed-width integers, in row order.  Metadata is not included."""
-    digest = hashlib.sha256()
-    for name in table.column_names:
-        column = table.column(name)
-        digest.update(f"{name}:{column.type}\n".encode())
-        values = column.to_numpy(zero_copy_only=False)
-        digest.update(np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<")).tobytes())
-    return digest.hexdigest()
 
 
 def pack_dataset(
