@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import stats
@@ -30,7 +30,7 @@ from scipy import stats
 from ..compare import BinnedRun, compare_binned
 from ..errors import AnalysisError
 from ..summary import HistogramResult, LatencyHistogram, Moments
-from .keys import ABSENT, UNKNOWN, GroupKey
+from .keys import ABSENT, UNKNOWN, GroupKey, runs_by_host
 from .results import (
     Fleet,
     GroupStats,
@@ -156,7 +156,7 @@ def coarsen(histogram: HistogramResult, relative_width: float | None = None) -> 
 def consecutive_pairs(records: Sequence[RunRecord]) -> list[tuple[RunRecord, RunRecord]]:
     """(previous, current) for every machine's consecutive runs, in history order."""
     pairs = []
-    for runs in _by_host(records).values():
+    for runs in runs_by_host(records).values():
         pairs += list(itertools.pairwise(runs))
     return pairs
 
@@ -213,7 +213,7 @@ def analyze_fleet(
     compare = compare or (lambda a, b: compare_consecutive(a, b, noise=noise, confidence=confidence))
     changes = dict(changes or {})
     histories = []
-    for host, runs in sorted(_by_host(records).items()):
+    for host, runs in sorted(runs_by_host(records).items()):
         points = []
         for i, run in enumerate(runs):
             change = None
@@ -230,19 +230,6 @@ def analyze_fleet(
     return Fleet(by=by.label, groups=tuple(groups), histories=tuple(histories), keys=keys, skipped=tuple(skipped),
                  runs=len(records), wakeups=sum(r.n for r in records), tail_metric=tail_metric, noise=noise,
                  confidence=confidence, execution=dict(execution or {}), notes=notes)
-
-
-def _by_host(records: Iterable[RunRecord]) -> dict[str, list[RunRecord]]:
-    hosts: dict[str, list[RunRecord]] = defaultdict(list)
-    for record in records:
-        hosts[record.host].append(record)
-    for runs in hosts.values():
-        # by start time where every run has one; a run without one puts the machine in path order
-        if all(r.start_ns is not None for r in runs):
-            runs.sort(key=lambda r: (r.start_ns, r.path))
-        else:
-            runs.sort(key=lambda r: r.path)
-    return dict(hosts)
 
 
 def _tail_metric(records: Sequence[RunRecord]) -> str:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ..dataset import Metadata
 from ..errors import AnalysisError
@@ -129,6 +130,34 @@ def start_time_ns(metadata: Metadata) -> int | None:
     """Wall-clock start of the capture (``clock.realtime_ns``), None when not recorded."""
     value = (metadata.clock or {}).get("realtime_ns")
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class HostRun(Protocol):
+    """What ordering a machine's runs needs of a run record (timer and poll fleets alike)."""
+
+    @property
+    def host(self) -> str: ...
+    @property
+    def start_ns(self) -> int | None: ...
+    @property
+    def path(self) -> str: ...
+
+
+RunT = TypeVar("RunT", bound=HostRun)
+
+
+def runs_by_host(records: Iterable[RunT]) -> dict[str, list[RunT]]:
+    """Each machine's runs in order: by start time where every run has one; a run without one puts the machine
+    in path order."""
+    hosts: dict[str, list[RunT]] = defaultdict(list)
+    for record in records:
+        hosts[record.host].append(record)
+    for runs in hosts.values():
+        if all(r.start_ns is not None for r in runs):
+            runs.sort(key=lambda r: (r.start_ns, r.path))
+        else:
+            runs.sort(key=lambda r: r.path)
+    return dict(hosts)
 
 
 def _text(value: Any) -> str:

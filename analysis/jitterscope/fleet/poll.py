@@ -26,7 +26,7 @@ import math
 import os
 import resource
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +36,7 @@ from scipy import stats
 from ..dataset import Dataset, Metadata
 from ..errors import AnalysisError, JitterscopeError
 from ..format import jsonable
-from .keys import GroupKey, configuration_keys, start_time_ns
+from .keys import GroupKey, configuration_keys, runs_by_host, start_time_ns
 from .results import RunChange
 
 MIN_RUNS_FOR_INTERVAL = 3
@@ -188,7 +188,7 @@ def compare_poll_consecutive(previous: str, current: str, *, noise: float = 0.05
 
 def poll_consecutive_pairs(records: Sequence[PollRunRecord]) -> list[tuple[PollRunRecord, PollRunRecord]]:
     """(previous, current) for every machine's consecutive runs, in history order."""
-    return [pair for runs in _by_host(records).values() for pair in itertools.pairwise(runs)]
+    return [pair for runs in runs_by_host(records).values() for pair in itertools.pairwise(runs)]
 
 
 def merge_poll_group(value: str, records: Sequence[PollRunRecord], confidence: float = 0.95) -> PollGroupStats:
@@ -242,7 +242,7 @@ def analyze_poll_fleet(records: Sequence[PollRunRecord], skipped: Sequence[Any],
                     key=lambda g: (-g.lost_percent, -g.max_ns, g.value))
     changes = dict(changes or {})
     histories, uncompared = [], []
-    for host, runs in sorted(_by_host(records).items()):
+    for host, runs in sorted(runs_by_host(records).items()):
         points = []
         for i, run in enumerate(runs):
             change = None
@@ -270,15 +270,3 @@ def analyze_poll_fleet(records: Sequence[PollRunRecord], skipped: Sequence[Any],
     return PollFleet(by=by.label, groups=tuple(groups), histories=tuple(histories), skipped=tuple(skipped),
                      runs=len(records), threshold_ns=tuple(thresholds), noise=noise, confidence=confidence,
                      execution=dict(execution or {}), notes=notes)
-
-
-def _by_host(records: Iterable[PollRunRecord]) -> dict[str, list[PollRunRecord]]:
-    hosts: dict[str, list[PollRunRecord]] = defaultdict(list)
-    for record in records:
-        hosts[record.host].append(record)
-    for runs in hosts.values():
-        if all(r.start_ns is not None for r in runs):
-            runs.sort(key=lambda r: (r.start_ns, r.path))
-        else:
-            runs.sort(key=lambda r: r.path)
-    return dict(hosts)
