@@ -223,3 +223,28 @@ def test_tidy_layout_makes_headroom_for_a_legend_at_the_top_before_moving_it() -
     assert tidy_layout(fig) == []
     assert ax.get_legend() is not None and not fig.legends  # still the panel's legend, at its top
     assert ax.get_ylim()[1] > top
+
+
+def test_column_legends_of_full_panels_join_one_legend_below() -> None:
+    """Three stacked panels whose data fill them, each with a legend taller than the headroom it may get: at a
+    column's width the right side has no room and no corner is free, so every moved legend joins the figure's one
+    legend below the panels, its labels wrapped to the width (the 10^6 simulation's frequency timeline kept a
+    legend on its data).  More than eight entries would not fit one legend: then none is merged past that."""
+    import numpy as np
+
+    fig = Figure(figsize=(11.69, 8.27), layout="constrained")
+    x = np.linspace(0.0, 10.0, 400)
+    rng = np.random.default_rng(1)
+    for i, ax in enumerate(fig.subplots(3, 1)):
+        for k in range(2):
+            ax.plot(x, rng.uniform(0, 1, x.size), ".", label=f"series {k} of panel {i}, measured every wake-up")
+        ax.set_title(f"panel {i}: effective frequency")
+        ax.set_xlabel("time [s]")
+        ax.set_ylabel("frequency [GHz]")
+        ax.legend(loc="upper right")
+    fig.set_size_inches(3.5, 8.0)
+    assert any(" covers " in p for p in layout_problems(fig))
+    assert tidy_layout(fig) == []
+    assert [ax.get_legend() for ax in fig.axes] == [None, None, None]
+    assert len(fig.legends) == 1  # one legend below, not one per moved panel
+    assert len(fig.legends[0].get_texts()) == 6

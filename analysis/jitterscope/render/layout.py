@@ -396,15 +396,19 @@ def _move_legend(legend: Any, ax: Any, figure: Figure) -> bool:
         stage = 1
     if stage == 1 and not alone and not last_row:
         stage = 2  # below is the next row's title
+    if stage in (1, 2) and figure.get_figwidth() < NARROW_IN and _constrained(figure):
+        # at a column's width neither the right side nor a panel full of data (a P-state trace fills it) has
+        # room: the legend joins the figure's one legend below everything, which the layout engine makes room for
+        if _legend_below_figure(figure, list(handles), labels, size):
+            return True
+        stage = 2
     if stage == 0:
         new = ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
                         fontsize=size, ncols=1)
     elif stage == 1 and alone:
         # below everything, in the figure's margin: the layout engine makes room for it under the axis labels
-        columns = _legend_columns(labels, figure)
-        width, height = figure.get_size_inches()
-        figure.set_size_inches(width, height + -(-len(labels) // columns) * size * 1.3 / 72 + 0.1)  # its rows
-        new = figure.legend(handles, labels, loc="outside lower center", fontsize=size, ncols=columns)
+        _legend_below_figure(figure, list(handles), labels, size)
+        return True
     elif stage == 1:
         renderer = _renderer(figure)
         figure.draw_without_rendering()
@@ -419,6 +423,43 @@ def _move_legend(legend: Any, ax: Any, figure: Figure) -> bool:
         new = ax.legend(handles, ["\n".join(textwrap.wrap(label, chars)) or label for label in labels], loc="best",
                         fontsize=small, ncols=1, handlelength=1.2, labelspacing=0.2, framealpha=0.8)
     new._jitterscope_stage = stage + 1
+    return True
+
+
+def _constrained(figure: Figure) -> bool:
+    engine = figure.get_layout_engine()
+    return engine is not None and type(engine).__name__ == "ConstrainedLayoutEngine"
+
+
+def _legend_below_figure(figure: Figure, handles: list[Any], labels: list[str], size: float) -> bool:
+    """Entries into the figure's one legend below all panels (made, or extended: two panels' legends there are
+    one legend, not two stacked), labels wrapped to the figure's width, the figure taller by the lines they add;
+    False (nothing changed) when the legend would hold more than :data:`MAX_LEGEND_ENTRIES`."""
+    import textwrap
+
+    old = next((lg for lg in figure.legends if getattr(lg, "_jitterscope_below", False)), None)
+    old_lines = 0
+    if old is not None:
+        old_labels = [t.get_text() for t in old.get_texts()]
+        if len(old_labels) + len(labels) > MAX_LEGEND_ENTRIES:
+            return False
+        handles = list(old.legend_handles) + handles
+        labels = old_labels + labels
+        old_lines = old._jitterscope_lines
+        old.remove()
+    columns = _legend_columns(labels, figure)
+    # 0.55 em a glyph, the handle and padding: a label longer than its column's room wraps instead of leaving
+    # the canvas
+    chars = max(MIN_WRAP_CHARS, int(figure.get_figwidth() * 72 / columns / (0.55 * size)) - 8)
+    labels = ["\n".join(textwrap.wrap(label.replace("\n", " "), chars)) or label for label in labels]
+    lines = sum(max(labels[i].count("\n") + 1 for i in range(start, min(start + columns, len(labels))))
+                for start in range(0, len(labels), columns))
+    width, height = figure.get_size_inches()
+    figure.set_size_inches(width, height + (lines - old_lines) * size * 1.3 / 72 + (0.1 if old is None else 0.0))
+    new = figure.legend(handles, labels, loc="outside lower center", fontsize=size, ncols=columns)
+    new._jitterscope_below = True
+    new._jitterscope_stage = 3
+    new._jitterscope_lines = lines
     return True
 
 
@@ -446,9 +487,7 @@ def _legend_columns(labels: list[str], figure: Figure, ax: Any = None) -> int:
 
 def _only_legend(figure: Figure) -> bool:
     """Whether ``figure`` has one legend in all (that one can become the figure's, below everything)."""
-    engine = figure.get_layout_engine()
-    constrained = engine is not None and type(engine).__name__ == "ConstrainedLayoutEngine"
-    return constrained and not figure.legends and sum(ax.get_legend() is not None for ax in figure.axes) == 1
+    return _constrained(figure) and not figure.legends and sum(ax.get_legend() is not None for ax in figure.axes) == 1
 
 
 def _thin_ticks(axis: Any) -> bool:
