@@ -108,7 +108,7 @@ static const char config_usage_text[] =
 	"      --trace[=EVENTS]    record kernel events on the measured CPUs into DIR/_trace/part-*.parquet,\n"
 	"                          in an own tracefs instance (root); EVENTS: comma-separated system or\n"
 	"                          system:event (default: irq handlers, softirqs, irq_vectors, nmi,\n"
-	"                          sched_switch, sched_wakeup, hrtimer_expire_entry/exit)\n"
+	"                          sched_switch; hrtimer_expire_entry/exit where irq_vectors is missing)\n"
 	"      --trace-keep K      spikes (default): keep only windows around wake-ups later than\n"
 	"                          --trace-threshold, on every measured CPU, plus a background sample;\n"
 	"                          all: keep every event\n"

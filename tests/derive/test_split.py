@@ -17,7 +17,7 @@ from jitterscope.dataset import (
     write_trace_events,
 )
 from jitterscope.derive import attribute_spikes, trace_attribution_text
-from jitterscope.derive.split import NOT_FOUND, NOT_RECORDED
+from jitterscope.derive.split import NO_TIMER_INTERRUPT, NOT_FOUND, NOT_RECORDED
 
 E = TRACE_EVENTS
 STRINGS = ["js-cpu1", "swapper/1", "js-spinner", "eth0", "NET_RX", "local_timer", "hrtimer_wakeup", "other"]
@@ -145,8 +145,20 @@ def test_the_measuring_thread_is_found_by_name_without_tids(tmp_path: Path) -> N
     assert _splits(result) == EXPECTED
 
 
-def test_no_wake_up_event_recorded_says_so(tmp_path: Path) -> None:
+def test_the_default_events_split_at_the_first_timer_interrupt(tmp_path: Path) -> None:
+    """The capture's default events hold no wake-up and no hrtimer expiry (they cost the latency measured): the
+    split is the timer interrupt open at the programmed time, else the first to enter after it (rule 4); a
+    wake-up with no timer interrupt before it gets none (never the next one after the thread ran)."""
     kept = [r for r in ROWS if r[2] not in (E["wakeup"], E["hrtimer"])]
+    result = attribute_spikes(_dataset(tmp_path, kept), 10 * US)
+    assert _splits(result) == {seq: EXPECTED[seq] for seq in (0, 1, 4)}
+    by_seq = {s.seq: s for s in result.spikes}
+    assert [by_seq[seq].split.reason for seq in (2, 3, 5)] == [NO_TIMER_INTERRUPT] * 3
+    assert result.split.by_source == {"local_timer_entry": 3}
+
+
+def test_no_wake_up_event_recorded_says_so(tmp_path: Path) -> None:
+    kept = [r for r in ROWS if r[2] not in (E["wakeup"], E["hrtimer"], E["vector_entry"], E["vector_exit"])]
     result = attribute_spikes(_dataset(tmp_path, kept), 10 * US)
     assert all(s.split.reason == NOT_RECORDED for s in result.spikes)
     assert result.split.n_split == 0 and result.split.median_interrupt_ns is None

@@ -19,7 +19,12 @@ Which event is the split (per wake-up, the first that applies; its name is kept 
    on the CPU in ``[expected_ns - resolution, wake-up]``: the split is the first of them (or the timer vector's
    entry around it); without the wake-up event, the first ``hrtimer_wakeup`` expiry in the window;
 3. ``sched_wakeup`` — only the wake-up event: the split is the wake-up itself (interrupt latency then includes
-   the interrupt's entry and the hrtimer code up to the wake-up: an upper bound of the interrupt latency).
+   the interrupt's entry and the hrtimer code up to the wake-up: an upper bound of the interrupt latency);
+4. ``local_timer_entry`` again, when the trace holds neither the measuring thread's wake-ups nor
+   ``hrtimer_wakeup`` expiries at all (the capture's default events since they cost the latency they measure:
+   three of the six events on the wake-up path): the timer interrupt open at ``expected_ns``, else the first one
+   to enter after it and before ``actual_ns``.  That is the interrupt that expired the thread's timer: every
+   hrtimer interrupt expires every timer due, and it re-checks before it returns.
 
 A timer interrupt that entered before ``expected_ns`` (the CPU was already in the interrupt when the time came:
 its hrtimer loop expired the timer on a later pass) gives interrupt latency 0.  No split is claimed when none
@@ -46,10 +51,11 @@ TIMER_VECTOR = "local_timer"
 HRTIMER_WAKEUP = "hrtimer_wakeup"
 """The hrtimer callback that wakes a sleeping thread (``clock_nanosleep``)."""
 
-NOT_RECORDED = ("not recorded: the CPU's trace has no sched_wakeup of the measuring thread and no "
-                "hrtimer_expire_entry of hrtimer_wakeup (add sched:sched_wakeup, timer:hrtimer_expire_entry and "
-                "irq_vectors:local_timer_entry to --trace)")
+NOT_RECORDED = ("not recorded: the CPU's trace has no local_timer interrupt, no sched_wakeup of the measuring "
+                "thread and no hrtimer_expire_entry of hrtimer_wakeup (add irq_vectors, or "
+                "timer:hrtimer_expire_entry, to --trace)")
 NOT_FOUND = "no sched_wakeup of the measuring thread and no hrtimer_wakeup expiry in the window"
+NO_TIMER_INTERRUPT = "no timer interrupt open at the programmed time or entered between it and the wake-up"
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,8 @@ class WakeMarks:
         self.seen_wakeups: set[int] = set()  # woken pids seen on the CPU (for "not recorded")
         self.seen_comms: set[Any] = set()
         self.seen_hrtimer = False
+        self.timer_in: list[int] = []  # the local timer vector's entries on the CPU, in time order
+        self.timer_out: list[int] = []  # and their exits (-1: not seen, e.g. lost)
 
     def wakeup(self, ts: int, pid: int, comm: Any, irq_entry: int) -> None:
         self.wake_ts.append(ts)
@@ -147,8 +155,20 @@ class WakeMarks:
         self.hr_irq.append(irq_entry)
         self.seen_hrtimer = True
 
+    def timer_entry(self, ts: int) -> None:
+        self.timer_in.append(ts)
+        self.timer_out.append(-1)
+
+    def timer_exit(self, ts: int) -> None:
+        if self.timer_out and self.timer_out[-1] < 0:
+            self.timer_out[-1] = ts
+
     def drop_before(self, ns: int) -> None:
-        """Forget the marks before ``ns`` (no later window starts before it)."""
+        """Forget the marks before ``ns`` (no later window starts before it); the timer interrupt open at
+        ``ns`` stays (a window may start inside it)."""
+        keep = bisect.bisect_left(self.timer_in, ns) - 1
+        if keep > 0:
+            del self.timer_in[:keep], self.timer_out[:keep]
         for times, *others in ((self.wake_ts, self.wake_pid, self.wake_comm, self.wake_irq),
                                (self.hr_ts, self.hr_irq)):
             keep = bisect.bisect_left(times, ns)
@@ -180,7 +200,23 @@ class WakeMarks:
             return SPLIT_WAKEUP, self.wake_ts[wake]
         measured = any(is_measuring(pid, None) for pid in self.seen_wakeups) or \
             any(is_measuring(-1, comm) for comm in self.seen_comms)
-        return NOT_FOUND if measured or self.seen_hrtimer else NOT_RECORDED
+        if measured or self.seen_hrtimer:
+            return NOT_FOUND
+        if not self.timer_in:
+            return NOT_RECORDED
+        return self._first_timer_interrupt(lo, actual_ns)
+
+    def _first_timer_interrupt(self, lo: int, actual_ns: int) -> tuple[str, int] | str:
+        """Rule 4: the timer interrupt open at ``lo`` (an exit not seen counts as open until the next entry),
+        else the first to enter in ``(lo, actual_ns]``."""
+        k = bisect.bisect_right(self.timer_in, lo) - 1
+        if k >= 0:
+            end = self.timer_out[k]
+            if end > lo or (end < 0 and (k + 1 == len(self.timer_in) or self.timer_in[k + 1] > lo)):
+                return SPLIT_LOCAL_TIMER, self.timer_in[k]
+        if k + 1 < len(self.timer_in) and self.timer_in[k + 1] <= actual_ns:
+            return SPLIT_LOCAL_TIMER, self.timer_in[k + 1]
+        return NO_TIMER_INTERRUPT
 
 
 def split_of(expected_ns: int, actual_ns: int, found: tuple[str, int] | str, explained_before_ns: int,

@@ -439,8 +439,11 @@ class _CpuSweep:
             if code in _ENTRY:
                 kind = _ENTRY[code]
                 name = events.string(r["name"][i])
-                stack.append((kind, labels.context(kind, r["number"][i], name),
-                              t if kind == "vector" and name == TIMER_VECTOR else -1))
+                timer = kind == "vector" and name == TIMER_VECTOR
+                stack.append((kind, labels.context(kind, r["number"][i], name), t if timer else -1))
+                if timer:  # an entry re-stated at a window's start carries its own entry time
+                    value = r["value"][i]
+                    self.marks.timer_entry(value if 0 < value <= t else t)
             elif code == TRACE_EVENTS["wakeup"]:
                 # the comm as its string index: read only when the measuring thread is known by name alone
                 self.marks.wakeup(t, r["other_pid"][i], r["other_comm"][i], _timer_entry(stack))
@@ -450,6 +453,8 @@ class _CpuSweep:
                 kind = "nmi" if code == _NMI_EXIT else _EXIT[code]
                 depth = next((k for k in range(len(stack) - 1, -1, -1) if stack[k][0] == kind), None)
                 if depth is not None:
+                    if stack[depth][2] >= 0:
+                        self.marks.timer_exit(t)
                     del stack[depth:]
             elif code == _NMI_ENTRY:
                 stack.append(("nmi", labels.context("nmi", -1, events.string(r["name"][i])), -1))
