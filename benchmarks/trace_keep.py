@@ -107,7 +107,8 @@ def _poll_arm(out: Path, log: Path, args: argparse.Namespace) -> dict[str, float
     named by the spinner's command; the gaps at or above the keep threshold should all have a complete window."""
     from jitterscope.poll import INCOMPLETE, NOT_TRACED, explain_interruptions, read_poll
 
-    info = read_trace_events(out).info
+    events = read_trace_events(out)
+    info = events.info
     data = read_poll(out)
     (thread,) = data.threads
     names = np.asarray(explain_interruptions(data).per_row[thread.thread], dtype=object)
@@ -126,6 +127,9 @@ def _poll_arm(out: Path, log: Path, args: argparse.Namespace) -> dict[str, float
         named += covering.size == 1 and overlapping.size == 1 and "js-spinner" in names[covering[0]]
     threshold = (info.get("windows") or {}).get("threshold_ns", 0)
     kept = thread.duration_ns >= threshold if threshold else np.ones(names.size, bool)
+    # the events inside the stops of 10 ms and more (RT throttling's): what ran meanwhile, kept either way
+    ts, long = np.sort(events.columns["ts_ns"]), np.flatnonzero(thread.duration_ns >= 10_000_000)
+    in_long = sum(int(np.searchsorted(ts, end[i] + 50_000) - np.searchsorted(ts, start[i] - 100_000)) for i in long)
     nbytes = _trace_bytes(out)
     shutil.rmtree(out)
     return {"bytes": nbytes, "bytes_per_s": nbytes / args.seconds, "spikes": int(kept.sum()), "inside": inside,
@@ -133,7 +137,7 @@ def _poll_arm(out: Path, log: Path, args: argparse.Namespace) -> dict[str, float
             "seen": info.get("events_seen", 0), "kept": info.get("events_kept", 0),
             "windows": (info.get("windows") or {}).get("total", 0),
             "incomplete": (info.get("windows") or {}).get("incomplete", 0), "threshold_ns": threshold,
-            "rows": int(names.size)}
+            "rows": int(names.size), "in_long": in_long, "long": int(long.size)}
 
 
 def storage(args: argparse.Namespace) -> None:
@@ -154,7 +158,8 @@ def storage(args: argparse.Namespace) -> None:
     for keep, a in arms.items():
         named = a["named"] / a["inside"] if a["inside"] else float("nan")
         missing = a["no_window"] / a["spikes"] if a["spikes"] else float("nan")
-        rows = f" of {a['rows']} rows (threshold {a['threshold_ns'] / 1e3:g} us)" if "rows" in a else ""
+        rows = (f" of {a['rows']} rows (threshold {a['threshold_ns'] / 1e3:g} us); {a['in_long']:,} table rows lie in "
+                f"the {a['long']} stops >= 10 ms" if "rows" in a else "")
         print(f"  --trace-keep {keep:6}: {a['bytes_per_s']:,.0f} trace B/s ({a['bytes']:,} B); events seen "
               f"{a['seen']:,}, kept {a['kept']:,}; windows {a['windows']}, incomplete {a['incomplete']}; "
               f"{unit} {a['spikes']}{rows}, {a['inside']} bursts, spinner named in {a['named']} "
