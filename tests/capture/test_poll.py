@@ -169,10 +169,17 @@ def test_trace_keep_all_keeps_the_whole_trace(tmp_path: Path) -> None:
 @ROOT_ONLY
 def test_the_keep_threshold_is_at_least_the_poll_threshold(tmp_path: Path) -> None:
     """A gap below --poll-threshold is no row, so the keep threshold's default rises to it (200 µs here, above
-    the 100 µs default); an explicit --trace-threshold below it is refused (test_bad_poll_options_...)."""
+    the 100 µs default); an explicit --trace-threshold below it is refused (test_bad_poll_options_...).  The run
+    ends normally: its tracefs instance is gone and the global trace as found."""
+    from .test_trace import _global, _mount_tracefs, _ours
+
+    if not _mount_tracefs():
+        pytest.skip("no tracefs on this kernel")
+    before, instances = _global(), _ours()
     done = _capture(tmp_path / "out", "-a", str(CPU), "-D", "0.5", "--poll-threshold", "200000", "--trace")
     assert done.returncode == 0, done.stderr
     assert open_trace(tmp_path / "out").info["windows"]["threshold_ns"] == 200_000
+    assert _ours() == instances and _global() == before
 
 
 def test_poll_options_need_mode_poll(tmp_path: Path) -> None:
@@ -239,12 +246,12 @@ def test_a_signal_leaves_a_readable_dataset(tmp_path: Path, signo: int) -> None:
 
 
 @ROOT_ONLY
-@pytest.mark.parametrize("signo", [signal.SIGINT, signal.SIGKILL])
+@pytest.mark.parametrize("signo", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_kept_windows_reach_disk_while_the_loop_runs_and_tracefs_is_left_as_found(tmp_path: Path, signo) -> None:
     """A busy loop has no next wake-up to publish: it publishes its latest read every millisecond, so the reader
     writes each spike window while the run goes on (a SIGKILL after 3 s keeps those flushed before it; without
     the progress reports no window would be written before the end).  Tracefs: the capture's own instance goes
-    on SIGINT; after a SIGKILL the next capture removes it; the global trace stays as found."""
+    on SIGINT and SIGTERM; after a SIGKILL the next capture removes it; the global trace stays as found."""
     from jitterscope.dataset import TRACE_EVENTS, WINDOW_SPIKE, read_trace_events
 
     from .test_trace import _global, _mount_tracefs, _ours, _spinner
