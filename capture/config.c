@@ -110,11 +110,12 @@ static const char config_usage_text[] =
 	"                          system:event (default: irq handlers, softirqs, irq_vectors, nmi,\n"
 	"                          sched_switch; hrtimer_expire_entry/exit where irq_vectors is missing)\n"
 	"      --trace-keep K      spikes (default): keep only windows around wake-ups later than\n"
-	"                          --trace-threshold, on every measured CPU, plus a background sample;\n"
-	"                          all: keep every event\n"
-	"      --trace-threshold US  late enough to keep a window (default 100, fixed for the run)\n"
+	"                          --trace-threshold (poll: around gaps at least that long), on every\n"
+	"                          measured CPU, plus a background sample; all: keep every event\n"
+	"      --trace-threshold US  late enough to keep a window (default 100, fixed for the run; poll:\n"
+	"                          a gap this long, at least --poll-threshold)\n"
 	"      --trace-window PRE,POST  microseconds kept before the programmed and after the actual\n"
-	"                          wake-up (default 100,50)\n"
+	"                          wake-up (poll: the gap's start and end) (default 100,50)\n"
 	"      --trace-background S,MS  a background window of MS milliseconds every S seconds,\n"
 	"                          the first 1 s after the start (default 60,100; MS 0: none)\n"
 	"      --trace-buffer KB   per-CPU trace buffer of --trace in KiB (default 1024)\n"
@@ -708,6 +709,28 @@ static int config_check_poll_safety(const struct config *cfg)
 	return 0;
 }
 
+/* --mode poll --trace-keep spikes: a kept window is an interruption's gap, so the threshold is a gap length,
+ * and a gap shorter than --poll-threshold is no row (the loop never posts it).  The default is
+ * CONFIG_POLL_TRACE_THRESHOLD_NS (see config.h for why) or the poll threshold when that is higher. */
+static int config_check_poll_keep(struct config *cfg, const bool seen[])
+{
+	if (cfg->mode != MODE_POLL || !cfg->trace || cfg->trace_keep != KEEP_SPIKES)
+		return 0;
+	if (!seen[OPT_TRACE_THRESHOLD]) {
+		cfg->trace_threshold_ns = cfg->poll_threshold_ns > CONFIG_POLL_TRACE_THRESHOLD_NS
+						  ? cfg->poll_threshold_ns
+						  : CONFIG_POLL_TRACE_THRESHOLD_NS;
+		return 0;
+	}
+	if (cfg->trace_threshold_ns < cfg->poll_threshold_ns) {
+		fprintf(stderr, PROG ": --trace-threshold %lld us is below --poll-threshold %lld ns: a shorter gap is no "
+			"interruption to keep a window for; use at least the poll threshold\n",
+			(long long)(cfg->trace_threshold_ns / 1000), (long long)cfg->poll_threshold_ns);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int config_validate(struct config *cfg, bool priority_given, const bool seen[])
 {
 	if (cfg->policy == POLICY_OTHER) {
@@ -728,14 +751,9 @@ static int config_validate(struct config *cfg, bool priority_given, const bool s
 	 * interruptions (measured here: twice the rate with perf's smi); read only when asked for */
 	if (cfg->mode == MODE_POLL && !seen[OPT_COUNTERS])
 		cfg->counters = COUNTERS_NONE;
-	/* a kept window opens at a late wake-up, and a busy loop has no wake-ups: poll keeps the whole trace */
-	if (cfg->mode == MODE_POLL && cfg->trace) {
-		if (cfg->trace_keep_given && cfg->trace_keep != KEEP_ALL)
-			return config_fail("%s", "--trace-keep spikes and its windows are for --mode timer; --mode poll "
-					   "keeps the whole trace: drop them or use --trace-keep all");
-		cfg->trace_keep = KEEP_ALL;
-	}
-	int err = config_check_mode_options(cfg, seen);
+	int err = config_check_poll_keep(cfg, seen);
+	if (!err)
+		err = config_check_mode_options(cfg, seen);
 	if (!err)
 		err = config_check_online(cfg);
 	return err ? err : config_check_poll_safety(cfg);

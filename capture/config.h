@@ -19,6 +19,15 @@ enum config_poll_clock { POLL_CLOCK_AUTO, POLL_CLOCK_TSC, POLL_CLOCK_VDSO };
 
 #define CONFIG_POLL_THRESHOLD_NS 1000 /* --poll-threshold default: 1 µs */
 #define CONFIG_POLL_MIN_THRESHOLD_NS 100
+/* --mode poll --trace-threshold default: 100 µs, as the timer mode's, and above the scheduler tick's gap: 2 µs
+ * on a quiet host, but 11-54 µs (median 28) here with the VM exits of a loaded host (1-5 µs on bare metal).
+ * The tick interrupts a busy CPU HZ times a second, and the rows and the spectrum name it without a trace; a
+ * window costs two rows per measured CPU even when nothing is in it, so a threshold that catches the tick or
+ * the hypervisor's short exits keeps more than --trace-keep all: measured here (benchmarks/trace_keep.py storage
+ * --mode poll, 30 s per arm) 164 % of all at 10 µs, 35 % at 30 µs, 26 % at 100 µs.  Every longer interruption
+ * (a thread, RT throttling, a long IRQ or softirq, an SMI or a hypervisor stall) gets its window; lower it
+ * (down to --poll-threshold) to keep shorter ones. */
+#define CONFIG_POLL_TRACE_THRESHOLD_NS 100000
 enum config_trace_keep { KEEP_SPIKES, KEEP_ALL };
 
 struct config {

@@ -11,13 +11,22 @@
 
 #define CAL_ROUNDS 129
 #define CAL_READS 256
+/* --trace-keep spikes: how often the loop tells the trace reader how far it has got (trace_late_next).  A busy
+ * loop has no next wake-up; its next notice is of a gap starting at or after its latest read, so that read is
+ * what it publishes.  It rides on the boundary check the loop makes anyway (no new work per iteration): 1 ms
+ * keeps a window final within a millisecond of its end, at one slow-path pass per ms (tens of ns). */
+#define POLL_PUBLISH_NS 1000000
+/* ... published this much early: re-anchoring at a window's start may step the conversion by the TSC
+ * calibration's error over a second (well under a µs), and a notice must never start before what was said */
+#define POLL_PUBLISH_SLACK_NS 10000
 
 struct poll_state {
 	uint64_t anchor_raw;
 	int64_t anchor_ns;
 	double scale;           /* ns per raw unit */
 	int64_t window_end_ns;
-	uint64_t boundary_raw;  /* raw time of the window's end or the run's end, whichever first */
+	uint64_t end_raw;       /* raw time of the window's end or the run's end, whichever first */
+	uint64_t boundary_raw;  /* end_raw, or the next progress report to the trace reader when that is sooner */
 	uint64_t seq;
 	struct poll_window win;
 };
@@ -82,7 +91,18 @@ static void pollloop_anchor(const struct timerloop *t, struct poll_state *st)
 	st->anchor_ns = t->poll_tsc ? pollloop_mono_ns() : (int64_t)st->anchor_raw;
 	int64_t end = t->end_ns < st->window_end_ns ? t->end_ns : st->window_end_ns;
 	double ahead = (double)(end - st->anchor_ns) / st->scale;
-	st->boundary_raw = st->anchor_raw + (ahead > 0 ? (uint64_t)ahead : 0);
+	st->end_raw = st->anchor_raw + (ahead > 0 ? (uint64_t)ahead : 0);
+	st->boundary_raw = st->end_raw;
+}
+
+/* --trace-keep spikes: every gap posted so far is in the queue; the next starts at or after `now`. */
+static void pollloop_publish(struct timerloop *t, struct poll_state *st, uint64_t now)
+{
+	if (!t->late.threshold_ns)
+		return;
+	trace_late_next(&t->late, pollloop_ns(st, now) - POLL_PUBLISH_SLACK_NS);
+	uint64_t next = now + (uint64_t)((double)POLL_PUBLISH_NS / st->scale);
+	st->boundary_raw = next < st->end_raw ? next : st->end_raw;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -144,6 +164,10 @@ static uint64_t pollloop_interruption(struct timerloop *t, struct poll_state *st
 	}
 	ring_push(&t->ring, &s);
 	atomic_store_explicit(&t->wakeups, st->seq, memory_order_relaxed);
+	/* --trace-keep spikes: the gap is its window (start as "programmed", end as "actual"); a queue slot, no
+	 * syscall (a gap below the threshold, or no --trace-keep spikes: threshold_ns 0, nothing posted) */
+	if (t->late.threshold_ns && (int64_t)gap >= t->late.threshold_ns)
+		trace_late_post(&t->late, s.expected_ns, s.actual_ns);
 	return now;
 }
 
@@ -156,9 +180,14 @@ static void pollloop_emit(struct timerloop *t, struct poll_state *st, int64_t wi
 	st->win.start_ns = next;
 }
 
-/* The loop reached the window's end, the run's end or the stop flag: emit the window(s); false to stop. */
+/* The loop reached the window's end, the run's end, the stop flag or a progress report: emit the window(s),
+ * report; false to stop. */
 static bool pollloop_boundary(struct timerloop *t, struct poll_state *st, uint64_t now)
 {
+	if (now < st->end_raw && !atomic_load_explicit(t->stop, memory_order_relaxed)) {
+		pollloop_publish(t, st, now);
+		return true;
+	}
 	int64_t now_ns = pollloop_ns(st, now);
 	if (atomic_load_explicit(t->stop, memory_order_relaxed) || now_ns >= t->end_ns) {
 		int64_t last = now_ns < t->end_ns ? now_ns : t->end_ns;
@@ -172,6 +201,7 @@ static bool pollloop_boundary(struct timerloop *t, struct poll_state *st, uint64
 		st->window_end_ns += POLL_WINDOW_NS;
 	}
 	pollloop_anchor(t, st);
+	pollloop_publish(t, st, now); /* the loop goes on from `now` (its prev), read before the anchor */
 	return true;
 }
 
@@ -187,6 +217,7 @@ void pollloop_measure(struct timerloop *t, int64_t start_ns)
 	st.win.start_ns = st.anchor_ns;
 	st.window_end_ns = st.anchor_ns + POLL_WINDOW_NS;
 	pollloop_anchor(t, &st);
+	pollloop_publish(t, &st, st.anchor_raw);
 	const uint64_t threshold = (uint64_t)t->poll_threshold_ns;
 	uint64_t prev = pollloop_read(t);
 	for (;;) {

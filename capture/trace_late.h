@@ -1,8 +1,8 @@
 /* How a measuring thread tells the trace reader of a late wake-up (--trace-keep spikes): a single-producer
- * single-consumer queue per thread of (programmed, actual) times.  The post is two relaxed atomic loads, two
- * stores and a release store: no syscall, no lock, no allocation in the measuring loop.  A full queue (the
- * reader more than TRACE_LATE_SLOTS late wake-ups behind) counts the notice as dropped: its spike gets no
- * window, and the metadata says how many. */
+ * single-consumer queue per thread of (programmed, actual) times (--mode poll: a gap's start and end).  The
+ * post is two relaxed atomic loads, two stores and a release store: no syscall, no lock, no allocation in the
+ * measuring loop.  A full queue (the reader more than TRACE_LATE_SLOTS late wake-ups behind) counts the notice
+ * as dropped: its spike gets no window, and the metadata says how many. */
 #ifndef JITTERSCOPE_TRACE_LATE_H
 #define JITTERSCOPE_TRACE_LATE_H
 
@@ -17,7 +17,8 @@ struct trace_late {
 	_Atomic uint64_t tail;         /* written by the reader */
 	_Atomic uint64_t dropped;      /* notices that found the queue full */
 	_Atomic int64_t next_ns;       /* the thread's next target: every later notice is of a wake-up from there on
-	                                * (INT64_MAX once it has ended), so the reader knows which windows are final */
+	                                * (INT64_MAX once it has ended), so the reader knows which windows are final;
+	                                * a poll loop (no target) publishes its latest read every ms (pollloop.c) */
 	int64_t expected[TRACE_LATE_SLOTS], actual[TRACE_LATE_SLOTS];
 };
 

@@ -25,6 +25,7 @@ from jitterscope.dataset import open_dataset, open_trace, read_poll_windows, val
 from jitterscope.io import capture_binary
 
 CPU = max(os.sched_getaffinity(0))
+POLL_KEEP_THRESHOLD_NS = 100_000  # --mode poll --trace-threshold default (capture/config.h, README)
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for SCHED_FIFO")
 
 
@@ -146,8 +147,9 @@ def test_the_per_second_table_and_the_rows_agree(fifo_run: Path) -> None:
     (["-l", "10"], "-l/--loops sets the timer"),
     (["--break", "100"], "--break sets the timer"),
     (["--poll-clock", "hpet"], "invalid --poll-clock 'hpet'"),
-    (["--trace", "--trace-keep", "spikes"], "--trace-keep spikes and its windows are for --mode timer"),
-    (["--trace", "--trace-threshold", "50"], "--trace-keep spikes and its windows are for --mode timer"),
+    (["--poll-threshold", "20000", "--trace", "--trace-threshold", "19"],
+     "--trace-threshold 19 us is below --poll-threshold 20000 ns"),
+    (["--trace-threshold", "50"], "need --trace"),
 ])
 def test_bad_poll_options_are_one_line_exit_2(tmp_path: Path, args: list[str], says: str) -> None:
     done = _capture(tmp_path / "out", "-a", str(CPU), "-D", "1", *args)
@@ -155,12 +157,29 @@ def test_bad_poll_options_are_one_line_exit_2(tmp_path: Path, args: list[str], s
     assert not (tmp_path / "out").exists()
 
 
-def test_a_traced_poll_run_keeps_the_whole_trace(tmp_path: Path) -> None:
-    """A kept window opens at a late wake-up and a busy loop has none: --trace in poll mode keeps every event."""
-    done = _capture(tmp_path / "out", "-a", str(CPU), "-D", "1", "--trace")
+def test_trace_keep_all_keeps_the_whole_trace(tmp_path: Path) -> None:
+    """--trace-keep all in poll mode keeps every event (no windows), as before issue 24's kept windows."""
+    done = _capture(tmp_path / "out", "-a", str(CPU), "-D", "1", "--trace", "--trace-keep", "all")
     assert done.returncode == 0, done.stderr
     trace = open_trace(tmp_path / "out")
-    assert trace.info.get("keep") == "all" and trace.num_rows > 0
+    assert trace.info.get("keep") == "all" and trace.num_rows > 0 and "windows" not in trace.info
+    assert trace.info["events_kept"] == trace.info["events_seen"] > 0
+
+
+@ROOT_ONLY
+def test_the_keep_threshold_is_at_least_the_poll_threshold(tmp_path: Path) -> None:
+    """A gap below --poll-threshold is no row, so the keep threshold's default rises to it (200 µs here, above
+    the 100 µs default); an explicit --trace-threshold below it is refused (test_bad_poll_options_...).  The run
+    ends normally: its tracefs instance is gone and the global trace as found."""
+    from .test_trace import _global, _mount_tracefs, _ours
+
+    if not _mount_tracefs():
+        pytest.skip("no tracefs on this kernel")
+    before, instances = _global(), _ours()
+    done = _capture(tmp_path / "out", "-a", str(CPU), "-D", "0.5", "--poll-threshold", "200000", "--trace")
+    assert done.returncode == 0, done.stderr
+    assert open_trace(tmp_path / "out").info["windows"]["threshold_ns"] == 200_000
+    assert _ours() == instances and _global() == before
 
 
 def test_poll_options_need_mode_poll(tmp_path: Path) -> None:
@@ -226,6 +245,46 @@ def test_a_signal_leaves_a_readable_dataset(tmp_path: Path, signo: int) -> None:
         assert int(windows["interruptions"].sum()) == meta.threads[0].samples
 
 
+@ROOT_ONLY
+@pytest.mark.parametrize("signo", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_kept_windows_reach_disk_while_the_loop_runs_and_tracefs_is_left_as_found(tmp_path: Path, signo) -> None:
+    """A busy loop has no next wake-up to publish: it publishes its latest read every millisecond, so the reader
+    writes each spike window while the run goes on (a SIGKILL after 3 s keeps those flushed before it; without
+    the progress reports no window would be written before the end).  Tracefs: the capture's own instance goes
+    on SIGINT and SIGTERM; after a SIGKILL the next capture removes it; the global trace stays as found."""
+    from jitterscope.dataset import TRACE_EVENTS, WINDOW_SPIKE, read_trace_events
+
+    from .test_trace import _global, _mount_tracefs, _ours, _spinner
+
+    if not _mount_tracefs():
+        pytest.skip("no tracefs on this kernel")
+    before, instances = _global(), _ours()
+    out = tmp_path / "out"
+    spinner = _spinner(tmp_path, CPU, 0.001, 0.2, 3.5)  # 1 ms bursts: gaps far above the keep threshold
+    try:
+        proc = subprocess.Popen([str(capture_binary()), "--mode", "poll", "-q", "-a", str(CPU), "-p", "80", "-D",
+                                 "60", "--trace", "--trace-flush", "0.5", "-o", str(out)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(3.0)
+        assert len(_ours()) == len(instances) + 1
+        proc.send_signal(signo)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        spinner.wait(timeout=30)
+    events = read_trace_events(out)
+    opened = (events.columns["event"] == TRACE_EVENTS["window"]) & ((events.columns["value"] & WINDOW_SPIKE) != 0)
+    assert events.info["keep"] == "spikes" and opened.sum() >= 3, events.info  # ~10 bursts in the first 2.5 s
+    if signo == signal.SIGKILL:
+        stale = f"jitterscope-{proc.pid}"
+        assert stale in _ours()
+        done = _capture(tmp_path / "next", "-a", str(CPU), "-D", "0.3")
+        assert done.returncode == 0, done.stderr
+        assert f"removed the tracefs instance {stale} left by a capture that was killed" in done.stderr
+    else:
+        assert proc.returncode == 0, err
+    assert _ours() == instances and _global() == before
+
+
 def test_the_wrapper_passes_poll_mode_through(tmp_path: Path) -> None:
     """``jitterscope capture --mode poll``: the options reach the binary (the duration in the CLI's spelling)."""
     jitterscope = Path(sys.executable).with_name("jitterscope")
@@ -261,8 +320,12 @@ def test_each_burst_of_a_fifo_spinner_is_one_interruption_named_by_its_command(t
     """A FIFO 90 spinner bursting 1 ms every 200 ms on the CPU of a FIFO 80 poll loop traced for 4 s: each burst
     is one interruption of about 1 ms, and the trace names at least 95 % of them by the spinner's command; a burst
     that falls inside RT throttling's stop is left out (the loop was already stopped).  (The machine is shared:
-    another engineer's real-time task may add interruptions, never remove a burst's.)"""
-    from jitterscope.poll import explain_interruptions, read_poll
+    another engineer's real-time task may add interruptions, never remove a burst's.)
+
+    The trace is --trace-keep spikes, the poll default: the loop posts every gap at or above the keep threshold
+    (one notice per such row, none dropped), each has a complete window (never "not traced"), and the gaps below
+    it (the scheduler tick's among them) mostly have none and say "not traced"."""
+    from jitterscope.poll import INCOMPLETE, NOT_TRACED, explain_interruptions, read_poll
 
     from .test_trace import _spinner
 
@@ -300,6 +363,20 @@ def test_each_burst_of_a_fifo_spinner_is_one_interruption_named_by_its_command(t
     assert one >= 0.95 * counted, (one, counted)
     assert 0.95e6 <= np.median(sizes) <= 1.5e6, sizes  # the 1 ms burst, its switches and the sleep call around it
     assert named >= 0.95 * counted, (named, counted, sorted(set(names)))
+    # the kept windows: one notice per row at or above the threshold, each row there traced
+    info = open_trace(tmp_path / "out").info
+    windows, kept = info["windows"], thread.duration_ns >= info["windows"]["threshold_ns"]
+    assert info["keep"] == "spikes" and windows["threshold_ns"] == POLL_KEEP_THRESHOLD_NS
+    assert windows["late_notices"] == kept.sum() and windows["late_dropped"] == 0, (windows, kept.sum())
+    assert windows["spike"] >= 1 and info["events_kept"] < info["events_seen"], info
+    labels = np.asarray(names, dtype=object)
+    assert not np.isin(labels[kept], [NOT_TRACED]).any()
+    assert np.isin(labels[kept], [INCOMPLETE]).sum() <= 0.02 * kept.sum()
+    # below it, outside the windows (the spike windows cover the 1 ms bursts and ~150 µs around each kept gap,
+    # the background one 100 ms a minute): mostly not traced; the tick traced there is far below the threshold
+    assert (labels[~kept] == NOT_TRACED).mean() >= 0.7, np.unique(labels[~kept], return_counts=True)
+    ticks = thread.duration_ns[labels == "vector local_timer (236)"]
+    assert ticks.size >= 5 and np.percentile(ticks, 75) < POLL_KEEP_THRESHOLD_NS, ticks
 
 
 @ROOT_ONLY

@@ -61,3 +61,51 @@ def test_throttling_settings_from_the_environment_when_the_poll_key_lacks_them(t
     off = hand_dataset(tmp_path / "f", rows, runtime_s=3, throttling=None,
                        environment={"rt_runtime_us": -1, "rt_period_us": 1_000_000})
     assert RT_THROTTLING not in explain_interruptions(off).per_row[0]
+
+
+def test_a_trace_of_kept_windows_tells_not_traced_from_hardware(tmp_path):
+    """--trace-keep spikes on a poll dataset: three gaps on CPU 1 (thread tid 100).  The first lies in a kept
+    window with an IRQ covering it, the second in a kept window where no kernel event covers it, the third (2 µs,
+    below the 10 µs threshold) outside every window.  Only the second is "hardware/hypervisor"; the third is
+    "not traced" (a gap nobody looked at is no evidence of the hardware)."""
+    from jitterscope.dataset import TRACE_EVENTS as E
+    from jitterscope.dataset import events_from_rows, open_dataset, write_trace_events
+
+    from .conftest import T0
+
+    rows = [(1, 1_000_000, 30_000), (1, 2_000_000, 20_000), (1, 3_000_000, 2_000)]
+    path = hand_dataset(tmp_path / "k", rows, runtime_s=1)
+    strings = ["js-cpu1", "eth0"]
+
+    def row(ts, event, pid=100, comm=0, number=-1, name=-1, value=0):
+        return [T0 + ts, 1, event, pid, comm, number, name, -1, -1, -1, -1, value]
+
+    def window(start, end, flags=1, inside=()):
+        return [row(start, E["window"], value=flags), *inside,
+                row(end, E["window_end"], pid=-1, comm=-1, value=flags)]
+
+    events = [
+        *window(900_000, 1_080_000, inside=[row(1_000_000, E["irq_entry"], number=24, name=1),
+                                           row(1_030_000, E["irq_exit"], number=24)]),
+        *window(1_900_000, 2_070_000),
+    ]
+    info = {"version": 1, "clock": "mono", "resolution_ns": 1, "cpus": [1], "keep": "spikes",
+            "events_seen": 500, "events_kept": 2, "lost": {"per_cpu": [{"cpu": 1, "overrun": 0, "dropped": 0}],
+                                                        "total": 0},
+            "windows": {"threshold_ns": 10_000, "threshold_mode": "fixed", "background_every_ns": 60 * 10**9,
+                        "background_length_ns": 100 * 10**6, "spike": 2, "background": 0, "incomplete": 0}}
+    write_trace_events(events_from_rows(events, strings, info), path)
+    causes = explain_interruptions(open_dataset(path))
+    assert causes.traced
+    assert causes.per_row[0] == ("irq 24 eth0", HARDWARE, "not traced")
+    assert causes.notes[0].startswith("kept windows only") and "every gap >= 10 us" in causes.notes[0]
+    assert "2 of 500 kernel events kept" in causes.notes[0]
+    # the same gaps with the same events as a full trace (no window rows): the third is covered by the trace
+    # and nothing in it, so it is hardware too, the rule the kept windows must not apply outside a window
+    full = [r for r in events if r[2] not in (E["window"], E["window_end"])]
+    full.insert(0, row(0, E["switch"], pid=0, comm=-1))
+    full[0][7], full[0][9], full[0][8] = 100, 0, 80
+    full.append(row(3_500_000, E["irq_entry"], number=24, name=1))
+    full_info = {k: v for k, v in info.items() if k not in ("keep", "windows", "events_seen", "events_kept")}
+    write_trace_events(events_from_rows(full, strings, full_info), hand_dataset(tmp_path / "f", rows, runtime_s=1))
+    assert explain_interruptions(open_dataset(tmp_path / "f")).per_row[0] == ("irq 24 eth0", HARDWARE, HARDWARE)

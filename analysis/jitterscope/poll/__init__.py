@@ -18,8 +18,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     submod_attrs={
         "compare": ["PollChange", "PollComparison", "PollPair", "PollRun", "compare_poll", "compare_poll_groups"],
         "compare_tables": ["poll_compare_headlines", "poll_compare_tables", "poll_compare_text"],
-        "causes": ["CauseTotal", "HARDWARE", "PollCauses", "RT_THROTTLING", "explain_interruptions",
-                   "throttling_rows"],
+        "causes": ["CauseTotal", "HARDWARE", "INCOMPLETE", "NOT_TRACED", "PollCauses", "RT_THROTTLING",
+                   "explain_interruptions", "throttling_rows"],
         "events": ["PollEvent", "PollEvents", "find_poll_events"],
         "pdf": ["plot_poll_changes", "poll_compare_pages", "write_poll_compare_report"],
         "plots": ["plot_class_rates", "plot_gap_histogram", "plot_interruptions"],

@@ -15,6 +15,12 @@ NMI.  Two rules come first:
 Time no event covers is "hardware/hypervisor" when it holds most of the gap (an SMI without the counter,
 the hypervisor taking the vCPU, or a stall no kernel event records).  Without a trace, only the two rules
 name anything; the rest is "not traced".
+
+A trace of kept windows (``--trace-keep spikes``, the default of ``--mode poll --trace``) holds the events of
+each gap at least ``--trace-threshold`` long (and a background sample) and nothing else; it is read through
+the same attribution as a full trace.  An interruption outside every kept window (shorter than the threshold,
+or its notice dropped) is "not traced", never "hardware/hypervisor": that name needs a window in which no
+kernel event covers the gap.
 """
 
 from __future__ import annotations
@@ -113,7 +119,8 @@ def explain_interruptions(dataset: Dataset | PollData | str) -> PollCauses:
         Not a poll dataset.
     """
     data = dataset if isinstance(dataset, PollData) else read_poll(dataset)
-    traced = data.has_rows and open_trace(data.dataset.path) is not None
+    trace = open_trace(data.dataset.path) if data.has_rows else None
+    traced = trace is not None
     by_window: dict[tuple[int, int], tuple[str, str]] = {}
     notes: list[str] = []
     if traced:
@@ -128,7 +135,11 @@ def explain_interruptions(dataset: Dataset | PollData | str) -> PollCauses:
             else:
                 top = spike.contributions[0]
                 by_window[(spike.thread, spike.expected_ns)] = (top.cause, _class(top.kind))
-        notes += list(attribution.notes)
+        windows = trace.info.get("windows") if trace is not None and trace.info.get("keep") == "spikes" else None
+        if isinstance(windows, Mapping):
+            notes.append(_windows_note(windows, trace.info))
+        # the attribution's own note on kept windows speaks of wake-ups and risk ratios, which poll has not
+        notes += [n for n in attribution.notes if not n.startswith("kept windows only")]
     else:
         notes.append("no kernel trace in this dataset: only RT throttling and SMIs are named; capture with "
                      "--trace to name IRQs, softirqs and threads")
@@ -161,6 +172,17 @@ def explain_interruptions(dataset: Dataset | PollData | str) -> PollCauses:
     totals.sort(key=lambda t: (t.cpu, -t.noise_ns))
     return PollCauses(path=str(data.dataset.path), traced=traced, per_row=per_row, classes=classes,
                       totals=tuple(totals), notes=tuple(notes))
+
+
+def _windows_note(windows: Mapping[str, Any], info: Mapping[str, Any]) -> str:
+    """What a trace of kept windows holds, for a reader of interruptions."""
+    threshold = float(windows.get("threshold_ns") or 0)
+    seen, kept = info.get("events_seen"), info.get("events_kept")
+    events = f"; {kept:,} of {seen:,} kernel events kept" if isinstance(seen, int) and isinstance(kept, int) else ""
+    return (f"kept windows only (--trace-keep spikes): every gap >= {threshold / 1e3:g} us has its window, "
+            f"{windows.get('spike', 0)} spike and {windows.get('background', 0)} background window(s), "
+            f"{windows.get('incomplete', 0)} incomplete{events}; an interruption outside every window is "
+            f"'{NOT_TRACED}', one traced with no kernel event covering it '{HARDWARE}'")
 
 
 def _class(kind: str) -> str:
