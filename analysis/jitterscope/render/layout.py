@@ -379,14 +379,26 @@ def _raise_top(box: TextBox) -> bool:
 
 def _move_legend(legend: Any, ax: Any, figure: Figure) -> bool:
     """A legend: outside its axes on the right (last column), then below (the figure's only legend, or the last
-    row), then inside at matplotlib's 'best' place, smaller, its labels wrapped to the panel's width."""
+    row), then inside at matplotlib's 'best' place, smaller, its labels wrapped to the panel's width, and at a
+    column's width last into the figure's one legend below all panels."""
     import textwrap
 
     handles, labels = legend.legend_handles, [t.get_text() for t in legend.get_texts()]
     size = legend.get_texts()[0].get_fontsize() if labels else 8
     stage = getattr(legend, "_jitterscope_stage", 0)
-    if ax is None or stage >= 3:
+    if ax is None or stage >= 4:
         return False
+    if stage == 3:
+        # inside covered the data too (a panel full of it: a P-state trace) and at a column's width the right
+        # side has no room: the legend joins the figure's one legend below everything, which the layout engine
+        # makes room for
+        if figure.get_figwidth() >= NARROW_IN or not _constrained(figure) or \
+                len(_below_legend_labels(figure)) + len(labels) > MAX_LEGEND_ENTRIES:
+            return False
+        legend.remove()
+        # at the size it had before it was shrunk to fit inside
+        _legend_below_figure(figure, list(handles), labels, getattr(legend, "_jitterscope_size", size))
+        return True
     alone = _only_legend(figure)
     legend.remove()
     last_col, last_row = _grid_edges(ax)
@@ -396,12 +408,6 @@ def _move_legend(legend: Any, ax: Any, figure: Figure) -> bool:
         stage = 1
     if stage == 1 and not alone and not last_row:
         stage = 2  # below is the next row's title
-    if stage in (1, 2) and figure.get_figwidth() < NARROW_IN and _constrained(figure):
-        # at a column's width neither the right side nor a panel full of data (a P-state trace fills it) has
-        # room: the legend joins the figure's one legend below everything, which the layout engine makes room for
-        if _legend_below_figure(figure, list(handles), labels, size):
-            return True
-        stage = 2
     if stage == 0:
         new = ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
                         fontsize=size, ncols=1)
@@ -423,6 +429,7 @@ def _move_legend(legend: Any, ax: Any, figure: Figure) -> bool:
         new = ax.legend(handles, ["\n".join(textwrap.wrap(label, chars)) or label for label in labels], loc="best",
                         fontsize=small, ncols=1, handlelength=1.2, labelspacing=0.2, framealpha=0.8)
     new._jitterscope_stage = stage + 1
+    new._jitterscope_size = size
     return True
 
 
@@ -431,18 +438,25 @@ def _constrained(figure: Figure) -> bool:
     return engine is not None and type(engine).__name__ == "ConstrainedLayoutEngine"
 
 
-def _legend_below_figure(figure: Figure, handles: list[Any], labels: list[str], size: float) -> bool:
+def _below_legend(figure: Figure) -> Any:
+    return next((lg for lg in figure.legends if getattr(lg, "_jitterscope_below", False)), None)
+
+
+def _below_legend_labels(figure: Figure) -> list[str]:
+    old = _below_legend(figure)
+    return [] if old is None else [t.get_text() for t in old.get_texts()]
+
+
+def _legend_below_figure(figure: Figure, handles: list[Any], labels: list[str], size: float) -> None:
     """Entries into the figure's one legend below all panels (made, or extended: two panels' legends there are
-    one legend, not two stacked), labels wrapped to the figure's width, the figure taller by the lines they add;
-    False (nothing changed) when the legend would hold more than :data:`MAX_LEGEND_ENTRIES`."""
+    one legend, not two stacked), labels wrapped to the figure's width, the figure taller by the lines they
+    add."""
     import textwrap
 
-    old = next((lg for lg in figure.legends if getattr(lg, "_jitterscope_below", False)), None)
+    old = _below_legend(figure)
     old_lines = 0
     if old is not None:
-        old_labels = [t.get_text() for t in old.get_texts()]
-        if len(old_labels) + len(labels) > MAX_LEGEND_ENTRIES:
-            return False
+        old_labels = _below_legend_labels(figure)
         handles = list(old.legend_handles) + handles
         labels = old_labels + labels
         old_lines = old._jitterscope_lines
@@ -460,7 +474,6 @@ def _legend_below_figure(figure: Figure, handles: list[Any], labels: list[str], 
     new._jitterscope_below = True
     new._jitterscope_stage = 3
     new._jitterscope_lines = lines
-    return True
 
 
 def _grid_edges(ax: Any) -> tuple[bool, bool]:
