@@ -521,7 +521,8 @@ def _thin_ticks(axis: Any) -> bool:
     if axis.get_scale() == "log":
         axis.set_major_locator(LogLocator(numticks=max(2, shown // 2)))
     else:
-        axis.set_major_locator(MaxNLocator(nbins=max(1, shown // 2)))
+        # the steps of a paper's axis (1, 2, 2.5, 5): matplotlib's default 1.5 left a 2 s run at "0.0, 1.5"
+        axis.set_major_locator(MaxNLocator(nbins=max(1, shown // 2), steps=[1, 2, 2.5, 5, 10]))
     return True
 
 
