@@ -90,3 +90,26 @@ def test_bad_input() -> None:
     y = np.arange(1.0, 101.0)
     with pytest.raises(ValueError, match="below the threshold"):
         gpd.return_level_ci(y, 100, 1000, 0.5)
+
+
+def test_survival_function_and_chi2_quantile_equal_scipy_stats() -> None:
+    """genpareto_sf and chi2_ppf_1 are the scipy.special functions scipy.stats calls (compare imports no
+    scipy.stats): the same numbers bit for bit, at and beyond the support's ends, for arrays and scalars."""
+    from jitterscope.tails.gpd import chi2_ppf_1, genpareto_sf
+
+    rng = np.random.default_rng(8)
+    y = np.concatenate([[-1.0, 0.0, 1e-300, 1e-9, 0.5, 2.0, 4.0, 4.0 * (1 - 1e-12), 10.0, 1e6, np.inf, -np.inf,
+                         np.nan], rng.exponential(3.0, 300)])
+    for xi in (-1.0, -0.5, -0.25, -1e-9, 0.0, 1e-9, 0.1, 0.5, 2.0, np.inf, np.nan):
+        for sigma in (1.0, 2.0, 0.37, 0.0, -1.0):
+            with np.errstate(all="ignore"):
+                expected = stats.genpareto.sf(y, xi, loc=0.0, scale=sigma)
+            assert np.array_equal(genpareto_sf(y, xi, sigma), expected, equal_nan=True), (xi, sigma)
+            for scalar in (0.0, 1.5, 5.0):
+                with np.errstate(all="ignore"):
+                    theirs = stats.genpareto.sf(scalar, xi, loc=0.0, scale=sigma)
+                ours = genpareto_sf(scalar, xi, sigma)
+                assert np.ndim(ours) == 0 and (ours == theirs or (np.isnan(ours) and np.isnan(theirs)))
+    for q in (0.0, 1e-12, 0.5, 0.9, 0.95, 0.96, 0.99, 1 - 1e-12, 1.0, -0.5, 1.5):
+        expected = stats.chi2.ppf(q, 1)
+        assert chi2_ppf_1(q) == expected or (np.isnan(chi2_ppf_1(q)) and np.isnan(expected)), q

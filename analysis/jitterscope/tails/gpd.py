@@ -5,7 +5,10 @@ about datasets.  The likelihood is profiled over ``theta = xi / sigma`` (Grimsha
 for fixed ``theta`` the maximum over ``xi`` has the closed form
 ``xi(theta) = mean(log1p(theta * y))``, so one pass over a grid of ``theta`` gives the
 whole profile, vectorised, also for many bootstrap samples at once.  Distribution
-functions are scipy's (:data:`scipy.stats.genpareto`, whose ``c`` is our ``xi``).
+functions are scipy's (:data:`scipy.stats.genpareto`, whose ``c`` is our ``xi``); the survival function and the
+chi-squared quantile the intervals use are the ``scipy.special`` functions those call (:func:`genpareto_sf`,
+:func:`chi2_ppf_1`: the same numbers, tested), so that ``compare``, which needs only them, does not import
+``scipy.stats`` (about 1 s of CPU); ``scipy.stats`` and ``scipy.optimize`` are imported where they are used.
 
 The peaks-over-threshold model used for tail probabilities (Coles 2001, ch. 4):
 ``P(X > x) = zeta * (1 + xi (x - u) / sigma) ** (-1 / xi)`` for ``x > u``, with the
@@ -19,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import special
 
 XI_MIN = -1.0
 """Below ``xi = -1`` the GPD likelihood is unbounded; the fit is restricted to ``xi >= -1``."""
@@ -42,11 +45,45 @@ class GpdFit:
 
     def sf(self, y: np.ndarray | float) -> np.ndarray:
         """P(Y > y) for exceedance sizes ``y``."""
-        return stats.genpareto.sf(y, self.xi, loc=0.0, scale=self.sigma)
+        return genpareto_sf(y, self.xi, self.sigma)
 
     def isf(self, p: np.ndarray | float) -> np.ndarray:
         """Exceedance size with P(Y > y) = p."""
+        from scipy import stats
+
         return stats.genpareto.isf(p, self.xi, loc=0.0, scale=self.sigma)
+
+
+def genpareto_sf(y: np.ndarray | float, xi: float, sigma: float) -> np.ndarray | float:
+    """``scipy.stats.genpareto.sf(y, xi, loc=0, scale=sigma)``: ``inv_boxcox(-y/sigma, -xi)`` inside the support.
+
+    1 at and below 0, 0 at and beyond the upper end point ``-sigma/xi`` (``xi < 0``), NaN for NaN ``y``, a
+    non-finite ``xi`` or ``sigma <= 0``; a scalar for a scalar, as scipy returns.
+    """
+    x = np.asarray(y)
+    with np.errstate(divide="ignore", invalid="ignore"):  # sigma <= 0 gives NaN below, as scipy's does
+        x = np.asarray((x - 0.0) / np.asarray(sigma), dtype=np.promote_types(x.dtype, np.float64))
+    out = np.zeros(x.shape)
+    if not (np.isfinite(xi) and sigma > 0):
+        out[...] = np.nan
+        return out[()] if out.ndim == 0 else out
+    upper = -1.0 / xi if xi < 0 else np.inf
+    out[np.isnan(x)] = np.nan
+    out[x <= 0] = 1.0
+    inside = (x > 0) & (x < upper)
+    out[inside] = special.inv_boxcox(-x[inside], -xi)
+    return out[()] if out.ndim == 0 else out
+
+
+def chi2_ppf_1(q: float) -> float:
+    """``scipy.stats.chi2.ppf(q, 1)``: ``2 gammaincinv(1/2, q)``; 0 and inf at the ends, NaN outside [0, 1]."""
+    if not 0.0 <= q <= 1.0:
+        return float("nan")
+    if q == 0.0:
+        return 0.0
+    if q == 1.0:
+        return float("inf")
+    return float(2 * special.gammaincinv(0.5, q)) * 1.0 + 0.0
 
 
 def _theta_grid(y_max: np.ndarray | float, s: np.ndarray = _S_GRID) -> np.ndarray:
@@ -103,6 +140,8 @@ def fit_gpd(y: np.ndarray) -> GpdFit:
         value = _profile_xi(y, t)[1][0]
         return -value if np.isfinite(value) else 1e300
 
+    from scipy import optimize  # here: the rest of this module (and compare) needs none of it
+
     res = optimize.minimize_scalar(neg, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10})
     s_hat = float(res.x) if -res.fun >= ll[best] else float(_S_GRID[best])
     t_hat = np.array([np.expm1(s_hat) / y_max])
@@ -150,6 +189,8 @@ def fit_gpd_many(samples: np.ndarray, *, refine: int = 30) -> tuple[np.ndarray, 
 
 def anderson_darling(y: np.ndarray, xi: float, sigma: float) -> float:
     """Anderson-Darling statistic A² of ``y`` against GPD(xi, sigma); rows of a 2-D ``y`` each get one."""
+    from scipy import stats
+
     y = np.sort(np.asarray(y, dtype=float), axis=-1)
     n = y.shape[-1]
     cdf = np.clip(stats.genpareto.cdf(y, np.asarray(xi)[..., None] if np.ndim(xi) else xi,
@@ -171,6 +212,8 @@ def gof_pvalue(y: np.ndarray, fit: GpdFit, *, n_boot: int = 199, seed: int = 0) 
     of A² depends on them, so samples are drawn from the fitted GPD, refitted, and
     their A² compared with the observed one.
     """
+    from scipy import stats
+
     a2 = float(anderson_darling(y, fit.xi, fit.sigma))
     rng = np.random.default_rng(seed)
     sims = stats.genpareto.ppf(rng.random((n_boot, fit.n)), fit.xi, scale=fit.sigma)
@@ -261,7 +304,7 @@ def exceedance_ci(y: np.ndarray, k_total: int, n_total: int, y0: float, level: f
     log_q = np.log(zeta_hat) + np.linspace(-70.0, 0.0, 281)
     prof = _joint_profile(np.asarray(y, float), k_total, n_total, np.array([float(y0)]), log_q,
                           fit.xi / fit.sigma)[0]
-    cut = stats.chi2.ppf(level, 1) / 2.0
+    cut = chi2_ppf_1(level) / 2.0
     dev = fit.loglik - prof
     lo, hi = _interval_from_deviance(log_q, dev, cut)
     lower = 0.0 if lo == -np.inf else float(np.exp(lo))
@@ -288,7 +331,7 @@ def return_level_ci(y: np.ndarray, k_total: int, n_total: int, q: float, level: 
     y0 = center * np.exp(np.linspace(-6.0, 8.0, 281))
     prof = _joint_profile(np.asarray(y, float), k_total, n_total, y0, np.array([np.log(q)]),
                           fit.xi / fit.sigma)[:, 0]
-    cut = stats.chi2.ppf(level, 1) / 2.0
+    cut = chi2_ppf_1(level) / 2.0
     dev = fit.loglik - prof
     lo, hi = _interval_from_deviance(np.log(y0), dev, cut)
     lower = 0.0 if lo == -np.inf else float(np.exp(lo))
