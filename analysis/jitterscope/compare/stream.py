@@ -50,7 +50,7 @@ TOP_VALUES = 256
 _DRAW_CELLS = 1 << 20
 """Weights (replicates x blocks) of one chunk of a group's draw: 8 MiB."""
 _PRODUCT_CELLS = 1 << 18
-"""Cells (nonzero cells of the group x replicates) of one chunk's product, int64: 2 MiB (a short run has few blocks)."""
+"""Cells (keys x replicates) of one chunk's product, float64: 2 MiB (a short run has few blocks and many keys)."""
 _INT32_MAX = np.iinfo(np.int32).max
 _EXACT = 1 << 53
 _GROW_MARGIN = 512
@@ -356,21 +356,21 @@ class CompareStream:
         # uniform block choices (the same law, and cost in proportion to the weights, not to n_boot x G)
         per_replicate = rng.poisson(self.resample_fraction * blocks, self.n_boot)
         # A replicate adds, for each block, (times it was chosen) x (the block's counts per key): the weights W
-        # (replicates x blocks) times the group's sparse (blocks x keys) count matrix H. H is held as its nonzero
-        # cells (key, block, count), key-major; a chunk of replicates gathers W at each cell's block, times its
-        # count, and sums the cells of each key (reduceat): (cells of the group) x (replicates) integer operations,
-        # as a sparse product's, in numpy (scipy.sparse would cost compare of a small run ~0.25 s of import), with
-        # temporaries of a few MiB. The uniform block choices are drawn chunk by chunk, which gives numpy's
-        # generator the same values as one draw of all of them (tests/compare/test_stream_speed.py checks the
-        # replicates are identical to the former row-by-row accumulation). All in int64: exact.
-        cell, count = np.unique(columns.astype(np.int64) * blocks + offset, return_counts=True)
-        cell_key, cell_block = np.divmod(cell, blocks)
-        key_start = np.flatnonzero(np.concatenate(([True], cell_key[1:] != cell_key[:-1])))
-        keys = cell_key[key_start]
+        # (replicates x blocks) times the group's sparse (blocks x keys) count matrix H. One sparse product per
+        # chunk of replicates costs (rows of the group) x (replicates) additions in one C loop, with temporaries
+        # of a few MiB; the uniform block choices are drawn chunk by chunk, which gives numpy's generator the
+        # same values as one draw of all of them (tests/compare/test_stream_speed.py checks the replicates are
+        # identical to the former row-by-row accumulation).
+        from scipy import sparse
+
+        width = self._replicates.shape[1]
+        counts_t = sparse.csr_array((np.ones(offset.size), (columns.astype(np.int64), offset)),
+                                    shape=(width, blocks))  # H transposed: keys x blocks
         ends = np.cumsum(per_replicate)
-        # bounded chunks, or a short run's few blocks would make every replicate's product at once (450 MB for
-        # two 20,000-wake-up runs when it was one dense product)
-        rows_at_once = max(1, min(_DRAW_CELLS // blocks, _PRODUCT_CELLS // cell.size))
+        # the product is dense (keys x replicates, float64): bounded too, or a short run's few blocks would make
+        # it every replicate at once (with its rounded and cast copies, 4 times the replicates: 450 MB for two
+        # 20,000-wake-up runs)
+        rows_at_once = max(1, min(_DRAW_CELLS // blocks, _PRODUCT_CELLS // width))
         # a replicate's cell gains at most (its block choices) x (the largest block's wake-ups) here
         self._wide_enough(self._bound + int(per_replicate.max(initial=0)) * int(np.bincount(offset).max()))
         for r0 in range(0, self.n_boot, rows_at_once):
@@ -380,6 +380,7 @@ class CompareStream:
             if not chosen.size:
                 continue
             replicate = np.repeat(np.arange(r1 - r0, dtype=np.int64), per_replicate[r0:r1])
-            weights = np.bincount(replicate * blocks + chosen, minlength=(r1 - r0) * blocks).reshape(r1 - r0, blocks)
-            added = np.add.reduceat(weights[:, cell_block] * count, key_start, axis=1)  # replicates x keys
-            self._replicates[r0:r1, keys] += added.astype(self._replicates.dtype)  # fits: _wide_enough
+            weights = np.bincount(replicate * blocks + chosen, minlength=(r1 - r0) * blocks)
+            added = counts_t @ weights.reshape(r1 - r0, blocks).T.astype(np.float64)  # keys x replicates, exact
+            np.add(self._replicates[r0:r1], np.rint(added.T, out=added.T), out=self._replicates[r0:r1],
+                   casting="unsafe")  # exact: _wide_enough made the cells wide enough for every sum
