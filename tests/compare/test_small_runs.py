@@ -76,7 +76,7 @@ IMPORTS = """
 import json, sys
 from jitterscope.cli import main
 code = main(sys.argv[1:])
-heavy = ("matplotlib", "pandas", "dask", "scipy.stats", "scipy.optimize")
+heavy = ("matplotlib", "pandas", "dask", "scipy.stats", "scipy.optimize", "scipy.special._support_alternative_backends")
 print(json.dumps({"code": code, "modules": sorted(m for m in heavy if m in sys.modules)}), file=sys.stderr)
 """
 
