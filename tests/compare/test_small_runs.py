@@ -76,15 +76,16 @@ IMPORTS = """
 import json, sys
 from jitterscope.cli import main
 code = main(sys.argv[1:])
-heavy = ("matplotlib", "pandas", "dask", "scipy.stats", "scipy.optimize", "scipy.special._support_alternative_backends")
+heavy = ("matplotlib", "pandas", "dask", "scipy.stats", "scipy.optimize", "scipy.sparse",
+         "scipy.special._support_alternative_backends")
 print(json.dumps({"code": code, "modules": sorted(m for m in heavy if m in sys.modules)}), file=sys.stderr)
 """
 
 
 def test_compare_of_two_small_runs_imports_no_scipy_stats_matplotlib_or_pandas(tmp_path: Path) -> None:
     """The import graph of the command as a user runs it on two 20,000-wake-up runs: no scipy.stats (~1 s of CPU
-    at import; compare's p-values come from scipy.special), no scipy.optimize, no matplotlib for a PDF nobody
-    asked for, no pandas."""
+    at import; compare's p-values come from scipy.special), no scipy.optimize, no scipy.sparse nor scipy.special's
+    array-API layer (summary.special), no matplotlib for a PDF nobody asked for, no pandas."""
     paths = []
     for seed in (1, 2):
         table, metadata = simulate(SimulationSpec(threads=2, samples=10_000), seed)
