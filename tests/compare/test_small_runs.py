@@ -87,7 +87,7 @@ def test_compare_of_two_small_runs_imports_no_scipy_stats_matplotlib_or_pandas(t
     at import; compare's p-values come from scipy.special), no scipy.optimize, no scipy.sparse nor scipy.special's
     array-API layer (summary.special), no matplotlib for a PDF nobody asked for, no pandas."""
     paths = []
-    for seed in (1, 2):
+    for seed in (1, 3):  # these two maxima differ by more than the noise: a tail fit (tails.gpd) is made too
         table, metadata = simulate(SimulationSpec(threads=2, samples=10_000), seed)
         paths.append(str(write_dataset(table, metadata, tmp_path / f"run{seed}.parquet")))
     done = subprocess.run([sys.executable, "-c", IMPORTS, "compare", *paths, "--resamples", "50"],

@@ -113,3 +113,31 @@ def test_survival_function_and_chi2_quantile_equal_scipy_stats() -> None:
     for q in (0.0, 1e-12, 0.5, 0.9, 0.95, 0.96, 0.99, 1 - 1e-12, 1.0, -0.5, 1.5):
         expected = stats.chi2.ppf(q, 1)
         assert chi2_ppf_1(q) == expected or (np.isnan(chi2_ppf_1(q)) and np.isnan(expected)), q
+
+
+def test_bounded_minimum_takes_scipy_optimize_bounded_steps() -> None:
+    """bounded_minimum is scipy's bounded Brent search step for step (fit_gpd no longer imports scipy.optimize):
+    the same x and f, on the fit's own profile likelihoods and on flat, monotone, kinked and noisy functions."""
+    from jitterscope.tails.gpd import _S_GRID, _profile_xi, bounded_minimum
+    from scipy import optimize
+
+    rng = np.random.default_rng(9)
+    functions = [lambda s: (s - 0.3) ** 2, lambda s: 1.0, lambda s: s, lambda s: -s, lambda s: abs(s - 1.7),
+                 lambda s: np.cos(3 * s) + 0.1 * s, lambda s: 1e300 if s > 0.5 else (s - 0.4) ** 2]
+    bounds = [(-1.0, 1.0), (0.0, 2.0), (-12.0, 40.0), (0.2, 0.2), (5.0, 5.0 + 1e-12)]
+    for _ in range(60):  # fit_gpd's refinement of a profile likelihood, bracketed as it brackets
+        y = stats.genpareto.rvs(rng.uniform(-0.4, 0.6), scale=2.0, size=int(rng.integers(10, 300)), random_state=rng)
+        y_max, best = float(y.max()), int(rng.integers(1, _S_GRID.size - 1))
+
+        def neg(s: float, y=y, y_max=y_max) -> float:
+            value = _profile_xi(y, np.array([np.expm1(s) / y_max]))[1][0]
+            return -value if np.isfinite(value) else 1e300
+        functions.append(neg)
+        bounds.append((float(_S_GRID[best - 1]), float(_S_GRID[best + 1])))
+    for i, func in enumerate(functions):
+        for lo, hi in bounds if i < 7 else [bounds[i - 7 + 5]]:
+            for xatol in (1e-10, 1e-5):
+                res = optimize.minimize_scalar(func, bounds=(lo, hi), method="bounded", options={"xatol": xatol})
+                assert bounded_minimum(func, lo, hi, xatol=xatol) == (float(res.x), float(res.fun)), (i, lo, hi)
+    with pytest.raises(ValueError):
+        bounded_minimum(functions[0], 1.0, 0.0)

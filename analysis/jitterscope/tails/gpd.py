@@ -8,7 +8,8 @@ whole profile, vectorised, also for many bootstrap samples at once.  Distributio
 functions are scipy's (:data:`scipy.stats.genpareto`, whose ``c`` is our ``xi``); the survival function and the
 chi-squared quantile the intervals use are the ``scipy.special`` functions those call (:func:`genpareto_sf`,
 :func:`chi2_ppf_1`: the same numbers, tested), so that ``compare``, which needs only them, does not import
-``scipy.stats`` (about 1 s of CPU); ``scipy.stats`` and ``scipy.optimize`` are imported where they are used.
+``scipy.stats`` (about 1 s of CPU); nor does the fit import ``scipy.optimize`` (:func:`bounded_minimum`);
+``scipy.stats`` is imported where it is used.
 
 The peaks-over-threshold model used for tail probabilities (Coles 2001, ch. 4):
 ``P(X > x) = zeta * (1 + xi (x - u) / sigma) ** (-1 / xi)`` for ``x > u``, with the
@@ -19,6 +20,7 @@ likelihood, computed on grids with the interval ends interpolated.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -143,16 +145,118 @@ def fit_gpd(y: np.ndarray) -> GpdFit:
         value = _profile_xi(y, t)[1][0]
         return -value if np.isfinite(value) else 1e300
 
-    from scipy import optimize  # here: the rest of this module (and compare) needs none of it
-
-    res = optimize.minimize_scalar(neg, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10})
-    s_hat = float(res.x) if -res.fun >= ll[best] else float(_S_GRID[best])
+    x_min, f_min = bounded_minimum(neg, lo, hi, xatol=1e-10)
+    s_hat = float(x_min) if -f_min >= ll[best] else float(_S_GRID[best])
     t_hat = np.array([np.expm1(s_hat) / y_max])
     xi_arr, ll_arr = _profile_xi(y, t_hat)
     xi_hat = float(xi_arr[0])
     sigma = xi_hat / float(t_hat[0])
     return GpdFit(xi=xi_hat, sigma=sigma, n=int(y.size), loglik=float(ll_arr[0]),
                   xi_se=float((1.0 + max(xi_hat, -0.5)) / np.sqrt(y.size)))
+
+
+def bounded_minimum(func: Callable[[float], float], lower: float, upper: float, *, xatol: float = 1e-5,
+                    maxiter: int = 500) -> tuple[float, float]:
+    """``scipy.optimize.minimize_scalar(func, bounds=(lower, upper), method="bounded")``: (x, func(x)), the same.
+
+    Parameters
+    ----------
+    func : callable
+        A function of one float returning a float.
+    lower, upper : float
+        Finite bounds, ``lower <= upper``.
+    xatol : float
+        Absolute tolerance in x.
+    maxiter : int
+        Most evaluations of ``func``.
+
+    Returns
+    -------
+    (x, f)
+        The minimum found and the function's value there.
+
+    Raises
+    ------
+    ValueError
+        Bounds not finite or in the wrong order.
+
+    Notes
+    -----
+    Brent's (1973) golden-section search with parabolic interpolation, as scipy's ``_minimize_scalar_bounded``
+    writes it (Forsythe, Malcolm & Moler's ``fmin``), step for step: the same points, so the same numbers
+    (tests/tails/test_gpd.py). Here, not scipy's: ``import scipy.optimize`` costs ~0.5 s of CPU (it brings
+    scipy.sparse, scipy.linalg and scipy.special whole), and ``compare`` of small runs fits a tail whenever a max
+    moves by more than the noise threshold.
+    """
+    if not (np.isfinite(lower) and np.isfinite(upper)):
+        raise ValueError("Optimization bounds must be finite scalars.")
+    if lower > upper:
+        raise ValueError("The lower bound exceeds the upper bound.")
+    sqrt_eps = np.sqrt(2.2e-16)
+    golden_mean = 0.5 * (3.0 - np.sqrt(5.0))
+    a, b = lower, upper
+    fulc = a + golden_mean * (b - a)
+    nfc, xf = fulc, fulc
+    rat = e = 0.0
+    x = xf
+    fx = func(x)
+    num = 1
+    ffulc = fnfc = fx
+    xm = 0.5 * (a + b)
+    tol1 = sqrt_eps * np.abs(xf) + xatol / 3.0
+    tol2 = 2.0 * tol1
+    while np.abs(xf - xm) > (tol2 - 0.5 * (b - a)):
+        golden = True
+        if np.abs(e) > tol1:  # try a parabolic step through the three best points
+            golden = False
+            r = (xf - nfc) * (fx - ffulc)
+            q = (xf - fulc) * (fx - fnfc)
+            p = (xf - fulc) * q - (xf - nfc) * r
+            q = 2.0 * (q - r)
+            if q > 0.0:
+                p = -p
+            q = np.abs(q)
+            r = e
+            e = rat
+            if (np.abs(p) < np.abs(0.5 * q * r)) and (p > q * (a - xf)) and (p < q * (b - xf)):
+                rat = (p + 0.0) / q
+                x = xf + rat
+                if ((x - a) < tol2) or ((b - x) < tol2):
+                    si = np.sign(xm - xf) + ((xm - xf) == 0)
+                    rat = tol1 * si
+            else:
+                golden = True
+        if golden:
+            e = a - xf if xf >= xm else b - xf
+            rat = golden_mean * e
+        si = np.sign(rat) + (rat == 0)
+        x = xf + si * np.maximum(np.abs(rat), tol1)
+        fu = func(x)
+        num += 1
+        if fu <= fx:
+            if x >= xf:
+                a = xf
+            else:
+                b = xf
+            fulc, ffulc = nfc, fnfc
+            nfc, fnfc = xf, fx
+            xf, fx = x, fu
+        else:
+            if x < xf:
+                a = x
+            else:
+                b = x
+            if (fu <= fnfc) or (nfc == xf):
+                fulc, ffulc = nfc, fnfc
+                nfc, fnfc = x, fu
+            elif (fu <= ffulc) or (fulc == xf) or (fulc == nfc):
+                fulc, ffulc = x, fu
+        xm = 0.5 * (a + b)
+        tol1 = sqrt_eps * np.abs(xf) + xatol / 3.0
+        tol2 = 2.0 * tol1
+        if num >= maxiter:
+            break
+    return float(np.asarray(xf)[()]), float(np.asarray(fx)[()])
 
 
 def fit_gpd_many(samples: np.ndarray, *, refine: int = 30) -> tuple[np.ndarray, np.ndarray]:
