@@ -27,8 +27,8 @@ alternately, 4 runs each, on the shared 2-CPU VM at load average ~10.5 (not quie
 for byte the same (text and --json): CPU (user + system, best) 2.72-2.94 -> 1.39-1.56 s; wall 4.1-4.5 ->
 2.2-2.4 s; peak RSS 265 -> 208 MiB. Imports are now 0.64 CPU s at that load (numpy 0.2, pyarrow and jsonschema
 0.3). Scaled by the quiet machine's 2.14 s before, about 1.0-1.1 s after: the 1 s target is still not shown on
-a quiet machine. A run whose max moves by more than the noise threshold fits a GPD (tails.gpd.fit_gpd), which
-imports scipy.optimize (and with it scipy.special and scipy.sparse whole): a few tenths of a second more.
+a quiet machine. A pair whose max moves by more than the noise threshold fits a GPD: fit_gpd's bounded search
+is tails.gpd.bounded_minimum now, so that imports no scipy.optimize either.
 """
 
 from __future__ import annotations
