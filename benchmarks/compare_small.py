@@ -28,7 +28,10 @@ for byte the same (text and --json): CPU (user + system, best) 2.72-2.94 -> 1.39
 2.2-2.4 s; peak RSS 265 -> 208 MiB. Imports are now 0.64 CPU s at that load (numpy 0.2, pyarrow and jsonschema
 0.3). Scaled by the quiet machine's 2.14 s before, about 1.0-1.1 s after: the 1 s target is still not shown on
 a quiet machine. A pair whose max moves by more than the noise threshold fits a GPD: fit_gpd's bounded search
-is tails.gpd.bounded_minimum now, so that imports no scipy.optimize either.
+is tails.gpd.bounded_minimum now, so that imports no scipy.optimize either. Such a pair (simulate seeds 1 and 3,
+20,000 wake-ups each) at load ~9.5: CPU 2.65-2.93 -> 1.24-1.83 s, but peak RSS 457-459 -> 399-400 MiB, over the
+300 MB target (not measured by this benchmark, whose two runs fit no tail): most likely gpd.exceedance_ci's
+_joint_profile (theta x q x zeta float64 temporaries, ~43 MB each; not yet profiled).
 """
 
 from __future__ import annotations
