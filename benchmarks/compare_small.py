@@ -19,6 +19,19 @@ byte: peak RSS 532-536 -> 265 MiB; CPU (user + system) 4.1-4.7 -> 2.7-3.1 s; wal
 then: 20,000 wake-ups 262 MiB, 200,000 wake-ups 308 MiB. What remains of the time is mostly importing
 scipy.stats (1.9 of the 3.1 CPU s at that load; the exact two-sample KS distribution, binomtest and kruskal of
 the verdicts come from it): the 1 s target is not shown.
+
+Then (cmpfast): no scipy.stats, scipy.sparse, scipy.optimize nor scipy.special's array-API layer on the path
+(compare.pvalues: scipy.stats' p-values from scipy.special's functions, bit for bit; summary.special loads
+scipy.special's and scipy.sparse's compiled modules alone). The command before (0f82aa9) and after, run
+alternately, 4 runs each, on the shared 2-CPU VM at load average ~10.5 (not quiet), same two runs, output byte
+for byte the same (text and --json): CPU (user + system, best) 2.72-2.94 -> 1.39-1.56 s; wall 4.1-4.5 ->
+2.2-2.4 s; peak RSS 265 -> 208 MiB. Imports are now 0.64 CPU s at that load (numpy 0.2, pyarrow and jsonschema
+0.3). Scaled by the quiet machine's 2.14 s before, about 1.0-1.1 s after: the 1 s target is still not shown on
+a quiet machine. A pair whose max moves by more than the noise threshold fits a GPD: fit_gpd's bounded search
+is tails.gpd.bounded_minimum now, so that imports no scipy.optimize either. Such a pair (simulate seeds 1 and 3,
+20,000 wake-ups each) at load ~9.5: CPU 2.65-2.93 -> 1.24-1.83 s, but peak RSS 457-459 -> 399-400 MiB, over the
+300 MB target (not measured by this benchmark, whose two runs fit no tail): most likely gpd.exceedance_ci's
+_joint_profile (theta x q x zeta float64 temporaries, ~43 MB each; not yet profiled).
 """
 
 from __future__ import annotations

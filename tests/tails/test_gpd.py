@@ -90,3 +90,54 @@ def test_bad_input() -> None:
     y = np.arange(1.0, 101.0)
     with pytest.raises(ValueError, match="below the threshold"):
         gpd.return_level_ci(y, 100, 1000, 0.5)
+
+
+def test_survival_function_and_chi2_quantile_equal_scipy_stats() -> None:
+    """genpareto_sf and chi2_ppf_1 are the scipy.special functions scipy.stats calls (compare imports no
+    scipy.stats): the same numbers bit for bit, at and beyond the support's ends, for arrays and scalars."""
+    from jitterscope.tails.gpd import chi2_ppf_1, genpareto_sf
+
+    rng = np.random.default_rng(8)
+    y = np.concatenate([[-1.0, 0.0, 1e-300, 1e-9, 0.5, 2.0, 4.0, 4.0 * (1 - 1e-12), 10.0, 1e6, np.inf, -np.inf,
+                         np.nan], rng.exponential(3.0, 300)])
+    for xi in (-1.0, -0.5, -0.25, -1e-9, 0.0, 1e-9, 0.1, 0.5, 2.0, np.inf, np.nan):
+        for sigma in (1.0, 2.0, 0.37, 0.0, -1.0):
+            with np.errstate(all="ignore"):
+                expected = stats.genpareto.sf(y, xi, loc=0.0, scale=sigma)
+            assert np.array_equal(genpareto_sf(y, xi, sigma), expected, equal_nan=True), (xi, sigma)
+            for scalar in (0.0, 1.5, 5.0):
+                with np.errstate(all="ignore"):
+                    theirs = stats.genpareto.sf(scalar, xi, loc=0.0, scale=sigma)
+                ours = genpareto_sf(scalar, xi, sigma)
+                assert np.ndim(ours) == 0 and (ours == theirs or (np.isnan(ours) and np.isnan(theirs)))
+    for q in (0.0, 1e-12, 0.5, 0.9, 0.95, 0.96, 0.99, 1 - 1e-12, 1.0, -0.5, 1.5):
+        expected = stats.chi2.ppf(q, 1)
+        assert chi2_ppf_1(q) == expected or (np.isnan(chi2_ppf_1(q)) and np.isnan(expected)), q
+
+
+def test_bounded_minimum_takes_scipy_optimize_bounded_steps() -> None:
+    """bounded_minimum is scipy's bounded Brent search step for step (fit_gpd no longer imports scipy.optimize):
+    the same x and f, on the fit's own profile likelihoods and on flat, monotone, kinked and noisy functions."""
+    from jitterscope.tails.gpd import _S_GRID, _profile_xi, bounded_minimum
+    from scipy import optimize
+
+    rng = np.random.default_rng(9)
+    functions = [lambda s: (s - 0.3) ** 2, lambda s: 1.0, lambda s: s, lambda s: -s, lambda s: abs(s - 1.7),
+                 lambda s: np.cos(3 * s) + 0.1 * s, lambda s: 1e300 if s > 0.5 else (s - 0.4) ** 2]
+    bounds = [(-1.0, 1.0), (0.0, 2.0), (-12.0, 40.0), (0.2, 0.2), (5.0, 5.0 + 1e-12)]
+    for _ in range(60):  # fit_gpd's refinement of a profile likelihood, bracketed as it brackets
+        y = stats.genpareto.rvs(rng.uniform(-0.4, 0.6), scale=2.0, size=int(rng.integers(10, 300)), random_state=rng)
+        y_max, best = float(y.max()), int(rng.integers(1, _S_GRID.size - 1))
+
+        def neg(s: float, y=y, y_max=y_max) -> float:
+            value = _profile_xi(y, np.array([np.expm1(s) / y_max]))[1][0]
+            return -value if np.isfinite(value) else 1e300
+        functions.append(neg)
+        bounds.append((float(_S_GRID[best - 1]), float(_S_GRID[best + 1])))
+    for i, func in enumerate(functions):
+        for lo, hi in bounds if i < 7 else [bounds[i - 7 + 5]]:
+            for xatol in (1e-10, 1e-5):
+                res = optimize.minimize_scalar(func, bounds=(lo, hi), method="bounded", options={"xatol": xatol})
+                assert bounded_minimum(func, lo, hi, xatol=xatol) == (float(res.x), float(res.fun)), (i, lo, hi)
+    with pytest.raises(ValueError):
+        bounded_minimum(functions[0], 1.0, 0.0)

@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ..format import format_p, format_us
 from .bootstrap import BlockLength, optimal_block_length
+from .pvalues import binomtest_pvalue, kruskal_pvalue
 
 EPISODE_GAP_INTERVALS = 10
 """Exceedances at most this many wake-up intervals after the previous one (any CPU) are one episode, as the
@@ -136,7 +136,7 @@ def episode_test(a: Exceedances, n_a: int, b: Exceedances, n_b: int, level_ns: f
     if k_a is None or k_b is None:
         return None
     total = k_a + k_b
-    p = 1.0 if total == 0 else float(stats.binomtest(k_b, total, n_b / (n_a + n_b)).pvalue)
+    p = 1.0 if total == 0 else binomtest_pvalue(k_b, total, n_b / (n_a + n_b))
     return EpisodeCheck(float(level_ns), k_a, k_b, p, p < alpha)
 
 
@@ -178,7 +178,7 @@ def segment_drift(threads: Sequence[np.ndarray]) -> Drift | None:
         return None
     per = shortest // DRIFT_SEGMENTS
     segments = [np.concatenate([t[s * per:(s + 1) * per] for t in threads]) for s in range(DRIFT_SEGMENTS)]
-    p = float(stats.kruskal(*segments).pvalue)
+    p = kruskal_pvalue(segments)
     spreads = []
     for name, q in DRIFT_METRICS:
         values = np.array([np.quantile(seg, q) for seg in segments])

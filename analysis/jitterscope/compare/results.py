@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from ..errors import AnalysisError
 from ..format import format_change, format_model_chance, format_us, jsonable
 from ..tails import gpd
 from .envdiff import EnvironmentDifference
 from .episodes import Drift, EpisodeCheck, Exceedances, episode_test
+from .pvalues import norm_ppf, poisson_sf
 
 QUANTILE_METRICS: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999), ("p99.99", 0.9999))
 EXCEEDANCE_LEVELS: tuple[tuple[str, float], ...] = (("p99", 0.99), ("p99.9", 0.999), ("p99.99", 0.9999))
@@ -196,7 +196,7 @@ def drift_rule(metrics: list[MetricChange], a: Drift | None, b: Drift | None, no
     the log scale the change's interval is at least ``log(1 + change) ± z sqrt(sd_a^2 + sd_b^2)``, with ``sd``
     the spread of the metric's log across each run's segments (0 for a run that does not drift).
     """
-    z = float(stats.norm.ppf(1 - (1 - confidence) / 2))
+    z = norm_ppf(1 - (1 - confidence) / 2)
     out = []
     for m in metrics:
         sd_a = a.sd(m.metric) if a is not None else 0.0
@@ -337,7 +337,7 @@ def _chance_to_reach(top: np.ndarray, n: int, level: float, wakeups: int, count:
     if y.size < 10:
         return None
     _, _, upper = gpd.exceedance_ci(y, y.size, n, level - u, level=1 - 2 * ALPHA_MAX)
-    return float(stats.poisson.sf(count - 1, wakeups * min(upper, 1.0)))
+    return poisson_sf(count - 1, wakeups * min(upper, 1.0))
 
 
 def _tail_verdict(direction: str, chance: float | None, tail_of: str, level: float, wakeups: int,

@@ -43,7 +43,6 @@ import warnings
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 from ..dataset import Dataset, Metadata
 from ..derive import require_wakeups
@@ -243,6 +242,9 @@ def _compare_pair(
 
 
 def _tests(base: np.ndarray, cand: np.ndarray, seed: int) -> tuple[TestResult, ...]:
+    # here, not at the top: compare_runs (the command) streams and needs none of scipy.stats (~1 s to import)
+    from scipy import stats
+
     rng = np.random.default_rng(seed)
     a = _subsample(base, rng)
     b = _subsample(cand, rng)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import AnalysisError
+from ..summary import sparse_tools
 
 if TYPE_CHECKING:
     from .episodes import Drift, Exceedances
@@ -52,6 +53,8 @@ _DRAW_CELLS = 1 << 20
 _PRODUCT_CELLS = 1 << 18
 """Cells (keys x replicates) of one chunk's product, float64: 2 MiB (a short run has few blocks and many keys)."""
 _INT32_MAX = np.iinfo(np.int32).max
+_SPARSE = sparse_tools()
+"""scipy.sparse's compiled kernels (the bootstrap's product), without importing scipy.sparse."""
 _EXACT = 1 << 53
 _GROW_MARGIN = 512
 
@@ -360,12 +363,15 @@ class CompareStream:
         # chunk of replicates costs (rows of the group) x (replicates) additions in one C loop, with temporaries
         # of a few MiB; the uniform block choices are drawn chunk by chunk, which gives numpy's generator the
         # same values as one draw of all of them (tests/compare/test_stream_speed.py checks the replicates are
-        # identical to the former row-by-row accumulation).
-        from scipy import sparse
-
+        # identical to the former row-by-row accumulation). The product is scipy.sparse's own kernel (csr_matvecs,
+        # what its csr @ dense calls) on H transposed in CSR form: importing scipy.sparse would cost compare of a
+        # small run ~0.15 s, more than its whole bootstrap.
         width = self._replicates.shape[1]
-        counts_t = sparse.csr_array((np.ones(offset.size), (columns.astype(np.int64), offset)),
-                                    shape=(width, blocks))  # H transposed: keys x blocks
+        by_key = np.argsort(columns, kind="stable")  # H transposed (keys x blocks), one row per key
+        indices = offset[by_key].astype(np.int64)
+        indptr = np.zeros(width + 1, dtype=np.int64)
+        np.cumsum(np.bincount(columns, minlength=width), out=indptr[1:])
+        ones = np.ones(offset.size)
         ends = np.cumsum(per_replicate)
         # the product is dense (keys x replicates, float64): bounded too, or a short run's few blocks would make
         # it every replicate at once (with its rounded and cast copies, 4 times the replicates: 450 MB for two
@@ -381,6 +387,8 @@ class CompareStream:
                 continue
             replicate = np.repeat(np.arange(r1 - r0, dtype=np.int64), per_replicate[r0:r1])
             weights = np.bincount(replicate * blocks + chosen, minlength=(r1 - r0) * blocks)
-            added = counts_t @ weights.reshape(r1 - r0, blocks).T.astype(np.float64)  # keys x replicates, exact
+            chunk = np.ascontiguousarray(weights.reshape(r1 - r0, blocks).T, dtype=np.float64)  # blocks x replicates
+            added = np.zeros((width, r1 - r0))  # keys x replicates: H^T W^T, exact (integers below 2**53)
+            _SPARSE.csr_matvecs(width, blocks, r1 - r0, indptr, indices, ones, chunk.ravel(), added.ravel())
             np.add(self._replicates[r0:r1], np.rint(added.T, out=added.T), out=self._replicates[r0:r1],
                    casting="unsafe")  # exact: _wide_enough made the cells wide enough for every sum

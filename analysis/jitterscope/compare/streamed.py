@@ -33,7 +33,6 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from scipy import stats
 
 from ..dataset import Dataset, Metadata, column_values, iter_thread_batches
 from ..errors import AnalysisError
@@ -42,6 +41,7 @@ from ..power import rank_test_binned
 from .bootstrap import MAX_ACF_SAMPLES, BlockLength
 from .envdiff import diff_environments, readings_note
 from .episodes import RECORD_LEVEL, Drift, ExceedanceRecorder, segment_drift, structured_block_length
+from .pvalues import kstwo_sf, kstwobign_sf
 from .results import (
     EXCEEDANCE_LEVELS,
     HIST_BINS,
@@ -328,7 +328,7 @@ def histogram_tests(base: StreamedRun, cand: StreamedRun) -> tuple[TestResult, .
     d = float(np.max(np.abs(fa - fb)))
     d_bound = float(max((ca / na).max(), (cb / nb).max()))
     en = na * nb / (na + nb)
-    p_ks = float(stats.kstwo.sf(d, round(en))) if en < 1e5 else float(stats.kstwobign.sf(d * math.sqrt(en)))
+    p_ks = kstwo_sf(d, round(en)) if en < 1e5 else kstwobign_sf(d * math.sqrt(en))
     ad, p_ad = anderson_darling_binned(ca, cb)
     caveat = "p-values assume independent wake-ups"
     return (

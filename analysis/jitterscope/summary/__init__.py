@@ -26,6 +26,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "CyclictestStats", "IntervalStats", "Moments", "PERCENTILES", "Summary", "TopSpikes", "cyclictest_us",
             "summarize",
         ],
+        "special": ["sparse_tools", "special_ufuncs"],
         "tables": ["spike_table", "summary_table"],
         "text": ["format_cyclictest_line", "format_info", "format_intervals", "format_summary_table"],
         "timeline": [

@@ -5,7 +5,11 @@ about datasets.  The likelihood is profiled over ``theta = xi / sigma`` (Grimsha
 for fixed ``theta`` the maximum over ``xi`` has the closed form
 ``xi(theta) = mean(log1p(theta * y))``, so one pass over a grid of ``theta`` gives the
 whole profile, vectorised, also for many bootstrap samples at once.  Distribution
-functions are scipy's (:data:`scipy.stats.genpareto`, whose ``c`` is our ``xi``).
+functions are scipy's (:data:`scipy.stats.genpareto`, whose ``c`` is our ``xi``); the survival function and the
+chi-squared quantile the intervals use are the ``scipy.special`` functions those call (:func:`genpareto_sf`,
+:func:`chi2_ppf_1`: the same numbers, tested), so that ``compare``, which needs only them, does not import
+``scipy.stats`` (about 1 s of CPU); nor does the fit import ``scipy.optimize`` (:func:`bounded_minimum`);
+``scipy.stats`` is imported where it is used.
 
 The peaks-over-threshold model used for tail probabilities (Coles 2001, ch. 4):
 ``P(X > x) = zeta * (1 + xi (x - u) / sigma) ** (-1 / xi)`` for ``x > u``, with the
@@ -16,10 +20,14 @@ likelihood, computed on grids with the interval ends interpolated.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
+
+from ..summary import special_ufuncs
+
+special = special_ufuncs()  # scipy.special's functions without its import's 0.3 s
 
 XI_MIN = -1.0
 """Below ``xi = -1`` the GPD likelihood is unbounded; the fit is restricted to ``xi >= -1``."""
@@ -42,11 +50,45 @@ class GpdFit:
 
     def sf(self, y: np.ndarray | float) -> np.ndarray:
         """P(Y > y) for exceedance sizes ``y``."""
-        return stats.genpareto.sf(y, self.xi, loc=0.0, scale=self.sigma)
+        return genpareto_sf(y, self.xi, self.sigma)
 
     def isf(self, p: np.ndarray | float) -> np.ndarray:
         """Exceedance size with P(Y > y) = p."""
+        from scipy import stats
+
         return stats.genpareto.isf(p, self.xi, loc=0.0, scale=self.sigma)
+
+
+def genpareto_sf(y: np.ndarray | float, xi: float, sigma: float) -> np.ndarray | float:
+    """``scipy.stats.genpareto.sf(y, xi, loc=0, scale=sigma)``: ``inv_boxcox(-y/sigma, -xi)`` inside the support.
+
+    1 at and below 0, 0 at and beyond the upper end point ``-sigma/xi`` (``xi < 0``), NaN for NaN ``y``, a
+    non-finite ``xi`` or ``sigma <= 0``; a scalar for a scalar, as scipy returns.
+    """
+    x = np.asarray(y)
+    with np.errstate(divide="ignore", invalid="ignore"):  # sigma <= 0 gives NaN below, as scipy's does
+        x = np.asarray((x - 0.0) / np.asarray(sigma), dtype=np.promote_types(x.dtype, np.float64))
+    out = np.zeros(x.shape)
+    if not (np.isfinite(xi) and sigma > 0):
+        out[...] = np.nan
+        return out[()] if out.ndim == 0 else out
+    upper = -1.0 / xi if xi < 0 else np.inf
+    out[np.isnan(x)] = np.nan
+    out[x <= 0] = 1.0
+    inside = (x > 0) & (x < upper)
+    out[inside] = special.inv_boxcox(-x[inside], -xi)
+    return out[()] if out.ndim == 0 else out
+
+
+def chi2_ppf_1(q: float) -> float:
+    """``scipy.stats.chi2.ppf(q, 1)``: ``2 gammaincinv(1/2, q)``; 0 and inf at the ends, NaN outside [0, 1]."""
+    if not 0.0 <= q <= 1.0:
+        return float("nan")
+    if q == 0.0:
+        return 0.0
+    if q == 1.0:
+        return float("inf")
+    return float(2 * special.gammaincinv(0.5, q)) * 1.0 + 0.0
 
 
 def _theta_grid(y_max: np.ndarray | float, s: np.ndarray = _S_GRID) -> np.ndarray:
@@ -103,14 +145,118 @@ def fit_gpd(y: np.ndarray) -> GpdFit:
         value = _profile_xi(y, t)[1][0]
         return -value if np.isfinite(value) else 1e300
 
-    res = optimize.minimize_scalar(neg, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10})
-    s_hat = float(res.x) if -res.fun >= ll[best] else float(_S_GRID[best])
+    x_min, f_min = bounded_minimum(neg, lo, hi, xatol=1e-10)
+    s_hat = float(x_min) if -f_min >= ll[best] else float(_S_GRID[best])
     t_hat = np.array([np.expm1(s_hat) / y_max])
     xi_arr, ll_arr = _profile_xi(y, t_hat)
     xi_hat = float(xi_arr[0])
     sigma = xi_hat / float(t_hat[0])
     return GpdFit(xi=xi_hat, sigma=sigma, n=int(y.size), loglik=float(ll_arr[0]),
                   xi_se=float((1.0 + max(xi_hat, -0.5)) / np.sqrt(y.size)))
+
+
+def bounded_minimum(func: Callable[[float], float], lower: float, upper: float, *, xatol: float = 1e-5,
+                    maxiter: int = 500) -> tuple[float, float]:
+    """``scipy.optimize.minimize_scalar(func, bounds=(lower, upper), method="bounded")``: (x, func(x)), the same.
+
+    Parameters
+    ----------
+    func : callable
+        A function of one float returning a float.
+    lower, upper : float
+        Finite bounds, ``lower <= upper``.
+    xatol : float
+        Absolute tolerance in x.
+    maxiter : int
+        Most evaluations of ``func``.
+
+    Returns
+    -------
+    (x, f)
+        The minimum found and the function's value there.
+
+    Raises
+    ------
+    ValueError
+        Bounds not finite or in the wrong order.
+
+    Notes
+    -----
+    Brent's (1973) golden-section search with parabolic interpolation, as scipy's ``_minimize_scalar_bounded``
+    writes it (Forsythe, Malcolm & Moler's ``fmin``), step for step: the same points, so the same numbers
+    (tests/tails/test_gpd.py). Here, not scipy's: ``import scipy.optimize`` costs ~0.5 s of CPU (it brings
+    scipy.sparse, scipy.linalg and scipy.special whole), and ``compare`` of small runs fits a tail whenever a max
+    moves by more than the noise threshold.
+    """
+    if not (np.isfinite(lower) and np.isfinite(upper)):
+        raise ValueError("Optimization bounds must be finite scalars.")
+    if lower > upper:
+        raise ValueError("The lower bound exceeds the upper bound.")
+    sqrt_eps = np.sqrt(2.2e-16)
+    golden_mean = 0.5 * (3.0 - np.sqrt(5.0))
+    a, b = lower, upper
+    fulc = a + golden_mean * (b - a)
+    nfc, xf = fulc, fulc
+    rat = e = 0.0
+    x = xf
+    fx = func(x)
+    num = 1
+    ffulc = fnfc = fx
+    xm = 0.5 * (a + b)
+    tol1 = sqrt_eps * np.abs(xf) + xatol / 3.0
+    tol2 = 2.0 * tol1
+    while np.abs(xf - xm) > (tol2 - 0.5 * (b - a)):
+        golden = True
+        if np.abs(e) > tol1:  # try a parabolic step through the three best points
+            golden = False
+            r = (xf - nfc) * (fx - ffulc)
+            q = (xf - fulc) * (fx - fnfc)
+            p = (xf - fulc) * q - (xf - nfc) * r
+            q = 2.0 * (q - r)
+            if q > 0.0:
+                p = -p
+            q = np.abs(q)
+            r = e
+            e = rat
+            if (np.abs(p) < np.abs(0.5 * q * r)) and (p > q * (a - xf)) and (p < q * (b - xf)):
+                rat = (p + 0.0) / q
+                x = xf + rat
+                if ((x - a) < tol2) or ((b - x) < tol2):
+                    si = np.sign(xm - xf) + ((xm - xf) == 0)
+                    rat = tol1 * si
+            else:
+                golden = True
+        if golden:
+            e = a - xf if xf >= xm else b - xf
+            rat = golden_mean * e
+        si = np.sign(rat) + (rat == 0)
+        x = xf + si * np.maximum(np.abs(rat), tol1)
+        fu = func(x)
+        num += 1
+        if fu <= fx:
+            if x >= xf:
+                a = xf
+            else:
+                b = xf
+            fulc, ffulc = nfc, fnfc
+            nfc, fnfc = xf, fx
+            xf, fx = x, fu
+        else:
+            if x < xf:
+                a = x
+            else:
+                b = x
+            if (fu <= fnfc) or (nfc == xf):
+                fulc, ffulc = nfc, fnfc
+                nfc, fnfc = x, fu
+            elif (fu <= ffulc) or (fulc == xf) or (fulc == nfc):
+                fulc, ffulc = x, fu
+        xm = 0.5 * (a + b)
+        tol1 = sqrt_eps * np.abs(xf) + xatol / 3.0
+        tol2 = 2.0 * tol1
+        if num >= maxiter:
+            break
+    return float(np.asarray(xf)[()]), float(np.asarray(fx)[()])
 
 
 def fit_gpd_many(samples: np.ndarray, *, refine: int = 30) -> tuple[np.ndarray, np.ndarray]:
@@ -150,6 +296,8 @@ def fit_gpd_many(samples: np.ndarray, *, refine: int = 30) -> tuple[np.ndarray, 
 
 def anderson_darling(y: np.ndarray, xi: float, sigma: float) -> float:
     """Anderson-Darling statistic A² of ``y`` against GPD(xi, sigma); rows of a 2-D ``y`` each get one."""
+    from scipy import stats
+
     y = np.sort(np.asarray(y, dtype=float), axis=-1)
     n = y.shape[-1]
     cdf = np.clip(stats.genpareto.cdf(y, np.asarray(xi)[..., None] if np.ndim(xi) else xi,
@@ -171,6 +319,8 @@ def gof_pvalue(y: np.ndarray, fit: GpdFit, *, n_boot: int = 199, seed: int = 0) 
     of A² depends on them, so samples are drawn from the fitted GPD, refitted, and
     their A² compared with the observed one.
     """
+    from scipy import stats
+
     a2 = float(anderson_darling(y, fit.xi, fit.sigma))
     rng = np.random.default_rng(seed)
     sims = stats.genpareto.ppf(rng.random((n_boot, fit.n)), fit.xi, scale=fit.sigma)
@@ -261,7 +411,7 @@ def exceedance_ci(y: np.ndarray, k_total: int, n_total: int, y0: float, level: f
     log_q = np.log(zeta_hat) + np.linspace(-70.0, 0.0, 281)
     prof = _joint_profile(np.asarray(y, float), k_total, n_total, np.array([float(y0)]), log_q,
                           fit.xi / fit.sigma)[0]
-    cut = stats.chi2.ppf(level, 1) / 2.0
+    cut = chi2_ppf_1(level) / 2.0
     dev = fit.loglik - prof
     lo, hi = _interval_from_deviance(log_q, dev, cut)
     lower = 0.0 if lo == -np.inf else float(np.exp(lo))
@@ -288,7 +438,7 @@ def return_level_ci(y: np.ndarray, k_total: int, n_total: int, q: float, level: 
     y0 = center * np.exp(np.linspace(-6.0, 8.0, 281))
     prof = _joint_profile(np.asarray(y, float), k_total, n_total, y0, np.array([np.log(q)]),
                           fit.xi / fit.sigma)[:, 0]
-    cut = stats.chi2.ppf(level, 1) / 2.0
+    cut = chi2_ppf_1(level) / 2.0
     dev = fit.loglik - prof
     lo, hi = _interval_from_deviance(np.log(y0), dev, cut)
     lower = 0.0 if lo == -np.inf else float(np.exp(lo))
