@@ -159,3 +159,21 @@ def test_page_one_of_a_histogram_with_overflows_says_what_lies_above_its_range(t
     assert "above the histogram's range 19 of 4,000 wake-ups" in text
     assert "thread 0 (CPU unknown): 13, thread 1 (CPU unknown): 6" in text and "p99.9 > 200 µs" in text
     assert "cpus: not recorded by the source" in text
+
+
+def test_the_spectra_run_before_correlate(planted) -> None:
+    # issue 25: each shared analysis's peak stacks on what the ones before it left; correlate leaves the most
+    # and Lomb-Scargle peaks highest, so page 1 and the planted section ask for the spectra first
+    from jitterscope.report.build import build_context
+    from jitterscope.report.sections.findings import SHARED_ORDER, findings_section
+    from jitterscope.report.sections.planted import shared_recovery
+
+    dataset = open_dataset(planted)
+    # page 1 of a simulation asks the planted section first (its tally), so each is checked on its own
+    for ask, sections in ((findings_section, ("findings", "power", "spectrum", "events")),
+                          (shared_recovery, ("planted", "power", "spectrum", "events"))):
+        ctx = build_context(dataset)
+        ctx.sections = sections
+        ask(ctx)
+        computed = [key for key, _ in ctx.shared_seconds if key in SHARED_ORDER]
+        assert computed == ["events", "spectrum", "correlation"] == list(SHARED_ORDER), ask.__name__

@@ -22,7 +22,6 @@ import math
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
-from scipy import ndimage, optimize
 
 from .welch import Psd
 
@@ -137,7 +136,7 @@ def assess_noise_floor(psd: Psd, *, floor_bins: int = 63, alpha: float = 0.01) -
     tested = slice(1, last)  # the floor is estimated from bin 1 on; peaks are tested from FIRST_TESTED_BIN
     width = min(floor_bins | 1, (last - 1) | 1 if last > 2 else 1)
     floor = np.full(power.size, np.nan)
-    floor[tested] = ndimage.median_filter(power[tested], size=width, mode="reflect")
+    floor[tested] = _running_median(power[tested], width)
     level = floor / psd.null.median
     floor_sd = np.sqrt(np.pi / 2 * psd.null.variance / psd.null.median**2 * _HANN_BIN_CORRELATION / width)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -158,7 +157,69 @@ def _threshold_ratio(null, floor_sd: float, per_bin: float) -> float:
     top = float(null.isf(per_bin))
     while excess(top) > 0 and top < 1e6 * null.median:
         top *= 2
-    return float(optimize.brentq(excess, null.median, top))
+    return float(brentq(excess, null.median, top))
+
+
+# scipy.ndimage and scipy.optimize cost ~0.45 s of CPU to import, a sixth of what `spectrum --json` adds to a Welch
+# of 10^7 wake-ups (issue 25), for a running median and one root search: both are here, the same numbers (tests
+# check them bit for bit against scipy).
+
+def _running_median(values: np.ndarray, width: int) -> np.ndarray:
+    """``scipy.ndimage.median_filter(values, size=width, mode="reflect")`` for odd ``width``: the median of the
+    ``width`` values centred on each, the ends mirrored (d c b a | a b c d | d c b a)."""
+    half = width // 2
+    windows = np.lib.stride_tricks.sliding_window_view(np.pad(values, half, mode="symmetric"), width)
+    return np.median(windows, axis=1)
+
+
+def brentq(f, xa: float, xb: float, xtol: float = 2e-12, rtol: float = 4 * np.finfo(float).eps,
+           maxiter: int = 100) -> float:
+    """``scipy.optimize.brentq(f, xa, xb)``: Brent's root search as scipy's C code runs it, step for step.
+
+    Raises
+    ------
+    ValueError
+        ``f(xa)`` and ``f(xb)`` have the same sign.
+    RuntimeError
+        No convergence in ``maxiter`` steps.
+    """
+    xpre, xcur = float(xa), float(xb)
+    xblk = fblk = spre = scur = 0.0
+    fpre, fcur = float(f(xpre)), float(f(xcur))
+    if fpre == 0:
+        return xpre
+    if fcur == 0:
+        return xcur
+    if math.copysign(1.0, fpre) == math.copysign(1.0, fcur):
+        raise ValueError("f(a) and f(b) must have different signs")
+    for _ in range(maxiter):
+        if fpre != 0 and fcur != 0 and math.copysign(1.0, fpre) != math.copysign(1.0, fcur):
+            xblk, fblk = xpre, fpre
+            spre = scur = xcur - xpre
+        if abs(fblk) < abs(fcur):  # the best guess is the one with the smaller |f|
+            xpre, xcur, xblk = xcur, xblk, xcur
+            fpre, fcur, fblk = fcur, fblk, fcur
+        delta = (xtol + rtol * abs(xcur)) / 2
+        sbis = (xblk - xcur) / 2
+        if fcur == 0 or abs(sbis) < delta:
+            return xcur
+        if abs(spre) > delta and abs(fcur) < abs(fpre):
+            if xpre == xblk:  # interpolate
+                stry = -fcur * (xcur - xpre) / (fcur - fpre)
+            else:  # extrapolate (inverse quadratic)
+                dpre = (fpre - fcur) / (xpre - xcur)
+                dblk = (fblk - fcur) / (xblk - xcur)
+                stry = -fcur * (fblk * dblk - fpre * dpre) / (dblk * dpre * (fblk - fpre))
+            if 2 * abs(stry) < min(abs(spre), 3 * abs(sbis) - delta):  # a good short step
+                spre, scur = scur, stry
+            else:
+                spre = scur = sbis
+        else:
+            spre = scur = sbis
+        xpre, fpre = xcur, fcur
+        xcur += scur if abs(scur) > delta else (delta if sbis > 0 else -delta)
+        fcur = float(f(xcur))
+    raise RuntimeError(f"brentq did not converge in {maxiter} steps")
 
 
 def _sf_uncertain_level(null, ratio: np.ndarray, relative_sd: float) -> np.ndarray:
@@ -209,6 +270,8 @@ def find_welch_peaks(psd: Psd, *, alpha: float = 0.01, floor_bins: int = 63, max
     inner = np.r_[False, (power[1:-1] >= power[:-2]) & (power[1:-1] >= power[2:]), False]
     maxima = np.flatnonzero(significant & inner)
     if maxima.size == 0:
+        from scipy import ndimage  # only here: a rare case (see _running_median)
+
         labels, count = ndimage.label(significant)
         maxima = np.array(ndimage.maximum_position(power, labels, index=np.arange(1, count + 1))).ravel()
     maxima = _drop_sidelobes(maxima[np.argsort(power[maxima])[::-1]], power)

@@ -37,6 +37,15 @@ def _recover(ctx: ReportContext) -> PlantedRecovery | None:
         results["events"] = shared_events(ctx)
     except AnalysisError as exc:
         why["events"] = f"events not computed: {exc}"
+    spectra_why = None  # the spectra before correlate (findings.SHARED_ORDER: the peaks add); said in this order
+    if "spectrum" in ctx.sections:
+        from ...spectrum import analyze_spectra
+        try:
+            results["spectra"] = ctx.shared("spectrum", lambda: analyze_spectra(ctx.dataset))
+        except AnalysisError as exc:
+            spectra_why = f"spectra not computed: {exc}"
+    else:
+        spectra_why = "the spectrum section is not in this report (--sections)"
     if "power" in ctx.sections:
         from ...power import correlate_dataset
         try:
@@ -45,14 +54,8 @@ def _recover(ctx: ReportContext) -> PlantedRecovery | None:
             why["power"] = f"correlate failed: {exc}"
     else:
         why["power"] = "the power section is not in this report (--sections)"
-    if "spectrum" in ctx.sections:
-        from ...spectrum import analyze_spectra
-        try:
-            results["spectra"] = ctx.shared("spectrum", lambda: analyze_spectra(ctx.dataset))
-        except AnalysisError as exc:
-            why["spectrum"] = f"spectra not computed: {exc}"
-    else:
-        why["spectrum"] = "the spectrum section is not in this report (--sections)"
+    if spectra_why is not None:
+        why["spectrum"] = spectra_why
     return recover_planted(ctx.dataset, unavailable=why, **results)
 
 
