@@ -472,6 +472,8 @@ def _poll_report(dataset: Dataset, out: Path, *, figures_dir: str | os.PathLike[
 def _draw_page(page: Page, ctx: ReportContext, page_no: int, fig_dir: Path | None, width: str | None,
                pdf: PdfPages) -> None:
     """Draw ``page`` into ``pdf`` with its footer (and its ``--figures`` files without it); then drop it."""
+    if page.prepare is not None:
+        page.prepare(page.figure)
     if _annotated(page.figure):  # labels at data points may fall on each other
         tidy_layout(page.figure)
     # the PDF page first, so it is the same bytes with or without --figures
