@@ -68,3 +68,20 @@ def test_legends_share_the_layout_passes_and_end_as_one_panel_at_a_time(monkeypa
     # the first panel's pass is the second's first: one pass fewer, here 2 of 3
     assert alone >= 3 and len(draws) == alone - 1
     assert data_covers(fig) == []
+
+
+def test_a_figure_laid_out_and_unchanged_is_not_laid_out_again(monkeypatch) -> None:
+    from jitterscope.render import text_boxes
+
+    draws: list[int] = []
+    original = Figure.draw_without_rendering
+    monkeypatch.setattr(Figure, "draw_without_rendering", lambda self: draws.append(1) or original(self))
+    with matplotlib.rc_context(REPORT_RC):
+        fig, axes = _two_panels()
+        legends_off_data(fig)  # its last pass found the legends clear, nothing changed since
+        laid_out = len(draws)
+        boxes = [item.box.bounds for item in text_boxes(fig)]
+        assert len(draws) == laid_out
+        axes[1].set_ylim(0.0, 3.0)  # a change: laid out again
+        moved = [item.box.bounds for item in text_boxes(fig)]
+        assert len(draws) == laid_out + 1 and moved != boxes

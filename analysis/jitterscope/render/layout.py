@@ -41,11 +41,14 @@ class TextBox:
 
 
 def text_boxes(figure: Figure) -> list[TextBox]:
-    """The boxes of the texts ``figure`` draws (it is drawn first, so the layout engine has placed everything)."""
+    """The boxes of the texts ``figure`` draws (it is drawn first, so the layout engine has placed everything;
+    not again when nothing has changed since it was last laid out: a page's legends placed, its labels checked
+    next, one layout pass of a spectrum page's four is saved)."""
     from matplotlib.text import Annotation
 
     renderer = _renderer(figure)
-    figure.draw_without_rendering()
+    if figure.stale:  # any change to an artist marks its figure stale; a draw leaves it fresh
+        figure.draw_without_rendering()
     found: list[TextBox] = []
     seen: set[int] = set()
 
