@@ -85,3 +85,20 @@ def test_a_figure_laid_out_and_unchanged_is_not_laid_out_again(monkeypatch) -> N
         axes[1].set_ylim(0.0, 3.0)  # a change: laid out again
         moved = [item.box.bounds for item in text_boxes(fig)]
         assert len(draws) == laid_out + 1 and moved != boxes
+
+
+def test_heavy_pages_are_shared_between_the_workers() -> None:
+    from jitterscope.render import Page, new_page
+    from jitterscope.report.build import page_weight
+    from jitterscope.report.drawing import assign_pages
+
+    # equal weights go round, as before
+    assert assign_pages([1.0] * 5, 2) == [0, 1, 0, 1, 0]
+    # a real capture's report on 2 CPUs: its spectrum pages (laid out again first) are pages 10 and 12
+    fig, _ = new_page()
+    plain, text = Page("plain", fig), Page("text", fig, kind="text")
+    spectrum = Page("spectrum-cpu0", fig, prepare=lambda figure: None)
+    pages = [plain, text, text] + [plain] * 6 + [spectrum, plain, spectrum, plain] + [plain] * 11
+    owners = assign_pages([page_weight(page) for page in pages], 2)
+    assert owners[9] != owners[11]  # round, both went to worker 1
+    assert assign_pages([page_weight(page) for page in pages], 2) == owners  # the same every time
