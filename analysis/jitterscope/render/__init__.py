@@ -23,7 +23,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "style": [
             "capped_legend", "colour", "literal_text", "major_labels_only", "plain_log_axis", "plot_envelope",
             "plot_note",
-            "plot_text_page", "VERDICT_STYLES", "VerdictStyle", "verdict_label", "verdict_style",
+            "plot_text_page", "stairs", "VERDICT_STYLES", "VerdictStyle", "verdict_label", "verdict_style",
             "EMPTY_NOTE_GID", "empty_panel_note", "OKABE_ITO", "LINE_STYLES",
         ],
         "table": [

@@ -41,11 +41,14 @@ class TextBox:
 
 
 def text_boxes(figure: Figure) -> list[TextBox]:
-    """The boxes of the texts ``figure`` draws (it is drawn first, so the layout engine has placed everything)."""
+    """The boxes of the texts ``figure`` draws (it is drawn first, so the layout engine has placed everything;
+    not again when nothing has changed since it was last laid out: a page's legends placed, its labels checked
+    next, one layout pass of a spectrum page's four is saved)."""
     from matplotlib.text import Annotation
 
     renderer = _renderer(figure)
-    figure.draw_without_rendering()
+    if figure.stale:  # any change to an artist marks its figure stale; a draw leaves it fresh
+        figure.draw_without_rendering()
     found: list[TextBox] = []
     seen: set[int] = set()
 
@@ -557,22 +560,47 @@ def legend_off_data(ax: Any, *, rounds: int = 6) -> bool:
     """Room above the data of ``ax`` for its legend (placed at the top): the y axis's top is raised until the
     legend covers none of the panel's data (:func:`data_covers`), at most ``rounds`` times.  Call it once the
     figure is complete: the layout decides the panel's size.  Returns whether the legend is clear."""
-    legend = ax.get_legend()
-    if legend is None:
-        return True
-    for _ in range(rounds + 1):
-        if not any(item.artist is legend for item, _ in data_covers(ax.figure)):
-            return True
-        low, high = ax.get_ylim()
-        if ax.get_yscale() == "log":
-            ax.set_ylim(low, high * (high / low) ** HEADROOM)
+    return legends_off_data(ax.figure, [ax], rounds=rounds) == []
+
+
+def legends_off_data(figure: Figure, axes: Any = None, *, rounds: int = 6) -> list[Any]:
+    """:func:`legend_off_data` for each of ``axes`` with a legend (default: every panel of ``figure``), one
+    after another; returns the panels whose legend is still on their data.
+
+    Each check lays the figure out (a draw without rendering: most of a spectrum page's cost), so a draw is
+    reused while nothing has changed since: the check of the next panel reads the draw that found the panel
+    before it clear, and a legend's own box and its panel's data are measured, not every text of the figure.
+    """
+    renderer = _renderer(figure)
+    stale = True
+    failed = []
+    for ax in figure.axes if axes is None else axes:
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        for _ in range(rounds + 1):
+            if stale:
+                figure.draw_without_rendering()
+                stale = False
+            if not _legend_covers(ax, legend, renderer):
+                break
+            low, high = ax.get_ylim()
+            if ax.get_yscale() == "log":
+                ax.set_ylim(low, high * (high / low) ** HEADROOM)
+            else:
+                ax.set_ylim(low, high + HEADROOM * (high - low))
+            stale = True
         else:
-            ax.set_ylim(low, high + HEADROOM * (high - low))
-    return False
+            failed.append(ax)
+    return failed
 
 
-def legends_off_data(figure: Figure) -> None:
-    """:func:`legend_off_data` for every panel of ``figure`` with a legend."""
-    for ax in figure.axes:
-        if ax.get_legend() is not None:
-            legend_off_data(ax)
+def _legend_covers(ax: Any, legend: Legend, renderer: Any) -> bool:
+    """Whether ``legend`` covers any data of ``ax`` (as :func:`data_covers` finds it), on the figure as last drawn."""
+    if not (legend.get_visible() and ax.get_visible()):
+        return False
+    box = legend.get_window_extent(renderer)
+    points = np.vstack([_data_points(ax, renderer, lines=False), _data_points(ax, renderer, lines=True)])
+    inside = ((points[:, 0] > box.x0 + TOLERANCE_PX) & (points[:, 0] < box.x1 - TOLERANCE_PX)
+              & (points[:, 1] > box.y0 + TOLERANCE_PX) & (points[:, 1] < box.y1 - TOLERANCE_PX))
+    return bool(inside.any())

@@ -58,6 +58,10 @@ class Page:
     tables: tuple[Table, ...] = ()
     kind: str = "figure"
     """"figure", or "text" (typeset tables) and "note" (a message): only figures are refitted for papers."""
+    prepare: Callable[[Figure], None] | None = None
+    """What needs the page laid out before it is drawn (a legend given headroom above the data it would cover:
+    :func:`~.layout.legends_off_data`): the report runs it where the page is drawn, in a drawing worker, not
+    while the sections are built one after another (a spectrum page's layout passes were 6 s of CPU there)."""
 
 
 def new_page(nrows: int = 1, ncols: int = 1, **subplot_kw: Any) -> tuple[Figure, Any]:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import matplotlib
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.text import Text
@@ -43,8 +44,6 @@ def plot_envelope(ax: Axes, x: Any, y: Any, *, label: str, color: Any, columns: 
     points); the envelope shows the same range, and the median line where the values sit.  Non-finite values are
     left out; an empty span leaves a gap.
     """
-    import numpy as np
-
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     keep = np.isfinite(x) & np.isfinite(y)
     x, y = x[keep], y[keep]
@@ -65,6 +64,38 @@ def plot_envelope(ax: Axes, x: Any, y: Any, *, label: str, color: Any, columns: 
     ax.fill_between(centre, low, high, color=color, alpha=0.35, linewidth=0, step="mid",
                     label=f"{label}: range")
     ax.plot(centre, median, color=color, linewidth=0.8, drawstyle="steps-mid", label=f"{label}: median")
+
+
+def stairs(ax: Axes, values: Any, edges: Any, **kwargs: Any) -> Any:
+    """``ax.stairs(values, edges, **kwargs)``, the same step patch and the same data limits, found at once.
+
+    matplotlib finds a patch's data limits curve by curve (``Path.iter_bezier``: Python objects per segment):
+    the latency and period histograms' 8,000-bin outlines of a 10 s capture took 1.6 s of CPU there, while
+    their sections were built one after another.  A step outline has straight segments only, so its limits
+    are those of its vertices.
+    """
+    from matplotlib.path import Path
+
+    original = ax._update_patch_limits
+
+    def straight(patch: Any) -> None:
+        path = patch.get_path()
+        codes = path.codes
+        if ax.name != "rectilinear" or not (codes is None or np.isin(codes, (Path.MOVETO, Path.LINETO)).all()):
+            original(patch)  # curves, closed outlines, other projections: matplotlib's own walk
+            return
+        updatex, updatey = patch.get_transform().contains_branch_separately(ax.transData)
+        if not (updatex or updatey):
+            return
+        # non-finite vertices (the gaps) are left out by update_datalim, as matplotlib's walk leaves them out
+        xys = (patch.get_transform() - ax.transData).transform(np.asarray(path.vertices, dtype=float))
+        ax.update_datalim(xys, updatex=updatex, updatey=updatey)
+
+    ax._update_patch_limits = straight
+    try:
+        return ax.stairs(values, edges, **kwargs)
+    finally:
+        del ax._update_patch_limits  # the class's method again
 
 
 def major_labels_only(axis: Any) -> None:

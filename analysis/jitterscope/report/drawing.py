@@ -4,9 +4,10 @@ Drawing is most of a small report's time (matplotlib's text layout, paths and fo
 another on one core), and pages do not depend on each other.  Once every section has built its pages, children
 are forked: each inherits the figures as built (nothing is pickled: figures hold formatters that are lambdas)
 and the fonts and styles already set up, draws its share of the pages (and their ``--figures`` files) into a
-PDF, and exits; the pages are then joined in order (:func:`join_pages`).  Page ``i`` is drawn by worker
-``i % n``: the report for a given worker count is the same bytes every time, and its text, page count and page
-order are the same for any worker count (the embedded font subsets differ: each worker's PDF has its own).
+PDF, and exits; the pages are then joined in order (:func:`join_pages`).  Pages go to workers by their
+estimated weight (:func:`assign_pages`): the report for a given worker count is the same bytes every time, and
+its text, page count and page order are the same for any worker count
+(the embedded font subsets differ: each worker's PDF has its own).
 With one worker the pages are drawn here straight into the report.
 
 At most :func:`report_workers` processes draw.  Children never outlive the report: the parent kills them on
@@ -66,14 +67,14 @@ PageJob = Callable[[Any], None]
 
 
 def draw_pages(jobs: Sequence[PageJob], output: Path, *, workers: int, metadata: dict[str, Any],
-               scratch: Path) -> None:
+               scratch: Path, weights: Sequence[float] | None = None) -> None:
     """Run ``jobs`` in order into the PDF ``output``: page ``i`` is what ``jobs[i]`` draws.
 
     With one worker every page is drawn here into ``output``.  With ``n``, this process and ``n - 1`` forked
-    children each draw every ``n``-th page (page ``i`` by worker ``i % n``: the spectra, power and tails pages,
-    the heavy ones, come in runs, so each worker gets its share of them) into a PDF of their own under
-    ``scratch``, and :func:`join_pages` takes the pages back in order.  One PDF per worker, not per page: each
-    PDF embeds the subsets of its fonts, and subsetting a font costs about as much as drawing a page.
+    children each draw their share of the pages (:func:`assign_pages`, by the pages' estimated ``weights``;
+    without them every ``n``-th page) into a PDF of their own under ``scratch``, and :func:`join_pages` takes
+    the pages back in order.  One PDF per worker, not per page: each PDF embeds the subsets of its fonts, and
+    subsetting a font costs about as much as drawing a page.
 
     Raises
     ------
@@ -81,11 +82,29 @@ def draw_pages(jobs: Sequence[PageJob], output: Path, *, workers: int, metadata:
         What a job raised (the first page's failure); the children still running are killed first.
     """
     with _mathtext_parsed_once():
-        _draw_pages(jobs, output, workers=workers, metadata=metadata, scratch=scratch)
+        _draw_pages(jobs, output, workers=workers, metadata=metadata, scratch=scratch, weights=weights)
+
+
+def assign_pages(weights: Sequence[float], workers: int) -> list[int]:
+    """The worker that draws each page: in page order, the one with the least weight so far (the lowest number
+    on a tie), so equal weights go round (page ``i`` to worker ``i % n``).
+
+    Round the pages went wrong for a real capture's report: its two spectrum pages, 4 s of CPU each against
+    about 0.8 s for a plain figure, are pages 10 and 12 (a spikes page between), so on 2 CPUs both fell to one
+    worker, which drew 13.7 s of the 22 s.  The same weights give the same assignment every time: a report
+    drawn by ``n`` workers is the same bytes every time.
+    """
+    load = [0.0] * workers
+    owners = []
+    for weight in weights:
+        k = min(range(workers), key=lambda w: (load[w], w))
+        load[k] += weight
+        owners.append(k)
+    return owners
 
 
 def _draw_pages(jobs: Sequence[PageJob], output: Path, *, workers: int, metadata: dict[str, Any],
-                scratch: Path) -> None:
+                scratch: Path, weights: Sequence[float] | None) -> None:
     from matplotlib.backends.backend_pdf import PdfPages
 
     workers = max(1, min(workers, len(jobs)))
@@ -98,10 +117,13 @@ def _draw_pages(jobs: Sequence[PageJob], output: Path, *, workers: int, metadata
     errors = [scratch / f"worker-{k}.error" for k in range(workers)]
     document_metadata = {"CreationDate": metadata.get("CreationDate"), "ModDate": None}
 
+    owners = assign_pages([1.0] * len(jobs) if weights is None else weights, workers)
+
     def share(k: int) -> None:
         with PdfPages(documents[k], metadata=document_metadata) as pdf:
-            for job in jobs[k::workers]:
-                job(pdf)
+            for job, owner in zip(jobs, owners, strict=True):
+                if owner == k:
+                    job(pdf)
 
     children: dict[int, int] = {}  # pid -> worker
     try:
@@ -122,7 +144,7 @@ def _draw_pages(jobs: Sequence[PageJob], output: Path, *, workers: int, metadata
             raise failed[min(failed)]
     finally:
         _kill(children)
-    join_pages(documents, output, workers=workers, pages=len(jobs), metadata=metadata)
+    join_pages(documents, output, owners=owners, metadata=metadata)
 
 
 @contextlib.contextmanager
@@ -241,17 +263,17 @@ def _failure(worker: int, status: int, error_file: Path) -> BaseException:
                                 f"{os.WEXITSTATUS(status)})")
 
 
-def join_pages(documents: Sequence[Path], output: Path, *, workers: int, pages: int,
-               metadata: dict[str, Any]) -> None:
-    """Write page ``i`` of the report, page ``i // workers`` of ``documents[i % workers]``, for every ``i`` in
-    ``range(pages)``, as one PDF with the document ``metadata`` (Title, Creator, CreationDate as matplotlib's
-    ``PdfPages`` takes them)."""
+def join_pages(documents: Sequence[Path], output: Path, *, owners: Sequence[int], metadata: dict[str, Any]) -> None:
+    """Write page ``i`` of the report, the next page of ``documents[owners[i]]``, for every page ``i``, as one PDF
+    with the document ``metadata`` (Title, Creator, CreationDate as matplotlib's ``PdfPages`` takes them)."""
     from pypdf import PdfReader, PdfWriter
 
     readers = [PdfReader(document) for document in documents]
+    taken = [0] * len(documents)
     writer = PdfWriter()
-    for i in range(pages):
-        writer.add_page(readers[i % workers].pages[i // workers])
+    for owner in owners:
+        writer.add_page(readers[owner].pages[taken[owner]])
+        taken[owner] += 1
     info = {}
     for key, value in metadata.items():
         if value is not None:

@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, NullLocator
 
-from ..render import colour, plain_log_axis
+from ..render import colour, plain_log_axis, stairs
 from .curves import BinnedHistograms, CcdfCurve, LogDensity, PercentileCurve
 from .timeline import ThreadTimeline
 
@@ -38,7 +38,7 @@ def plot_latency_histogram(hists: BinnedHistograms, ax: Axes) -> Axes:
     total = len(hists.series)
     for i, series in enumerate(hists.series):
         edges = series.edges_ns / NS_PER_US
-        ax.stairs(np.where(series.counts > 0, series.counts, 0.1), edges, baseline=0.1, color=colour(i, total),
+        stairs(ax, np.where(series.counts > 0, series.counts, 0.1), edges, baseline=0.1, color=colour(i, total),
                   linewidth=1.0, label=f"{series.label}: n={series.n:,}, max {series.max_ns / NS_PER_US:,.1f} µs")
         ax.plot([series.max_ns / NS_PER_US], [top * 3.0], marker="v", color=colour(i, total), markersize=7,
                 linestyle="none")
@@ -60,7 +60,7 @@ def plot_latency_density(density: LogDensity, ax: Axes) -> Axes:
     for i, (series, values) in enumerate(zip(density.series, density.density_per_us, strict=True)):
         edges = series.edges_ns / NS_PER_US
         shown = np.where(values > 0, values, np.nan)
-        ax.stairs(shown, edges, color=colour(i, total), linewidth=1.0,
+        stairs(ax, shown, edges, color=colour(i, total), linewidth=1.0,
                   label=f"{series.label}: n={series.n:,}, max {series.max_ns / NS_PER_US:,.1f} µs")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -79,7 +79,7 @@ def plot_period_error(hists: BinnedHistograms, ax: Axes, *, interval_ns: int | N
     width_us = hists.bin_width_ns / NS_PER_US
     top = max(int(s.counts.max()) for s in hists.series)
     for i, series in enumerate(hists.series):
-        ax.stairs(np.where(series.counts > 0, series.counts, 0.1), series.edges_ns / NS_PER_US, baseline=0.1,
+        stairs(ax, np.where(series.counts > 0, series.counts, 0.1), series.edges_ns / NS_PER_US, baseline=0.1,
                   color=colour(i, len(hists.series)), linewidth=1.0,
                   label=(f"{series.label}: n={series.n:,}, min {series.min_ns / NS_PER_US:,.1f} µs, "
                          f"max {series.max_ns / NS_PER_US:,.1f} µs"))

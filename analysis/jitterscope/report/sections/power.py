@@ -12,6 +12,7 @@ without usable counters gets one line saying why, and no figure pages.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -66,10 +67,9 @@ def power_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
     items += _panel_pages("lagged-correlation", "Lagged correlation", result.cross_correlations,
                           plot_lagged_correlation)
     items += _nonempty(condition_tests_table(result), event_table(result), time_in_frequency_table(result))
-    for item in items:  # once laid out: the legends at the top get headroom above the data they sat on
-        if isinstance(item, Page) and item.kind == "figure":
-            legends_off_data(item.figure)
-    return items
+    # once laid out (where each page is drawn): the legends at the top get headroom above the data they sat on
+    return [dataclasses.replace(item, prepare=legends_off_data) if isinstance(item, Page) and item.kind == "figure"
+            else item for item in items]
 
 
 def _nonempty(*tables: Table) -> list[Table]:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from ...errors import AnalysisError
-from ...render import Page, Table, legend_off_data, new_page
+from ...render import Page, Table, legends_off_data, new_page
 from ...spectrum import (
     analyze_spectra,
     peak_table,
@@ -44,9 +45,9 @@ def spectra_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
             plot_lomb_scargle(thread, axes[1])
         if thread.spectrogram is not None:
             plot_spectrogram(thread.spectrogram, axes[-1], title=f"{_who(thread)}: spectrogram of latency")
-        for ax in axes[:-1]:  # once the page is laid out: the legends go into headroom above the spectra
-            legend_off_data(ax)
-        items.append(Page(ctx.thread_page_name("spectrum", thread.thread, thread.cpu), fig))
+        # once the page is laid out (where it is drawn): the legends go into headroom above the spectra
+        items.append(Page(ctx.thread_page_name("spectrum", thread.thread, thread.cpu), fig,
+                          prepare=functools.partial(legends_off_data, axes=tuple(axes[:-1]))))
         fig, axes = new_page(1, 2)
         if thread.spike_psd is not None:
             plot_spike_psd(thread.spike_psd, thread.spike_peaks, axes[0],

@@ -1,0 +1,104 @@
+"""A small report's work is done where it runs in parallel, and once (issue 25, "speed of small reports"): pages
+are laid out for their legends in the drawing workers (not while the sections are built one after another, in
+the report's process), each layout pass shared by the panels it checks."""
+
+from __future__ import annotations
+
+import matplotlib
+import numpy as np
+import pytest
+from jitterscope.dataset import open_dataset
+from jitterscope.io import BaseLatency, PeriodicDisturbance, SimulationSpec, write_simulation
+from jitterscope.render import REPORT_RC, data_covers, legend_off_data, legends_off_data
+from matplotlib.figure import Figure
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    spec = SimulationSpec(threads=1, samples=30_000, base=BaseLatency(median_ns=3_000, spread=0.3),
+                          effects=(PeriodicDisturbance(frequency_hz=20.0, amplitude_ns=20_000, width_ns=1_000_000),))
+    return write_simulation(spec, tmp_path_factory.mktemp("speed") / "s.parquet", 2)
+
+
+def test_no_page_is_laid_out_while_the_sections_are_built(dataset, monkeypatch) -> None:
+    """The layout passes that place the spectrum page's legends run where the page is drawn (a worker), not in
+    the section, and once run there the legends are clear of the data."""
+    from jitterscope.report.build import build_context
+    from jitterscope.report.sections.spectrum import spectra_section
+
+    draws: list[str] = []
+    original = Figure.draw_without_rendering
+    monkeypatch.setattr(Figure, "draw_without_rendering", lambda self: draws.append("draw") or original(self))
+    with matplotlib.rc_context(REPORT_RC):
+        items = spectra_section(build_context(open_dataset(dataset)))
+        assert draws == []  # the section only builds its pages
+        spectra = [item for item in items if getattr(item, "name", "").startswith("spectrum-")]
+        assert spectra and all(page.prepare is not None for page in spectra)
+        for page in spectra:
+            page.prepare(page.figure)
+            assert [what for item, what in data_covers(page.figure) if item.role == "legend"] == []
+    assert draws  # laid out by prepare
+
+
+def _two_panels() -> tuple[Figure, list]:
+    fig = Figure(figsize=(6.0, 6.0), layout="constrained")
+    axes = fig.subplots(2, 1)
+    x = np.linspace(0.0, 1.0, 50)
+    for ax in axes:
+        ax.plot(x, x, label="rising")
+        ax.set_title("n = 50")
+    axes[0].legend(loc="upper left")  # clear: the line rises to the upper right
+    axes[1].legend(loc="upper right")  # on the line's end: needs headroom
+    return fig, list(axes)
+
+
+def test_legends_share_the_layout_passes_and_end_as_one_panel_at_a_time(monkeypatch) -> None:
+    draws: list[int] = []
+    original = Figure.draw_without_rendering
+    monkeypatch.setattr(Figure, "draw_without_rendering", lambda self: draws.append(1) or original(self))
+    with matplotlib.rc_context(REPORT_RC):
+        sequential, axes = _two_panels()
+        assert [legend_off_data(ax) for ax in axes] == [True, True]  # each panel alone: a pass each, at least
+        limits, alone = [ax.get_ylim() for ax in axes], len(draws)
+        draws.clear()
+        fig, axes = _two_panels()
+        assert legends_off_data(fig) == []
+    assert [ax.get_ylim() for ax in axes] == limits  # the same headroom as checking each panel alone
+    assert limits[0] == sequential.axes[0].get_ylim() and limits[1][1] > axes[1].dataLim.y1 + 0.2
+    # the first panel's pass is the second's first: one pass fewer, here 2 of 3
+    assert alone >= 3 and len(draws) == alone - 1
+    assert data_covers(fig) == []
+
+
+def test_a_figure_laid_out_and_unchanged_is_not_laid_out_again(monkeypatch) -> None:
+    from jitterscope.render import text_boxes
+
+    draws: list[int] = []
+    original = Figure.draw_without_rendering
+    monkeypatch.setattr(Figure, "draw_without_rendering", lambda self: draws.append(1) or original(self))
+    with matplotlib.rc_context(REPORT_RC):
+        fig, axes = _two_panels()
+        legends_off_data(fig)  # its last pass found the legends clear, nothing changed since
+        laid_out = len(draws)
+        boxes = [item.box.bounds for item in text_boxes(fig)]
+        assert len(draws) == laid_out
+        axes[1].set_ylim(0.0, 3.0)  # a change: laid out again
+        moved = [item.box.bounds for item in text_boxes(fig)]
+        assert len(draws) == laid_out + 1 and moved != boxes
+
+
+def test_heavy_pages_are_shared_between_the_workers() -> None:
+    from jitterscope.render import Page, new_page
+    from jitterscope.report.build import page_weight
+    from jitterscope.report.drawing import assign_pages
+
+    # equal weights go round, as before
+    assert assign_pages([1.0] * 5, 2) == [0, 1, 0, 1, 0]
+    # a real capture's report on 2 CPUs: its spectrum pages (laid out again first) are pages 10 and 12
+    fig, _ = new_page()
+    plain, text = Page("plain", fig), Page("text", fig, kind="text")
+    spectrum = Page("spectrum-cpu0", fig, prepare=lambda figure: None)
+    pages = [plain, text, text] + [plain] * 6 + [spectrum, plain, spectrum, plain] + [plain] * 11
+    owners = assign_pages([page_weight(page) for page in pages], 2)
+    assert owners[9] != owners[11]  # round, both went to worker 1
+    assert assign_pages([page_weight(page) for page in pages], 2) == owners  # the same every time
