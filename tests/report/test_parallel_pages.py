@@ -167,3 +167,30 @@ def test_a_signal_during_the_fork_is_held_until_the_child_is_recorded() -> None:
         assert recorded == ["child"] and signal.getsignal(signal.SIGHUP) is hangup
     finally:
         signal.signal(signal.SIGHUP, previous)
+
+
+def test_the_scratch_of_a_killed_report_is_removed_by_the_next(tmp_path: Path) -> None:
+    """A report killed with SIGKILL leaves its drawing scratch folder; the next report removes the folders of
+    reports whose process is gone, and only those (a live report's, another tool's, its own stay)."""
+    import subprocess
+    import sys
+
+    from jitterscope.report.build import SCRATCH_PREFIX, scratch_directory
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    dead = tmp_path / f"{SCRATCH_PREFIX}{int(gone.stdout)}-abcd1234"
+    live = subprocess.Popen(["sleep", "30"])
+    try:
+        running = tmp_path / f"{SCRATCH_PREFIX}{live.pid}-efgh5678"
+        other = tmp_path / f"{SCRATCH_PREFIX}unrelated"
+        for folder in (dead, running, other):
+            folder.mkdir()
+            (folder / "page-0001.pdf").write_bytes(b"%PDF")
+        with scratch_directory(tmp_path) as made:
+            assert Path(made).name.startswith(f"{SCRATCH_PREFIX}{os.getpid()}-")
+            assert not dead.exists() and running.exists() and other.exists()
+        assert not Path(made).exists()
+    finally:
+        live.kill()
+        live.wait()

@@ -47,6 +47,7 @@ import functools
 import hashlib
 import importlib
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -422,7 +423,7 @@ def write_report(
                 seconds.append((section.name, time.perf_counter() - started))
             started = time.perf_counter()
             count = report_workers(workers)
-            scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="jitterscope-pages-")))
+            scratch = Path(stack.enter_context(scratch_directory()))
             draw_pages(jobs, tmp, workers=count, metadata=metadata, scratch=scratch, weights=weights)
             seconds.append((f"drawing ({min(count, len(jobs))} process{'es' if min(count, len(jobs)) > 1 else ''})",
                             time.perf_counter() - started))
@@ -433,6 +434,31 @@ def write_report(
         written = [str(Path(figures_dir) / Path(path).name) for path in written]
     return ReportInfo(path=str(out), pages=pages, sections=tuple(contributed), figure_files=tuple(written),
                       seconds=tuple(seconds))
+
+
+SCRATCH_PREFIX = "jitterscope-pages-"
+"""The drawing workers' scratch folders: ``jitterscope-pages-PID-XXXXXXXX`` in the temporary directory."""
+
+
+def scratch_directory(base: str | os.PathLike[str] | None = None) -> tempfile.TemporaryDirectory[str]:
+    """The scratch folder of this report's drawing workers, named by this process's pid, after removing those of
+    reports that are gone: a report killed with SIGKILL cannot remove its own, so the next one does."""
+    base = Path(base if base is not None else tempfile.gettempdir())
+    for old in base.glob(f"{SCRATCH_PREFIX}*-*"):
+        owner = old.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+        if owner.isdigit() and int(owner) != os.getpid() and not _alive(int(owner)):
+            shutil.rmtree(old, ignore_errors=True)
+    return tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=base)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _poll_report(dataset: Dataset, out: Path, *, figures_dir: str | os.PathLike[str] | None,
