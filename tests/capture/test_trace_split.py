@@ -65,9 +65,11 @@ def _in_bursts(result, log: Path) -> list:
 
 
 def test_a_fifo_spinner_lands_in_thread_latency(run_capture, tmp_path: Path, cpu: int) -> None:
-    spinner = _spinner(tmp_path, cpu, 0.001, 0.2, 4.0)
+    # 7 s of bursts: with 4 s a loaded CI machine named the spinner in as few as 5 spikes, and two hypervisor
+    # delays among them were 40 % of the sample
+    spinner = _spinner(tmp_path, cpu, 0.001, 0.2, 7.0)
     try:
-        done = run_capture(*_args(cpu, "-D", "5", "--trace"))
+        done = run_capture(*_args(cpu, "-D", "8", "--trace"))
     finally:
         spinner.wait(timeout=30)
     assert done.returncode == 0, done.stderr

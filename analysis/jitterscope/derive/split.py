@@ -24,7 +24,10 @@ Which event is the split (per wake-up, the first that applies; its name is kept 
    ``hrtimer_wakeup`` expiries at all (the capture's default events since they cost the latency they measure:
    three of the six events on the wake-up path): the timer interrupt open at ``expected_ns``, else the first one
    to enter after it and before ``actual_ns``.  That is the interrupt that expired the thread's timer: every
-   hrtimer interrupt expires every timer due, and it re-checks before it returns.
+   hrtimer interrupt expires every timer due, and it re-checks before it returns.  An interrupt open at the
+   programmed time whose last check came just before it expires the timer in the next one instead, which only
+   the wake-up or hrtimer events can show (a real capture of this machine with them, split both ways: 733 of
+   734 late wake-ups split at the same instant, the other one so).
 
 A timer interrupt that entered before ``expected_ns`` (the CPU was already in the interrupt when the time came:
 its hrtimer loop expired the timer on a later pass) gives interrupt latency 0.  No split is claimed when none
