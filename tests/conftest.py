@@ -10,7 +10,11 @@ SCHED_OTHER, which a FIFO capture preempts.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -37,3 +41,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if runs_realtime_processes(Path(item.fspath)):
             item.add_marker(pytest.mark.xdist_group(REALTIME_GROUP))
+
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="session")
+def load_benchmark() -> Callable[[str], ModuleType]:
+    """A script of benchmarks/ as a module (``load_benchmark("trace_cost")``): tests check the pieces the benchmarks
+    print their verdicts with.  Registered in sys.modules: dataclasses look their module up there."""
+    def load(name: str) -> ModuleType:
+        if name in sys.modules:
+            return sys.modules[name]
+        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+    return load

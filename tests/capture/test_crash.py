@@ -8,14 +8,10 @@ per thread, ``jitterscope validate`` passes.
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
 from pathlib import Path
 
 import pytest
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "capture_crash.py"
 
 # JITTERSCOPE_FAULT=KIND:STEP:N kills the writer just before STEP (README, hidden knobs).  A flush rewrites the
 # hidden twin (write, write-half), syncs it, links it and renames it over the visible part, then syncs the
@@ -29,17 +25,9 @@ FAULT_STEPS = [
 ]
 
 
-def _load_crash_module():
-    spec = importlib.util.spec_from_file_location("capture_crash", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
-def test_sigkill_leaves_readable_parts_missing_at_most_one_flush(capture_bin, tmp_path: Path) -> None:
-    crash_trial = _load_crash_module().crash_trial
+def test_sigkill_leaves_readable_parts_missing_at_most_one_flush(capture_bin, tmp_path: Path, load_benchmark) -> None:
+    crash_trial = load_benchmark("capture_crash").crash_trial
     rng = random.Random(20261130)
     results = [crash_trial(capture_bin, tmp_path / f"t{i}", rng.uniform(0.05, 1.5), flush_s=0.2) for i in range(20)]
     failures = [r for r in results if not r.ok]
@@ -51,7 +39,7 @@ def test_sigkill_leaves_readable_parts_missing_at_most_one_flush(capture_bin, tm
 
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", FAULT_STEPS)
-def test_kill_at_each_step_of_a_flush(capture_bin, tmp_path: Path, spec: str) -> None:
-    result = _load_crash_module().fault_trial(capture_bin, tmp_path / "run", spec)
+def test_kill_at_each_step_of_a_flush(capture_bin, tmp_path: Path, spec: str, load_benchmark) -> None:
+    result = load_benchmark("capture_crash").fault_trial(capture_bin, tmp_path / "run", spec)
     assert result.ok, result
     assert result.rows > 0

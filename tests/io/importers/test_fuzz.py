@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "import_fuzz.py"
-
-
-def _fuzz_module():
-    spec = importlib.util.spec_from_file_location("import_fuzz", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("chunk", range(4))
-def test_mutations_import_or_fail_with_one_line(tmp_path, chunk):
-    fuzz = _fuzz_module()
+def test_mutations_import_or_fail_with_one_line(tmp_path, chunk, load_benchmark):
+    fuzz = load_benchmark("import_fuzz")
     outcomes = set()
     for case in range(chunk * 100, chunk * 100 + 100):
         _, _, outcome = fuzz.run_case(case, seed=20261130, workdir=tmp_path)
