@@ -49,11 +49,12 @@ def events_table(events: Events, *, top: int = 20, name: str = "events") -> Tabl
 
 
 SPLIT_NOTE = ("interrupt / thread: the event's worst traced wake-up split at its timer interrupt "
-              "(local_timer_entry, else hrtimer_expire_entry of hrtimer_wakeup, else the measuring thread's "
-              "sched_wakeup): interrupt latency = programmed time to the interrupt (idle exit, interrupts "
-              "disabled, SMI, hypervisor), thread latency = interrupt to the thread running (handlers, softirqs, "
-              "other threads, the wake-up path); n/a where the trace has none of these events in the window "
-              "or lost events there.")
+              "(local_timer_entry around the measuring thread's sched_wakeup, else hrtimer_expire_entry of "
+              "hrtimer_wakeup, else that sched_wakeup; with neither traced, as by default, the timer interrupt "
+              "open at, or first entered after, the programmed time): interrupt latency = programmed time to "
+              "the interrupt (idle exit, interrupts disabled, SMI, hypervisor), thread latency = interrupt to "
+              "the thread running (handlers, softirqs, other threads, the wake-up path); n/a where the trace "
+              "has none of these events in the window or lost events there.")
 
 
 def _split_cells(event: Event) -> tuple[float | None, float | None]:
