@@ -141,3 +141,47 @@ def test_bounded_minimum_takes_scipy_optimize_bounded_steps() -> None:
                 assert bounded_minimum(func, lo, hi, xatol=xatol) == (float(res.x), float(res.fun)), (i, lo, hi)
     with pytest.raises(ValueError):
         bounded_minimum(functions[0], 1.0, 0.0)
+
+
+def _profile_cases() -> list[tuple[np.ndarray, int, int, np.ndarray, np.ndarray]]:
+    """compare's call (one level, 281 exceedance rates over 200 exceedances) and return_level_ci's (281 levels,
+    one rate), on light, exponential and heavy tails and a bounded one (invalid theta cells)."""
+    rng = np.random.default_rng(9)
+    cases = []
+    for xi in (-0.4, 0.0, 0.3, 0.8):
+        y = stats.genpareto.rvs(xi, scale=1500.0, size=200, random_state=rng)
+        zeta = 200 / 20_000
+        cases.append((y, 200, 20_000, np.array([float(y.max()) * 1.3]), np.log(zeta) + np.linspace(-70.0, 0.0, 281)))
+        cases.append((y, 200, 20_000, float(np.median(y)) * np.exp(np.linspace(-6.0, 8.0, 281)), np.log([1e-6])))
+    return cases
+
+
+def test_the_joint_profile_in_blocks_equals_the_whole_grid_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of the theta grid (bounded memory) give the very numbers of the whole grid at once."""
+    blocked = [gpd._joint_profile(y, k, n, y0, log_q, gpd.fit_gpd(y).xi / gpd.fit_gpd(y).sigma)
+               for y, k, n, y0, log_q in _profile_cases()]
+    monkeypatch.setattr(gpd, "_PROFILE_CELLS", 1 << 40)  # every cell at once, as before the blocks
+    whole = [gpd._joint_profile(y, k, n, y0, log_q, gpd.fit_gpd(y).xi / gpd.fit_gpd(y).sigma)
+             for y, k, n, y0, log_q in _profile_cases()]
+    monkeypatch.setattr(gpd, "_PROFILE_CELLS", 7 * 281 * 25 + 3)  # blocks of 7 rows and a ragged last one
+    ragged = [gpd._joint_profile(y, k, n, y0, log_q, gpd.fit_gpd(y).xi / gpd.fit_gpd(y).sigma)
+              for y, k, n, y0, log_q in _profile_cases()]
+    for b, w, r in zip(blocked, whole, ragged, strict=True):
+        assert np.isfinite(w).any()  # a profile, not all -inf
+        assert np.array_equal(b, w) and np.array_equal(r, w)
+
+
+def test_an_exceedance_interval_holds_a_few_mib_whatever_its_grid() -> None:
+    """compare's tail judgement on 200 exceedances (issue 26): the whole profile grid at once peaked near 300 MB."""
+    import tracemalloc
+
+    y = stats.genpareto.rvs(0.2, scale=1500.0, size=200, random_state=np.random.default_rng(10))
+    fit = gpd.fit_gpd(y)
+    tracemalloc.start()
+    try:
+        est, lo, hi = gpd.exceedance_ci(y, 200, 20_000, float(y.max()) * 1.5, 0.98, fit)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert 0 < lo <= est <= hi < 1
+    assert peak < 16 << 20, peak >> 20

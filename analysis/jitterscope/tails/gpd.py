@@ -340,28 +340,39 @@ def _binomial_grid(k: int, total: int) -> tuple[np.ndarray, np.ndarray]:
     return zeta, ll - ll.max()
 
 
+_PROFILE_CELLS = 1 << 18
+"""(theta, q, zeta) cells the joint profile evaluates at once: 2 MiB a float64 temporary. The whole grid at once
+(761 x 281 x 25 for :func:`exceedance_ci`) took ~43 MB a temporary and ~400 MB at its peak, whatever the data
+(issue 26: compare of two 20,000-wake-up runs)."""
+
+
 def _joint_profile(y: np.ndarray, k_total: int, n_total: int, y0: np.ndarray, log_q: np.ndarray,
                    theta_hat: float) -> np.ndarray:
     """Profile log-likelihood of P(X > u + y0) = q for every pair (y0[i], log_q[j]), shape (len(y0), len(log_q)).
 
     Maximised over theta (grid) and zeta (grid); GPD part relative to nothing (absolute),
-    binomial part relative to its maximum.
+    binomial part relative to its maximum. The theta grid is taken in blocks of :data:`_PROFILE_CELLS` cells:
+    every cell is computed as over the whole grid, and a maximum of maxima is the maximum, so the values are
+    the same bit for bit.
     """
     n = y.size
     theta = np.union1d(_theta_grid(float(y.max())), [theta_hat])  # the MLE on the grid: profile max == loglik
     logs = np.log1p(theta[:, None] * y[None, :]).sum(axis=1)  # (T,)
     zeta, ll_b = _binomial_grid(k_total, n_total)  # (Z,)
+    log_p = log_q[None, :, None] - np.log(zeta)[None, None, :]  # (1, Q, Z)
+    rows = max(1, _PROFILE_CELLS // (log_q.size * zeta.size))
     out = np.full((y0.size, log_q.size), -np.inf)
     for i, y_i in enumerate(y0):
         a = np.log1p(np.maximum(theta * y_i, -1 + 1e-12))  # (T,), log(1 + theta y0); invalid ones masked below
         valid_t = theta * y_i > -1
-        log_p = log_q[None, :, None] - np.log(zeta)[None, None, :]  # (1, Q, Z)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            xi = -a[:, None, None] / log_p  # (T, Q, Z)
-            sigma = xi / theta[:, None, None]
-            ll = -n * np.log(sigma) - (1.0 + 1.0 / xi) * logs[:, None, None] + ll_b[None, None, :]
-        ok = valid_t[:, None, None] & (log_p < 0) & (xi >= XI_MIN) & (sigma > 0) & np.isfinite(ll)
-        out[i] = np.where(ok, ll, -np.inf).max(axis=(0, 2))
+        for start in range(0, theta.size, rows):
+            part = slice(start, start + rows)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                xi = -a[part, None, None] / log_p  # (rows, Q, Z)
+                sigma = xi / theta[part, None, None]
+                ll = -n * np.log(sigma) - (1.0 + 1.0 / xi) * logs[part, None, None] + ll_b[None, None, :]
+            ok = valid_t[part, None, None] & (log_p < 0) & (xi >= XI_MIN) & (sigma > 0) & np.isfinite(ll)
+            np.maximum(out[i], np.where(ok, ll, -np.inf).max(axis=(0, 2)), out=out[i])
     return out
 
 
