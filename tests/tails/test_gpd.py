@@ -156,19 +156,37 @@ def _profile_cases() -> list[tuple[np.ndarray, int, int, np.ndarray, np.ndarray]
     return cases
 
 
+def _whole_grid_profile(y: np.ndarray, k_total: int, n_total: int, y0: np.ndarray, log_q: np.ndarray,
+                        theta_hat: float) -> np.ndarray:
+    """The joint profile as one expression over the whole (theta, q, zeta) grid: gpd's before blocks (issue 26)."""
+    n = y.size
+    theta = np.union1d(gpd._theta_grid(float(y.max())), [theta_hat])
+    logs = np.log1p(theta[:, None] * y[None, :]).sum(axis=1)
+    zeta, ll_b = gpd._binomial_grid(k_total, n_total)
+    out = np.full((y0.size, log_q.size), -np.inf)
+    for i, y_i in enumerate(y0):
+        a = np.log1p(np.maximum(theta * y_i, -1 + 1e-12))
+        valid_t = theta * y_i > -1
+        log_p = log_q[None, :, None] - np.log(zeta)[None, None, :]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            xi = -a[:, None, None] / log_p
+            sigma = xi / theta[:, None, None]
+            ll = -n * np.log(sigma) - (1.0 + 1.0 / xi) * logs[:, None, None] + ll_b[None, None, :]
+        ok = valid_t[:, None, None] & (log_p < 0) & (xi >= gpd.XI_MIN) & (sigma > 0) & np.isfinite(ll)
+        out[i] = np.where(ok, ll, -np.inf).max(axis=(0, 2))
+    return out
+
+
 def test_the_joint_profile_in_blocks_equals_the_whole_grid_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Blocks of the theta grid (bounded memory) give the very numbers of the whole grid at once."""
-    blocked = [gpd._joint_profile(y, k, n, y0, log_q, gpd.fit_gpd(y).xi / gpd.fit_gpd(y).sigma)
-               for y, k, n, y0, log_q in _profile_cases()]
-    monkeypatch.setattr(gpd, "_PROFILE_CELLS", 1 << 40)  # every cell at once, as before the blocks
-    whole = [gpd._joint_profile(y, k, n, y0, log_q, gpd.fit_gpd(y).xi / gpd.fit_gpd(y).sigma)
-             for y, k, n, y0, log_q in _profile_cases()]
-    monkeypatch.setattr(gpd, "_PROFILE_CELLS", 7 * 281 * 25 + 3)  # blocks of 7 rows and a ragged last one
-    ragged = [gpd._joint_profile(y, k, n, y0, log_q, gpd.fit_gpd(y).xi / gpd.fit_gpd(y).sigma)
-              for y, k, n, y0, log_q in _profile_cases()]
-    for b, w, r in zip(blocked, whole, ragged, strict=True):
-        assert np.isfinite(w).any()  # a profile, not all -inf
-        assert np.array_equal(b, w) and np.array_equal(r, w)
+    """Blocks of the theta grid, invalid rows skipped, operations in place (bounded memory, 3x faster): the
+    very numbers of the whole grid at once, in blocks of the default size and in odd ones."""
+    cases = [(y, k, n, y0, log_q, gpd.fit_gpd(y).xi / gpd.fit_gpd(y).sigma) for y, k, n, y0, log_q in _profile_cases()]
+    whole = [_whole_grid_profile(*case) for case in cases]
+    assert all(np.isfinite(w).any() for w in whole)  # profiles, not all -inf
+    for cells in (gpd._PROFILE_CELLS, 7 * 281 * 25 + 3, 1):  # default; 7 rows and a ragged last block; one row
+        monkeypatch.setattr(gpd, "_PROFILE_CELLS", cells)
+        for case, w in zip(cases, whole, strict=True):
+            assert np.array_equal(gpd._joint_profile(*case), w), cells
 
 
 def test_an_exceedance_interval_holds_a_few_mib_whatever_its_grid() -> None:
