@@ -115,12 +115,16 @@ def _small_n_cases() -> list[tuple[float, int]]:
     """Every n <= 140 (exact branches) and some past it up to 10^5 (the Durbin matrix): each branch and its edges."""
     rng = np.random.default_rng(6)
     cases = []
-    for n in range(1, 141):
-        # Ruben-Gambino (n·d <= 1, n·d >= n - 1), the Durbin matrix (n·d² <= 0.754693), Pomeranz's recursion
-        # (<= 4), Miller's (twice Smirnov); each cut and the values just beside it
-        cuts = [0.75 / n, 1 / n, 1 / n * (1 + 1e-12), math.sqrt(0.754693 / n), math.sqrt(4 / n), 1 - 1 / n]
+    for n in range(1, 141):  # Ruben-Gambino's ends (n·d <= 1, n·d >= n - 1): each cut and just beside it
+        cases += [(float(c * f), n) for c in (0.75 / n, 1 / n, 1 - 1 / n, 0.5) for f in (1 - 1e-12, 1.0, 1 + 1e-12)]
+    for n in [*range(1, 13), *range(15, 139, 9), 139, 140]:  # (the recursions cost ms a call: not every n)
+        # the Durbin matrix (n·d² <= 0.754693), Pomeranz's recursion (<= 4), Miller's (twice Smirnov)
+        cuts = [math.sqrt(0.754693 / n), math.sqrt(4 / n)]
         cases += [(float(c * f), n) for c in cuts for f in (1 - 1e-12, 1.0, 1 + 1e-12)]
         cases += [(float(d), n) for d in rng.uniform(0.5 / n, min(1.0, 2.5 / math.sqrt(n)), 4)]
+        # n·d an integer or one half more (Pomeranz's recursion turns on its fractional part: 0, < 1/2, 1/2, > 1/2)
+        pomeranz = [j for j in range(1, n) if 0.754693 < (j + 0.5) ** 2 / n <= 4 and j ** 2 / n > 0.754693]
+        cases += [((j + h) / n, n) for j in pomeranz[:1] + pomeranz[-1:] for h in (0.0, 0.5)]
     # a two-sample D is a multiple of 1/lcm(n1, n2), judged at n = round(n1 n2 / (n1 + n2)): ties of values
     # make any such multiple (the statistic of the histograms); sizes from compare's least (100 a run) to 10^5
     for n1, n2 in [(100, 100), (100, 180), (140, 141), (250, 300), (279, 281), (1000, 1500), (20_000, 20_000)]:
