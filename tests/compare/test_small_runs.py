@@ -95,7 +95,7 @@ def _later(table, rows: np.ndarray, by_ns: int):
 
 
 def _pair(shape: str, tmp_path: Path) -> list[str]:
-    """Two runs of one of compare's shapes (benchmarks/compare_small.py measures the same four)."""
+    """Two runs of one of compare's shapes (benchmarks/compare_small.py times these three and a same-settings pair)."""
     samples = 100 if shape == "exact" else 10_000  # a thread; 2 threads
     runs = [simulate(SimulationSpec(threads=2, samples=samples), seed) for seed in (1, 3 if shape == "tail" else 2)]
     if shape == "durbin":  # the same run, 20 of its 20,000 wake-ups 1 µs later: D ~ 10^-3, far inside the null
