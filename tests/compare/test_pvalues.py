@@ -9,6 +9,8 @@ against scipy.stats on many arguments, support edges, ties and small n included;
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -107,6 +109,46 @@ def test_one_sample_kolmogorov_tail_equals_scipy_stats_in_every_branch() -> None
         assert _same(kstwo_sf(d, n), stats.kstwo.sf(d, n)), (d, n)
     for x in (-1.0, 0.0, 1e-3, 0.2, 0.8, 1.36, 3.0, 9.0, math.inf, math.nan):
         assert _same(kstwobign_sf(x), stats.kstwobign.sf(x)), x
+
+
+def _small_n_cases() -> list[tuple[float, int]]:
+    """Every n <= 140 (exact branches) and some past it up to 10^5 (the Durbin matrix): each branch and its edges."""
+    rng = np.random.default_rng(6)
+    cases = []
+    for n in range(1, 141):  # Ruben-Gambino's ends (n·d <= 1, n·d >= n - 1): each cut and just beside it
+        cases += [(float(c * f), n) for c in (0.75 / n, 1 / n, 1 - 1 / n, 0.5) for f in (1 - 1e-12, 1.0, 1 + 1e-12)]
+    for n in [*range(1, 13), *range(15, 139, 9), 139, 140]:  # (the recursions cost ms a call: not every n)
+        # the Durbin matrix (n·d² <= 0.754693), Pomeranz's recursion (<= 4), Miller's (twice Smirnov)
+        cuts = [math.sqrt(0.754693 / n), math.sqrt(4 / n)]
+        cases += [(float(c * f), n) for c in cuts for f in (1 - 1e-12, 1.0, 1 + 1e-12)]
+        cases += [(float(d), n) for d in rng.uniform(0.5 / n, min(1.0, 2.5 / math.sqrt(n)), 4)]
+        # n·d an integer or one half more (Pomeranz's recursion turns on its fractional part: 0, < 1/2, 1/2, > 1/2)
+        pomeranz = [j for j in range(1, n) if 0.754693 < (j + 0.5) ** 2 / n <= 4 and j ** 2 / n > 0.754693]
+        cases += [((j + h) / n, n) for j in pomeranz[:1] + pomeranz[-1:] for h in (0.0, 0.5)]
+    # a two-sample D is a multiple of 1/lcm(n1, n2), judged at n = round(n1 n2 / (n1 + n2)): ties of values
+    # make any such multiple (the statistic of the histograms); sizes from compare's least (100 a run) to 10^5
+    for n1, n2 in [(100, 100), (100, 180), (140, 141), (250, 300), (279, 281), (1000, 1500), (20_000, 20_000)]:
+        n, lcm = round(n1 * n2 / (n1 + n2)), math.lcm(n1, n2)
+        durbin = min(int(lcm * (1.4 / n) ** (2 / 3)), lcm // 2)  # up to the Durbin matrix's end
+        cases += [(j / lcm, n) for j in sorted({1, 2, 3, durbin // 3, durbin // 2, durbin, durbin + 1,
+                                                *rng.integers(1, lcm // 2, 6).tolist()})]
+    return cases
+
+
+def test_the_exact_and_durbin_branches_equal_scipy_stats_for_every_small_n() -> None:
+    """The branches ported from scipy's _ksstats (Durbin matrix, Pomeranz, the n <= 140 product): bit for bit."""
+    for d, n in _small_n_cases():
+        assert _same(kstwo_sf(d, n), stats.kstwo.sf(d, n)), (d, n)
+
+
+def test_no_branch_of_the_kolmogorov_tail_imports_scipy_stats() -> None:
+    """Each branch once (exact small n, Durbin at n = 10^4, Pomeranz, Pelz-Good, Smirnov), in a fresh process."""
+    code = ("import sys; from jitterscope.compare.pvalues import kstwo_sf; "
+            "ps = [kstwo_sf(d, n) for d, n in ((0.7 / 50, 50), (0.08, 50), (0.2, 50), (0.5, 50), (0.002, 10_000),"
+            " (0.012, 10_000), (0.05, 10_000))]; "
+            "print(sorted(m for m in sys.modules if m.startswith('scipy.stats')), all(0 <= p <= 1 for p in ps))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["[]", "True"], done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("sizes", [(3, 4), (40, 25), (150, 200), (1000, 1000), (4000, 9000), (20_000, 20_000),

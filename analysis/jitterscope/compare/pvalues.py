@@ -6,8 +6,12 @@ Each function here calls the ``scipy.special`` function that the ``scipy.stats``
 :func:`~jitterscope.summary.special_ufuncs`, without ``import scipy.special``'s 0.3 s), with the same argument
 checks, support edges and clipping and in the same order of operations, so nothing compare prints changes;
 tests/compare/test_pvalues.py holds each against ``scipy.stats`` on many cases (ties, small n, support edges).
-Where ``scipy.stats`` runs an algorithm of its own that is not needed for runs of a few thousand wake-ups or more
-(the exact Kolmogorov distribution for n <= 140, the Durbin matrix for D near 0), it is imported on that branch only.
+Where ``scipy.stats`` runs an algorithm of its own (the Kolmogorov distribution's Durbin matrix and Pomeranz
+recursion), it is ported here from scipy's source (``scipy/stats/_ksstats.py``, scipy 1.17), statement for
+statement, so that no branch imports ``scipy.stats``. That source is Copyright (c) 2001-2002 Enthought, Inc. and
+2003- SciPy Developers, under the 3-clause BSD license (scipy's LICENSE.txt), whose notice and conditions apply to
+the ported functions (``_kolmogn_sf``, ``_kolmogn_dmtw``, ``_pomeranz_j1j2``, ``_kolmogn_pomeranz``,
+``_kolmogn_pelz_good``, ``_log_nfactorial_div_n_pow_n``).
 """
 
 from __future__ import annotations
@@ -63,22 +67,15 @@ def _binom_pmf(x: float, n: int, p: float) -> float:
     return float(np.clip(special._binom_pmf(x, n, p), 0.0, 1.0))
 
 
-def _binom_cdf(x: float, n: int, p: float) -> float:
-    """``scipy.stats.binom.cdf``: P(X <= x)."""
+def _binom_tail(x: float, n: int, p: float, *, upper: bool) -> float:
+    """``scipy.stats.binom.sf`` (P(X > x), ``upper``) or ``.cdf`` (P(X <= x)): the two differ only in which end
+    of the support is 0 and which 1, and in the scipy.special function called."""
     if x < 0:
-        return 0.0
+        return 1.0 if upper else 0.0
     if x >= n:
-        return 1.0
-    return float(np.clip(special._binom_cdf(math.floor(x), n, p), 0.0, 1.0))
-
-
-def _binom_sf(x: float, n: int, p: float) -> float:
-    """``scipy.stats.binom.sf``: P(X > x)."""
-    if x < 0:
-        return 1.0
-    if x >= n:
-        return 0.0
-    return float(np.clip(special._binom_sf(math.floor(x), n, p), 0.0, 1.0))
+        return 0.0 if upper else 1.0
+    tail = special._binom_sf if upper else special._binom_cdf
+    return float(np.clip(tail(math.floor(x), n, p), 0.0, 1.0))
 
 
 def binomtest_pvalue(k: int, n: int, p: float) -> float:
@@ -115,11 +112,11 @@ def binomtest_pvalue(k: int, n: int, p: float) -> float:
     if k < p * n:
         ix = _search(lambda x1: -_binom_pmf(x1, n, p), -d * rerr, np.ceil(p * n), n)
         y = n - ix + int(d * rerr == _binom_pmf(ix, n, p))
-        pval = _binom_cdf(k, n, p) + _binom_sf(n - y, n, p)
+        pval = _binom_tail(k, n, p, upper=False) + _binom_tail(n - y, n, p, upper=True)
     else:
         ix = _search(lambda x1: _binom_pmf(x1, n, p), d * rerr, 0, np.floor(p * n))
         y = ix + 1
-        pval = _binom_cdf(y - 1, n, p) + _binom_sf(k - 1, n, p)
+        pval = _binom_tail(y - 1, n, p, upper=False) + _binom_tail(k - 1, n, p, upper=True)
     return float(min(1.0, pval))
 
 
@@ -196,10 +193,10 @@ def kstwo_sf(d: float, n: int) -> float:
     Returns
     -------
     float
-        Simard & L'Ecuyer's (2011) choice of method, as scipy makes it (``scipy.stats._ksstats._kolmogn``):
-        Ruben-Gambino at the ends, twice Smirnov's one-sided tail (Miller) for large n·d², Pelz-Good's
-        expansion for n > 10^5 or n·d^1.5 > 1.4. The exact methods for n <= 140 and the Durbin matrix for
-        n·d^1.5 <= 1.4 (p near 1) are scipy.stats', imported on that branch only.
+        Simard & L'Ecuyer's (2011) choice of method, as scipy makes it (``scipy.stats._ksstats._kolmogn``, ported
+        with its arithmetic and its types, long double scaling included): Ruben-Gambino at the ends, twice
+        Smirnov's one-sided tail (Miller) for large n·d², the Durbin matrix (Marsaglia-Tsang-Wang) near d = 0,
+        Pomeranz's recursion between them for n <= 140, Pelz-Good's expansion for n > 10^5 or n·d^1.5 > 1.4.
     """
     if n < 1 or math.isnan(d):
         return math.nan
@@ -207,25 +204,182 @@ def kstwo_sf(d: float, n: int) -> float:
         return 1.0
     if d >= 1.0:
         return 0.0
-    t = n * d
-    nxsquared = t * d
-    if n <= 140 or (t > 1.0 and t < n - 1 and d < 0.5 and nxsquared < 2.2 and n <= 100000 and n * d ** 1.5 <= 1.4):
-        from scipy import stats  # exact small-n and Durbin-matrix branches: ~1 s of import, rarely taken
+    # kstwo.sf stores _kolmogn's value (float64 or long double) into a float64 array: one rounding, here float()
+    return float(np.float64(_kolmogn_sf(n, d)))
 
-        return float(stats.kstwo.sf(d, n))
-    if t <= 1.0:  # Ruben-Gambino: 1/2n < d <= 1/n
-        prob = np.exp(_log_nfactorial_div_n_pow_n(n) + n * np.log(2 * t - 1))
-        return float(np.clip(1.0 - prob, 0.0, 1.0))
+
+def _kolmogn_sf(n: int, x: float):
+    """scipy's ``_kolmogn(n, x, cdf=False)`` for 1/2n < x < 1; a float64 or long double (the Durbin branch)."""
+    t = n * x
+    if t <= 1.0:  # Ruben-Gambino: 1/2n < x <= 1/n
+        if n <= 140:
+            prob = np.prod(np.arange(1, n + 1) * (1.0 / n) * (2 * t - 1))
+        else:
+            prob = np.exp(_log_nfactorial_div_n_pow_n(n) + n * np.log(2 * t - 1))
+        return _clip(1.0 - prob)
     if t >= n - 1:  # Ruben-Gambino
-        return float(np.clip(2 * (1.0 - d) ** n, 0.0, 1.0))
-    if d >= 0.5:  # exact: twice the one-sided tail
-        return float(np.clip(2 * special.smirnov(n, d), 0.0, 1.0))
+        return _clip(2 * (1.0 - x) ** n)
+    if x >= 0.5:  # exact: twice the one-sided tail
+        return _clip(2 * special.smirnov(n, x))
+    nxsquared = t * x
+    if n <= 140:
+        if nxsquared <= 0.754693:
+            cdfprob = _kolmogn_dmtw(n, x)
+        elif nxsquared <= 4:
+            cdfprob = _kolmogn_pomeranz(n, x)
+        else:  # Miller's approximation, twice Smirnov's tail
+            return _clip(2 * special.smirnov(n, x))
+        return _clip(1.0 - cdfprob)
     if nxsquared >= 370.0:
         return 0.0
     if nxsquared >= 2.2:
-        return float(np.clip(2 * special.smirnov(n, d), 0.0, 1.0))
-    cdfprob = 1.0 if nxsquared >= 18.0 else _kolmogn_pelz_good(n, d)
-    return float(np.clip(1.0 - cdfprob, 0.0, 1.0))
+        return _clip(2 * special.smirnov(n, x))
+    if n <= 100000 and n * x ** 1.5 <= 1.4:  # (scipy's n·x² >= 18 case is its CDF's: never here, below 2.2)
+        cdfprob = _kolmogn_dmtw(n, x)
+    else:
+        cdfprob = _kolmogn_pelz_good(n, x)
+    return _clip(1.0 - cdfprob)
+
+
+def _clip(p):
+    """scipy's ``_select_and_clip_prob`` with the selection made: ``np.clip`` to [0, 1], keeping long double."""
+    return np.clip(p, 0.0, 1.0)
+
+
+_E128 = 128
+_EP128 = np.ldexp(np.longdouble(1), _E128)
+_EM128 = np.ldexp(np.longdouble(1), -_E128)
+"""scipy's scaling constants, long double as there: a scaled intermediate becomes long double, and the digits
+that carries are part of the p-value scipy gives."""
+
+
+def _kolmogn_dmtw(n: int, d: float):
+    """P(D_n <= d) by the Durbin matrix (Durbin 1968; Marsaglia, Tsang & Wang 2003): scipy's ``_kolmogn_DMTW``.
+
+    With d = (k - h)/n, k a positive integer and 0 <= h < 1: the (k, k) entry of (n!/n^n) H^n for an
+    m x m matrix H, m = 2k - 1, by repeated squaring, scaled by 2^128 when it grows, then n steps of i/n
+    (memory O(m²), time O(m³ log n + n): ~20 ms at n = 10^4; m is small on this branch, n·d^1.5 <= 1.4 or
+    n·d² <= 0.75).
+    """
+    nd = n * d
+    k = int(np.ceil(nd))
+    h = k - nd
+    m = 2 * k - 1
+    H = np.zeros([m, m])
+    intm = np.arange(1, m + 1)
+    v = 1.0 - h ** intm  # the first column and (reversed) the last row: (1 - h^j)/j!, but the corner
+    w = np.empty(m)  # 1/j!
+    fac = 1.0
+    for j in intm:
+        w[j - 1] = fac
+        fac /= j  # may underflow: harmless
+        v[j - 1] *= fac
+    tt = max(2 * h - 1.0, 0) ** m - 2 * h ** m
+    v[-1] = (1.0 + tt) * fac
+    for i in range(1, m):
+        H[i - 1:, i] = w[:m - i + 1]
+    H[:, 0] = v
+    H[-1, :] = np.flip(v, axis=0)
+    Hpwr = np.eye(np.shape(H)[0])
+    nn = n
+    expnt = 0  # the scaling of Hpwr
+    Hexpnt = 0  # of H
+    while nn > 0:
+        if nn % 2:
+            Hpwr = np.matmul(Hpwr, H)
+            expnt += Hexpnt
+        H = np.matmul(H, H)
+        Hexpnt *= 2
+        if np.abs(H[k - 1, k - 1]) > _EP128:
+            H /= _EP128
+            Hexpnt += _E128
+        nn = nn // 2
+    p = Hpwr[k - 1, k - 1]
+    for i in range(1, n + 1):  # times n!/n^n
+        p = i * p / n
+        if np.abs(p) < _EM128:
+            p *= _EP128
+            expnt -= _E128
+    if expnt != 0:
+        p = np.ldexp(p, expnt)
+    return _clip(np.where(True, p, 1.0 - p))
+
+
+def _pomeranz_j1j2(i: int, n: int, ll: int, ceilf: int, roundf: int) -> tuple[int, int]:
+    """The ends of row i's non-zero entries: scipy's ``_pomeranz_compute_j1j2``."""
+    if i == 0:
+        j1, j2 = -ll - ceilf - 1, ll + ceilf - 1
+    else:
+        ip1div2, ip1mod2 = divmod(i + 1, 2)
+        if ip1mod2 == 0:  # i odd
+            if ip1div2 == n + 1:
+                j1, j2 = n - ll - ceilf - 1, n + ll + ceilf - 1
+            else:
+                j1, j2 = ip1div2 - 1 - ll - roundf - 1, ip1div2 + ll - 1 + ceilf - 1
+        else:
+            j1, j2 = ip1div2 - 1 - ll - 1, ip1div2 + ll + roundf - 1
+    return max(j1 + 2, 0), min(j2, n)
+
+
+def _kolmogn_pomeranz(n: int, x: float):
+    """P(D_n <= x) by Pomeranz's (1974) recursion: scipy's ``_kolmogn_Pomeranz``.
+
+    2n + 1 rows, each the previous one convolved with (almost) Poisson probabilities of three kinds; only two
+    rows are held, and only their few contiguous non-zero entries; the answer is n! times the last entry.
+    """
+    t = n * x
+    ll = int(np.floor(t))
+    f = 1.0 * (t - ll)
+    g = min(f, 1.0 - f)
+    ceilf = 1 if f > 0 else 0
+    roundf = 1 if f > 0.5 else 0
+    npwrs = 2 * (ll + 1)
+    gpower = np.empty(npwrs)  # (g/n)^m/m!
+    twogpower = np.empty(npwrs)  # (2g/n)^m/m!
+    onem2gpower = np.empty(npwrs)  # ((1-2g)/n)^m/m!
+    gpower[0] = 1.0
+    twogpower[0] = 1.0
+    onem2gpower[0] = 1.0
+    expnt = 0
+    g_over_n, two_g_over_n, one_minus_two_g_over_n = g / n, 2 * g / n, (1 - 2 * g) / n
+    for m in range(1, npwrs):
+        gpower[m] = gpower[m - 1] * g_over_n / m
+        twogpower[m] = twogpower[m - 1] * two_g_over_n / m
+        onem2gpower[m] = onem2gpower[m - 1] * one_minus_two_g_over_n / m
+    V0 = np.zeros([npwrs])
+    V1 = np.zeros([npwrs])
+    V1[0] = 1
+    V0s, V1s = 0, 0  # where each row starts
+    j1, j2 = _pomeranz_j1j2(0, n, ll, ceilf, roundf)
+    for i in range(1, 2 * n + 2):
+        k1 = j1
+        V0, V1 = V1, V0
+        V0s, V1s = V1s, V0s
+        V1.fill(0.0)
+        j1, j2 = _pomeranz_j1j2(i, n, ll, ceilf, roundf)
+        if i == 1 or i == 2 * n + 1:
+            pwrs = gpower
+        else:
+            pwrs = twogpower if i % 2 else onem2gpower
+        ln2 = j2 - k1 + 1
+        if ln2 > 0:
+            conv = np.convolve(V0[k1 - V0s:k1 - V0s + ln2], pwrs[:ln2])
+            conv_start = j1 - k1
+            conv_len = j2 - j1 + 1
+            V1[:conv_len] = conv[conv_start:conv_start + conv_len]
+            if 0 < np.max(V1) < _EM128:  # against underflow
+                V1 *= _EP128
+                expnt -= _E128
+            V1s = V0s + j1 - k1
+    ans = V1[n - V1s]
+    for m in range(1, n + 1):  # times n!
+        if np.abs(ans) > _EP128:
+            ans *= _EM128
+            expnt += _E128
+        ans *= m
+    if expnt != 0:
+        ans = np.ldexp(ans, expnt)
+    return _clip(np.where(True, ans, 1.0 - ans))
 
 
 def kstwobign_sf(x: float) -> float:

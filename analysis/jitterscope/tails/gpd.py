@@ -340,28 +340,60 @@ def _binomial_grid(k: int, total: int) -> tuple[np.ndarray, np.ndarray]:
     return zeta, ll - ll.max()
 
 
+_PROFILE_CELLS = 1 << 18
+"""(theta, q, zeta) cells the joint profile evaluates at once: 2 MiB a float64 buffer, four of them. The whole grid
+at once (761 x 281 x 25 for :func:`exceedance_ci`) took ~43 MB a temporary and ~200 MB at its peak, whatever the
+data (issue 26: compare of two 20,000-wake-up runs peaked near 400 MB)."""
+
+
 def _joint_profile(y: np.ndarray, k_total: int, n_total: int, y0: np.ndarray, log_q: np.ndarray,
                    theta_hat: float) -> np.ndarray:
     """Profile log-likelihood of P(X > u + y0) = q for every pair (y0[i], log_q[j]), shape (len(y0), len(log_q)).
 
     Maximised over theta (grid) and zeta (grid); GPD part relative to nothing (absolute),
-    binomial part relative to its maximum.
+    binomial part relative to its maximum. The theta grid is taken in blocks of :data:`_PROFILE_CELLS` cells,
+    into buffers made once, skipping the theta with 1 + theta y0 <= 0 (outside the model: -inf); every other cell
+    takes the same operations in the same order as over the whole grid at once, and a maximum of maxima is the
+    maximum, so the values are the same bit for bit (tests/tails/test_gpd.py) in a few MiB, 3x faster.
     """
     n = y.size
     theta = np.union1d(_theta_grid(float(y.max())), [theta_hat])  # the MLE on the grid: profile max == loglik
     logs = np.log1p(theta[:, None] * y[None, :]).sum(axis=1)  # (T,)
     zeta, ll_b = _binomial_grid(k_total, n_total)  # (Z,)
+    log_p = log_q[None, :, None] - np.log(zeta)[None, None, :]  # (1, Q, Z)
+    rows = max(1, _PROFILE_CELLS // (log_q.size * zeta.size))
+    shape = (min(rows, theta.size), log_q.size, zeta.size)
+    xi, sigma, ll, term = (np.empty(shape) for _ in range(4))  # reused by every block: no allocation per block
+    drop, check = np.empty(shape, dtype=bool), np.empty(shape, dtype=bool)
+    negative_p = log_p < 0
     out = np.full((y0.size, log_q.size), -np.inf)
     for i, y_i in enumerate(y0):
-        a = np.log1p(np.maximum(theta * y_i, -1 + 1e-12))  # (T,), log(1 + theta y0); invalid ones masked below
-        valid_t = theta * y_i > -1
-        log_p = log_q[None, :, None] - np.log(zeta)[None, None, :]  # (1, Q, Z)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            xi = -a[:, None, None] / log_p  # (T, Q, Z)
-            sigma = xi / theta[:, None, None]
-            ll = -n * np.log(sigma) - (1.0 + 1.0 / xi) * logs[:, None, None] + ll_b[None, None, :]
-        ok = valid_t[:, None, None] & (log_p < 0) & (xi >= XI_MIN) & (sigma > 0) & np.isfinite(ll)
-        out[i] = np.where(ok, ll, -np.inf).max(axis=(0, 2))
+        valid = np.flatnonzero(theta * y_i > -1)  # the others' cells are -inf: not computed
+        a = np.log1p(np.maximum(theta[valid] * y_i, -1 + 1e-12))  # log(1 + theta y0)
+        for start in range(0, valid.size, rows):
+            t = valid[start:start + rows]
+            c = t.size
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                # the operations of -n log(sigma) - (1 + 1/xi) logs + ll_b, in that order, in place
+                np.divide(-a[start:start + c, None, None], log_p, out=xi[:c])  # (rows, Q, Z)
+                np.divide(xi[:c], theta[t, None, None], out=sigma[:c])
+                np.log(sigma[:c], out=ll[:c])
+                np.multiply(-n, ll[:c], out=ll[:c])
+                np.divide(1.0, xi[:c], out=term[:c])
+                np.add(1.0, term[:c], out=term[:c])
+                np.multiply(term[:c], logs[t, None, None], out=term[:c])
+                np.subtract(ll[:c], term[:c], out=ll[:c])
+                np.add(ll[:c], ll_b[None, None, :], out=ll[:c])
+            # a cell counts where p < 1, xi >= XI_MIN, sigma > 0 and the log-likelihood is finite; -inf elsewhere
+            np.greater_equal(xi[:c], XI_MIN, out=drop[:c])
+            np.logical_and(drop[:c], negative_p, out=drop[:c])
+            np.greater(sigma[:c], 0, out=check[:c])
+            np.logical_and(drop[:c], check[:c], out=drop[:c])
+            np.isfinite(ll[:c], out=check[:c])
+            np.logical_and(drop[:c], check[:c], out=drop[:c])
+            np.logical_not(drop[:c], out=drop[:c])
+            np.copyto(ll[:c], -np.inf, where=drop[:c])
+            np.maximum(out[i], ll[:c].max(axis=(0, 2)), out=out[i])
     return out
 
 
