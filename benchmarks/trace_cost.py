@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.dataset as pads
+from _common import interval_verdict, ratio_interval  # noqa: F401  (ratio_interval: tests check it here)
 from jitterscope.io import capture_binary
 
 THREAD_NAMES = {"js-cpu": "measuring", "js-writer": "writer", "js-trace": "trace reader"}
@@ -108,29 +109,6 @@ def setup_cost(work: Path, cpu: int, runs: int) -> tuple[float, float, float, fl
 
 def _verdict(ratio: float, target: float) -> str:
     return f"{ratio:.3f} (target <= {target:.2f}: {'met' if ratio <= target else 'NOT met'})"
-
-
-def ratio_interval(ratios: np.ndarray, *, level: float = 0.95, n_boot: int = 20_000,
-                   seed: int = 0) -> tuple[float, float, float]:
-    """(median, low, high): the per-pair ratios' median and its percentile bootstrap interval over pairs.
-
-    The pairs are the unit: both runs of a pair share the machine's minute, pairs do not, so the spread between
-    pairs is the run-to-run variation a single ratio cannot show.
-    """
-    ratios = np.asarray(ratios, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    medians = np.median(ratios[rng.integers(0, ratios.size, (n_boot, ratios.size))], axis=1)
-    alpha = (1.0 - level) / 2.0
-    return float(np.median(ratios)), float(np.quantile(medians, alpha)), float(np.quantile(medians, 1.0 - alpha))
-
-
-def interval_verdict(ratios: np.ndarray, target: float) -> str:
-    """Met only when the whole 95 % interval of the per-pair median ratio is within the target, NOT met when
-    all of it is beyond; otherwise the pairs cannot tell (a single pooled ratio would claim either)."""
-    mid, low, high = ratio_interval(ratios)
-    said = "met" if high <= target else "NOT met" if low > target else "cannot tell: the interval holds the target"
-    return (f"per-pair median {mid:.3f}, 95 % bootstrap interval over the {len(ratios)} pairs {low:.3f}-{high:.3f} "
-            f"(target <= {target:.2f}: {said})")
 
 
 def main() -> int:
