@@ -30,6 +30,15 @@ pair.  Printed per target: both sides' median wall and CPU seconds, and the per-
 bootstrap interval over the pairs (``_common.interval_verdict``, as trace_cost's): met when the whole interval is
 within the target, NOT met when all of it is beyond, otherwise "cannot tell".  Say the load average with the
 numbers (printed at the start and end of each size, and with each run).
+
+Result (2026-12-02, 10^7, 9 pairs, load 5-7 on 2 CPUs from other engineers' work: NOT a quiet machine).
+``spectrum --json`` after it stopped importing scipy.special's package and numpy.random (0.18-0.30 s of CPU
+less, 7 alternating imports old/new; its JSON byte-identical): median 4.44 s against Welch's 2.89 s, per-pair
+ratio 1.77 (95 % interval 1.29-2.20) wall, 1.81 (1.54-2.12) CPU: cannot tell (before the cut, same load: 2.01,
+1.59-2.53 wall).  ``summary`` (library) / DuckDB: 1.20 (0.82-1.37) wall, cannot tell; 1.28 (1.14-1.33) CPU, NOT
+met; ``summary-cli`` / ``duckdb-cold``: 1.12 (0.93-1.19) wall, cannot tell; 1.26 (1.11-1.43) CPU, NOT met.
+summary's imports cost about 0.14 s of CPU more than ``import duckdb``, but the library step alone (imports
+untimed) already takes ~0.2 s of CPU more than DuckDB's query: cutting imports cannot bring the CPU ratio to 1.
 """
 
 from __future__ import annotations
