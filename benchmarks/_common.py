@@ -1,6 +1,6 @@
 """What the subprocess benchmarks share: a step runner that times a piece of code and reports its own peak RSS,
-the read floor every ratio is taken against, the plain simulated dataset they measure, and the work directory
-they cache it in.
+the read floor every ratio is taken against, the plain simulated dataset they measure, the work directory
+they cache it in, and the verdict over interleaved pairs (trace_cost's captures, peer_speed's steps).
 
 A step is Python source run in a fresh interpreter with ``PATH`` (the dataset) and ``OUT`` (a scratch path)
 defined; ``setup`` runs first in the same interpreter, untimed (imports, constants). Lines a step writes to
@@ -67,6 +67,36 @@ def run_best(name: str, code: str, path: Path, out: Path | str = "", setup: str 
     runs = [run_step(name, code, path, out, setup) for _ in range(max(1, repeat))]
     return {"seconds": min(r["seconds"] for r in runs), "cpu": min(r["cpu"] for r in runs),
             "rss_mb": max(r["rss_mb"] for r in runs)}
+
+
+def ratio_interval(ratios: Sequence[float], *, level: float = 0.95, n_boot: int = 20_000,
+                   seed: int = 0) -> tuple[float, float, float]:
+    """(median, low, high): the per-pair ratios' median and its percentile bootstrap interval over pairs.
+
+    The pairs are the unit: both runs of a pair share the machine's minute, pairs do not, so the spread between
+    pairs is the run-to-run variation a single ratio cannot show.
+    """
+    import numpy as np
+
+    values = np.asarray(ratios, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    medians = np.median(values[rng.integers(0, values.size, (n_boot, values.size))], axis=1)
+    alpha = (1.0 - level) / 2.0
+    return float(np.median(values)), float(np.quantile(medians, alpha)), float(np.quantile(medians, 1.0 - alpha))
+
+
+def interval_said(low: float, high: float, target: float) -> str:
+    """Met only when the whole interval is within an upper target, NOT met when all of it is beyond, else the
+    pairs cannot tell (a single pooled ratio would claim either)."""
+    return "met" if high <= target else "NOT met" if low > target else "cannot tell: the interval holds the target"
+
+
+def interval_verdict(ratios: Sequence[float], target: float) -> str:
+    """The per-pair median ratio's 95 % interval judged by interval_said."""
+    mid, low, high = ratio_interval(ratios)
+    said = interval_said(low, high, target)
+    return (f"per-pair median {mid:.3f}, 95 % bootstrap interval over the {len(ratios)} pairs {low:.3f}-{high:.3f} "
+            f"(target <= {target:.2f}: {said})")
 
 
 def simulated(work: Path, rows: int, threads: int) -> Path:

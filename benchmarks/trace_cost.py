@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.dataset as pads
+from _common import interval_said, interval_verdict, ratio_interval  # noqa: F401  (ratio_interval: tests check it here)
 from jitterscope.io import capture_binary
 
 THREAD_NAMES = {"js-cpu": "measuring", "js-writer": "writer", "js-trace": "trace reader"}
@@ -112,29 +113,6 @@ def _verdict(ratio: float, target: float) -> str:
     return f"{ratio:.3f} (target <= {target:.2f}: {'met' if ratio <= target else 'NOT met'})"
 
 
-def ratio_interval(ratios: np.ndarray, *, level: float = 0.95, n_boot: int = 20_000,
-                   seed: int = 0) -> tuple[float, float, float]:
-    """(median, low, high): the per-pair ratios' median and its percentile bootstrap interval over pairs.
-
-    The pairs are the unit: both runs of a pair share the machine's minute, pairs do not, so the spread between
-    pairs is the run-to-run variation a single ratio cannot show.
-    """
-    ratios = np.asarray(ratios, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    medians = np.median(ratios[rng.integers(0, ratios.size, (n_boot, ratios.size))], axis=1)
-    alpha = (1.0 - level) / 2.0
-    return float(np.median(ratios)), float(np.quantile(medians, alpha)), float(np.quantile(medians, 1.0 - alpha))
-
-
-def interval_verdict(ratios: np.ndarray, target: float) -> str:
-    """Met only when the whole 95 % interval of the per-pair median ratio is within the target, NOT met when
-    all of it is beyond; otherwise the pairs cannot tell (a single pooled ratio would claim either)."""
-    mid, low, high = ratio_interval(ratios)
-    said = "met" if high <= target else "NOT met" if low > target else "cannot tell: the interval holds the target"
-    return (f"per-pair median {mid:.3f}, 95 % bootstrap interval over the {len(ratios)} pairs {low:.3f}-{high:.3f} "
-            f"(target <= {target:.2f}: {said})")
-
-
 BIN_NS = 10  # the pooled-median histograms' bin: 10 ns, 0.05 % of a 20 µs p50
 
 
@@ -179,9 +157,9 @@ def pooled_ratio_interval(plain_runs: list[np.ndarray], traced_runs: list[np.nda
 
 
 def pooled_verdict(plain_runs: list[np.ndarray], traced_runs: list[np.ndarray], target: float) -> str:
-    """Met only when the whole 95 % interval of the pooled p50 ratio is within the target (as interval_verdict)."""
+    """The pooled p50 ratio's 95 % interval over pairs judged by interval_said."""
     ratio, low, high = pooled_ratio_interval(plain_runs, traced_runs)
-    said = "met" if high <= target else "NOT met" if low > target else "cannot tell: the interval holds the target"
+    said = interval_said(low, high, target)
     return (f"pooled {ratio:.3f}, 95 % bootstrap interval over the {len(plain_runs)} pairs {low:.3f}-{high:.3f} "
             f"(target <= {target:.2f}: {said})")
 

@@ -53,6 +53,8 @@ def load_benchmark() -> Callable[[str], ModuleType]:
     def load(name: str) -> ModuleType:
         if name in sys.modules:
             return sys.modules[name]
+        if str(BENCHMARKS) not in sys.path:  # a script imports its siblings (_common) as when run from there
+            sys.path.append(str(BENCHMARKS))
         spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module

@@ -54,3 +54,25 @@ def test_the_binned_median_agrees_with_numpy_to_its_bin(load_benchmark) -> None:
     weights = np.array([[1.0, 0.0, 2.0, 1.0]])
     pooled = np.concatenate([runs[0], runs[2], runs[2], runs[3]])
     assert abs(tc._weighted_medians(weights, tc._pair_histograms(runs))[0] - np.median(pooled)) <= tc.BIN_NS
+
+
+def test_peer_speed_alternates_its_steps_and_judges_each_target_by_its_pairs(load_benchmark, monkeypatch) -> None:
+    ps = load_benchmark("peer_speed")
+    order: list[str] = []
+    # summary 0.9-1.3 s against DuckDB's steady 1.0 s: the pooled ratio would say "met" or not by luck
+    wall = {"summary": iter([0.9, 1.3, 0.95, 1.2, 0.92]), "duckdb": iter([1.0] * 5)}
+
+    def fake_step(name, code, path, out="", setup=""):
+        order.append(name)
+        return {"seconds": next(wall[name]), "cpu": 0.5 if name == "summary" else 1.0, "rss_mb": 1.0}
+
+    monkeypatch.setattr(ps, "run_step", fake_step)
+    runs = ps.run_pairs(["summary", "duckdb"], None, None, 5, 10)
+    assert order == ["summary", "duckdb", "duckdb", "summary"] * 2 + ["summary", "duckdb"]
+    (line,) = ps.pair_lines(runs, 10)
+    wall_line, cpu_line = line.splitlines()[1:]
+    assert "over the 5 pairs" in wall_line and "cannot tell" in wall_line
+    assert cpu_line.endswith("per-pair median 0.500, 95 % bootstrap interval over the 5 pairs 0.500-0.500 "
+                             "(target <= 1.00: met)")
+    (single,) = ps.pair_lines({name: runs[name][:1] for name in runs}, 10)
+    assert "one pair cannot tell" in single and "met" not in single

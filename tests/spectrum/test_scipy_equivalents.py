@@ -55,3 +55,48 @@ def test_a_welch_spectrum_imports_neither_scipy_signal_nor_scipy_stats(tmp_path)
             "print(sorted(m for m in ('scipy.signal', 'scipy.stats') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+SCIPY_PACKAGES = tuple(f"scipy.{name}" for name in (
+    "special", "signal", "stats", "ndimage", "optimize", "sparse", "linalg", "fft", "interpolate", "integrate"))
+UNWANTED = (*SCIPY_PACKAGES, "numpy.random")
+
+
+def test_spectrum_json_loads_no_scipy_package_only_special_ufuncs(tmp_path):
+    """`spectrum --json` end to end, with a planted line found: scipy.special's compiled functions, none of
+    scipy's packages (scipy.special's own __init__ alone is 0.3 s of CPU, an eighth of the command at 10^7), and
+    no numpy.random (only the median average's reservoir draws)."""
+    from jitterscope.io import BaseLatency, PeriodicDisturbance, SimulationSpec, write_simulation
+
+    path = write_simulation(SimulationSpec(base=BaseLatency(distribution="lognormal", median_ns=3_000, spread=0.3),
+                                           threads=1, samples=40_000, effects=(
+                                               PeriodicDisturbance(frequency_hz=37.0, amplitude_ns=2_000,
+                                                                   width_ns=1_000_000),)),
+                            tmp_path / "line.parquet", 1)
+    code = ("import contextlib, io, json, sys\nfrom jitterscope.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            f"    assert main(['spectrum', {str(path)!r}, '--json']) == 0\n"
+            "peaks = json.loads(out.getvalue())['threads'][0]['peaks']\n"
+            "print(json.dumps([[p['frequency_hz'] for p in peaks],\n"
+            f"                  sorted(m for m in {UNWANTED!r} if m in sys.modules)]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    frequencies, packages = __import__("json").loads(done.stdout.strip().splitlines()[-1])
+    assert any(abs(f - 37.0) < 1.0 for f in frequencies), frequencies  # the null's functions did run
+    assert packages == [], packages
+
+
+def test_the_median_reservoir_draws_from_the_seeded_generator_made_on_first_use():
+    from jitterscope.spectrum import WelchAccumulator
+
+    x = np.random.default_rng(5).normal(size=1 << 15)
+    reservoirs = []
+    for seed in (3, 3, 4):
+        acc = WelchAccumulator(1000.0, 64, average="median", reservoir_size=8, seed=seed)
+        acc.update(x)  # 1024 segments start at a multiple of nperseg: the reservoir of 8 draws
+        reservoirs.append(acc.reservoir)
+        assert acc._rng is acc._rng and acc.reservoir_seen > 8
+    expected = WelchAccumulator(1000.0, 64, average="median", reservoir_size=8)
+    expected._generator = np.random.default_rng(3)  # what the accumulator made at construction before
+    expected.update(x)
+    assert np.array_equal(reservoirs[0], expected.reservoir) and np.array_equal(reservoirs[0], reservoirs[1])
+    assert not np.array_equal(reservoirs[0], reservoirs[2])

@@ -16,7 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special  # not scipy.stats: 0.4 s more to import, for the chi2 functions stats calls
+
+from ..summary import special_ufuncs
+
+# the chi2 functions scipy.stats calls, from scipy.special's compiled module: not scipy.stats (0.4 s more to
+# import) nor scipy.special's package (0.3 s of its array-API layer), a third of `spectrum --json` at 10^7
+special = special_ufuncs()
 
 
 @dataclass(frozen=True)
