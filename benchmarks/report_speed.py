@@ -23,6 +23,15 @@ Result (2026-12-02, after the drawing-speed work of issue 25: sections' layout p
 workers, pages shared by weight, histogram limits without matplotlib's curve walk; quiet machine, load 0.1-1.0,
 ``--capture --demo --repeat 2``): summary 0.48 s wall; report one process 18.41 s (38.7x), in parallel 14.31 s
 wall, 22.63 s CPU (**30.1x**: the <= 8x target NOT met); ``jitterscope demo -q`` 23.17 s (<= 15 s NOT met).
+
+Round 2 (2026-12-02, branch rspeed2: text sizes measured once per renderer kind while pages are drawn, a small
+report's spectra computed in a forked child beside the tail fits, Lomb-Scargle's local levels in one windowed
+median, ``literal_text`` without making ticks; every page but the appendix's output path pixel-identical at 60
+dpi): measured on a machine NOT quiet (load 5-10 from other work on its 2 CPUs), so only as a pair, base and
+round 2 interleaved, 3 runs each, medians: summary 0.59 s; report (2 processes) 30.36 s wall, 20.30 s CPU
+before, 28.08 s wall, 18.69 s CPU after (single runs ranged 15-33 s).  Python function calls of a report in one
+process (deterministic, imports excluded): 24.56 M before, 23.65 M after (-3.7%).  Both targets still NOT met;
+a quiet re-measurement is owed.
 """
 
 from __future__ import annotations
