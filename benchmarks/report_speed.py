@@ -34,6 +34,15 @@ the issue's 1,324 MiB (6 min 20 s wall), plain 930 MiB (6 min 40 s), one thread 
 (11 min 37 s): all three within 1,431 MiB, so no memory budget was needed.  The 10^7 report at load 8-9: 78.7 s
 wall, 40.4 s CPU, 947 MiB in parallel (96.6 s wall, 39.6 s CPU in one process): the wall time says nothing
 against the 35 s measured on a quiet machine.
+
+Round 2 (2026-12-02, branch rspeed2: text sizes measured once per renderer kind while pages are drawn, a small
+report's spectra computed in a forked child beside the tail fits, Lomb-Scargle's local levels in one windowed
+median, ``literal_text`` without making ticks; every page but the appendix's output path pixel-identical at 60
+dpi): measured on a machine NOT quiet (load 5-10 from other work on its 2 CPUs), so only as a pair, base and
+round 2 interleaved, 3 runs each, medians: summary 0.59 s; report (2 processes) 30.36 s wall, 20.30 s CPU
+before, 28.08 s wall, 18.69 s CPU after (single runs ranged 15-33 s).  Python function calls of a report in one
+process (deterministic, imports excluded): 24.56 M before, 23.65 M after (-3.7%).  Both targets still NOT met;
+a quiet re-measurement is owed.
 """
 
 from __future__ import annotations

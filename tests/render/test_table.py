@@ -289,3 +289,23 @@ def test_literal_text_keeps_the_tick_formatters_mathtext_and_draws_data_literall
     fig.canvas.draw()
     assert not title.get_parse_math()
     assert all(label.get_parse_math() for label in ax.get_yticklabels())
+
+
+def test_literal_text_creates_no_ticks_and_ticks_drawn_later_keep_their_mathtext() -> None:
+    """issue 25: literal_text asked every axis for its ticks (running the locators, creating ticks on text pages
+    that are never drawn): it takes the ticks that exist, and those the draw creates later stay matplotlib's."""
+    from jitterscope.render import literal_text
+    from matplotlib.figure import Figure
+
+    fig = Figure()
+    ax = fig.subplots()
+    ax.set_yscale("log")
+    ax.plot([1, 10, 1e6])
+    title = ax.set_title("host a $\\frac{1}{$")
+    before = (len(ax.yaxis.majorTicks), len(ax.yaxis.minorTicks), len(ax.xaxis.majorTicks))
+    literal_text(fig)
+    assert (len(ax.yaxis.majorTicks), len(ax.yaxis.minorTicks), len(ax.xaxis.majorTicks)) == before
+    fig.draw_without_rendering()
+    assert len(ax.yaxis.majorTicks) > before[0]  # the draw made them
+    assert not title.get_parse_math()
+    assert all(tick.label1.get_parse_math() for tick in ax.yaxis.majorTicks + ax.yaxis.minorTicks)
