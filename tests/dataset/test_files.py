@@ -327,3 +327,16 @@ def test_column_values_equal_to_numpy():
             got = column_values(view, name)
             assert got.dtype == expected.dtype and np.array_equal(got, expected, equal_nan=True), name
     assert column_values(batch.slice(10, 5), 0).base is not None  # a view of Arrow's buffer, not a copy
+
+
+@pytest.mark.parametrize("where", [0, 6, 7, 8, 99, 198])
+def test_min_step_is_the_smallest_difference_across_blocks(monkeypatch, where):
+    # the quick check's smallest step, found block by block: the smallest one at a block's first or last row
+    # or between two blocks (rows 6|7 with blocks of 7) is found as np.diff finds it
+    from jitterscope.dataset import invariants
+
+    monkeypatch.setattr(invariants, "_STEP_BLOCK", 7)
+    values = np.cumsum(np.full(200, 5, dtype=np.int64))
+    values[where + 1:] -= 4  # one step of 1 at row where -> where + 1
+    assert invariants._min_step(values) == int(np.diff(values).min()) == 1
+    assert invariants._min_step(values.astype(np.int32)) == 1  # other dtypes: numpy's diff

@@ -76,3 +76,26 @@ def test_from_edges_keeps_arrays_in_order_without_a_copy() -> None:
     assert shuffled == h
     with pytest.raises(Exception, match="widths must be > 0"):
         HistogramResult.from_edges(lower, lower, counts)
+
+
+def _same_histogram(a: LatencyHistogram, b: LatencyHistogram) -> None:
+    ra, rb = a.result(), b.result()
+    assert (ra.count, ra.min_ns, ra.max_ns) == (rb.count, rb.min_ns, rb.max_ns)
+    for name in ("bucket_lower_ns", "bucket_upper_ns", "bucket_counts"):
+        np.testing.assert_array_equal(getattr(ra, name), getattr(rb, name))
+
+
+@pytest.mark.parametrize("block", [7, 1 << 16])
+def test_update_steps_counts_the_differences_as_update_does(monkeypatch, block) -> None:
+    # period errors of wake-up times: jitter both ways, a stall beyond the lookup table, 200,003 rows so that the
+    # default block size leaves a short last block (a different path in update) and block 7 crosses 28,000 edges
+    rng = np.random.default_rng(3)
+    steps = 100_000 + rng.integers(-40_000, 40_000, 200_002)
+    steps[[6, 7, 65_535, 65_536, 131_071]] = [3_000_000, 10, 100_000, -5, 7 * 10**9]  # values at block edges
+    times = np.concatenate([[10**12], 10**12 + np.cumsum(steps)])
+    monkeypatch.setattr(histogram_module, "_STEP_BLOCK", block)
+    whole = LatencyHistogram().update(np.diff(times) - 100_000)
+    blocked = LatencyHistogram().update_steps(times, 100_000)
+    _same_histogram(blocked, whole)
+    assert blocked.max_ns == 7 * 10**9 - 100_000 and blocked.min_ns == -100_005
+    assert LatencyHistogram().update_steps(times[:1], 5).count == 0  # one time: no period
