@@ -99,3 +99,19 @@ def test_update_steps_counts_the_differences_as_update_does(monkeypatch, block) 
     _same_histogram(blocked, whole)
     assert blocked.max_ns == 7 * 10**9 - 100_000 and blocked.min_ns == -100_005
     assert LatencyHistogram().update_steps(times[:1], 5).count == 0  # one time: no period
+
+
+@pytest.mark.parametrize("name", [*sorted(_cases()), "beyond int64", "beyond 2**53"])
+def test_a_single_midpoint_is_the_arrays_midpoint(name) -> None:
+    # the MAD's bisection reads midpoints one at a time in Python floats: each equal, bit for bit, to the array
+    # formula's (clipped to the extremes at both ends, discrete or not, int64 or Python-int or float edges)
+    cases = _cases()
+    cases["beyond int64"] = LatencyHistogram().update(np.array([-(2**63) + 5, -7, 0, 3, 2**63 - 9])).result()
+    cases["beyond 2**53"] = LatencyHistogram().update(np.array([2**53 + 1, 2**60 + 12345, 2**62 - 1])).result()
+    h = cases[name]
+    index = np.arange(h.bucket_counts.size)
+    whole = h._middle_at(index)
+    single = np.array([h._middle(int(i)) for i in index])
+    np.testing.assert_array_equal(single.view(np.int64), whole.view(np.int64))
+    if name in _cases():  # an end clipped in each of these: the clip is tested (not in the wide buckets)
+        assert whole[0] == h.min_ns or whole[-1] == h.max_ns
