@@ -327,3 +327,51 @@ def test_column_values_equal_to_numpy():
             got = column_values(view, name)
             assert got.dtype == expected.dtype and np.array_equal(got, expected, equal_nan=True), name
     assert column_values(batch.slice(10, 5), 0).base is not None  # a view of Arrow's buffer, not a copy
+
+
+@pytest.mark.parametrize("where", [0, 6, 7, 8, 99, 198])
+def test_min_step_is_the_smallest_difference_across_blocks(monkeypatch, where):
+    # the quick check's smallest step, found block by block: the smallest one at a block's first or last row
+    # or between two blocks (rows 6|7 with blocks of 7) is found as np.diff finds it
+    from jitterscope.dataset import invariants
+
+    monkeypatch.setattr(invariants, "_STEP_BLOCK", 7)
+    values = np.cumsum(np.full(200, 5, dtype=np.int64))
+    values[where + 1:] -= 4  # one step of 1 at row where -> where + 1
+    assert invariants._min_step(values) == int(np.diff(values).min()) == 1
+    assert invariants._min_step(values.astype(np.int32)) == 1  # other dtypes: numpy's diff
+
+
+def test_split_by_thread_takes_the_rows_arrow_takes():
+    # row groups of a real capture hold every thread interleaved: each thread's rows, in order, every column
+    # (numbers by numpy's gather; a column with nulls sends the batch through Arrow's take)
+    from jitterscope.dataset.files import _split_by_thread
+
+    rng = np.random.default_rng(5)
+    threads = rng.integers(0, 3, 1000).astype(np.int32)
+    batch = pa.record_batch({"thread": threads, "seq": np.arange(1000), "x": rng.normal(size=1000),
+                             "u": rng.integers(0, 2**40, 1000).astype(np.uint64)}).slice(7, 900)
+    with_nulls = pa.record_batch({"thread": threads, "n": pa.array([None, *range(999)], pa.int64())})
+    for data in (batch, with_nulls):
+        split = dict(_split_by_thread(data.column("thread").to_numpy(), data))
+        assert sorted(split) == [0, 1, 2]
+        for thread, rows in split.items():
+            assert rows.schema == data.schema
+            assert rows.equals(data.filter(pa.array(data.column("thread").to_numpy() == thread)))
+
+
+def test_summary_of_a_real_capture_does_not_load_pyarrow_compute():
+    # Arrow's take (RecordBatch.take) imports pyarrow.compute: 0.1-0.2 s of CPU in every command on a capture whose
+    # row groups hold both threads (issue 25)
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    capture = Path(__file__).parents[1] / "data" / "capture" / "traced-2s"
+    assert pq.ParquetFile(capture / "part-00000.parquet").metadata.row_group(0).column(1).statistics.min != \
+        pq.ParquetFile(capture / "part-00000.parquet").metadata.row_group(0).column(1).statistics.max
+    probe = (f"import sys\nfrom jitterscope.dataset import open_dataset\nfrom jitterscope.summary import summarize\n"
+             f"assert len(summarize(open_dataset({str(capture)!r})).threads) == 2\n"
+             "print('pyarrow.compute' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False"

@@ -76,3 +76,42 @@ def test_from_edges_keeps_arrays_in_order_without_a_copy() -> None:
     assert shuffled == h
     with pytest.raises(Exception, match="widths must be > 0"):
         HistogramResult.from_edges(lower, lower, counts)
+
+
+def _same_histogram(a: LatencyHistogram, b: LatencyHistogram) -> None:
+    ra, rb = a.result(), b.result()
+    assert (ra.count, ra.min_ns, ra.max_ns) == (rb.count, rb.min_ns, rb.max_ns)
+    for name in ("bucket_lower_ns", "bucket_upper_ns", "bucket_counts"):
+        np.testing.assert_array_equal(getattr(ra, name), getattr(rb, name))
+
+
+@pytest.mark.parametrize("block", [7, 1 << 16])
+def test_update_steps_counts_the_differences_as_update_does(monkeypatch, block) -> None:
+    # period errors of wake-up times: jitter both ways, a stall beyond the lookup table, 200,003 rows so that the
+    # default block size leaves a short last block (a different path in update) and block 7 crosses 28,000 edges
+    rng = np.random.default_rng(3)
+    steps = 100_000 + rng.integers(-40_000, 40_000, 200_002)
+    steps[[6, 7, 65_535, 65_536, 131_071]] = [3_000_000, 10, 100_000, -5, 7 * 10**9]  # values at block edges
+    times = np.concatenate([[10**12], 10**12 + np.cumsum(steps)])
+    monkeypatch.setattr(histogram_module, "_STEP_BLOCK", block)
+    whole = LatencyHistogram().update(np.diff(times) - 100_000)
+    blocked = LatencyHistogram().update_steps(times, 100_000)
+    _same_histogram(blocked, whole)
+    assert blocked.max_ns == 7 * 10**9 - 100_000 and blocked.min_ns == -100_005
+    assert LatencyHistogram().update_steps(times[:1], 5).count == 0  # one time: no period
+
+
+@pytest.mark.parametrize("name", [*sorted(_cases()), "beyond int64", "beyond 2**53"])
+def test_a_single_midpoint_is_the_arrays_midpoint(name) -> None:
+    # the MAD's bisection reads midpoints one at a time in Python floats: each equal, bit for bit, to the array
+    # formula's (clipped to the extremes at both ends, discrete or not, int64 or Python-int or float edges)
+    cases = _cases()
+    cases["beyond int64"] = LatencyHistogram().update(np.array([-(2**63) + 5, -7, 0, 3, 2**63 - 9])).result()
+    cases["beyond 2**53"] = LatencyHistogram().update(np.array([2**53 + 1, 2**60 + 12345, 2**62 - 1])).result()
+    h = cases[name]
+    index = np.arange(h.bucket_counts.size)
+    whole = h._middle_at(index)
+    single = np.array([h._middle(int(i)) for i in index])
+    np.testing.assert_array_equal(single.view(np.int64), whole.view(np.int64))
+    if name in _cases():  # an end clipped in each of these: the clip is tested (not in the wide buckets)
+        assert whole[0] == h.min_ns or whole[-1] == h.max_ns

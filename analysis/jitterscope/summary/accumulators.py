@@ -148,9 +148,13 @@ class TopSpikes:
         previous = self._tail.get(thread, np.zeros(0, np.int64))
         threshold = self._threshold()
         # once k spikes are known, only rows at or above the smallest of them can enter: one compare, no partition
-        candidates = np.arange(latency.size) if threshold is None else np.flatnonzero(latency >= threshold)
-        if candidates.size > self.k:
-            candidates = candidates[np.argpartition(-latency[candidates], self.k)[: self.k]]
+        if threshold is None and latency.size > self.k:
+            # every row a candidate: the partition of all of them, without a row-number array and its gather
+            candidates = np.argpartition(-latency, self.k)[: self.k]
+        else:
+            candidates = np.arange(latency.size) if threshold is None else np.flatnonzero(latency >= threshold)
+            if candidates.size > self.k:
+                candidates = candidates[np.argpartition(-latency[candidates], self.k)[: self.k]]
         # the previous batch's last w latencies and this one's first w: the "before" of the first rows
         head = np.concatenate([previous, latency[:w]])
         for index in candidates.tolist():

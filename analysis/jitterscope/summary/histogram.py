@@ -349,7 +349,13 @@ class HistogramResult:
         return best
 
     def _middle(self, index: int) -> float:
-        return float(self._middle_at(np.array([index]))[0])
+        """``_middle_at([index])[0]`` in Python floats: the MAD's bisection asks for a few thousand single midpoints,
+        and a numpy call per scalar (array, gather, clip) cost 60 ms of every summary.  The same IEEE double
+        operations: edges converted to float64, ``(lower + top) / 2``, clipped to the float64 extremes."""
+        lower = float(self.bucket_lower_ns[index])
+        upper = float(self.bucket_upper_ns[index])
+        middle = (lower + (upper - 1 if self.discrete else upper)) / 2
+        return min(max(middle, float(self.min_ns)), float(self.max_ns))
 
     @cached_property
     def _in_order(self) -> bool:
@@ -444,6 +450,7 @@ _EXACT = 1 << 53  # int64 magnitudes below this convert to float64 exactly
 _LUT_SIZE = 1 << 20
 _LUT_MIN_BATCH = 1 << 14
 _LUTS: dict[int, np.ndarray] = {}
+_STEP_BLOCK = 1 << 16  # rows of differences per block in update_steps: 512 KiB of int64, within a core's L2
 
 
 class LatencyHistogram:
@@ -502,6 +509,28 @@ class LatencyHistogram:
             magnitude = (-(values[negative] + 1)).astype(np.uint64) + np.uint64(1)
             self._positive = _add(self._positive, np.bincount(self._index(values[~negative])))
             self._negative = _add(self._negative, np.bincount(self._index(magnitude)))
+        return self
+
+    def update_steps(self, values_ns: np.ndarray, offset: int = 0) -> LatencyHistogram:
+        """Add ``values_ns[1:] - values_ns[:-1] - offset`` (int64 ns; period errors from wake-up times).
+
+        The same counts as ``update`` of that array, computed a cache-sized block at a time into one buffer:
+        the differences of 10^6 rows never exist as a whole, which saves their write and re-reads from memory
+        (half the time of the pass on a busy machine).
+        """
+        values = np.asarray(values_ns)
+        if values.dtype.kind not in "iu":
+            raise AnalysisError(f"LatencyHistogram takes integer ns values, got dtype {values.dtype}")
+        values = values.astype(np.int64, copy=False)
+        n = values.size - 1
+        if n <= 0:
+            return self
+        buffer = np.empty(min(n, _STEP_BLOCK), dtype=np.int64)
+        for start in range(0, n, _STEP_BLOCK):
+            stop = min(start + _STEP_BLOCK, n)
+            steps = np.subtract(values[start + 1:stop + 1], values[start:stop], out=buffer[:stop - start])
+            steps -= offset
+            self.update(steps)
         return self
 
     def _index(self, magnitude: np.ndarray, low: int | None = None, top: int | None = None) -> np.ndarray:

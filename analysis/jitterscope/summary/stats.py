@@ -179,13 +179,15 @@ class _ThreadAccumulators:
         if overruns is not None:
             self.overruns += int(overruns.sum())
         # periods within the batch, and the one joining it to the previous batch; a period across a drop is none
-        error = actual[1:] - actual[:-1]
-        error -= self.info.interval_ns
+        interval = self.info.interval_ns
         if seq.size and seq[-1] - seq[0] != seq.size - 1:  # seq strictly increases, so this means a gap
-            error = error[seq[1:] - seq[:-1] == 1]
+            error = actual[1:] - actual[:-1]
+            error -= interval
+            self.period_error.update(error[seq[1:] - seq[:-1] == 1])
+        else:  # no drop (the usual batch): every difference is a period, counted block by block in cache
+            self.period_error.update_steps(actual, interval)
         if self.last is not None and seq[0] - self.last[0] == 1:
-            error = np.concatenate([[actual[0] - self.last[1] - self.info.interval_ns], error])
-        self.period_error.update(error)
+            self.period_error.update(np.array([actual[0] - self.last[1] - interval], dtype=np.int64))
         self.last = (int(seq[-1]), int(actual[-1]))
 
 
