@@ -17,7 +17,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 from jitterscope.render import REPORT_RC, capped_legend, caption_problems, fit_for_paper, layout_problems
-from jitterscope.render.layout import MAX_LEGEND_ENTRIES, tidy_layout
+from jitterscope.render.layout import MAX_LEGEND_ENTRIES, long_titles, tidy_layout
 from matplotlib.figure import Figure
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -86,6 +86,7 @@ def _check(pages, problems: list[str], names: list[str], *, refit: bool = True) 
         if refit:
             fit_for_paper(page.figure, "column")
             problems += layout_problems(page.figure, name=f"{page.name} at column width")
+            problems += long_titles(page.figure, name=f"{page.name} at column width")  # two lines at most
 
 
 def _report_figures(dataset: Path, tmp_path: Path, monkeypatch) -> tuple[list[str], list[str]]:
