@@ -170,6 +170,7 @@ def plot_event_average(trigger: EventTrigger, ax: Axes, *, index: int = 0) -> Ax
     """Mean latency around events, with the surrogates' pointwise band shaded."""
     a = trigger.average
     event = {"transition": "frequency transition", "smi": "SMI"}.get(trigger.event, trigger.event)
+    short = {"transition": "transition", "smi": "SMI"}.get(trigger.event, trigger.event)
     lags = np.asarray(a.lags)
     low, high = np.asarray(a.band_low) / NS_PER_US, np.asarray(a.band_high) / NS_PER_US
     if np.isfinite(low).any():
@@ -181,8 +182,8 @@ def plot_event_average(trigger: EventTrigger, ax: Axes, *, index: int = 0) -> Ax
     ax.set_xlabel(f"lag from the {event} [wake-ups]")
     ax.set_ylabel("mean latency [µs]")
     # two lines of a panel 3.6 in wide (a page's half) at 9 pt
-    ax.set_title(f"cpu {trigger.cpu}: latency at {event}s\nn = {a.n_events:,}; grey: 95 % band of surrogates",
-                 fontsize=10)
+    # (at a column's width the titles of panels side by side met, and were wrapped to four lines each)
+    ax.set_title(f"cpu {trigger.cpu}: latency at {short}s\nn = {a.n_events:,}; 95 % band of surrogates", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper right", fontsize=7)
     return ax

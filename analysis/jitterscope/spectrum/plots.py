@@ -29,7 +29,7 @@ def plot_psd(thread: ThreadSpectra, ax: Axes) -> None:
     welch_peaks = not thread.method.startswith("lomb-scargle")  # also "lomb-scargle (means of k wake-ups)"
     who = format_thread_cpu(thread.thread, thread.cpu)
     # two lines at a column's width (43 characters a line at 9 pt): how it was computed goes into the legend
-    ax.set_title(f"{who}: Welch PSD, n = {thread.samples:,}\nno uncertainty: "
+    ax.set_title(f"{who}: PSD, n = {thread.samples:,}\nno uncertainty: "
                  + ("peaks judged by the FAP" if welch_peaks else "peaks: Lomb-Scargle, below"))
     f, p = psd.frequencies_hz[1:], psd.psd[1:]
     ax.loglog(f, p, lw=0.6, color="C0", label=f"Welch {psd.average} of {psd.n_segments} × "
@@ -52,8 +52,8 @@ def plot_lomb_scargle(thread: ThreadSpectra, ax: Axes) -> None:
         return
     used = f"first of {thread.samples:,}" if ls.n_used < thread.samples else "all"
     # two lines at a column's width: the times it used and the test's threshold go into the legend
-    ax.set_title(f"{format_thread_cpu(thread.thread, thread.cpu)}: Lomb-Scargle, n = {ls.n_used:,}\n"
-                 f"{used} wake-ups, span {ls.span_s:.4g} s")
+    ax.set_title(f"{format_thread_cpu(thread.thread, thread.cpu)}: Lomb-Scargle\n"
+                 f"n = {ls.n_used:,} ({used}), span {ls.span_s:.4g} s")
     ax.loglog(ls.frequencies_hz, np.maximum(ls.power, np.finfo(float).tiny), lw=0.5, color="C0",
               label=f"power on actual times (Baluev FAP < {ls.alpha:g})")
     if thread.method.startswith("lomb-scargle"):
