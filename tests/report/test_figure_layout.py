@@ -251,3 +251,21 @@ def test_column_legends_of_full_panels_join_one_legend_below() -> None:
     assert [ax.get_legend() is None for ax in fig.axes] == [True, True, False]
     assert len(fig.legends) == 1  # one legend below, not one per moved panel
     assert len(fig.legends[0].get_texts()) == 4
+
+
+def test_a_title_that_would_wrap_past_two_lines_is_set_a_point_smaller_instead() -> None:
+    """A two-line title in a clash (a neighbour's title, the canvas edge): wrapped again it would have four lines
+    and take the panel's height, so tidy_layout's change to it is a point smaller (7 pt at least); a one-line
+    title is still wrapped to two."""
+    from jitterscope.render.layout import _fix, text_boxes
+
+    fig = _plot()
+    ax = fig.axes[0]
+    ax.set_title("cpu 0: latency at frequency transitions\nn = 199; grey: 95 % band of surrogates", fontsize=9)
+    title = next(b for b in text_boxes(fig) if b.role == "title")
+    assert _fix(title, None, fig) and ax.title.get_fontsize() == 8.0 and ax.title.get_text().count("\n") == 1
+    ax.title.set_fontsize(7.0)
+    assert not _fix(title, None, fig) and ax.title.get_fontsize() == 7.0  # the smallest: the clash is reported
+    ax.set_title("cpu 0: latency at frequency transitions", fontsize=9)
+    title = next(b for b in text_boxes(fig) if b.role == "title")
+    assert _fix(title, None, fig) and ax.title.get_text().count("\n") == 1 and ax.title.get_fontsize() == 9.0

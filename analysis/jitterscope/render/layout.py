@@ -321,22 +321,32 @@ def tidy_layout(figure: Figure, *, rounds: int = 8) -> list[str]:
         if not found:
             return []
         done: set[int] = set()
-        for item, other in found:
-            # the more movable side first: a legend or an annotation moves before a label is wrapped
-            pair = sorted([item, other], key=lambda b: _MOVABLE.index(b.role) if b is not None else 0)
-            for box in pair:
-                if box is None:
-                    continue
-                if id(box.artist) in done:
-                    # changed this round for another clash, which may have cleared this one too: looked at again
-                    # next round (before, the other side changed as well: a title over a peak label moved
-                    # this round was wrapped to four lines)
-                    break
-                if _fix(box, other if box is item else item, figure):
-                    done.add(id(box.artist))
-                    break  # one change per clash: the other side may be fine where it is
+        # titles last: wrapped in a round where a legend moved too, a title was wrapped for a clash the move then
+        # cleared (a neighbour's title, before the legend beside the panels went below them: four lines)
+        for titles in (False, True):
+            if titles and done:
+                break
+            for item, other in found:
+                # the more movable side first: a legend or an annotation moves before a label is wrapped
+                pair = sorted([item, other], key=lambda b: _MOVABLE.index(b.role) if b is not None else 0)
+                for box in pair:
+                    if box is None:
+                        continue
+                    if id(box.artist) in done:
+                        # changed this round for another clash, which may have cleared this one too: looked at
+                        # again next round (before, the other side changed as well: a title over a peak label
+                        # moved this round was wrapped to four lines)
+                        break
+                    if (box.role in ("title", "suptitle")) != titles:
+                        continue
+                    if _fix(box, other if box is item else item, figure):
+                        done.add(id(box.artist))
+                        break  # one change per clash: the other side may be fine where it is
     return layout_problems(figure)
 
+
+MIN_TITLE_PT = 7.0
+"""The smallest a title is set when wrapping it would give it more than :data:`MAX_TITLE_LINES` lines."""
 
 MIN_WRAP_CHARS = 18
 """The narrowest a title, label or legend entry is wrapped to: narrower, it reads one word per line."""
@@ -365,7 +375,15 @@ def _fix(box: TextBox, other: TextBox | None, figure: Figure) -> bool:
         # never narrower than MIN_WRAP_CHARS: halving again and again set a title one word per line
         half = max(MIN_WRAP_CHARS, (len(longest) + 1) // 2 + 2)
         # the whole text re-wrapped, not each line: wrapping lines one by one leaves a word alone on a line
-        box.artist.set_text("\n".join(textwrap.wrap(" ".join(lines), half)))
+        wrapped = textwrap.wrap(" ".join(lines), half)
+        if role in ("title", "suptitle") and len(wrapped) > MAX_TITLE_LINES:
+            # a title of more lines takes the panel's height: a point smaller instead, down to MIN_TITLE_PT
+            size = box.artist.get_fontsize()
+            if size - 1.0 < MIN_TITLE_PT:
+                return False
+            box.artist.set_fontsize(size - 1.0)
+            return True
+        box.artist.set_text("\n".join(wrapped))
         return True
     if role in ("xtick", "ytick"):
         if other is not None and other.role == role and other.ax is box.ax:
