@@ -321,27 +321,15 @@ def tidy_layout(figure: Figure, *, rounds: int = 8) -> list[str]:
         if not found:
             return []
         done: set[int] = set()
-        # titles last: wrapped in a round where a legend moved too, a title was wrapped for a clash the move then
-        # cleared (a neighbour's title, before the legend beside the panels went below them: four lines)
-        for titles in (False, True):
-            if titles and done:
-                break
-            for item, other in found:
-                # the more movable side first: a legend or an annotation moves before a label is wrapped
-                pair = sorted([item, other], key=lambda b: _MOVABLE.index(b.role) if b is not None else 0)
-                for box in pair:
-                    if box is None:
-                        continue
-                    if id(box.artist) in done:
-                        # changed this round for another clash, which may have cleared this one too: looked at
-                        # again next round (before, the other side changed as well: a title over a peak label
-                        # moved this round was wrapped to four lines)
-                        break
-                    if (box.role in ("title", "suptitle")) != titles:
-                        continue
-                    if _fix(box, other if box is item else item, figure):
-                        done.add(id(box.artist))
-                        break  # one change per clash: the other side may be fine where it is
+        for item, other in found:
+            # the more movable side first: a legend or an annotation moves before a label is wrapped
+            pair = sorted([item, other], key=lambda b: _MOVABLE.index(b.role) if b is not None else 0)
+            for box in pair:
+                if box is None or id(box.artist) in done:
+                    continue
+                if _fix(box, other if box is item else item, figure):
+                    done.add(id(box.artist))
+                    break  # one change per clash: the other side may be fine where it is
     return layout_problems(figure)
 
 
