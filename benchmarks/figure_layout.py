@@ -12,11 +12,12 @@ source and page name (the same page of two sources counts twice: different data,
 Usage: ``python benchmarks/figure_layout.py [--samples 500000] [--workdir DIR]``; prints one line per problem and
 the totals; exits 1 when any problem is found.
 
-Result (6886073's code, --samples 500000, the shared 2-CPU VM, not quiet; 11.5 min): distinct figures 65 (traced
+Result (71fdd5f's code, --samples 500000, the shared 2-CPU VM, not quiet; 11.4 min): distinct figures 65 (traced
 capture 13, cyclictest -v 13, jitterdebugger 13, simulation 10^6 18, compare of 3 runs 2, fleet of 20 machines 6);
-179 checks (figure x width); clipped 0, overlapping 0, caption problems 0; legends on data 2: the 10^6
-simulation's frequency-timeline-cpu0/cpu1 at column width (the f_eff panel's three-entry legend, wrapped, is taller
-than the headroom tidy_layout gives it; at A4 and page width it is clear).
+179 checks (figure x width); clipped 0, overlapping 0, legends/labels on data 0, titles over 2 lines at a paper's
+width 0, caption problems 0.  Before (6886073): legends on data 2, the 10^6 simulation's frequency-timeline-cpu0/cpu1
+at column width; titles were not counted then (the PSD's took six lines at a column's width, the frequency
+timeline's five, the event averages' four).
 """
 
 from __future__ import annotations
