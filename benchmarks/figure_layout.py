@@ -12,11 +12,12 @@ source and page name (the same page of two sources counts twice: different data,
 Usage: ``python benchmarks/figure_layout.py [--samples 500000] [--workdir DIR]``; prints one line per problem and
 the totals; exits 1 when any problem is found.
 
-Result (6886073's code, --samples 500000, the shared 2-CPU VM, not quiet; 11.5 min): distinct figures 65 (traced
+Result (71fdd5f's code, --samples 500000, the shared 2-CPU VM, not quiet; 11.4 min): distinct figures 65 (traced
 capture 13, cyclictest -v 13, jitterdebugger 13, simulation 10^6 18, compare of 3 runs 2, fleet of 20 machines 6);
-179 checks (figure x width); clipped 0, overlapping 0, caption problems 0; legends on data 2: the 10^6
-simulation's frequency-timeline-cpu0/cpu1 at column width (the f_eff panel's three-entry legend, wrapped, is taller
-than the headroom tidy_layout gives it; at A4 and page width it is clear).
+179 checks (figure x width); clipped 0, overlapping 0, legends/labels on data 0, titles over 2 lines at a paper's
+width 0, caption problems 0.  Before (6886073): legends on data 2, the 10^6 simulation's frequency-timeline-cpu0/cpu1
+at column width; titles were not counted then (the PSD's took six lines at a column's width, the frequency
+timeline's five, the event averages' four).
 """
 
 from __future__ import annotations
@@ -32,11 +33,13 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 
 
-def _check(figure, name: str, counts: dict[str, int], problems: list[str]) -> None:
-    from jitterscope.render import caption_problems, layout_problems
+def _check(figure, name: str, counts: dict[str, int], problems: list[str], *, refitted: bool = False) -> None:
+    from jitterscope.render import caption_problems, layout_problems, long_titles
 
     found = layout_problems(figure, name=name)
-    for problem in found + caption_problems(figure, name=name):
+    long = long_titles(figure, name=name) if refitted else []  # at a paper's width: two lines at most
+    counts["long titles"] += len(long)
+    for problem in found + long + caption_problems(figure, name=name):
         print(problem, flush=True)  # as found: a 10^6 report takes minutes
         problems.append(problem)
     counts["checks"] += 1
@@ -61,7 +64,7 @@ def report_figures(source: str, dataset: Path, out: Path, counts: dict[str, int]
                 names.add(f"{source}: {page.name}")
                 _check(page.figure, f"{source} {page.name} at A4", counts, problems)
             fit_for_paper(page.figure, width)
-            _check(page.figure, f"{source} {page.name} at {width} width", counts, problems)
+            _check(page.figure, f"{source} {page.name} at {width} width", counts, problems, refitted=True)
             return []
 
         build._export_figure = export
@@ -112,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(fleet_dir)
     fleet = write_simulated_fleet(fleet_dir, hosts=20, nights=3, samples=2_000)
 
-    counts = {"checks": 0, "clipped": 0, "overlapping": 0, "covering data": 0}
+    counts = {"checks": 0, "clipped": 0, "overlapping": 0, "covering data": 0, "long titles": 0}
     problems: list[str] = []
     names: set[str] = set()
     with matplotlib.rc_context(REPORT_RC):
@@ -129,8 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         by_source[name.split(": ")[0]] = by_source.get(name.split(": ")[0], 0) + 1
     print("distinct figures: " + ", ".join(f"{k} {v}" for k, v in by_source.items()) + f"; total {len(names)}")
     print(f"checks (figure x width): {counts['checks']}; clipped {counts['clipped']}, overlapping "
-          f"{counts['overlapping']}, legends/labels on data {counts['covering data']}, caption problems "
-          f"{len(problems) - counts['clipped'] - counts['overlapping'] - counts['covering data']}; "
+          f"{counts['overlapping']}, legends/labels on data {counts['covering data']}, titles over 2 lines at a "
+          f"paper's width {counts['long titles']}, caption problems "
+          f"{len(problems) - sum(counts[k] for k in ('clipped', 'overlapping', 'covering data', 'long titles'))}; "
           f"{time.perf_counter() - started:.0f} s")
     return 1 if problems else 0
 

@@ -45,7 +45,7 @@ def test_the_raster_says_how_many_it_drew() -> None:
     drawn = sum(len(c.get_offsets()) for c in ax.collections)
     assert drawn <= DISPLAY_EVENTS + 5
     assert f"n = {2 * DISPLAY_EVENTS + 1:,}" in ax.get_title() and f"{drawn:,} drawn" in ax.get_title()
-    assert "each 3 consecutive events" in ax.get_title()
+    assert "largest of each 3" in ax.get_title()  # of 3 consecutive events
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert f"unexplained ({2 * DISPLAY_EVENTS + 1:,})" in legend  # the legend counts every event
 

@@ -68,3 +68,37 @@ def test_a_long_series_is_drawn_as_an_envelope_not_a_solid_block() -> None:
     short = Figure().subplots()
     plot_envelope(short, x[:100], y[:100], label="f_eff", color="C0", columns=1000)
     assert len(short.get_lines()[0].get_xdata()) == 100 and not short.collections  # short: the line itself
+
+
+def test_a_series_switching_faster_than_the_pixels_is_drawn_as_its_columns_range_and_mean() -> None:
+    """50 ms P-states over 10 s: at a column's width each envelope column (2 pt) holds two states or more, so its
+    mean says the share of time at each; the columns follow the panel's drawn width (fewer after a refit)."""
+    import numpy as np
+    import pytest
+    from jitterscope.render import plot_envelope
+    from jitterscope.render.style import ENVELOPE_PT
+    from matplotlib.collections import PolyCollection
+    from matplotlib.figure import Figure
+
+    x = np.arange(200_000) * 50e-6  # 10 s
+    y = np.where((x // 0.05) % 2 == 0, 800.0, 2400.0)
+    fig = Figure(figsize=(11.69, 8.27), layout="constrained")
+    ax = fig.subplots()
+    plot_envelope(ax, x, y, label="f_eff", color="C0", centre="mean")
+
+    def columns_and_room() -> tuple[int, float]:
+        fig.draw_without_rendering()
+        return len(ax.get_lines()[0].get_xdata()), ax.get_window_extent().width * 72 / fig.dpi / ENVELOPE_PT
+
+    a4, room = columns_and_room()
+    assert room - 1 <= a4 <= room + 1  # one column per 2 pt of the panel, not a vertex per wake-up
+    fig.set_size_inches(3.5, 2.6)  # refitted to a paper's column
+    column, room = columns_and_room()
+    assert room - 1 <= column <= room + 1 and column < a4 / 2
+    means = ax.get_lines()[0].get_ydata()
+    # each column spans 90-110 ms: two states at least, so no column's mean is a level; the run's mean is the
+    # time-weighted 1,600 MHz
+    assert np.isfinite(means).all() and ((means > 1000) & (means < 2200)).all()
+    assert means.mean() == pytest.approx(1600.0, abs=25.0)
+    band = next(c for c in ax.collections if isinstance(c, PolyCollection)).get_paths()[0].vertices[:, 1]
+    assert band.min() == 800.0 and band.max() == 2400.0

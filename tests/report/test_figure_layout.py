@@ -17,7 +17,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 from jitterscope.render import REPORT_RC, capped_legend, caption_problems, fit_for_paper, layout_problems
-from jitterscope.render.layout import MAX_LEGEND_ENTRIES, tidy_layout
+from jitterscope.render.layout import MAX_LEGEND_ENTRIES, long_titles, tidy_layout
 from matplotlib.figure import Figure
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -86,6 +86,7 @@ def _check(pages, problems: list[str], names: list[str], *, refit: bool = True) 
         if refit:
             fit_for_paper(page.figure, "column")
             problems += layout_problems(page.figure, name=f"{page.name} at column width")
+            problems += long_titles(page.figure, name=f"{page.name} at column width")  # two lines at most
 
 
 def _report_figures(dataset: Path, tmp_path: Path, monkeypatch) -> tuple[list[str], list[str]]:
@@ -250,3 +251,21 @@ def test_column_legends_of_full_panels_join_one_legend_below() -> None:
     assert [ax.get_legend() is None for ax in fig.axes] == [True, True, False]
     assert len(fig.legends) == 1  # one legend below, not one per moved panel
     assert len(fig.legends[0].get_texts()) == 4
+
+
+def test_a_title_that_would_wrap_past_two_lines_is_set_a_point_smaller_instead() -> None:
+    """A two-line title in a clash (a neighbour's title, the canvas edge): wrapped again it would have four lines
+    and take the panel's height, so tidy_layout's change to it is a point smaller (7 pt at least); a one-line
+    title is still wrapped to two."""
+    from jitterscope.render.layout import _fix, text_boxes
+
+    fig = _plot()
+    ax = fig.axes[0]
+    ax.set_title("cpu 0: latency at frequency transitions\nn = 199; grey: 95 % band of surrogates", fontsize=9)
+    title = next(b for b in text_boxes(fig) if b.role == "title")
+    assert _fix(title, None, fig) and ax.title.get_fontsize() == 8.0 and ax.title.get_text().count("\n") == 1
+    ax.title.set_fontsize(7.0)
+    assert not _fix(title, None, fig) and ax.title.get_fontsize() == 7.0  # the smallest: the clash is reported
+    ax.set_title("cpu 0: latency at frequency transitions", fontsize=9)
+    title = next(b for b in text_boxes(fig) if b.role == "title")
+    assert _fix(title, None, fig) and ax.title.get_text().count("\n") == 1 and ax.title.get_fontsize() == 9.0

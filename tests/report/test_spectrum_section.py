@@ -34,7 +34,8 @@ def test_plots_draw_the_results_unchanged(dataset):
                        and p.harmonic_number == 1)
     assert fundamental.frequency_hz == pytest.approx(20.0, abs=thread.psd.bin_width_hz)
     assert any(t.get_text() == f"1: {fundamental.frequency_hz:.4g} Hz" for t in axes[0].texts)
-    assert "Welch mean of" in axes[0].get_title() and "record 30 s" in axes[0].get_title()
+    # how it was computed: in the legend (the title is two lines at a column's width)
+    assert line.get_label().startswith("Welch mean of") and "record 30 s" in line.get_label()
     assert axes[0].get_xscale() == "log" and axes[0].get_yscale() == "log"
     plot_spectrogram(thread.spectrogram, axes[1])
     plot_isi(thread.isi, axes[2])
@@ -62,6 +63,33 @@ def test_peaks_of_lomb_scargle_over_means_are_marked_on_its_own_panel(dataset):
     plot_lomb_scargle(thread, axes[1])
     # before: the method's name was compared whole, and the LS peaks were drawn at their LS power on the PSD
     assert not [ln for ln in axes[0].get_lines() if ln.get_marker() == "v"]
-    assert "(peaks: Lomb-Scargle, below)" in axes[0].get_title()
+    assert "peaks: Lomb-Scargle, below" in axes[0].get_title()
     marked = [ln.get_xdata()[0] for ln in axes[1].get_lines() if ln.get_marker() == "v"]
     assert marked and any(abs(f - 20.0) < 0.5 for f in marked), marked
+
+
+# the PSD title before: six lines at a column's width (the Welch details belong in the legend)
+OLD_PSD_TITLE = ("CPU 0 (thread 0): latency PSD, Welch mean of 448 segments of 0.041 s, record 10 s, n=999972 "
+                 "(peaks: Lomb-Scargle, below)\nno uncertainty: each peak is judged against the FAP threshold")
+
+
+def test_spectral_titles_are_two_lines_at_most_at_a_column_width(dataset):
+    from jitterscope.render import fit_for_paper, long_titles
+    from jitterscope.spectrum import SpectralOptions, plot_lomb_scargle, plot_spike_psd
+
+    for options in (SpectralOptions(), SpectralOptions(method="lombscargle", ls_max_points=4096)):
+        thread = analyze_spectra(open_dataset(dataset), options).threads[0]
+        fig, axes = new_page(3, 1)
+        plot_psd(thread, axes[0])
+        plot_lomb_scargle(thread, axes[1])
+        plot_spectrogram(thread.spectrogram, axes[2], title="thread 0 (CPU unknown): spectrogram")
+        spikes, (left, right) = new_page(1, 2)
+        plot_spike_psd(thread.spike_psd, thread.spike_peaks, left, title="thread 0 (CPU unknown): spectrum of spikes")
+        plot_isi(thread.isi, right)
+        for figure in (fig, spikes):
+            fit_for_paper(figure, "column")
+            assert long_titles(figure) == [], [ax.get_title() for ax in figure.axes]
+    fig, axes = new_page(3, 1)
+    axes[0].set_title(OLD_PSD_TITLE)
+    fit_for_paper(fig, "column")
+    assert any("a title of" in p and "latency PSD" in p for p in long_titles(fig))

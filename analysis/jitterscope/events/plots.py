@@ -55,13 +55,15 @@ def plot_events(events: Events, ax: Axes) -> Axes:
                 xytext=(-2, -6), textcoords="offset points", ha="right", va="top", fontsize=7, color="0.3")
     ax.set_xlabel("start of event [s after the first wake-up]")
     ax.set_ylabel("peak latency [µs]")
-    shown = "" if k == 1 else (f"; {len(drawn):,} drawn: the largest peak of each {k:,} consecutive events")
-    ax.set_title(f"Latency spike events (n = {len(events.events):,}{shown}; mark size: CPUs affected; "
-                 "no uncertainty: measured peaks)",
+    shown = "" if k == 1 else f", {len(drawn):,} drawn"
+    which = "measured peaks" if k == 1 else f"peaks, largest of each {k:,}"  # of k consecutive events
+    # two lines at a column's width (43 characters a line at 9 pt): what the marks are goes into the legend's title
+    ax.set_title(f"Latency spike events, n = {len(events.events):,}{shown}\nno uncertainty: {which}",
                  fontsize=None if k == 1 else 9)
     if events.events:
         # off the marks it would cover; the causes are already top 7 + "other", so the cap changes nothing here
-        capped_legend(ax, fontsize=8, outside=True, title="first cause (events)", title_fontsize=8)
+        capped_legend(ax, fontsize=8, outside=True, title="first cause (events)\nmark size: CPUs affected",
+                      title_fontsize=8)
     else:
         ax.text(0.5, 0.5, "no wake-up above the threshold: no events", transform=ax.transAxes, ha="center")
     return ax

@@ -24,8 +24,11 @@ def _availability(summary: PollSummary | None) -> str:
     if summary is None or not summary.threads:
         return ""
     worst: ThreadNoise = min(summary.threads, key=lambda t: t.available_percent)
-    ci = "" if worst.available_ci is None else f", 95 % CI {worst.available_ci[0]:.3f}–{worst.available_ci[1]:.3f} %"
-    return f"\nleast available: CPU {worst.cpu}, {worst.available_percent:.3f} % of the time{ci}"
+    # one line of a column's width (43 characters at 9 pt): the 95 % interval as its larger half-width (the
+    # interruptions table gives both ends)
+    share, ci = worst.available_percent, worst.available_ci
+    ci = "" if ci is None else f" ± {max(share - ci[0], ci[1] - share):.3f}"
+    return f"\nleast available: CPU {worst.cpu}, {share:.3f}{ci} %"
 
 
 def plot_interruptions(data: PollData, ax: Axes, *, causes: PollCauses | None = None,
@@ -52,9 +55,9 @@ def plot_interruptions(data: PollData, ax: Axes, *, causes: PollCauses | None = 
         if other.any():
             ax.scatter(x[other], y[other], s=4, color="0.6", label=f"CPU {thread.cpu}: other")
     ax.set_xlabel("time since the start [s]")
-    ax.set_ylabel("interruption [µs]")
-    ax.set_title(f"Every interruption of the polling loop, n = {n:,} (each gap >= {data.threshold_ns / 1e3:g} µs "
-                 f"between two reads){_availability(summary)}")
+    ax.set_ylabel("gap between two reads [µs]")
+    # two lines at a column's width: an interruption is a gap between two reads of the loop (the y label)
+    ax.set_title(f"Every interruption ≥ {data.threshold_ns / 1e3:g} µs, n = {n:,}{_availability(summary)}")
     if n == 0:
         empty_panel_note(ax, f"no interruption >= {data.threshold_ns / 1e3:g} µs in the run: n = 0")
         return ax
@@ -87,8 +90,8 @@ def plot_class_rates(summary: PollSummary, ax: Axes) -> Axes:
     ax.set_xticks(range(len(labels)), labels)
     ax.set_xlabel("size of the interruption")
     ax.set_ylabel("interruptions per second [1/s]")
-    ax.set_title(f"Interruptions per second by size, n = {windows:,} one-second windows on "
-                 f"{len(summary.threads)} CPU(s)\n(bars: 95 % Student-t interval over whole windows)")
+    ax.set_title(f"Interruptions/s by size, n = {windows:,} windows\n"
+                 f"1 s each, {len(summary.threads)} CPU(s); bars: 95 % t interval")
     if not drawn:
         empty_panel_note(ax, f"no interruption >= {summary.threshold_ns / 1e3:g} µs in any class: n = 0")
         return ax
@@ -116,8 +119,9 @@ def plot_gap_histogram(data: PollData, summary: PollSummary, ax: Axes) -> Axes:
         ax.stairs(counts[first:last], np.r_[left, right] / 1e3, label=f"CPU {thread.cpu}")
     ax.set_xlabel("gap between two reads of the loop [µs]")
     ax.set_ylabel("gaps per bucket [count]")
-    ax.set_title(f"Every gap, from the per-second histograms, n = {total:,} gaps in {windows:,} windows\n"
-                 "(no uncertainty: exact counts, none sampled; buckets of a quarter octave)")
+    # two lines at a column's width: from the per-second histograms, every gap counted (none sampled)
+    ax.set_title(f"All gaps, n = {total:,} in {windows:,} s\n"
+                 "no uncertainty: counts; quarter-octave bins")
     if total == 0:
         empty_panel_note(ax, "no gap counted: the per-second table is empty, n = 0")
         return ax

@@ -31,8 +31,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "EventBlocks", "LaggedRanks", "RankSample", "SmiCounts", "ThreadFacts",
         ],
         "plots": [
-            "plot_counter_hexbin", "plot_event_average", "plot_frequency_timeline", "plot_frequency_zoom",
-            "plot_lagged_correlation",
+            "close_up_window", "plot_counter_hexbin", "plot_event_average", "plot_frequency_timeline",
+            "plot_frequency_zoom", "plot_lagged_correlation",
         ],
         "tables": [
             "claims_table", "correlation_text", "event_table", "condition_tests_table", "time_in_frequency_table",

@@ -34,8 +34,9 @@ def _source_label(series: CounterSeries) -> str:
     return "Bzy_MHz (turbostat, per interval)" if _from_turbostat(series) else "f_eff (APERF/MPERF)"
 
 
-MAX_TRANSITION_LINES = 300
-"""More transitions than this are marked as a rug along the top edge, not as lines over the data."""
+MAX_TRANSITION_LINES = 40
+"""More transitions than this are marked as a rug along the top edge, not as lines across the panel: 200 lines
+over 10 s covered a 3.5 in column's panel in red (the close-up below shows each transition)."""
 
 
 def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | None, ax_frequency: Axes,
@@ -43,13 +44,16 @@ def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | No
                             latency_label: str = "latency") -> Axes:
     """f_eff over time with transitions marked (top), latency over time on the same time axis (bottom).
 
+    More points than the panel has columns are drawn as their envelope: per column of 2 pt the range of f_eff
+    shaded and its mean (the wake-ups are equally spaced: the mean is the time-weighted one, 1,600 MHz for half the
+    time at 800 and half at 2,400) as a line; 50 ms P-states over 10 s change every pixel at a column's width, so
+    the frequency line itself (and its median) filled the panel as a solid block.
     ``latency_label`` names what the latency points are (e.g. the largest of each run of k wake-ups
     when ``series`` holds the figure rows of a long capture).
     """
     seconds = (series.expected_ns - series.expected_ns[0]) / NS_PER_S
-    # a long capture as its envelope per time span: as a line its points fill the panel as a solid block
     plot_envelope(ax_frequency, seconds, series.f_eff_hz / 1e6, color=colour(index), linewidth=0.6, marker=".",
-                  markersize=1.5, rasterized=True, label=_source_label(series))
+                  markersize=1.5, rasterized=True, label=_source_label(series), centre="mean")
     if transitions is not None and transitions.count:
         # from the transitions' own times: the series drawn may be the figure rows of a long capture
         at = (np.asarray(transitions.time_ns, dtype=np.float64) - series.expected_ns[0]) / NS_PER_S
@@ -63,9 +67,9 @@ def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | No
             ax_frequency.vlines(at, 0.93, 1, transform=ax_frequency.get_xaxis_transform(), color="#c00000",
                                 linewidth=0.3, alpha=0.4, rasterized=True, label=label + ", marked along the top")
     ax_frequency.set_ylabel("effective frequency [MHz]")
-    ax_frequency.set_title(f"cpu {series.cpu}: effective frequency and latency over time "
-                           f"(n = {np.asarray(series.latency_ns).size:,}; no uncertainty: measured values)",
-                           fontsize=10)
+    # short enough for two lines at a column's width: what the band and line are, the legend says
+    ax_frequency.set_title(f"cpu {series.cpu}: frequency and latency, n = {np.asarray(series.latency_ns).size:,}\n"
+                           "no uncertainty: measured values", fontsize=10)
     ax_frequency.grid(True, alpha=0.3)
     ax_frequency.legend(loc="upper right", fontsize=8, ncols=2)
     ax_latency.plot(seconds, series.latency_ns / NS_PER_US, color="0.25", linestyle="none", marker=".",
@@ -82,6 +86,29 @@ def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | No
     ax_latency.grid(True, alpha=0.3)
     ax_latency.legend(loc="upper right", fontsize=8)
     return ax_frequency
+
+
+ZOOM_S = 10.0
+"""The longest close-up under a frequency timeline, in seconds."""
+ZOOM_TRANSITIONS = 20
+"""The close-up is shortened to hold about this many transitions: each P-state then spans about a twentieth of
+the panel, a few millimetres even at a column's width."""
+
+
+def close_up_window(span_s: float, transitions_s: np.ndarray | None = None) -> tuple[float, float]:
+    """The stretch of a run of ``span_s`` seconds shown close up: the whole run up to :data:`ZOOM_S`; when the
+    transitions (times in seconds since the first wake-up) come faster than :data:`ZOOM_TRANSITIONS` in that
+    length, a shorter length (1, 2 or 5 × 10^k s) that holds about that many, from the middle of the run (a
+    representative stretch: the run's start can be its settling)."""
+    length = min(ZOOM_S, span_s)
+    count = 0 if transitions_s is None else int(np.count_nonzero(np.asarray(transitions_s) <= span_s))
+    if span_s <= 0 or count * length / span_s <= ZOOM_TRANSITIONS:
+        return 0.0, length
+    wanted = ZOOM_TRANSITIONS * span_s / count
+    decade = 10.0 ** np.floor(np.log10(wanted))
+    length = max(step * decade for step in (1.0, 2.0, 5.0) if step * decade <= wanted)
+    start = np.floor((span_s / 2 - length / 2) / length) * length  # a whole multiple: "4–5 s", not "4.37–5.37 s"
+    return float(max(0.0, start)), float(max(0.0, start) + length)
 
 
 def plot_frequency_zoom(series: CounterSeries, transitions: Transitions | None, ax: Axes, *, start_s: float,
@@ -102,11 +129,14 @@ def plot_frequency_zoom(series: CounterSeries, transitions: Transitions | None, 
     ax.set_ylabel("effective frequency [MHz]")
     ax.grid(True, alpha=0.3)
     right = ax.twinx()
-    right.vlines(seconds[inside], 0, series.latency_ns[inside] / NS_PER_US, color="0.2", linewidth=0.8,
+    right.vlines(seconds[inside], 0, series.latency_ns[inside] / NS_PER_US, color="0.55", linewidth=0.8,
                  label="latency (right)", rasterized=True)
     right.set_ylim(bottom=0)
     right.set_ylabel("latency [µs]")
-    ax.set_title(f"cpu {series.cpu}: close-up of {start_s:g}–{stop_s:g} s (vertical lines: detected transitions)",
+    # the frequency steps over the latency stems: thousands of stems in a second hid them
+    ax.set_zorder(right.get_zorder() + 1)
+    ax.patch.set_visible(False)
+    ax.set_title(f"cpu {series.cpu}: close-up of {start_s:g}–{stop_s:g} s\nred lines: detected transitions",
                  fontsize=10)
     handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
     ax.legend(handles=handles, loc="upper right", fontsize=8)
@@ -140,6 +170,7 @@ def plot_event_average(trigger: EventTrigger, ax: Axes, *, index: int = 0) -> Ax
     """Mean latency around events, with the surrogates' pointwise band shaded."""
     a = trigger.average
     event = {"transition": "frequency transition", "smi": "SMI"}.get(trigger.event, trigger.event)
+    short = {"transition": "transition", "smi": "SMI"}.get(trigger.event, trigger.event)
     lags = np.asarray(a.lags)
     low, high = np.asarray(a.band_low) / NS_PER_US, np.asarray(a.band_high) / NS_PER_US
     if np.isfinite(low).any():
@@ -150,8 +181,9 @@ def plot_event_average(trigger: EventTrigger, ax: Axes, *, index: int = 0) -> Ax
     ax.axvline(0, color="0.4", linewidth=0.6, linestyle=":")
     ax.set_xlabel(f"lag from the {event} [wake-ups]")
     ax.set_ylabel("mean latency [µs]")
-    ax.set_title(f"cpu {trigger.cpu}: latency around {event}s (n = {a.n_events:,})\n"
-                 "grey: 95 % band of surrogates", fontsize=10)
+    # two lines of a panel 3.6 in wide (a page's half) at 9 pt
+    # (at a column's width the titles of panels side by side met, and were wrapped to four lines each)
+    ax.set_title(f"cpu {trigger.cpu}: latency at {short}s\nn = {a.n_events:,}; 95 % band of surrogates", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper right", fontsize=7)
     return ax
@@ -170,8 +202,9 @@ def plot_lagged_correlation(link: LaggedLink, ax: Axes, *, index: int = 0) -> Ax
     ax.axhline(0, color="0.3", linewidth=0.6)
     ax.set_xlabel(f"lag [wake-ups] (latency at t against {link.other} at t + lag)")
     ax.set_ylabel("Spearman r [unitless]")
-    ax.set_title(f"cpu {link.cpu}: latency against {link.other} ({pairs})\ngrey: 95 % band of no correlation",
-                 fontsize=10)
+    # two lines of a panel 3.6 in wide (a page's half) at 9 pt: the block sample is said in the legend too
+    ax.set_title(f"cpu {link.cpu}: latency vs {link.other}, n ≈ {max(c.n):,}\n"
+                 + ("block sample; " if c.sample else "") + "grey: 95 % band of r = 0", fontsize=10)
     if not np.isfinite(np.asarray(c.r, dtype=float)).any():
         # a rank correlation with a constant series is undefined at every lag: say so, not an empty frame
         empty_panel_note(ax, f"no variation: {link.other} or latency constant (n = {max(c.n, default=0):,} "

@@ -13,8 +13,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submod_attrs={
         "captions": ["caption_problems", "figure_titles", "has_data"],
-        "layout": ["MAX_LEGEND_ENTRIES", "data_covers", "layout_problems", "legend_off_data", "legends_off_data",
-                   "text_boxes", "tidy_layout"],
+        "layout": ["MAX_LEGEND_ENTRIES", "MAX_TITLE_LINES", "data_covers", "layout_problems", "legend_off_data",
+                   "legends_off_data", "long_titles", "text_boxes", "tidy_layout"],
         "paper": ["FIGURE_WIDTHS_IN", "PNG_DPI", "fit_for_paper"],
         "pages": [
             "CHARS_PER_LINE", "LINES_PER_PAGE", "PAGE_SIZE_IN", "Page", "REPORT_RC", "new_page", "note_page",

@@ -23,6 +23,10 @@ if TYPE_CHECKING:  # matplotlib loads when a figure is checked, not with the pac
 MAX_LEGEND_ENTRIES = 8
 """A legend with more entries cannot be read at a paper's width: the rest goes into "other"."""
 
+MAX_TITLE_LINES = 2
+"""A title at a paper's width holds at most this many lines: what and n, then the uncertainty; details of the
+method go into the legend or the caption (a PSD title of six lines at a column's width left a panel half its
+height)."""
 TOLERANCE_PX = 0.5
 """Boxes that touch within this much (at the figure's dpi) do not count as overlapping: glyph boxes include the
 font's line gap, so adjacent tick labels touch without any ink meeting."""
@@ -106,6 +110,17 @@ def _renderer(figure: Figure) -> Any:
 def _drawn_ticks(axis: object) -> list[object]:
     """The ticks an axis draws: those inside its view limits (the others are kept but skipped when drawing)."""
     return list(axis._update_ticks())  # type: ignore[attr-defined]
+
+
+def long_titles(figure: Figure, *, name: str = "figure", max_lines: int = MAX_TITLE_LINES) -> list[str]:
+    """The titles of ``figure`` (its own and its panels') of more than ``max_lines`` lines as drawn, one problem
+    each.  Checked on figures refitted to a paper's width (:func:`~.paper.fit_for_paper` wraps what is wider than
+    its panel), where every line of a title takes height from the data."""
+    titles = [getattr(figure, "_suptitle", None)] + [t for ax in figure.axes if ax.get_visible()
+                                                     for t in (ax.title, ax._left_title, ax._right_title)]
+    return [f"{name}: a title of {text.count(chr(10)) + 1} lines (at most {max_lines}): {text[:60]!r}"
+            for text in (t.get_text() for t in titles if t is not None and t.get_visible())
+            if text.strip() and text.count("\n") + 1 > max_lines]
 
 
 def layout_problems(figure: Figure, *, name: str = "figure") -> list[str]:
@@ -318,6 +333,9 @@ def tidy_layout(figure: Figure, *, rounds: int = 8) -> list[str]:
     return layout_problems(figure)
 
 
+MIN_TITLE_PT = 7.0
+"""The smallest a title is set when wrapping it would give it more than :data:`MAX_TITLE_LINES` lines."""
+
 MIN_WRAP_CHARS = 18
 """The narrowest a title, label or legend entry is wrapped to: narrower, it reads one word per line."""
 
@@ -345,7 +363,15 @@ def _fix(box: TextBox, other: TextBox | None, figure: Figure) -> bool:
         # never narrower than MIN_WRAP_CHARS: halving again and again set a title one word per line
         half = max(MIN_WRAP_CHARS, (len(longest) + 1) // 2 + 2)
         # the whole text re-wrapped, not each line: wrapping lines one by one leaves a word alone on a line
-        box.artist.set_text("\n".join(textwrap.wrap(" ".join(lines), half)))
+        wrapped = textwrap.wrap(" ".join(lines), half)
+        if role in ("title", "suptitle") and len(wrapped) > MAX_TITLE_LINES:
+            # a title of more lines takes the panel's height: a point smaller instead, down to MIN_TITLE_PT
+            size = box.artist.get_fontsize()
+            if size - 1.0 < MIN_TITLE_PT:
+                return False
+            box.artist.set_fontsize(size - 1.0)
+            return True
+        box.artist.set_text("\n".join(wrapped))
         return True
     if role in ("xtick", "ytick"):
         if other is not None and other.role == role and other.ax is box.ax:
@@ -459,9 +485,8 @@ def _legend_below_figure(figure: Figure, handles: list[Any], labels: list[str], 
     old = _below_legend(figure)
     old_lines = 0
     if old is not None:
-        old_labels = _below_legend_labels(figure)
         handles = list(old.legend_handles) + handles
-        labels = old_labels + labels
+        labels = [t.get_text() for t in old.get_texts()] + labels
         old_lines = old._jitterscope_lines
         old.remove()
     columns = _legend_columns(labels, figure)
@@ -474,9 +499,8 @@ def _legend_below_figure(figure: Figure, handles: list[Any], labels: list[str], 
     width, height = figure.get_size_inches()
     figure.set_size_inches(width, height + (lines - old_lines) * size * 1.3 / 72 + (0.1 if old is None else 0.0))
     new = figure.legend(handles, labels, loc="outside lower center", fontsize=size, ncols=columns)
-    new._jitterscope_below = True
-    new._jitterscope_stage = 3
-    new._jitterscope_lines = lines
+    new._jitterscope_below = True  # what _below_legend finds
+    new._jitterscope_lines = lines  # the height it added, taken off again when it is remade with more entries
 
 
 def _grid_edges(ax: Any) -> tuple[bool, bool]:

@@ -55,13 +55,15 @@ def fit_for_paper(fig: Any, width: str) -> None:
         titles.add(id(suptitle))
     for text in fig.findobj(Text):
         text.set_fontsize(TITLE_PT if id(text) in titles else TEXT_PT)
-    rows_cols = max(cols, 1)
-    # a title wider than its panel is wrapped, not cut (about 0.65 em per character)
-    title_chars = max(20, int(inches / rows_cols * 72 / (0.65 * TITLE_PT)))
-    for title in [ax.title for ax in fig.axes] + ([suptitle] if suptitle is not None else []):
+    # a title wider than its panel (the figure's title: than the figure) is wrapped, not cut (about 0.65 em per
+    # character); each of its lines on its own, so the break its author chose stays (wrapped as one text by
+    # tidy_layout, a two-line title of one long line came out as four lines)
+    panel_chars = max(20, int(inches / max(cols, 1) * 72 / (0.65 * TITLE_PT)))
+    for title, chars in [(ax.title, panel_chars) for ax in fig.axes] + (
+            [(suptitle, max(20, int(inches * 72 / (0.65 * TITLE_PT))))] if suptitle is not None else []):
         text = title.get_text()
-        if text and "\n" not in text and len(text) > title_chars:
-            title.set_text("\n".join(textwrap.wrap(text, title_chars)))
+        if text and max(len(line) for line in text.split("\n")) > chars:
+            title.set_text("\n".join("\n".join(textwrap.wrap(line, chars)) or line for line in text.split("\n")))
     for ax in fig.axes:
         ax.tick_params(labelsize=TEXT_PT)
         ax.title.set_fontsize(TITLE_PT)

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import matplotlib
+import matplotlib.artist
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -31,39 +32,99 @@ def plain_log_axis(axis: Any) -> None:
     axis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(1.2, 0.6)))
 
 
-ENVELOPE_COLUMNS = 1500
-"""Time bins of an envelope: about one per device pixel of a page-wide panel at 150 dpi."""
+ENVELOPE_PT = 2.0
+"""Width of an envelope's column in points (1/72 in) of the drawn panel: about 5 px at 150 dpi, 3 px at 100 dpi.
+Columns one device pixel wide draw a series that changes every few pixels (50 ms P-states over 10 s in a 3.5 in
+column: 200 changes in 190 pt) as a solid block again; columns of 2 pt hold a few changes each, and their mean
+says how the time was shared."""
+MIN_ENVELOPE_COLUMNS = 8
 
 
-def plot_envelope(ax: Axes, x: Any, y: Any, *, label: str, color: Any, columns: int = ENVELOPE_COLUMNS,
-                  **line: Any) -> None:
-    """``y`` over ``x`` as a line; a series of more than 2 × ``columns`` points as its envelope instead: the
-    minimum to maximum of each of ``columns`` equal spans of ``x`` shaded, the median of each span drawn over it.
+def plot_envelope(ax: Axes, x: Any, y: Any, *, label: str, color: Any, columns: int | None = None,
+                  centre: str = "median", **line: Any) -> None:
+    """``y`` over ``x`` as a line; a series of more points than its panel has columns as its envelope instead:
+    the minimum to maximum of each column (an equal span of ``x``) shaded, the ``centre`` of each column ("median",
+    or "mean": with equally spaced ``x`` the time-weighted mean, which for a series switching between levels says
+    the share of time spent at each) drawn over it.
 
-    Half a million points drawn as a line fill the panel as a solid block (every pixel column holds hundreds of
-    points); the envelope shows the same range, and the median line where the values sit.  Non-finite values are
-    left out; an empty span leaves a gap.
+    ``columns`` None: one column per :data:`ENVELOPE_PT` of the panel's width as drawn, counted again each time
+    it is drawn, so a figure refitted from an A4 page to a 3.5 in column gets a quarter of the columns
+    (:class:`EnvelopeColumns`); a number: that many, fixed.  Half a million points drawn as a line fill the panel
+    as a solid block (every pixel column holds hundreds of points); the envelope shows the same range, and its
+    centre line where the values sit.  Non-finite values are left out; an empty column leaves a gap.
     """
+    if centre not in ("median", "mean"):
+        raise ValueError(f"envelope centre {centre!r}: use 'median' or 'mean'")
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     keep = np.isfinite(x) & np.isfinite(y)
     x, y = x[keep], y[keep]
-    if x.size <= 2 * columns or x[-1] <= x[0]:
+    start = columns if columns is not None else _panel_columns(ax, ax.figure.dpi)
+    if x.size <= 2 * start or x[-1] <= x[0]:
         ax.plot(x, y, color=color, label=label, **line)
         return
+    centres, low, high, middle = envelope(x, y, start, centre=centre)
+    band = ax.fill_between(centres, low, high, color=color, alpha=0.35, linewidth=0, step="mid",
+                           label=f"{label}: range per column")
+    drawn, = ax.plot(centres, middle, color=color, linewidth=0.8, drawstyle="steps-mid",
+                     label=f"{label}: {centre} per column")
+    if columns is None:
+        ax.add_artist(EnvelopeColumns(x, y, band, drawn, centre=centre, columns=start))
+
+
+def envelope(x: np.ndarray, y: np.ndarray, columns: int, *, centre: str = "median"
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The centres of ``columns`` equal spans of ``x`` and, per span, the least, the greatest and the centre
+    (median or mean) of ``y`` (NaN where a span holds no point)."""
     edges = np.linspace(x.min(), x.max(), columns + 1)
     which = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, columns - 1)
-    order = np.lexsort((y, which))  # by span, then by value: min, median and max are positions
     counts = np.bincount(which, minlength=columns)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     full = counts > 0
-    ys = y[order]
-    low = np.where(full, ys[np.minimum(starts, ys.size - 1)], np.nan)
-    high = np.where(full, ys[np.minimum(starts + counts - 1, ys.size - 1)], np.nan)
-    median = np.where(full, ys[np.minimum(starts + counts // 2, ys.size - 1)], np.nan)
-    centre = (edges[:-1] + edges[1:]) / 2
-    ax.fill_between(centre, low, high, color=color, alpha=0.35, linewidth=0, step="mid",
-                    label=f"{label}: range")
-    ax.plot(centre, median, color=color, linewidth=0.8, drawstyle="steps-mid", label=f"{label}: median")
+    if centre == "mean":
+        low = np.full(columns, np.inf)
+        high = np.full(columns, -np.inf)
+        np.minimum.at(low, which, y)
+        np.maximum.at(high, which, y)
+        middle = np.bincount(which, weights=y, minlength=columns) / np.maximum(counts, 1)
+        low, high = np.where(full, low, np.nan), np.where(full, high, np.nan)
+        middle = np.where(full, middle, np.nan)
+    else:
+        order = np.lexsort((y, which))  # by span, then by value: min, median and max are positions
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        ys = y[order]
+        low = np.where(full, ys[np.minimum(starts, ys.size - 1)], np.nan)
+        high = np.where(full, ys[np.minimum(starts + counts - 1, ys.size - 1)], np.nan)
+        middle = np.where(full, ys[np.minimum(starts + counts // 2, ys.size - 1)], np.nan)
+    return (edges[:-1] + edges[1:]) / 2, low, high, middle
+
+
+def _panel_columns(ax: Axes, dpi: float, renderer: Any = None) -> int:
+    """Columns of :data:`ENVELOPE_PT` across ``ax`` as it is placed now (``dpi``: the pixels its extent is in)."""
+    width_pt = ax.get_window_extent(renderer).width * 72.0 / dpi
+    return max(MIN_ENVELOPE_COLUMNS, int(width_pt / ENVELOPE_PT))
+
+
+class EnvelopeColumns(matplotlib.artist.Artist):
+    """Draws nothing: before its panel's data is drawn (it comes first), it counts the columns the panel's width
+    holds now and, when they changed, computes the envelope anew into the band and the centre line.  The data
+    limits stay those of the first envelope (the same least and greatest values)."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, band: Any, line: Any, *, centre: str, columns: int) -> None:
+        super().__init__()
+        self._x, self._y, self._band, self._line, self._centre = x, y, band, line, centre
+        self.columns = columns
+        self.set_zorder(-1e9)  # drawn before everything of its panel
+        self.set_in_layout(False)  # no box: the layout engine must not count it
+
+    def draw(self, renderer: Any) -> None:
+        if self.axes is None or self.figure is None:
+            return
+        columns = _panel_columns(self.axes, self.figure.dpi, renderer)
+        if columns == self.columns:
+            return
+        self.columns = columns
+        centres, low, high, middle = envelope(self._x, self._y, columns, centre=self._centre)
+        self._band.set_data(centres, low, high)
+        self._line.set_data(centres, middle)
 
 
 def stairs(ax: Axes, values: Any, edges: Any, **kwargs: Any) -> Any:

@@ -28,12 +28,12 @@ def plot_psd(thread: ThreadSpectra, ax: Axes) -> None:
         return
     welch_peaks = not thread.method.startswith("lomb-scargle")  # also "lomb-scargle (means of k wake-ups)"
     who = format_thread_cpu(thread.thread, thread.cpu)
-    ax.set_title(f"{who}: latency PSD, Welch {psd.average} of {psd.n_segments} "
-                 f"segments of {psd.nperseg / psd.fs_hz:.3g} s, record {psd.n_samples / psd.fs_hz:.4g} s, "
-                 f"n={thread.samples}" + ("" if welch_peaks else " (peaks: Lomb-Scargle, below)")
-                 + "\nno uncertainty: each peak is judged against the FAP threshold")
+    # two lines at a column's width (43 characters a line at 9 pt): how it was computed goes into the legend
+    ax.set_title(f"{who}: PSD, n = {thread.samples:,}\nno uncertainty: "
+                 + ("peaks judged by the FAP" if welch_peaks else "peaks: Lomb-Scargle, below"))
     f, p = psd.frequencies_hz[1:], psd.psd[1:]
-    ax.loglog(f, p, lw=0.6, color="C0", label="Welch PSD")
+    ax.loglog(f, p, lw=0.6, color="C0", label=f"Welch {psd.average} of {psd.n_segments} × "
+              f"{psd.nperseg / psd.fs_hz:.3g} s, record {psd.n_samples / psd.fs_hz:.4g} s")
     if thread.floor is not None:
         ax.loglog(f, thread.floor.threshold[1:], lw=0.8, color="C1", ls="--", label="FAP threshold")
     if welch_peaks:
@@ -50,11 +50,12 @@ def plot_lomb_scargle(thread: ThreadSpectra, ax: Axes) -> None:
     if ls is None:
         ax.set_axis_off()
         return
-    used = f"first {ls.n_used} of {thread.samples}" if ls.n_used < thread.samples else f"all {ls.n_used}"
-    ax.set_title(f"{format_thread_cpu(thread.thread, thread.cpu)}: Lomb-Scargle on actual times, {used} wake-ups, "
-                 f"span {ls.span_s:.4g} s, Baluev FAP < {ls.alpha:g}")
+    used = f"first of {thread.samples:,}" if ls.n_used < thread.samples else "all"
+    # two lines at a column's width: the times it used and the test's threshold go into the legend
+    ax.set_title(f"{format_thread_cpu(thread.thread, thread.cpu)}: Lomb-Scargle\n"
+                 f"n = {ls.n_used:,} ({used}), span {ls.span_s:.4g} s")
     ax.loglog(ls.frequencies_hz, np.maximum(ls.power, np.finfo(float).tiny), lw=0.5, color="C0",
-              label="Lomb-Scargle power")
+              label=f"power on actual times (Baluev FAP < {ls.alpha:g})")
     if thread.method.startswith("lomb-scargle"):
         _mark(ax, table_peaks(thread))
     ax.set_xlabel("frequency [Hz]")
@@ -91,7 +92,7 @@ def plot_spectrogram(spec: Spectrogram, ax: Axes, *, title: str = "spectrogram")
     norm = LogNorm(vmin=positive.min(), vmax=positive.max()) if positive.size else None
     mesh = ax.pcolormesh(edges_t, edges_f, power, norm=norm, shading="flat", rasterized=True)
     ax.figure.colorbar(mesh, ax=ax, label="PSD [ns²/Hz]")
-    ax.set_title(f"{title} (Welch, columns of {spec.span_s:.3g} s)")
+    ax.set_title(f"{title}\nof latency, Welch columns of {spec.span_s:.3g} s")
     ax.set_xlabel("time since first wake-up [s]")
     ax.set_ylabel("frequency [Hz]")
 
@@ -100,8 +101,7 @@ def plot_spike_psd(psd: Psd, peaks: tuple[Peak, ...], ax: Axes, *, title: str = 
     """Spectrum of the spike indicator series with its significant peaks."""
     ax.loglog(psd.frequencies_hz[1:], np.maximum(psd.psd[1:], np.finfo(float).tiny), lw=0.6, color="C2")
     _mark(ax, peaks_by_family(peaks, PEAKS_SHOWN)[0])
-    ax.set_title(f"{title}\n(Welch {psd.average} of {psd.n_segments} segments, "
-                 f"record {psd.n_samples / psd.fs_hz:.4g} s)")
+    ax.set_title(f"{title}\nWelch {psd.average} of {psd.n_segments} segments, {psd.n_samples / psd.fs_hz:.4g} s")
     ax.set_xlabel("frequency [Hz]")
     ax.set_ylabel("PSD [1/Hz]")
     major_labels_only(ax.xaxis)
@@ -111,8 +111,8 @@ def plot_isi(isi: InterSpikeIntervals, ax: Axes) -> None:
     """Inter-spike-interval histogram on a log time axis."""
     ax.stairs(isi.counts, isi.edges_s, fill=True, color="C4")
     ax.set_xscale("log")
-    ax.set_title(f"inter-spike intervals (n = {isi.spikes} spikes > {isi.threshold_ns / 1000:.4g} µs)\n"
-                 "no uncertainty: exact counts")
+    ax.set_title(f"inter-spike intervals (n = {isi.spikes:,} spikes)\n"
+                 f"above {isi.threshold_ns / 1000:.4g} µs; no uncertainty: counts")
     ax.set_xlabel("interval [s]")
     ax.set_ylabel("intervals [count]")
     used = np.flatnonzero(isi.counts)

@@ -90,8 +90,9 @@ def plot_return_levels(fit: TailFit, ax: Axes) -> Axes:
             ax.axvline(r.wakeups, color="0.5", linestyle=":", linewidth=0.8)
             ax.text(r.wakeups, ax.get_ylim()[1], f" 1/{r.period}", fontsize="small", va="top", color="0.3")
     else:  # said in the title: a note inside the panel sat on the observations
-        ax.set_title("No return levels: the tail mixes mechanisms (see the checks)\n"
-                     "largest observations only; no uncertainty: observed values", color="#b00000", fontsize=10)
+        # two lines of a column's width: what is missing, then what is drawn instead
+        ax.set_title("No return levels: a mixed tail (see checks)\n"
+                     "no uncertainty: the largest observations", color="#b00000", fontsize=10)
     ax.set_xscale("log")
     ax.ticklabel_format(axis="y", style="plain", useOffset=False)
     ax.set_xlabel("return period [wake-ups]")

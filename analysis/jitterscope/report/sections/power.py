@@ -23,6 +23,7 @@ from ...errors import AnalysisError
 from ...power import (
     Correlation,
     claims_table,
+    close_up_window,
     condition_tests_table,
     correlate_dataset,
     event_table,
@@ -37,7 +38,6 @@ from ...power import (
 from ...render import PAGE_SIZE_IN, Page, Table, legends_off_data
 from ..build import ReportContext, register_section
 
-ZOOM_S = 10.0  # seconds shown close up under each frequency timeline
 TIMELINE_PAGES = 4  # CPUs that get a frequency-timeline page
 PANELS = 4  # event-average / correlation panels per page
 
@@ -93,7 +93,10 @@ def _timeline_pages(result: Correlation, counters: CounterSet) -> list[Page]:
         plot_frequency_timeline(series, transitions, top, middle, threshold_ns=result.thresholds_ns[0], index=index,
                                 latency_label=label)
         span_s = (series.expected_ns[-1] - series.expected_ns[0]) / 1e9
-        plot_frequency_zoom(series, transitions, bottom, start_s=0.0, stop_s=min(ZOOM_S, span_s), index=index)
+        at_s = None if transitions is None else (np.asarray(transitions.time_ns, dtype=np.float64)
+                                                 - series.expected_ns[0]) / 1e9
+        start_s, stop_s = close_up_window(span_s, at_s)
+        plot_frequency_zoom(series, transitions, bottom, start_s=start_s, stop_s=stop_s, index=index)
         # by CPU when every thread has its own known CPU, else by thread: page names must be unique
         pages.append(Page(f"frequency-timeline-cpu{series.cpu}" if by_cpu else
                           f"frequency-timeline-thread{series.thread}", fig))

@@ -44,14 +44,14 @@ def spectra_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
         if with_ls:
             plot_lomb_scargle(thread, axes[1])
         if thread.spectrogram is not None:
-            plot_spectrogram(thread.spectrogram, axes[-1], title=f"{_who(thread)}: spectrogram of latency")
+            plot_spectrogram(thread.spectrogram, axes[-1], title=f"{_who(thread)}: spectrogram")
         # once the page is laid out (where it is drawn): the legends go into headroom above the spectra
         items.append(Page(ctx.thread_page_name("spectrum", thread.thread, thread.cpu), fig,
                           prepare=functools.partial(legends_off_data, axes=tuple(axes[:-1]))))
         fig, axes = new_page(1, 2)
         if thread.spike_psd is not None:
             plot_spike_psd(thread.spike_psd, thread.spike_peaks, axes[0],
-                           title=f"{_who(thread)}: spectrum of the spike train")
+                           title=f"{_who(thread)}: spectrum of spikes")
         plot_isi(thread.isi, axes[1])
         items.append(Page(ctx.thread_page_name("spikes", thread.thread, thread.cpu), fig))
     items.append(peak_table(analysis))

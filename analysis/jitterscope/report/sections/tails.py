@@ -44,7 +44,7 @@ def tails_section(ctx: ReportContext) -> Sequence[Page | Table]:
         plot_return_levels(fit, axes[1, 1])
         state = ("assumptions hold" if fit.assumptions_ok and fit.extrapolated else
                  "ASSUMPTIONS NOT MET — indicative only" if fit.extrapolated else
-                 "the tail mixes mechanisms — no extrapolation")
+                 "a mixed tail — no extrapolation")  # short: the line fits a 7.2 in page at 9 pt
         # two lines: the verdict, then the sample (one line ran off an A4 page for "thread 0 (CPU unknown)")
         fig.suptitle(f"Tail of {format_thread_cpu(fit.thread, fit.cpu)}: {shape_text(fit.xi, fit.xi_se)}, {state}\n"
                      f"n = {fit.n:,} wake-ups, {fit.exceedances:,} above the threshold u",
