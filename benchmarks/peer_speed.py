@@ -49,6 +49,11 @@ back-to-back runs at load 1-1.5 (quieter than above, still shared): ``summary-cl
 CPU, cannot tell (old: 0.95 wall, 1.06 CPU).  Alternating fresh ``summary`` CLI runs, old/new: 1.45 / 1.29 s of
 CPU (medians of 5).  What remains is Parquet decoding (0.45-0.5 s of CPU for the six columns the summary and
 its checks read; DuckDB reads three) and the numpy passes of the statistics (~0.4 s).
+
+Quiet machine (2026-12-02, load 0.0-1.6 from the benchmark itself, ``--pairs 7 --steps summary-cli duckdb-cold
+spectrum-json welch``, 10^7): spectrum-json / welch 2.04 / 1.26 s: per pair 1.552 wall (1.398-1.716), 1.668 CPU
+(1.591-1.830): **met**; summary-cli / duckdb-cold 0.80 / 0.77 s: 0.986 wall (0.877-1.213): cannot tell; 1.167
+CPU (1.038-1.374): NOT met.
 """
 
 from __future__ import annotations

@@ -43,6 +43,11 @@ round 2 interleaved, 3 runs each, medians: summary 0.59 s; report (2 processes) 
 before, 28.08 s wall, 18.69 s CPU after (single runs ranged 15-33 s).  Python function calls of a report in one
 process (deterministic, imports excluded): 24.56 M before, 23.65 M after (-3.7%).  Both targets still NOT met;
 a quiet re-measurement is owed.
+
+Quiet machine after rounds 2 and the summary cuts (2026-12-02, load 0.0-0.8, ``--capture --demo --repeat 2
+--sizes 1e7``): summary 0.30 s wall; report one process 12.00 s (40.6x), in parallel 11.29 s wall, 17.69 s CPU
+(**38.2x**: NOT met; the report fell 14.31 -> 11.29 s, but summary fell more, 0.48 -> 0.30 s); ``jitterscope demo
+-q`` 21.73 s (NOT met); the 10^7 report 24.85 s in one process, 21.07 s in parallel, 926 MiB (35 s before).
 """
 
 from __future__ import annotations
