@@ -461,9 +461,7 @@ def write_report(
             count = report_workers(workers)
             scratch = Path(stack.enter_context(scratch_directory()))
             stack.callback(ctx.stop_prefetching)
-            started = time.perf_counter()
             _start_shared_work(ctx, scratch, workers=count)
-            seconds.append(("shared analyses started (spectra forked, tails fitted)", time.perf_counter() - started))
             bar = tqdm(chosen, desc="report", unit="section", file=sys.stderr, disable=not progress)
             for section in bar:
                 bar.set_postfix_str(section.name)
