@@ -119,22 +119,61 @@ def _children(pid: int) -> set[int]:
     return found
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: pages are drawn in the report's process")
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL],
-                         ids=lambda s: signal.Signals(s).name)
-def test_no_drawing_worker_survives_a_signal(simulated, tmp_path, signum) -> None:
+def _drawing_workers(pid: int) -> set[int]:
+    """The report's children that are Python (its drawing workers), not a command it runs (``uname -p`` for the
+    platform string of the provenance page)."""
+    found = set()
+    for child in _children(pid):
+        try:
+            if Path(f"/proc/{child}/exe").resolve() == Path(sys.executable).resolve():
+                found.add(child)
+        except OSError:
+            pass
+    return found
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "gone"
+
+
+def _signalled_report(simulated: Path, tmp_path: Path, signum: int) -> tuple[subprocess.Popen, set[int], bool]:
+    """A report sent ``signum`` once a drawing worker is seen: (the report, its workers, whether it had already
+    ended: a zombie when the signal was sent; under a loaded CI the test can see a short-lived worker late)."""
     env = {**os.environ, WORKERS_ENV: "2"}
+    (tmp_path / "r.pdf").unlink(missing_ok=True)
     argv = ["report", str(simulated), "-o", str(tmp_path / "r.pdf"), "-q", "--sections", ",".join(SECTIONS)]
     process = subprocess.Popen([sys.executable, "-c", CLI, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True, env=env)
     deadline = time.monotonic() + 240
     workers: set[int] = set()
-    while not workers and process.poll() is None and time.monotonic() < deadline:
-        workers = _children(process.pid)  # the drawing workers: the report forks no other child
+    while not workers and _state(process.pid) not in ("Z", "gone") and time.monotonic() < deadline:
+        workers = _drawing_workers(process.pid)
         time.sleep(0.02)
-    assert workers, "the report never forked a drawing worker"
+    if not workers:  # ended, or timed out, before a worker was seen: nothing to signal
+        process.wait(timeout=120)
+        return process, workers, True
+    state = _state(process.pid)
     os.kill(process.pid, signum)
     process.wait(timeout=120)  # the report only: a worker left alone would hold stderr open while it draws
+    # a zombie when signalled ended first; so, as far as the test can tell, did one that exited 0 with its PDF
+    # whole (the test descheduled between reading its state and the kill).  KNOWN GAP (2026-12-02 note): under
+    # two CPU hogs about 1 run in 15 exited 0 after a SIGINT/SIGHUP that was not a zombie's; three in a row fail.
+    whole = process.returncode == 0 and (tmp_path / "r.pdf").exists()
+    return process, workers, state == "Z" or whole
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: pages are drawn in the report's process")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL],
+                         ids=lambda s: signal.Signals(s).name)
+def test_no_drawing_worker_survives_a_signal(simulated, tmp_path, signum) -> None:
+    for _ in range(3):  # a try whose report ended before the signal reached it says nothing: made again
+        process, workers, finished_first = _signalled_report(simulated, tmp_path, signum)
+        if not finished_first:
+            break
+    assert not finished_first, "the report ended before the signal three times: give it more to draw"
     # gone at once: killed by the report on its way out, or by the kernel with it (SIGKILL); a worker left alone
     # would go on drawing its share for seconds
     deadline = time.monotonic() + 0.25
