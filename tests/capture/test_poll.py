@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 from jitterscope.dataset import open_dataset, open_trace, read_poll_windows, validate_dataset
 from jitterscope.io import capture_binary
+from jitterscope.poll import PollThread
 
 CPU = max(os.sched_getaffinity(0))
 POLL_KEEP_THRESHOLD_NS = 100_000  # --mode poll --trace-threshold default (capture/config.h, README)
@@ -373,10 +374,36 @@ def test_each_burst_of_a_fifo_spinner_is_one_interruption_named_by_its_command(t
     assert not np.isin(labels[kept], [NOT_TRACED]).any()
     assert np.isin(labels[kept], [INCOMPLETE]).sum() <= 0.02 * kept.sum()
     # below it, outside the windows (the spike windows cover the 1 ms bursts and ~150 µs around each kept gap,
-    # the background one 100 ms a minute): mostly not traced; the tick traced there is far below the threshold
+    # the background one 100 ms a minute): mostly not traced
     assert (labels[~kept] == NOT_TRACED).mean() >= 0.7, np.unique(labels[~kept], return_counts=True)
-    ticks = thread.duration_ns[labels == "vector local_timer (236)"]
-    assert ticks.size >= 5 and np.percentile(ticks, 75) < POLL_KEEP_THRESHOLD_NS, ticks
+    # the background window (100 ms from 1 s on) traced the scheduler tick: each tick falls in a gap of the loop,
+    # traced, and far below the threshold.  The gap is found from the tick's own event, not from the name the gap
+    # got: in a VM the hypervisor's share of a tick (its VM exit, ~20 µs here) can outlast the guest's handler, and
+    # the gap is then rightly named hardware/hypervisor (CI at fe42f54 named 2 of ~25 ticks by the vector)
+    ticks = _background_tick_gaps(tmp_path / "out", thread)
+    assert ticks.size >= 5, ticks  # 250-1000 Hz for 100 ms
+    assert not np.isin(labels[ticks], [NOT_TRACED, INCOMPLETE]).any(), labels[ticks]
+    assert np.percentile(thread.duration_ns[ticks], 75) < POLL_KEEP_THRESHOLD_NS, thread.duration_ns[ticks]
+
+
+def _background_tick_gaps(out: Path, thread: PollThread) -> np.ndarray:
+    """The rows (gaps) of the loop holding a local-timer vector entry of the trace's background window(s)."""
+    from jitterscope.dataset import TRACE_EVENTS, WINDOW_BACKGROUND, read_trace_events
+
+    events = read_trace_events(out)
+    columns = events.columns
+    background = (columns["value"] & WINDOW_BACKGROUND) != 0
+    opened = columns["ts_ns"][(columns["event"] == TRACE_EVENTS["window"]) & background]
+    closed = columns["ts_ns"][(columns["event"] == TRACE_EVENTS["window_end"]) & background]
+    assert opened.size >= 1 and opened.size == closed.size, (opened, closed)
+    vector = (columns["event"] == TRACE_EVENTS["vector_entry"]) & (columns["cpu"] == thread.cpu)
+    local_timer = [i for i, text in enumerate(events.strings) if text == "local_timer"]
+    ticks = columns["ts_ns"][vector & np.isin(columns["name"], local_timer)]
+    ticks = ticks[((ticks[:, None] >= opened) & (ticks[:, None] <= closed)).any(axis=1)]
+    rows = np.searchsorted(thread.start_ns, ticks, side="right") - 1
+    held = (rows >= 0) & (ticks <= thread.start_ns[np.maximum(rows, 0)] + thread.duration_ns[np.maximum(rows, 0)])
+    assert held.all(), ticks[~held]  # the loop was stopped by every tick: each lies in one of its gaps
+    return np.unique(rows)
 
 
 @ROOT_ONLY
