@@ -158,8 +158,9 @@ def _config_hz() -> int | None:
 
 
 def test_metadata_records_config_hz_read_or_measured(ten_seconds) -> None:
-    """HZ is the config's; where only /proc/config.gz exists, measured from jiffies in /proc/timer_list (the
-    poll report names the scheduler tick by it): the same number either way."""
+    """HZ is the config's; where only /proc/config.gz exists, measured as the coarse clock's resolution, one
+    jiffy (the poll report names the scheduler tick by it): the same number either way, at any uptime (the
+    jiffies-based measure it replaced failed within a minute of the jiffies wrap, 5 min after boot)."""
     out, _ = ten_seconds
     env = open_dataset(out).metadata.environment
     truth = _config_hz()
@@ -167,7 +168,7 @@ def test_metadata_records_config_hz_read_or_measured(ten_seconds) -> None:
         pytest.skip("this kernel exposes no config to check HZ against")
     assert env["hz"] == truth
     assert env["hz_source"] == ("kernel config" if env["kernel_config_source"] else
-                                "measured: jiffies against CLOCK_MONOTONIC in /proc/timer_list")
+                                "measured: the resolution of CLOCK_MONOTONIC_COARSE (one jiffy)")
 
 
 def test_metadata_records_smt_siblings_and_cpu_load(ten_seconds) -> None:
@@ -185,7 +186,13 @@ def test_metadata_records_smt_siblings_and_cpu_load(ten_seconds) -> None:
     for cpu in sorted(os.sched_getaffinity(0)):
         entry = load["cpus"][str(cpu)]
         hz = os.sysconf("SC_CLK_TCK")
-        assert 9 * hz <= entry["ticks"] <= 12 * hz  # ten seconds of USER_HZ ticks, from the start to the last flush
+        # ten seconds of USER_HZ ticks from the start to the last flush, which a loaded machine can delay (the
+        # fresh-clone run at fbd15d0 counted 14.3 s): the ticks add up to the span the status says they cover
+        assert 9.9 <= load["seconds"] and 9 * hz <= entry["ticks"], (load["seconds"], entry)
+        span = load["seconds"] * hz
+        # below: a few per cent fewer (an idle CPU's current idle period may not be counted yet; 2.9 % seen);
+        # above: by at most the steal (a VM may count stolen time as both idle and steal)
+        assert span * 0.95 - 2 <= entry["ticks"] <= span * 1.02 + 2 + entry["ticks"] * entry["steal"], (span, entry)
         assert 0 <= entry["busy"] <= 1 and 0 <= entry["steal"] <= 1
 
 
