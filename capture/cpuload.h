@@ -20,12 +20,14 @@ struct cpuload_ticks {
 struct cpuload {
 	int ncpus;                   /* highest CPU number seen + 1; 0: /proc/stat unreadable */
 	struct cpuload_ticks *start; /* per CPU at cpuload_begin; idle = busy = 0 for absent CPUs */
+	int64_t start_ns;            /* CLOCK_MONOTONIC when the starting counts were read */
 };
 
 /* Takes the starting counts; on failure ncpus stays 0 and the JSON says null. */
 void cpuload_begin(struct cpuload *load);
 void cpuload_free(struct cpuload *load);
-/* "cpu_load": {"since": "capture start", "cpus": {"N": {"busy": f, "steal": f}, ...}} or null. */
+/* "cpu_load": {"since": "capture start", "seconds": f, "cpus": {"N": {"ticks": n, "busy": f, "steal": f}, ...}}
+ * or null; "seconds" is the CLOCK_MONOTONIC span of the counts (what their ticks should add up to). */
 void cpuload_json(struct jsonw *w, const char *key, const struct cpuload *load);
 
 #endif
