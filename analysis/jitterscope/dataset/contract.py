@@ -177,10 +177,13 @@ METADATA_SCHEMA: dict[str, Any] = {
                 "state": _TEXT, "reason": _TEXT_OR_NULL, "flushes": _COUNT,
                 "cpu_load": {
                     "type": ["object", "null"],
-                    "properties": {"since": _TEXT, "seconds": {"type": "number", "minimum": 0}, "cpus": {"type": "object", "additionalProperties": {
-                        "type": "object",
-                        "properties": {"ticks": _COUNT, "busy": _SHARE_OR_NULL, "steal": _SHARE_OR_NULL},
-                    }}},
+                    "properties": {
+                        "since": _TEXT, "seconds": {"type": "number", "minimum": 0},
+                        "cpus": {"type": "object", "additionalProperties": {
+                            "type": "object",
+                            "properties": {"ticks": _COUNT, "busy": _SHARE_OR_NULL, "steal": _SHARE_OR_NULL},
+                        }},
+                    },
                 },
             },
         },
