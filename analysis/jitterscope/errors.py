@@ -37,3 +37,63 @@ class AnalysisError(JitterscopeError):
 
 class CaptureError(JitterscopeError):
     """The capture binary could not be found or run."""
+
+
+class Terminated(BaseException):
+    """A terminating signal arrived: unwinds like KeyboardInterrupt (a BaseException: no ``except Exception``
+    swallows it)."""
+
+    def __init__(self, signum: int = 15) -> None:  # SIGTERM
+        super().__init__(signum)
+        self.signum = int(signum)
+
+
+_received: list[int] = []
+"""Signals whose handler ran in this command (:func:`stop_on_signal`), until :func:`forget_signals`."""
+
+
+def stop_on_signal(signum: int, frame: object) -> None:
+    """The CLI's handler of Ctrl-C and the terminating signals: notes the signal, then raises (KeyboardInterrupt
+    for SIGINT, else :class:`Terminated`), so that writers remove their temporaries on the way out.
+
+    The note is what :func:`raise_if_signalled` reads where an output is committed: CPython can run a handler
+    inside a C call that then sets an exception of its own over the handler's (seen: ``int('normal')`` in
+    matplotlib's font matching, under ``except ValueError``), and the signal's exception is lost without a
+    word.  Under load about 1 report in 25 sent SIGTERM, SIGHUP or SIGINT as a drawing worker started went on
+    to write its PDF and exit 0 that way."""
+    import signal
+
+    _received.append(int(signum))
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Terminated(signum)
+
+
+def raise_if_signalled() -> None:
+    """Raise again the first signal :func:`stop_on_signal` took whose exception has not ended the command (it
+    was lost, see there): called before an output is committed and between a report's pages.  Nothing while
+    that exception is being handled (clean-up in an ``except`` or ``finally`` may still write, as an interrupted
+    sweep writes its manifest): it is on its way."""
+    if not _received:
+        return
+    import signal
+    import sys
+
+    if isinstance(sys.exc_info()[1], KeyboardInterrupt | Terminated):
+        return
+
+    signum = _received[0]
+    _received.clear()
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Terminated(signum)
+
+
+def signalled() -> int | None:
+    """The first signal :func:`stop_on_signal` took and nothing has acted on yet (None: none)."""
+    return _received[0] if _received else None
+
+
+def forget_signals() -> None:
+    """Clear the notes of :func:`stop_on_signal` (a command starts, or its signal's exception ended it)."""
+    _received.clear()

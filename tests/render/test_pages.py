@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from jitterscope.render import LINES_PER_PAGE, Table, text_pages
 
 
@@ -102,3 +103,30 @@ def test_a_series_switching_faster_than_the_pixels_is_drawn_as_its_columns_range
     assert means.mean() == pytest.approx(1600.0, abs=25.0)
     band = next(c for c in ax.collections if isinstance(c, PolyCollection)).get_paths()[0].vertices[:, 1]
     assert band.min() == 800.0 and band.max() == 2400.0
+
+
+def test_a_pdf_cut_off_mid_page_raises_what_cut_it_off(tmp_path, monkeypatch) -> None:
+    """A signal while a page is written (here: as its page object is written, its contents reserved): the
+    document is left with its file closed and the signal's exception goes on.  matplotlib's own PdfPages exit
+    completes the document and raises AssertionError ("No offset for object") over it: a traceback and exit 1
+    instead of the signal's exit status (seen under load, a report sent SIGHUP)."""
+    from jitterscope.render import pdf_document
+    from matplotlib.backends import backend_pdf
+    from matplotlib.figure import Figure
+
+    write = backend_pdf.PdfFile.writeObject
+
+    def interrupted(self, obj, contents):
+        if isinstance(contents, dict) and contents.get("Type") == backend_pdf.Name("Page"):
+            raise KeyboardInterrupt
+        return write(self, obj, contents)
+
+    monkeypatch.setattr(backend_pdf.PdfFile, "writeObject", interrupted)
+    figure = Figure()
+    figure.subplots().plot([1, 2, 3])
+    with pytest.raises(AssertionError, match="No offset"):  # why pdf_document exists
+        with backend_pdf.PdfPages(tmp_path / "plain.pdf") as pdf:
+            pdf.savefig(figure)
+    with pytest.raises(KeyboardInterrupt):
+        with pdf_document(tmp_path / "ours.pdf", {}) as pdf:
+            pdf.savefig(figure)

@@ -159,11 +159,10 @@ def _signalled_report(simulated: Path, tmp_path: Path, signum: int) -> tuple[sub
     state = _state(process.pid)
     os.kill(process.pid, signum)
     process.wait(timeout=120)  # the report only: a worker left alone would hold stderr open while it draws
-    # a zombie when signalled ended first; so, as far as the test can tell, did one that exited 0 with its PDF
-    # whole (the test descheduled between reading its state and the kill).  KNOWN GAP (2026-12-02 note): under
-    # two CPU hogs about 1 run in 15 exited 0 after a SIGINT/SIGHUP that was not a zombie's; five in a row fail.
-    whole = process.returncode == 0 and (tmp_path / "r.pdf").exists()
-    return process, workers, state == "Z" or whole
+    # a zombie when signalled ended first.  A report that exits 0 otherwise lost the signal: under two CPU hogs
+    # ~1 in 25 did (CPython ran the handler inside int('normal') in matplotlib's font matching, whose ValueError
+    # replaced the handler's exception under an except ValueError), until writers checked errors.signalled
+    return process, workers, state == "Z"
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: pages are drawn in the report's process")

@@ -18,9 +18,10 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from .. import __version__
-from ..errors import JitterscopeError
+from ..errors import JitterscopeError, Terminated, forget_signals, raise_if_signalled, stop_on_signal
 from ..format import visible
 from .options import PATHS_HELP, OneLineParser, UsageError, VisibleText
 
@@ -71,11 +72,14 @@ TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``jitterscope`` command line; return its exit status (0, 1 error, 2 usage, 130 interrupted,
     128 + N after signal N of :data:`TERMINATING_SIGNALS`)."""
-    # these signals as an exception, so that writers remove their temporaries on the way out (as on Ctrl-C)
-    previous = {signum: signal.signal(signum, _terminate) for signum in TERMINATING_SIGNALS} \
-        if threading.current_thread() is threading.main_thread() else {}
+    # these signals as an exception, so that writers remove their temporaries on the way out (as on Ctrl-C); each
+    # noted too, for the exception CPython can lose (errors.stop_on_signal): a writer checks before committing
+    forget_signals()
+    previous = _take_signals() if threading.current_thread() is threading.main_thread() else {}
     try:
-        return _main(argv)
+        status = _main(argv)
+        raise_if_signalled()  # a signal whose exception was lost ends the command as it should have
+        return status
     except KeyboardInterrupt:  # Ctrl-C before a command runs (parsing, imports): one line, as during it
         print("jitterscope: interrupted", file=sys.stderr)
         return 130
@@ -83,21 +87,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"jitterscope: terminated ({signal.Signals(stop.signum).name})", file=sys.stderr)
         return 128 + stop.signum
     finally:
+        forget_signals()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
 
-class Terminated(BaseException):
-    """A terminating signal arrived: unwinds like KeyboardInterrupt (a BaseException: no ``except Exception``
-    swallows it)."""
-
-    def __init__(self, signum: int = signal.SIGTERM) -> None:
-        super().__init__(signum)
-        self.signum = int(signum)
-
-
-def _terminate(signum: int, frame: object) -> None:
-    raise Terminated(signum)
+def _take_signals() -> dict[int, Any]:
+    """Install :func:`stop_on_signal` for the terminating signals, and for SIGINT where Python's own Ctrl-C
+    handler is in force (not where it is ignored: a background job); return the handlers it replaced."""
+    previous = {signum: signal.signal(signum, stop_on_signal) for signum in TERMINATING_SIGNALS}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, stop_on_signal)
+    return previous
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -122,6 +123,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(visible(f"jitterscope {args.command}: error: {' '.join(str(exc).split())}"), file=sys.stderr)
         return 2 if isinstance(exc, UsageError) else 1
     except KeyboardInterrupt:
+        forget_signals()  # its exception arrived: nothing left for main to raise
         print(f"jitterscope {args.command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import DatasetError, JitterscopeError
+from ..errors import DatasetError, JitterscopeError, raise_if_signalled
 
 
 def check_output(
@@ -125,6 +125,7 @@ def write_atomically(out: Path, *, what: str = "", error: type[JitterscopeError]
     doing = f"cannot write {what}" if what else "cannot write"
     try:
         yield tmp
+        raise_if_signalled()  # a signal whose exception CPython lost must not leave an output as if all went well
         os.replace(tmp, out)  # replaces a symbolic link itself, never its target
     except OSError as exc:
         tmp.unlink(missing_ok=True)
@@ -148,6 +149,7 @@ def write_directory_atomically(
     try:
         tmp.mkdir()
         yield tmp
+        raise_if_signalled()  # as in write_atomically
         if not out.exists() and not out.is_symlink():
             os.replace(tmp, out)
             return

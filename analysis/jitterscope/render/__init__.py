@@ -18,7 +18,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
         "paper": ["FIGURE_WIDTHS_IN", "PNG_DPI", "fit_for_paper"],
         "pages": [
             "CHARS_PER_LINE", "LINES_PER_PAGE", "PAGE_SIZE_IN", "Page", "REPORT_RC", "new_page", "note_page",
-            "source_date", "text_pages", "write_pdf",
+            "pdf_document", "source_date", "text_pages", "write_pdf",
         ],
         "style": [
             "capped_legend", "colour", "literal_text", "major_labels_only", "plain_log_axis", "plot_envelope",

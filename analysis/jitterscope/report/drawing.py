@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import JitterscopeError
+from ..errors import JitterscopeError, forget_signals, raise_if_signalled
 
 WORKERS_ENV = "JITTERSCOPE_REPORT_WORKERS"
 """Environment variable capping the processes that draw a report's pages (1: draw in the report's own process)."""
@@ -105,13 +105,14 @@ def assign_pages(weights: Sequence[float], workers: int) -> list[int]:
 
 def _draw_pages(jobs: Sequence[PageJob], output: Path, *, workers: int, metadata: dict[str, Any],
                 scratch: Path, weights: Sequence[float] | None) -> None:
-    from matplotlib.backends.backend_pdf import PdfPages
+    from ..render import pdf_document
 
     workers = max(1, min(workers, len(jobs)))
     if workers == 1:
-        with PdfPages(output, metadata=metadata) as pdf:
+        with pdf_document(output, metadata) as pdf:
             for job in jobs:
                 job(pdf)
+                raise_if_signalled()  # a signal whose exception was lost (errors.stop_on_signal) stops here
         return
     documents = [scratch / f"worker-{k}.pdf" for k in range(workers)]
     errors = [scratch / f"worker-{k}.error" for k in range(workers)]
@@ -120,10 +121,11 @@ def _draw_pages(jobs: Sequence[PageJob], output: Path, *, workers: int, metadata
     owners = assign_pages([1.0] * len(jobs) if weights is None else weights, workers)
 
     def share(k: int) -> None:
-        with PdfPages(documents[k], metadata=document_metadata) as pdf:
+        with pdf_document(documents[k], document_metadata) as pdf:
             for job, owner in zip(jobs, owners, strict=True):
                 if owner == k:
                     job(pdf)
+                    raise_if_signalled()  # a signal whose exception was lost (errors.stop_on_signal) stops here
 
     children: dict[int, int] = {}  # pid -> worker
     try:
@@ -261,6 +263,7 @@ def _kill(children: dict[int, int]) -> None:
 def _child(job: Callable[[], None], error_file: Path) -> None:
     code = 1
     try:
+        forget_signals()  # the parent's notes are the parent's
         for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
             signal.signal(signum, signal.SIG_DFL)  # the parent's handlers raise; a child just ends
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which kills its children
