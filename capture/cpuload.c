@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "timerloop.h"
 
 /* Parses "cpuN user nice system idle iowait irq softirq steal ..." into ticks[N].
  * Returns the highest N + 1 seen, or -1 when /proc/stat cannot be read. */
@@ -31,17 +32,10 @@ static int cpuload_read(struct cpuload_ticks *ticks, int max)
 	return ncpus;
 }
 
-static int64_t cpuload_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void cpuload_begin(struct cpuload *load)
 {
 	load->ncpus = 0;
-	load->start_ns = cpuload_now_ns();
+	load->start_ns = timerloop_now_ns();
 	load->start = calloc(CPULOAD_MAX_CPUS, sizeof(*load->start));
 	if (!load->start)
 		return;
@@ -85,7 +79,7 @@ void cpuload_json(struct jsonw *w, const char *key, const struct cpuload *load)
 	}
 	jsonw_object_begin(w, key);
 	jsonw_string(w, "since", "capture start");
-	jsonw_double(w, "seconds", (double)(cpuload_now_ns() - load->start_ns) / 1e9);
+	jsonw_double(w, "seconds", (double)(timerloop_now_ns() - load->start_ns) / 1e9);
 	jsonw_object_begin(w, "cpus");
 	for (int cpu = 0; cpu < n; cpu++) {
 		const struct cpuload_ticks *then = &load->start[cpu];

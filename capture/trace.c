@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "jsonw.h"
+#include "timerloop.h"
 
 #define PROG "jitterscope-capture"
 #define TRACEFS "/sys/kernel/tracing"
@@ -480,13 +481,6 @@ int trace_setup(struct trace *t, const struct config *cfg, int dir_fd, int reade
 
 /* ---- the reader thread ------------------------------------------------------------ */
 
-static int64_t trace_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Every read interval: drain the per-CPU trace_pipe_raw; every --trace-flush (5 s; at least --flush-interval):
  * commit a flush of the events container, the same rules as the samples (row groups of --group-seconds, parts
  * of --part-seconds, each flush one rename of a complete file, --sync), so a killed capture keeps every event
@@ -498,15 +492,15 @@ static void *trace_reader_run(void *arg)
 {
 	struct trace *t = arg;
 	int64_t every = t->ct_cfg.flush_interval_ns;
-	t->next_flush_ns = trace_now_ns() + every;
+	t->next_flush_ns = timerloop_now_ns() + every;
 	for (;;) {
 		bool last = atomic_load(&t->finish);
-		int64_t before = trace_now_ns();
+		int64_t before = timerloop_now_ns();
 		int err = trace_raw_read(t);
 		/* every event before `before` is read now, but one a CPU is still committing: a margin */
 		if (!err)
 			err = trace_keep_tick(t, last ? before : before - TRACE_KEEP_MARGIN_NS, last);
-		int64_t now = trace_now_ns();
+		int64_t now = timerloop_now_ns();
 		if (!err && !last && now >= t->next_flush_ns) {
 			t->next_flush_ns += every;
 			if (t->next_flush_ns <= now) /* a stall of more than an interval: no burst of catch-up flushes */
@@ -550,7 +544,7 @@ int trace_start(struct trace *t)
 		CPU_SET(t->reader_cpu, &cpus);
 		pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
 	}
-	trace_keep_begin(t, trace_now_ns()); /* the background sample's clock, before the reader reads it */
+	trace_keep_begin(t, timerloop_now_ns()); /* the background sample's clock, before the reader reads it */
 	int err = pthread_create(&t->reader, &attr, trace_reader_run, t);
 	pthread_attr_destroy(&attr);
 	if (err) {

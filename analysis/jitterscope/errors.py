@@ -6,6 +6,9 @@ status 1; anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import signal
+import sys
+
 
 class JitterscopeError(Exception):
     """Base of every error meant for the user."""
@@ -43,7 +46,7 @@ class Terminated(BaseException):
     """A terminating signal arrived: unwinds like KeyboardInterrupt (a BaseException: no ``except Exception``
     swallows it)."""
 
-    def __init__(self, signum: int = 15) -> None:  # SIGTERM
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
         super().__init__(signum)
         self.signum = int(signum)
 
@@ -61,12 +64,8 @@ def stop_on_signal(signum: int, frame: object) -> None:
     matplotlib's font matching, under ``except ValueError``), and the signal's exception is lost without a
     word.  Under load about 1 report in 25 sent SIGTERM, SIGHUP or SIGINT as a drawing worker started went on
     to write its PDF and exit 0 that way."""
-    import signal
-
     _received.append(int(signum))
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise Terminated(signum)
+    raise _stop(signum)
 
 
 def raise_if_signalled() -> None:
@@ -74,19 +73,16 @@ def raise_if_signalled() -> None:
     was lost, see there): called before an output is committed and between a report's pages.  Nothing while
     that exception is being handled (clean-up in an ``except`` or ``finally`` may still write, as an interrupted
     sweep writes its manifest): it is on its way."""
-    if not _received:
+    if not _received or isinstance(sys.exc_info()[1], KeyboardInterrupt | Terminated):
         return
-    import signal
-    import sys
-
-    if isinstance(sys.exc_info()[1], KeyboardInterrupt | Terminated):
-        return
-
     signum = _received[0]
     _received.clear()
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise Terminated(signum)
+    raise _stop(signum)
+
+
+def _stop(signum: int) -> BaseException:
+    """The exception a signal ends a command with: KeyboardInterrupt for Ctrl-C, else :class:`Terminated`."""
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
 
 
 def signalled() -> int | None:

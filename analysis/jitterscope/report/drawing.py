@@ -110,9 +110,7 @@ def _draw_pages(jobs: Sequence[PageJob], output: Path, *, workers: int, metadata
     workers = max(1, min(workers, len(jobs)))
     if workers == 1:
         with pdf_document(output, metadata) as pdf:
-            for job in jobs:
-                job(pdf)
-                raise_if_signalled()  # a signal whose exception was lost (errors.stop_on_signal) stops here
+            _draw_into(pdf, jobs)
         return
     documents = [scratch / f"worker-{k}.pdf" for k in range(workers)]
     errors = [scratch / f"worker-{k}.error" for k in range(workers)]
@@ -122,10 +120,7 @@ def _draw_pages(jobs: Sequence[PageJob], output: Path, *, workers: int, metadata
 
     def share(k: int) -> None:
         with pdf_document(documents[k], document_metadata) as pdf:
-            for job, owner in zip(jobs, owners, strict=True):
-                if owner == k:
-                    job(pdf)
-                    raise_if_signalled()  # a signal whose exception was lost (errors.stop_on_signal) stops here
+            _draw_into(pdf, [job for job, owner in zip(jobs, owners, strict=True) if owner == k])
 
     children: dict[int, int] = {}  # pid -> worker
     try:
@@ -147,6 +142,12 @@ def _draw_pages(jobs: Sequence[PageJob], output: Path, *, workers: int, metadata
     finally:
         _kill(children)
     join_pages(documents, output, owners=owners, metadata=metadata)
+
+
+def _draw_into(pdf: Any, jobs: Sequence[PageJob]) -> None:
+    for job in jobs:
+        job(pdf)
+        raise_if_signalled()  # a signal whose exception was lost (errors.stop_on_signal) stops at the next page
 
 
 @contextlib.contextmanager
