@@ -519,7 +519,11 @@ def test_binary_table_equals_the_kernels_own_text_of_the_same_events(run_capture
     hi = min(binary.columns["ts_ns"].max(), kernel_text.columns["ts_ns"].max()) // 1000 - 5
     (ts_ours, ours), (ts_theirs, theirs) = rows(binary, lo, hi), rows(kernel_text, lo, hi)
     assert len(ours) > 500
-    assert Counter(ours) == Counter(theirs)
+    # the same events: each of one table is in the other, counted alike, once the other's window is widened by
+    # the 2 µs the two stamps may differ (an event stamped just inside the window in one buffer and just outside
+    # in the other made the plain counts differ in 3 of 4 runs on a quiet machine, 2026-12-02)
+    ours_wide, theirs_wide = rows(binary, lo - 3, hi + 3)[1], rows(kernel_text, lo - 3, hi + 3)[1]
+    assert not Counter(ours) - Counter(theirs_wide) and not Counter(theirs) - Counter(ours_wide)
     matcher = difflib.SequenceMatcher(None, ours, theirs, autojunk=False)
     blocks = [b for b in matcher.get_matching_blocks() if b.size]
     in_order = sum(b.size for b in blocks)
