@@ -450,6 +450,13 @@ def rps_on(flood_cpu: int):
         path.write_text(saved)
 
 
+def _bulk_edge_ns(dataset, quantile: float = 0.75) -> int:
+    """The run's own ``quantile`` of wake-up latency, in ns: a spike threshold set by the machine, not by us."""
+    table = dataset.read(columns=["expected_ns", "actual_ns"])
+    latency = table["actual_ns"].to_numpy() - table["expected_ns"].to_numpy()
+    return int(np.quantile(latency, quantile))
+
+
 def test_loopback_udp_flood_is_named_net_rx(run_capture, tmp_path: Path, flood_cpu: int, rps_on) -> None:
     flood = subprocess.Popen([sys.executable, "-c", FLOOD, "1500", "0.05", "3.5", str(tmp_path / "bursts.txt")],
                              preexec_fn=lambda: os.sched_setaffinity(0, {0}))
@@ -458,10 +465,12 @@ def test_loopback_udp_flood_is_named_net_rx(run_capture, tmp_path: Path, flood_c
     finally:
         flood.wait(timeout=30)
     assert done.returncode == 0, done.stderr
-    # NET_RX of one loopback datagram holds the CPU 10-25 µs: its spikes are 30-45 µs against a p50 of ~20 µs,
-    # so the threshold sits just above the bulk (a 50 µs one catches only their tail, and then the background
-    # of a loaded machine, estimated from outside the bursts, decides the count)
-    result = attribute_spikes(open_dataset(done.output), 25_000)
+    # NET_RX of one loopback datagram holds the CPU 10-25 µs: its spikes stand 10-25 µs above the bulk, so the
+    # threshold sits just above the bulk, at the run's own 75th percentile (the bursts hold under a tenth of
+    # the wake-ups).  A fixed 25 µs (this machine's p75) failed in CI, whose bulk lay above it: 3,776 of the
+    # 3,792 wake-ups outside the bursts exceeded it, so no rise in risk could show.
+    dataset = open_dataset(done.output)
+    result = attribute_spikes(dataset, _bulk_edge_ns(dataset))
     _assert_named(result, np.loadtxt(tmp_path / "bursts.txt", dtype=np.int64).reshape(-1, 2), 2_000_000,
                   lambda cause: cause == "softirq NET_RX", bystanders_from=("js-flood", "ksoftirqd/"))
     net_rx = next(c for c in result.causes if c.cause.label == "softirq NET_RX")
