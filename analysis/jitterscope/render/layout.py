@@ -193,9 +193,10 @@ def _empty_note_gid() -> str:
     return EMPTY_NOTE_GID
 
 
-def _data_points(ax: Any, renderer: Any, *, lines: bool) -> np.ndarray:
+def _data_points(ax: Any, renderer: Any, *, lines: bool, clip_top: bool = True) -> np.ndarray:
     """Display coordinates of ``ax``'s data inside its frame: the marks (scatter points, line markers, bar and
-    step outlines), or with ``lines`` the points along its data lines."""
+    step outlines), or with ``lines`` the points along its data lines.  ``clip_top=False`` keeps those above the
+    frame too (what headroom would bring into view)."""
     from matplotlib.collections import LineCollection, PathCollection
     from matplotlib.patches import Rectangle, StepPatch
 
@@ -230,7 +231,7 @@ def _data_points(ax: Any, renderer: Any, *, lines: bool) -> np.ndarray:
     frame = ax.get_window_extent(renderer)
     xy = np.vstack(parts)
     keep = (np.isfinite(xy).all(axis=1) & (xy[:, 0] >= frame.x0) & (xy[:, 0] <= frame.x1)
-            & (xy[:, 1] >= frame.y0) & (xy[:, 1] <= frame.y1))
+            & (xy[:, 1] >= frame.y0) & ((xy[:, 1] <= frame.y1) | (not clip_top)))
     return xy[keep]
 
 
@@ -591,9 +592,12 @@ def legends_off_data(figure: Figure, axes: Any = None, *, rounds: int = 6) -> li
     """:func:`legend_off_data` for each of ``axes`` with a legend (default: every panel of ``figure``), one
     after another; returns the panels whose legend is still on their data.
 
-    Each check lays the figure out (a draw without rendering: most of a spectrum page's cost), so a draw is
-    reused while nothing has changed since: the check of the next panel reads the draw that found the panel
-    before it clear, and a legend's own box and its panel's data are measured, not every text of the figure.
+    A check needs the panels where the layout engine puts them, not a drawn figure: each pass runs only the
+    layout (a draw without rendering also walks every artist: about 40 % of a spectrum page's pass), and is
+    reused while nothing has changed since.  A covered legend gets, in one step, the headroom that moves every
+    point under it below it (:func:`_headroom_top`) instead of a fixed share per pass; a further pass confirms
+    it, as the new tick labels may shift the panel.  At most ``rounds`` raises of :data:`HEADROOM` each:
+    a legend that would need more stays where it is, and its panel is returned.
     """
     renderer = _renderer(figure)
     stale = True
@@ -602,21 +606,63 @@ def legends_off_data(figure: Figure, axes: Any = None, *, rounds: int = 6) -> li
         legend = ax.get_legend()
         if legend is None:
             continue
+        low, high = ax.get_ylim()
+        log = ax.get_yscale() == "log"
+        most = _raised_top(low, high, (1.0 + HEADROOM) ** rounds, log=log)  # the headroom rounds of HEADROOM give
         for _ in range(rounds + 1):
             if stale:
-                figure.draw_without_rendering()
+                _lay_out(figure)
                 stale = False
             if not _legend_covers(ax, legend, renderer):
                 break
-            low, high = ax.get_ylim()
-            if ax.get_yscale() == "log":
-                ax.set_ylim(low, high * (high / low) ** HEADROOM)
-            else:
-                ax.set_ylim(low, high + HEADROOM * (high - low))
+            top = _headroom_top(ax, legend, renderer)
+            current = ax.get_ylim()[1]
+            top = max(top, _raised_top(low, current, 1.0 + HEADROOM, log=log))  # a pass always gains headroom
+            if current >= most:
+                failed.append(ax)
+                break
+            ax.set_ylim(low, min(top, most))
             stale = True
         else:
             failed.append(ax)
     return failed
+
+
+def _lay_out(figure: Figure) -> None:
+    """Put ``figure``'s panels where its layout engine places them (what a draw does first, without the draw)."""
+    engine = figure.get_layout_engine()
+    if engine is not None:
+        engine.execute(figure)
+
+
+def _raised_top(low: float, high: float, factor: float, *, log: bool) -> float:
+    """The top of a y axis from ``low`` to ``high`` whose span (in decades on a log axis) is ``factor`` times
+    longer."""
+    if log:
+        return low * (high / low) ** factor
+    return low + factor * (high - low)
+
+
+def _headroom_top(ax: Any, legend: Legend, renderer: Any) -> float:
+    """The top of ``ax``'s y axis (its bottom kept) that puts every data point in the legend's columns below the
+    legend's bottom edge, with a few pixels and 5 % to spare for the layout's change with the new ticks.
+
+    On the panel's scale (decades on a log axis) a point at height ``a`` (a share of the panel's height from its
+    bottom) moves to ``a * old / new`` when the span grows from ``old`` to ``new``; so the span must grow by the
+    largest ``a`` over the share of the panel under the legend.
+    """
+    box = legend.get_window_extent(renderer)
+    frame = ax.get_window_extent(renderer)
+    points = np.vstack([_data_points(ax, renderer, lines=False, clip_top=False),
+                        _data_points(ax, renderer, lines=True, clip_top=False)])
+    columns = (points[:, 0] > box.x0 + TOLERANCE_PX) & (points[:, 0] < box.x1 - TOLERANCE_PX)
+    heights = (points[columns, 1] - frame.y0) / max(frame.height, 1.0)
+    room = (box.y0 - 3.0 - frame.y0) / max(frame.height, 1.0)
+    low, high = ax.get_ylim()
+    log = ax.get_yscale() == "log"
+    if not len(heights) or room <= 0.05:
+        return _raised_top(low, high, 1.0 + HEADROOM, log=log)
+    return _raised_top(low, high, max(1.0, float(heights.max()) / room * 1.05), log=log)
 
 
 def _legend_covers(ax: Any, legend: Legend, renderer: Any) -> bool:
