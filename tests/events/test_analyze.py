@@ -93,6 +93,13 @@ def test_poisson_interval_matches_tabulated_values() -> None:
     # Garwood intervals (e.g. Ulm 1990): 0 -> [0, 3.689], 10 -> [4.795, 18.39]
     assert poisson_interval(0) == pytest.approx((0.0, 3.68888), abs=1e-4)
     assert poisson_interval(10) == pytest.approx((4.79539, 18.39036), abs=1e-4)
+    # the chi2 quantiles scipy.stats gives, computed without it (to the last bit or two)
+    for count in (*range(50), 137, 1_000, 123_456):
+        expected = (0.0 if count == 0 else scipy_stats.chi2.ppf(0.025, 2 * count) / 2,
+                    scipy_stats.chi2.ppf(0.975, 2 * count + 2) / 2)
+        assert poisson_interval(count) == pytest.approx(expected, rel=1e-14, abs=0.0), count
+    assert poisson_interval(3, 0.9) == pytest.approx((scipy_stats.chi2.ppf(0.05, 6) / 2,
+                                                      scipy_stats.chi2.ppf(0.95, 8) / 2), rel=1e-14)
 
 
 def test_a_given_threshold_is_used_and_a_bad_one_refused(planted) -> None:

@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats as scipy_stats
 
+from ..compare.pvalues import binomtest_pvalue
 from ..dataset import Dataset, column_values, iter_thread_batches, open_trace
 from ..derive import attribute_spikes
 from ..errors import AnalysisError
 from ..format import format_us
 from ..power import DEFAULT_THRESHOLD, decode_timeline
-from ..summary import Summary, summarize
+from ..summary import Summary, special_ufuncs, summarize
 from ..tails import cluster_starts, clustered_interval, decluster
 from .causes import COUNTERS, CauseSource, decode_steal, steal_source, trace_source, turbostat_source
 from .defaults import (
@@ -271,10 +271,15 @@ def _event(index: int, group: Sequence[Episode], start: int, start_utc: str | No
 
 
 def poisson_interval(count: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Exact (Garwood) interval of a Poisson mean from one observed count."""
+    """Exact (Garwood) interval of a Poisson mean from one observed count.
+
+    ``chi2.ppf(q, 2k) / 2``, which scipy.stats computes as ``gammaincinv(k, q)`` (the same number): that, from
+    scipy.special's compiled module, without importing scipy.stats (0.35 s of a small report's 5 s).
+    """
     alpha = 1.0 - confidence
-    low = 0.0 if count == 0 else float(scipy_stats.chi2.ppf(alpha / 2, 2 * count) / 2)
-    high = float(scipy_stats.chi2.ppf(1 - alpha / 2, 2 * count + 2) / 2)
+    special = special_ufuncs()
+    low = 0.0 if count == 0 else float(special.gammaincinv(float(count), alpha / 2))
+    high = float(special.gammaincinv(float(count + 1), 1 - alpha / 2))
     return low, high
 
 
@@ -316,7 +321,7 @@ def _halves(events: Sequence[Event], origin_ns: int, observed_s: float) -> Halve
     if found.clusters < len(events):  # a storm is one draw of the process, not many: test the clusters
         heads = cluster_starts(starts, found.clusters)
         early = int(np.count_nonzero(heads < middle))
-        p = float(scipy_stats.binomtest(early, heads.size, 0.5).pvalue)
+        p = binomtest_pvalue(early, int(heads.size), 0.5)
         return HalvesTest(first=first, second=second, p_value=p, clusters=int(heads.size))
-    p = float(scipy_stats.binomtest(first, len(events), 0.5).pvalue) if events else 1.0
+    p = binomtest_pvalue(first, len(events), 0.5) if events else 1.0
     return HalvesTest(first=first, second=second, p_value=p)
