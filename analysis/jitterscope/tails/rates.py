@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+
+from ..summary import special_ufuncs
 
 DECLUSTER_GAP = 10
 """Exceedances at most this many wake-ups after the previous one belong to the same event."""
@@ -42,17 +43,20 @@ class EventRate:
     extremal_index: float = 1.0
 
 
-def poisson_interval(count: int, confidence: float) -> tuple[float, float]:
+def poisson_interval(count: int, confidence: float = 0.95) -> tuple[float, float]:
     """Exact (Garwood) two-sided interval of a Poisson mean from one ``count``.
 
     Notes
     -----
     ``lower = chi2.ppf(a/2, 2k) / 2`` (0 for k = 0), ``upper = chi2.ppf(1 - a/2, 2k + 2) / 2``
-    with ``a = 1 - confidence``; coverage is at least ``confidence`` for every mean.
+    with ``a = 1 - confidence``; coverage is at least ``confidence`` for every mean.  ``chi2.ppf(q, 2k) / 2`` is
+    what scipy.stats computes as ``gammaincinv(k, q)``: taken from scipy.special's compiled module, without
+    importing scipy.stats (0.35 s of CPU, of a small report's 5 s).
     """
     alpha = 1 - confidence
-    lower = 0.0 if count == 0 else float(stats.chi2.ppf(alpha / 2, 2 * count)) / 2
-    return lower, float(stats.chi2.ppf(1 - alpha / 2, 2 * count + 2)) / 2
+    special = special_ufuncs()
+    lower = 0.0 if count == 0 else float(special.gammaincinv(float(count), alpha / 2))
+    return lower, float(special.gammaincinv(float(count + 1), 1 - alpha / 2))
 
 
 @dataclass(frozen=True)
