@@ -47,7 +47,9 @@ import functools
 import hashlib
 import importlib
 import os
+import pickle
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -64,7 +66,7 @@ from tqdm import tqdm
 
 from .. import __version__
 from ..dataset import Dataset, check_output, open_dataset, write_atomically, write_directory_atomically
-from ..errors import JitterscopeError
+from ..errors import AnalysisError, JitterscopeError
 from ..format import visible
 from ..render import (
     FIGURE_WIDTHS_IN,
@@ -180,6 +182,7 @@ class ReportContext:
     figure_width: str | None = None
     _shared: dict[str, Any] = field(default_factory=dict)
     shared_seconds: list[tuple[str, float]] = field(default_factory=list)  # (key, wall s) of each shared result
+    _prefetched: dict[str, tuple[int, Path]] = field(default_factory=dict)  # key -> (child pid, its result file)
 
     def thread_page_name(self, prefix: str, thread: int, cpu: int) -> str:
         """A per-thread page name, unique in the report: ``prefix-cpuN`` when every thread has its own known
@@ -194,10 +197,62 @@ class ReportContext:
         in :attr:`shared_seconds`: the section that asks first would otherwise carry it)."""
         if key not in self._shared:
             started = time.perf_counter()
-            self._shared[key] = compute()
+            result = self._collect(key) if key in self._prefetched else _MISSING
+            self._shared[key] = compute() if result is _MISSING else result
             self.shared_seconds.append((key, time.perf_counter() - started))
             release_freed_memory()  # the next analysis's peak should not stack on this one's freed leftovers
         return self._shared[key]
+
+    def prefetch(self, key: str, compute: Callable[[], Any], scratch: Path) -> None:
+        """Start ``compute()`` for :meth:`shared` ``key`` in a forked child, which leaves its result pickled under
+        ``scratch``; this process goes on meanwhile, and :meth:`shared` takes the result when ``key`` is first
+        asked for.  Where the child fails (the analysis raised, the result does not pickle, the child was
+        killed), :meth:`shared` computes ``key`` here as it would have: the same result, or the same error.
+        :meth:`stop_prefetching` ends the children not asked for."""
+        if key in self._shared or key in self._prefetched:
+            return
+        from .drawing import _child, signals_held
+
+        result = scratch / f"shared-{key}.pickle"
+
+        def job() -> None:
+            result.write_bytes(pickle.dumps(compute(), protocol=pickle.HIGHEST_PROTOCOL))
+
+        with signals_held():  # a signal meanwhile raises once the child is recorded, to be stopped
+            pid = os.fork()
+            if pid == 0:  # the child: compute, and leave without running the parent's clean-ups
+                _child(job, scratch / f"shared-{key}.error")
+            self._prefetched[key] = (pid, result)
+
+    def stop_prefetching(self) -> None:
+        """Kill and reap the children of :meth:`prefetch` whose results were not asked for."""
+        for pid, _ in self._prefetched.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        self._prefetched.clear()
+
+    def _collect(self, key: str) -> Any:
+        pid, result = self._prefetched.pop(key)
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            return _MISSING
+        try:
+            return pickle.loads(result.read_bytes())
+        except Exception:  # whatever went wrong, the analysis runs here instead
+            return _MISSING
+        finally:
+            result.unlink(missing_ok=True)
+
+
+_MISSING = object()
+"""What :meth:`ReportContext._collect` returns when the child left no result."""
+
+PREFETCH_MAX_WAKEUPS = 2_000_000
+"""A report of at most this many wake-ups computes its spectra in a forked child while this process fits the
+tails (each 1-2.5 s of CPU for a 10 s capture, one after the other before).  Above it they run one after the
+other, in :data:`~.sections.findings.SHARED_ORDER`: side by side their memory peaks would add (at 10^8 each
+is about 1 GB)."""
 
 
 @dataclass(frozen=True)
@@ -403,6 +458,10 @@ def write_report(
             fig_dir = None if figures_dir is None else stack.enter_context(
                 write_directory_atomically(Path(figures_dir), what="the figures", error=JitterscopeError))
             tmp = stack.enter_context(write_atomically(out, what="the report", error=JitterscopeError))
+            count = report_workers(workers)
+            scratch = Path(stack.enter_context(scratch_directory()))
+            stack.callback(ctx.stop_prefetching)
+            _start_shared_work(ctx, scratch, workers=count)
             bar = tqdm(chosen, desc="report", unit="section", file=sys.stderr, disable=not progress)
             for section in bar:
                 bar.set_postfix_str(section.name)
@@ -422,8 +481,6 @@ def write_report(
                             written += _export_table(table, fig_dir)
                 seconds.append((section.name, time.perf_counter() - started))
             started = time.perf_counter()
-            count = report_workers(workers)
-            scratch = Path(stack.enter_context(scratch_directory()))
             draw_pages(jobs, tmp, workers=count, metadata=metadata, scratch=scratch, weights=weights)
             seconds.append((f"drawing ({min(count, len(jobs))} process{'es' if min(count, len(jobs)) > 1 else ''})",
                             time.perf_counter() - started))
@@ -434,6 +491,24 @@ def write_report(
         written = [str(Path(figures_dir) / Path(path).name) for path in written]
     return ReportInfo(path=str(out), pages=pages, sections=tuple(contributed), figure_files=tuple(written),
                       seconds=tuple(seconds))
+
+
+def _start_shared_work(ctx: ReportContext, scratch: Path, *, workers: int) -> None:
+    """Where the report is drawn by more than one process and is small (:data:`PREFETCH_MAX_WAKEUPS`), its two
+    longest shared analyses run side by side: the spectra in a forked child (:meth:`ReportContext.prefetch`),
+    the tail fits here; every section then finds them done.  Each is the analysis its sections ask for, with
+    the same arguments, so the report is the same."""
+    if workers < 2 or ctx.dataset.is_histogram or ctx.dataset.num_rows > PREFETCH_MAX_WAKEUPS:
+        return
+    if "spectrum" in ctx.sections:  # page 1 and the spectrum section ask for it only then
+        from ..spectrum import analyze_spectra
+
+        ctx.prefetch("spectrum", lambda: analyze_spectra(ctx.dataset), scratch)
+    if "tails" in ctx.sections:
+        from ..tails import analyze_tails
+
+        with contextlib.suppress(AnalysisError):  # the tails section says why, when it asks again
+            ctx.shared("tails", lambda: analyze_tails(ctx.dataset))
 
 
 SCRATCH_PREFIX = "jitterscope-pages-"
