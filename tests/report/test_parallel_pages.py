@@ -233,3 +233,35 @@ def test_the_scratch_of_a_killed_report_is_removed_by_the_next(tmp_path: Path) -
     finally:
         live.kill()
         live.wait()
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="needs pdftotext (poppler-utils)")
+def test_the_embedded_fonts_keep_their_glyphs_and_drop_the_layout_tables(simulated, tmp_path) -> None:
+    """Type 42 subsets without OpenType layout tables (drawing.LAYOUT_TABLES: a PDF never reads them), with
+    every glyph, the Unicode map and the font's own metrics; only while a report draws."""
+    import io
+
+    from fontTools import subset
+    from fontTools.ttLib import TTFont
+    from jitterscope.report.drawing import LAYOUT_TABLES
+    from matplotlib.backends import _backend_pdf_ps
+    from pypdf import PdfReader
+
+    write_report(simulated, tmp_path / "r.pdf", sections=SECTIONS, workers=2)
+    assert _backend_pdf_ps.subset is subset  # matplotlib's own again afterwards
+    fonts = {}
+    for page in PdfReader(tmp_path / "r.pdf").pages:
+        for font in page["/Resources"]["/Font"].values():
+            font = font.get_object()
+            for descendant in font.get("/DescendantFonts", []):
+                descriptor = descendant.get_object()["/FontDescriptor"].get_object()
+                fonts[str(descriptor["/FontName"])] = TTFont(io.BytesIO(descriptor["/FontFile2"].get_data()))
+    assert any("DejaVuSans" in name for name in fonts), sorted(fonts)
+    for name, font in fonts.items():
+        assert not set(LAYOUT_TABLES) & set(font.keys()), (name, sorted(font.keys()))
+        assert {"glyf", "loca", "hmtx", "cmap", "head"} <= set(font.keys()), name
+        # the glyphs drawn are there (a subset may hold one or two: matplotlib puts shaped glyphs without a
+        # character of their own, such as the "fi" ligature, in a subset of their own)
+        assert set(font.getGlyphOrder()) - {".notdef", ".null", "nonmarkingreturn"}, name
+    text = "".join(_page_texts(tmp_path / "r.pdf"))
+    assert "latency" in text and "µs" in text  # searchable, the micro sign included
