@@ -400,3 +400,28 @@ def test_threshold_from_the_streamed_histogram_is_the_exact_one_within_its_error
         histogram.update(part)
     exact = default_threshold_ns(latency)
     assert threshold_from_histogram(histogram.result()) == pytest.approx(exact, rel=2e-3)
+
+
+def test_spectrogram_columns_without_a_segment_are_grey_and_counted_in_the_title():
+    """A gap that breaks every run of contiguous wake-ups over a column's span leaves it without a segment:
+    drawn grey (the panel, not white paper) and counted under the time axis; without gaps, neither."""
+    from jitterscope.spectrum import plot_spectrogram
+    from matplotlib.colors import to_rgba
+    from matplotlib.figure import Figure
+
+    n = 1 << 14
+    index = np.arange(n)
+    index = index[(index < 6_000) | (index >= 8_000)]  # 2,000 wake-ups missing: a gap of 2 s at 1 kHz
+    acc = WelchAccumulator(FS, 256, columns=16, span_hint=n)
+    acc.update(_noise(3, index.size), index)
+    spec = acc.spectrogram()
+    empty = int(np.count_nonzero(spec.segments == 0))
+    assert empty >= 1
+    ax = Figure().subplots()
+    plot_spectrogram(spec, ax)
+    assert f"; {empty} grey column" in ax.get_xlabel() and ax.get_facecolor() == to_rgba("0.8")
+    whole = WelchAccumulator(FS, 256, columns=16, span_hint=n)
+    whole.update(_noise(3, n))
+    ax = Figure().subplots()
+    plot_spectrogram(whole.spectrogram(), ax)
+    assert "grey" not in ax.get_xlabel() and ax.get_facecolor() == to_rgba("white")

@@ -80,7 +80,8 @@ def _mark(ax: Axes, peaks: list[Peak] | tuple[Peak, ...]) -> None:
 
 
 def plot_spectrogram(spec: Spectrogram, ax: Axes, *, title: str = "spectrogram") -> None:
-    """Time-frequency power (log colour scale); empty columns are blank."""
+    """Time-frequency power (log colour scale); columns where no whole segment starts (a gap in the series
+    broke every run of contiguous wake-ups there) are grey, and the time axis's label counts them."""
     power = np.ma.masked_invalid(spec.power[:, 1:].T)
     edges_t = np.r_[spec.start_s, spec.start_s[-1] + spec.span_s]
     df = spec.frequencies_hz[1] - spec.frequencies_hz[0]
@@ -93,7 +94,14 @@ def plot_spectrogram(spec: Spectrogram, ax: Axes, *, title: str = "spectrogram")
     mesh = ax.pcolormesh(edges_t, edges_f, power, norm=norm, shading="flat", rasterized=True)
     ax.figure.colorbar(mesh, ax=ax, label="PSD [ns²/Hz]")
     ax.set_title(f"{title}\nof latency, Welch columns of {spec.span_s:.3g} s")
-    ax.set_xlabel("time since first wake-up [s]")
+    # a column where every run of contiguous wake-ups was cut short by a gap holds no segment: said where the
+    # time axis is read (the title is full at a paper's column width)
+    empty = int(np.count_nonzero(spec.segments == 0))
+    gaps = ""
+    if empty:
+        ax.set_facecolor("0.8")  # the masked cells show the panel: grey, not white paper
+        gaps = f"; {empty} grey column{'s' if empty > 1 else ''}: gaps, no whole segment"
+    ax.set_xlabel(f"time since first wake-up [s]{gaps}")
     ax.set_ylabel("frequency [Hz]")
 
 
