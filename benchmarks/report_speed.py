@@ -48,6 +48,17 @@ Quiet machine after rounds 2 and the summary cuts (2026-12-02, load 0.0-0.8, ``-
 --sizes 1e7``): summary 0.30 s wall; report one process 12.00 s (40.6x), in parallel 11.29 s wall, 17.69 s CPU
 (**38.2x**: NOT met; the report fell 14.31 -> 11.29 s, but summary fell more, 0.48 -> 0.30 s); ``jitterscope demo
 -q`` 21.73 s (NOT met); the 10^7 report 24.85 s in one process, 21.07 s in parallel, 926 MiB (35 s before).
+
+Round 3 (2026-12-02 afternoon: legends cleared in one computed raise checked by layout passes alone, the Poisson
+intervals without scipy.stats (the tail fits' block maxima still import it: gumbel_r.fit, genextreme, Nelder-Mead,
+0.4-0.6 s of CPU), the spectra in a forked child beside the tail fits again, fonts embedded without their
+OpenType layout tables; ``--capture --demo --repeat 3`` after ``compileall``, load 0.7-1.3, this VM's speed
+varying by 10-20 % between runs): summary 0.22 s; report one process 7.89 s (36.4x), in parallel 5.34 s wall,
+8.89 s CPU (**24.6x**: NOT met); ``jitterscope demo -q`` 16.78 s in this harness (15.0-16.4 s in three runs by
+hand just before; NOT met).  Where a report's 5.3 s go now (in-process timestamps): imports 1.0 s, the
+sections' analyses 0.9-1.2 s (tail fits beside the spectra), drawing 23 pages on 2 processes 2.7-3.3 s (5.0 s of
+CPU, about half of it matplotlib's constrained layout: two passes of every panel's ticks and text before the
+draw), the last font subsets and the join 0.3 s.
 """
 
 from __future__ import annotations
