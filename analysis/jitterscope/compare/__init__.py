@@ -4,7 +4,8 @@ and the environment diff; groups of replicate runs by their between-run variatio
 Compute: :mod:`.bootstrap`, :mod:`.episodes` (episodes of exceedances, structured block length),
 :mod:`.groups` (replicates: a run is the unit), :mod:`.envdiff`, :mod:`.results` (shared results and helpers),
 :mod:`.samples` (runs with samples; in memory), :mod:`.stream` (the streaming, mergeable accumulator),
-:mod:`.streamed` (runs with samples, streamed: what ``compare_runs`` does), :mod:`.binned` (histogram runs).
+:mod:`.streamed` (runs with samples, streamed: what ``compare_runs`` does), :mod:`.binned` (histogram runs),
+:mod:`.pvalues` (scipy.stats' p-values computed from scipy.special, without importing scipy.stats).
 Views: :mod:`.plots`, :mod:`.pdf` (matplotlib, loaded on first use), :mod:`.tables`, :mod:`.headline` (the
 sentences a comparison leads with).
 """
@@ -28,6 +29,9 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "plot_compare_ccdf", "plot_compare_histograms", "plot_compare_percentiles", "plot_compare_qq",
             "plot_verdicts",
         ],
+        # scipy.stats' p-values from scipy.special, without scipy.stats' import (events' halves test uses one too)
+        "pvalues": ["binomtest_pvalue", "kruskal_pvalue", "kstwo_sf", "kstwobign_sf", "norm_ppf", "norm_sf",
+                    "poisson_sf"],
         "samples": ["compare_runs", "compare_samples"],
         "stream": ["CompareStream", "StreamedRun", "grid_keys", "key_bounds"],
         "streamed": ["METHODS", "compare_streams", "histogram_tests", "prefix_block_length", "stream_run"],

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compare.pvalues import binomtest_pvalue
+from ..compare import binomtest_pvalue
 from ..dataset import Dataset, column_values, iter_thread_batches, open_trace
 from ..derive import attribute_spikes
 from ..errors import AnalysisError
