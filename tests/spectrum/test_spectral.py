@@ -425,3 +425,42 @@ def test_spectrogram_columns_without_a_segment_are_grey_and_counted_in_the_title
     ax = Figure().subplots()
     plot_spectrogram(whole.spectrogram(), ax)
     assert "grey" not in ax.get_xlabel() and ax.get_facecolor() == to_rgba("white")
+
+
+def test_spike_panels_of_too_few_spikes_say_why_instead_of_drawing_nothing():
+    """One spike: no interval to histogram, and no spectrum that could show a period (it is flat): each panel
+    carries a note saying so, not an empty frame or a flat line; ten spikes or more are drawn."""
+    from jitterscope.render import EMPTY_NOTE_GID
+    from jitterscope.spectrum import InterSpikeIntervals, plot_isi, plot_spike_psd
+    from matplotlib.figure import Figure
+
+    def notes(ax) -> list[str]:
+        return [t.get_text().replace("\n", " ") for t in ax.texts if t.get_gid() == EMPTY_NOTE_GID]
+
+    edges = np.logspace(-6, 4, 41)
+    for spikes, why in ((1, "1 spike above the threshold"), (3, "3 spikes, all in one run")):
+        isi = InterSpikeIntervals(threshold_ns=50_000.0, threshold_rule="given", spikes=spikes, edges_s=edges,
+                                  counts=np.zeros(40, dtype=np.int64), sums_s=np.zeros(40))
+        ax = Figure().subplots()
+        plot_isi(isi, ax)
+        assert any(why in note and "an interval needs two" in note for note in notes(ax)), notes(ax)
+        assert not ax.patches  # no histogram of nothing
+    indicator = np.zeros(1 << 14)
+    indicator[5_000] = 1.0
+    acc = WelchAccumulator(FS, 256)
+    acc.update(indicator)
+    ax = Figure().subplots()
+    plot_spike_psd(acc.result(), (), ax, spikes=1)
+    assert not ax.lines and any("1 spike in the record" in note for note in notes(ax)), notes(ax)
+    indicator[::100] = 1.0  # 164 spikes: drawn
+    acc = WelchAccumulator(FS, 256)
+    acc.update(indicator)
+    ax = Figure().subplots()
+    plot_spike_psd(acc.result(), (), ax, spikes=int(indicator.sum()))
+    assert ax.lines and not notes(ax)
+    counts = np.zeros(40, dtype=np.int64)
+    counts[20] = 5
+    ax = Figure().subplots()
+    plot_isi(InterSpikeIntervals(threshold_ns=50_000.0, threshold_rule="given", spikes=6, edges_s=edges,
+                                 counts=counts, sums_s=np.zeros(40)), ax)
+    assert ax.patches and not notes(ax)

@@ -6,8 +6,9 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from ..format import format_thread_cpu
-from ..render import major_labels_only
+from ..render import empty_panel_note, major_labels_only
 from . import InterSpikeIntervals, Peak, Psd, Spectrogram, ThreadSpectra
+from .peaks import MIN_CYCLES
 from .text import PEAKS_SHOWN, peaks_by_family
 
 
@@ -105,22 +106,43 @@ def plot_spectrogram(spec: Spectrogram, ax: Axes, *, title: str = "spectrogram")
     ax.set_ylabel("frequency [Hz]")
 
 
-def plot_spike_psd(psd: Psd, peaks: tuple[Peak, ...], ax: Axes, *, title: str = "spike-train spectrum") -> None:
-    """Spectrum of the spike indicator series with its significant peaks."""
+def plot_spike_psd(psd: Psd, peaks: tuple[Peak, ...], ax: Axes, *, title: str = "spike-train spectrum",
+                   spikes: int | None = None) -> None:
+    """Spectrum of the spike indicator series with its significant peaks.
+
+    With ``spikes`` (how many the series holds) below :data:`~.peaks.MIN_CYCLES`, a note takes the curve's
+    place: the spectrum of a few isolated spikes is flat, and no period can be seen in fewer cycles than that.
+    """
+    ax.set_title(f"{title}\nWelch {psd.average} of {psd.n_segments} segments, {psd.n_samples / psd.fs_hz:.4g} s")
+    if spikes is not None and spikes < MIN_CYCLES:
+        ax.set_xticks([])
+        ax.set_yticks([])
+        empty_panel_note(ax, f"not drawn: {spikes:,} spike{'' if spikes == 1 else 's'} in the record; a periodic "
+                             f"train shows only with {MIN_CYCLES} or more")
+        return
     ax.loglog(psd.frequencies_hz[1:], np.maximum(psd.psd[1:], np.finfo(float).tiny), lw=0.6, color="C2")
     _mark(ax, peaks_by_family(peaks, PEAKS_SHOWN)[0])
-    ax.set_title(f"{title}\nWelch {psd.average} of {psd.n_segments} segments, {psd.n_samples / psd.fs_hz:.4g} s")
     ax.set_xlabel("frequency [Hz]")
     ax.set_ylabel("PSD [1/Hz]")
     major_labels_only(ax.xaxis)
 
 
 def plot_isi(isi: InterSpikeIntervals, ax: Axes) -> None:
-    """Inter-spike-interval histogram on a log time axis."""
-    ax.stairs(isi.counts, isi.edges_s, fill=True, color="C4")
-    ax.set_xscale("log")
+    """Inter-spike-interval histogram on a log time axis; a note instead where there is no interval."""
     ax.set_title(f"inter-spike intervals (n = {isi.spikes:,} spikes)\n"
                  f"above {isi.threshold_ns / 1000:.4g} µs; no uncertainty: counts")
+    if not isi.counts.any():
+        ax.set_xticks([])
+        ax.set_yticks([])
+        if isi.spikes >= 2:  # consecutive late wake-ups are one run (one disturbance): intervals are between runs
+            why = (f"no interval: {isi.spikes:,} spikes, all in one run of consecutive late wake-ups; an interval "
+                   "needs two runs")
+        else:
+            why = f"no interval: {isi.spikes} spike above the threshold; an interval needs two"
+        empty_panel_note(ax, why)
+        return
+    ax.stairs(isi.counts, isi.edges_s, fill=True, color="C4")
+    ax.set_xscale("log")
     ax.set_xlabel("interval [s]")
     ax.set_ylabel("intervals [count]")
     used = np.flatnonzero(isi.counts)
