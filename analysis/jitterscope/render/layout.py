@@ -594,10 +594,12 @@ def legends_off_data(figure: Figure, axes: Any = None, *, rounds: int = 6) -> li
 
     A check needs the panels where the layout engine puts them, not a drawn figure: each pass runs only the
     layout (a draw without rendering also walks every artist: about 40 % of a spectrum page's pass), and is
-    reused while nothing has changed since.  A covered legend gets, in one step, the headroom that moves every
-    point under it below it (:func:`_headroom_top`) instead of a fixed share per pass; a further pass confirms
-    it, as the new tick labels may shift the panel.  At most ``rounds`` raises of :data:`HEADROOM` each:
-    a legend that would need more stays where it is, and its panel is returned.
+    reused while nothing has changed since.  A covered legend's panel is raised, in one step, by the larger of
+    :data:`HEADROOM` and the headroom that moves every point in the legend's columns below it
+    (:func:`_headroom_top`), so a legend that needs much headroom gets it in one pass, not one 25 % at a time;
+    a further pass confirms it, as the new tick labels may shift the panel.  The top is raised at most as far as
+    ``rounds`` raises of :data:`HEADROOM` would take it: a legend that needs more stays where it is, and its
+    panel is returned.
     """
     renderer = _renderer(figure)
     stale = True
@@ -615,12 +617,11 @@ def legends_off_data(figure: Figure, axes: Any = None, *, rounds: int = 6) -> li
                 stale = False
             if not _legend_covers(ax, legend, renderer):
                 break
-            top = _headroom_top(ax, legend, renderer)
             current = ax.get_ylim()[1]
-            top = max(top, _raised_top(low, current, 1.0 + HEADROOM, log=log))  # a pass always gains headroom
             if current >= most:
                 failed.append(ax)
                 break
+            top = max(_headroom_top(ax, legend, renderer), _raised_top(low, current, 1.0 + HEADROOM, log=log))
             ax.set_ylim(low, min(top, most))
             stale = True
         else:
@@ -659,10 +660,9 @@ def _headroom_top(ax: Any, legend: Legend, renderer: Any) -> float:
     heights = (points[columns, 1] - frame.y0) / max(frame.height, 1.0)
     room = (box.y0 - 3.0 - frame.y0) / max(frame.height, 1.0)
     low, high = ax.get_ylim()
-    log = ax.get_yscale() == "log"
     if not len(heights) or room <= 0.05:
-        return _raised_top(low, high, 1.0 + HEADROOM, log=log)
-    return _raised_top(low, high, max(1.0, float(heights.max()) / room * 1.05), log=log)
+        return high  # nothing to go by: the caller's fixed raise
+    return _raised_top(low, high, max(1.0, float(heights.max()) / room * 1.05), log=ax.get_yscale() == "log")
 
 
 def _legend_covers(ax: Any, legend: Legend, renderer: Any) -> bool:

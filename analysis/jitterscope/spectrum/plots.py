@@ -106,19 +106,22 @@ def plot_spectrogram(spec: Spectrogram, ax: Axes, *, title: str = "spectrogram")
     ax.set_ylabel("frequency [Hz]")
 
 
-def plot_spike_psd(psd: Psd, peaks: tuple[Peak, ...], ax: Axes, *, title: str = "spike-train spectrum",
+def plot_spike_psd(psd: Psd | None, peaks: tuple[Peak, ...], ax: Axes, *, title: str = "spike-train spectrum",
                    spikes: int | None = None) -> None:
     """Spectrum of the spike indicator series with its significant peaks.
 
-    With ``spikes`` (how many the series holds) below :data:`~.peaks.MIN_CYCLES`, a note takes the curve's
-    place: the spectrum of a few isolated spikes is flat, and no period can be seen in fewer cycles than that.
+    A note takes the curve's place where there is no spectrum (``psd`` None: too few contiguous wake-ups for one
+    segment) or ``spikes`` (how many the series holds) is below :data:`~.peaks.MIN_CYCLES`: the spectrum of a
+    few isolated spikes is flat, and no period can be seen in fewer cycles than that.
     """
+    if psd is None:
+        ax.set_title(title)
+        _note_instead(ax, "not computed: too few contiguous wake-ups for one spectral segment")
+        return
     ax.set_title(f"{title}\nWelch {psd.average} of {psd.n_segments} segments, {psd.n_samples / psd.fs_hz:.4g} s")
     if spikes is not None and spikes < MIN_CYCLES:
-        ax.set_xticks([])
-        ax.set_yticks([])
-        empty_panel_note(ax, f"not drawn: {spikes:,} spike{'' if spikes == 1 else 's'} in the record; a periodic "
-                             f"train shows only with {MIN_CYCLES} or more")
+        _note_instead(ax, f"not drawn: {spikes:,} spike{'' if spikes == 1 else 's'} in the record; a periodic "
+                          f"train shows only with {MIN_CYCLES} or more")
         return
     ax.loglog(psd.frequencies_hz[1:], np.maximum(psd.psd[1:], np.finfo(float).tiny), lw=0.6, color="C2")
     _mark(ax, peaks_by_family(peaks, PEAKS_SHOWN)[0])
@@ -127,19 +130,23 @@ def plot_spike_psd(psd: Psd, peaks: tuple[Peak, ...], ax: Axes, *, title: str = 
     major_labels_only(ax.xaxis)
 
 
+def _note_instead(ax: Axes, message: str) -> None:
+    """The panel without axes' ticks, holding ``message`` (why nothing is drawn) instead of a plot."""
+    ax.set_xticks([])
+    ax.set_yticks([])
+    empty_panel_note(ax, message)
+
+
 def plot_isi(isi: InterSpikeIntervals, ax: Axes) -> None:
     """Inter-spike-interval histogram on a log time axis; a note instead where there is no interval."""
     ax.set_title(f"inter-spike intervals (n = {isi.spikes:,} spikes)\n"
                  f"above {isi.threshold_ns / 1000:.4g} µs; no uncertainty: counts")
     if not isi.counts.any():
-        ax.set_xticks([])
-        ax.set_yticks([])
         if isi.spikes >= 2:  # consecutive late wake-ups are one run (one disturbance): intervals are between runs
-            why = (f"no interval: {isi.spikes:,} spikes, all in one run of consecutive late wake-ups; an interval "
-                   "needs two runs")
+            _note_instead(ax, f"no interval: {isi.spikes:,} spikes, all in one run of consecutive late wake-ups; an "
+                              "interval needs two runs")
         else:
-            why = f"no interval: {isi.spikes} spike above the threshold; an interval needs two"
-        empty_panel_note(ax, why)
+            _note_instead(ax, f"no interval: {isi.spikes} spike above the threshold; an interval needs two")
         return
     ax.stairs(isi.counts, isi.edges_s, fill=True, color="C4")
     ax.set_xscale("log")

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Sequence
 
 from ...errors import AnalysisError
-from ...render import Page, Table, empty_panel_note, legends_off_data, new_page
+from ...render import Page, Table, legends_off_data, new_page
 from ...spectrum import (
     analyze_spectra,
     peak_table,
@@ -49,14 +49,8 @@ def spectra_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
         items.append(Page(ctx.thread_page_name("spectrum", thread.thread, thread.cpu), fig,
                           prepare=functools.partial(legends_off_data, axes=tuple(axes[:-1]))))
         fig, axes = new_page(1, 2)
-        if thread.spike_psd is not None:
-            plot_spike_psd(thread.spike_psd, thread.spike_peaks, axes[0], title=f"{_who(thread)}: spectrum of spikes",
-                           spikes=thread.isi.spikes)
-        else:
-            axes[0].set_title(f"{_who(thread)}: spectrum of spikes")
-            axes[0].set_xticks([])
-            axes[0].set_yticks([])
-            empty_panel_note(axes[0], "not computed: too few contiguous wake-ups for one spectral segment")
+        plot_spike_psd(thread.spike_psd, thread.spike_peaks, axes[0], title=f"{_who(thread)}: spectrum of spikes",
+                       spikes=thread.isi.spikes)
         plot_isi(thread.isi, axes[1])
         items.append(Page(ctx.thread_page_name("spikes", thread.thread, thread.cpu), fig))
     items.append(peak_table(analysis))
