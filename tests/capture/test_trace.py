@@ -267,8 +267,12 @@ def test_tiny_buffer_counts_the_loss_and_marks_every_touched_spike_incomplete(ru
 
 # ---- --break ------------------------------------------------------------------------------------
 
+# Each burst starts at a random point of a millisecond after its slot: with a period that is a whole number
+# of the capture's 1 ms intervals, a fixed phase would give every burst the same delay, and where the phase put
+# each burst's end within 100 µs after a wake-up no burst made a spike (seen in CI: 10 spikes for 174 bursts,
+# and in 1 of 3 runs here).  A random phase makes the delay of each burst uniform over 0-1 ms.
 SPINNER = """
-import os, sys, time
+import os, random, sys, time
 cpu, prio, burst, period, total, log = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), \\
     float(sys.argv[5]), sys.argv[6]
 open('/proc/self/comm', 'w').write('js-spinner')
@@ -278,7 +282,7 @@ bursts = []
 end = time.monotonic() + total
 nxt = time.monotonic() + period
 while nxt < end:
-    time.sleep(max(0.0, nxt - time.monotonic()))
+    time.sleep(max(0.0, nxt + random.uniform(0.0, 0.001) - time.monotonic()))
     t0 = time.monotonic_ns()
     while time.monotonic_ns() - t0 < burst * 1e9:
         pass
@@ -421,9 +425,11 @@ def test_higher_priority_fifo_spinner_is_named_by_command_with_its_pid(run_captu
     _assert_named(result, bursts, 0, lambda cause: cause == label)
     top = result.causes[0]
     assert top.cause.label == label and top.cause.pids == (spinner.pid,) and top.cause.priority == 90
-    # every window the spinner held was late; how often the others were depends on what else ran on the machine
-    # (CI saw 18 % of them late beside another worker): the interval's low end, not the ratio, is the claim
-    assert top.risk.exceed_in == top.risk.n_in and top.risk.ci_low > 3 and top.p_holm < 1e-6
+    # a window the spinner held is late unless the burst ended within 100 µs after the wake-up: 90 % of them
+    # at a uniform phase (6 standard deviations above 75 % for 170 bursts); how often the others were late
+    # depends on what else ran on the machine (CI saw 18 % of them beside another worker): the interval's low
+    # end, not the ratio, is the claim
+    assert top.risk.exceed_in >= 0.75 * top.risk.n_in and top.risk.ci_low > 3 and top.p_holm < 1e-6
 
 
 @pytest.fixture
