@@ -4,6 +4,8 @@ the report's process), each layout pass shared by the panels it checks."""
 
 from __future__ import annotations
 
+import functools
+
 import matplotlib
 import numpy as np
 import pytest
@@ -93,6 +95,41 @@ def test_a_legend_is_cleared_in_one_raise_to_the_headroom_it_needs(monkeypatch) 
         top = ax.transData.transform((1.0, 1.0))[1]  # the line's highest point: below the legend, not far
         # (a fixed 25 % per pass left it up to a quarter of the panel lower than it needed to be)
         assert legend.y0 - 0.1 * frame.height < top < legend.y0
+
+
+def test_a_held_layout_is_not_laid_out_again_by_the_draw(monkeypatch) -> None:
+    """``hold``: the draw after the checks prints the panels where the last pass put them, which is where a
+    draw's own layout would settle them, without a pass of its own."""
+    import io
+
+    draws = _count_layouts(monkeypatch)
+    with matplotlib.rc_context(REPORT_RC):
+        reference, _ = _two_panels()
+        assert legends_off_data(reference) == []
+        reference.draw_without_rendering()  # laid out once more by the draw: where the panels settle
+        settled = [ax.get_position().bounds for ax in reference.axes]
+        fig, axes = _two_panels()
+        assert legends_off_data(fig, hold=True) == []
+        passes = len(draws)
+        fig.savefig(io.BytesIO(), format="pdf")
+    assert len(draws) == passes  # the draw laid nothing out
+    assert [ax.get_position().bounds for ax in axes] == pytest.approx(settled, abs=1e-9)
+    assert data_covers(fig) == []
+
+
+def test_the_report_puts_a_held_layout_engine_back_after_the_page(dataset, tmp_path) -> None:
+    from jitterscope.render import Page
+    from jitterscope.report.build import _draw_page, build_context
+    from matplotlib.backends.backend_pdf import PdfPages
+
+    ctx = build_context(open_dataset(dataset))
+    with matplotlib.rc_context(REPORT_RC):
+        fig, _ = _two_panels()
+        engine = fig.get_layout_engine()
+        page = Page("two-panels", fig, prepare=functools.partial(legends_off_data, hold=True))
+        with PdfPages(tmp_path / "p.pdf") as pdf:
+            _draw_page(page, ctx, 1, None, None, pdf)
+    assert fig.get_layout_engine() is engine
 
 
 def test_a_legend_that_needs_more_than_the_rounds_allow_stays_and_is_reported() -> None:

@@ -588,7 +588,7 @@ def legend_off_data(ax: Any, *, rounds: int = 6) -> bool:
     return legends_off_data(ax.figure, [ax], rounds=rounds) == []
 
 
-def legends_off_data(figure: Figure, axes: Any = None, *, rounds: int = 6) -> list[Any]:
+def legends_off_data(figure: Figure, axes: Any = None, *, rounds: int = 6, hold: bool = False) -> list[Any]:
     """:func:`legend_off_data` for each of ``axes`` with a legend (default: every panel of ``figure``), one
     after another; returns the panels whose legend is still on their data.
 
@@ -600,6 +600,11 @@ def legends_off_data(figure: Figure, axes: Any = None, *, rounds: int = 6) -> li
     a further pass confirms it, as the new tick labels may shift the panel.  The top is raised at most as far as
     ``rounds`` raises of :data:`HEADROOM` would take it: a legend that needs more stays where it is, and its
     panel is returned.
+
+    ``hold``: the panels stay where the last pass put them (laid out once more if anything changed after it),
+    and the figure's layout engine is set aside (``set_layout_engine("none")``), so that the draw that follows
+    does not lay out again what was just laid out: a spectrum page's last layout pass, 0.1-0.15 s of CPU.  The
+    caller puts the engine back before the figure changes or is resized.
     """
     renderer = _renderer(figure)
     stale = True
@@ -626,6 +631,10 @@ def legends_off_data(figure: Figure, axes: Any = None, *, rounds: int = 6) -> li
             stale = True
         else:
             failed.append(ax)
+    if hold:
+        if stale:
+            _lay_out(figure)
+        figure.set_layout_engine("none")
     return failed
 
 

@@ -574,18 +574,32 @@ def _poll_report(dataset: Dataset, out: Path, *, figures_dir: str | os.PathLike[
 
 def _draw_page(page: Page, ctx: ReportContext, page_no: int, fig_dir: Path | None, width: str | None,
                pdf: PdfPages) -> None:
-    """Draw ``page`` into ``pdf`` with its footer (and its ``--figures`` files without it); then drop it."""
+    """Draw ``page`` into ``pdf`` with its footer (and its ``--figures`` files without it); then drop it.
+
+    The footer first: it narrows the layout's rectangle, so the checks of ``prepare`` and the annotations' tidy
+    see the panels where the page prints them.  ``prepare`` may set the layout engine aside once it has laid the
+    page out (:func:`~..render.legends_off_data` with ``hold``); it is put back before the ``--figures`` files,
+    which are laid out at their own sizes.
+    """
+    engine = page.figure.get_layout_engine()
+    undo = _decorate(page.figure, ctx, page_no)
     if page.prepare is not None:
         page.prepare(page.figure)
     if _annotated(page.figure):  # labels at data points may fall on each other
+        _restore_engine(page.figure, engine)  # tidy_layout's rounds lay the page out again
         tidy_layout(page.figure)
     # the PDF page first, so it is the same bytes with or without --figures
-    undo = _decorate(page.figure, ctx, page_no)
     pdf.savefig(literal_text(page.figure))
+    _restore_engine(page.figure, engine)
     if fig_dir is not None:
         undo()
         _export_figure(page, fig_dir, width)
     page.figure.clear()  # a long report holds no drawn page
+
+
+def _restore_engine(fig: Figure, engine: Any) -> None:
+    if engine is not None and fig.get_layout_engine() is not engine:
+        fig.set_layout_engine(engine)
 
 
 def page_weight(page: Page) -> float:

@@ -13,6 +13,7 @@ without usable counters gets one line saying why, and no figure pages.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -68,8 +69,9 @@ def power_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
                           plot_lagged_correlation)
     items += _nonempty(condition_tests_table(result), event_table(result), time_in_frequency_table(result))
     # once laid out (where each page is drawn): the legends at the top get headroom above the data they sat on
-    return [dataclasses.replace(item, prepare=legends_off_data) if isinstance(item, Page) and item.kind == "figure"
-            else item for item in items]
+    prepare = functools.partial(legends_off_data, hold=True)
+    return [dataclasses.replace(item, prepare=prepare) if isinstance(item, Page) and item.kind == "figure" else item
+            for item in items]
 
 
 def _nonempty(*tables: Table) -> list[Table]:

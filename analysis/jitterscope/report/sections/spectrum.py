@@ -47,7 +47,7 @@ def spectra_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
             plot_spectrogram(thread.spectrogram, axes[-1], title=f"{_who(thread)}: spectrogram")
         # once the page is laid out (where it is drawn): the legends go into headroom above the spectra
         items.append(Page(ctx.thread_page_name("spectrum", thread.thread, thread.cpu), fig,
-                          prepare=functools.partial(legends_off_data, axes=tuple(axes[:-1]))))
+                          prepare=functools.partial(legends_off_data, axes=tuple(axes[:-1]), hold=True)))
         fig, axes = new_page(1, 2)
         plot_spike_psd(thread.spike_psd, thread.spike_peaks, axes[0], title=f"{_who(thread)}: spectrum of spikes",
                        spikes=thread.isi.spikes)
