@@ -5,6 +5,8 @@ the report's process; one drawing process, or a large dataset, computes them one
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 
 import jitterscope.spectrum as spectrum
 import pytest
@@ -97,3 +99,47 @@ def test_one_drawing_process_or_a_large_dataset_computes_one_analysis_after_the_
     monkeypatch.setattr(build, "PREFETCH_MAX_WAKEUPS", 1_000)  # 10,000 wake-ups count as large
     build._start_shared_work(ctx, tmp_path, workers=2)
     assert ctx._prefetched == {} and ctx._shared == {}  # nothing started: the sections compute each in turn
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="needs pdftotext (poppler-utils)")
+def test_sections_that_wait_for_the_child_are_built_last_and_the_pages_keep_their_order(
+        dataset, tmp_path, monkeypatch, no_children_left) -> None:
+    """While the child computes the spectra, the report's process builds the sections that do not use them;
+    page 1 and the spectra come after, and the report reads the same as built in order by one process."""
+    sections = ("findings", "provenance", "distributions", "spectrum", "tails", "appendix")
+    built: list[str] = []
+    original = build.build_order
+
+    def recorded(chosen, ctx):
+        order = original(chosen, ctx)
+        built.append([section.name for section in order])
+        return order
+
+    monkeypatch.setattr(build, "build_order", recorded)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764460800")
+    texts = {}
+    for workers in (2, 1):
+        folder = tmp_path / f"w{workers}"
+        folder.mkdir()
+        monkeypatch.chdir(folder)  # the same -o path: the reproducibility page quotes it
+        info = write_report(dataset, "r.pdf", sections=sections, workers=workers)
+        assert info.sections == sections  # contributed in report order
+        texts[workers] = subprocess.run(["pdftotext", "-layout", "r.pdf", "-"], check=True, capture_output=True,
+                                        text=True).stdout.split("\f")
+    assert built == [["provenance", "distributions", "tails", "appendix", "findings", "spectrum"], list(sections)]
+    assert len(texts[2]) > 6 and texts[2] == texts[1]
+
+
+def test_the_build_order_moves_only_the_sections_whose_analysis_is_pending() -> None:
+    from jitterscope.report.build import RegisteredSection, build_order
+
+    def section(name: str, *uses: str) -> RegisteredSection:
+        return RegisteredSection(name=name, order=0, function=lambda ctx: None, uses=uses)
+
+    class Context:
+        def __init__(self, pending: set[str]) -> None:
+            self.pending = pending.__contains__
+
+    chosen = [section("a", "spectrum"), section("b"), section("c", "tails"), section("d", "spectrum", "tails")]
+    assert [s.name for s in build_order(chosen, Context({"spectrum"}))] == ["b", "c", "a", "d"]
+    assert [s.name for s in build_order(chosen, Context(set()))] == ["a", "b", "c", "d"]

@@ -117,13 +117,18 @@ class RegisteredSection:
     name: str
     order: int
     function: SectionFunction
+    uses: tuple[str, ...] = ()
+    """The :meth:`ReportContext.shared` analyses the section waits for where another process computes them
+    (:meth:`ReportContext.prefetch`): it is built after the sections that do not."""
 
 
 _REGISTRY: dict[str, RegisteredSection] = {}
 
 
-def register_section(*, order: int, name: str) -> Callable[[SectionFunction], SectionFunction]:
-    """Decorator registering ``function`` as the report section ``name`` at position ``order``.
+def register_section(*, order: int, name: str,
+                     uses: tuple[str, ...] = ()) -> Callable[[SectionFunction], SectionFunction]:
+    """Decorator registering ``function`` as the report section ``name`` at position ``order``; ``uses``: the
+    prefetched shared analyses it asks for (:attr:`RegisteredSection.uses`).
 
     Raises
     ------
@@ -135,7 +140,7 @@ def register_section(*, order: int, name: str) -> Callable[[SectionFunction], Se
         known = _REGISTRY.get(name)
         if known is not None and _qualname(known.function) != _qualname(function):
             raise ValueError(f"report section {name!r} registered twice ({_qualname(known.function)})")
-        _REGISTRY[name] = RegisteredSection(name=name, order=order, function=function)
+        _REGISTRY[name] = RegisteredSection(name=name, order=order, function=function, uses=tuple(uses))
         return function
 
     return decorate
@@ -231,6 +236,10 @@ class ReportContext:
                 os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
         self._prefetched.clear()
+
+    def pending(self, key: str) -> bool:
+        """Whether a child of :meth:`prefetch` is computing ``key`` (and :meth:`shared` would wait for it)."""
+        return key in self._prefetched
 
     def _collect(self, key: str) -> Any:
         pid, result = self._prefetched.pop(key)
@@ -462,11 +471,16 @@ def write_report(
             scratch = Path(stack.enter_context(scratch_directory()))
             stack.callback(ctx.stop_prefetching)
             _start_shared_work(ctx, scratch, workers=count)
-            bar = tqdm(chosen, desc="report", unit="section", file=sys.stderr, disable=not progress)
+            built: dict[str, Sequence[SectionItem]] = {}
+            bar = tqdm(build_order(chosen, ctx), desc="report", unit="section", file=sys.stderr,
+                       disable=not progress)
             for section in bar:
                 bar.set_postfix_str(section.name)
                 started = time.perf_counter()
-                items = section.function(ctx) or ()
+                built[section.name] = section.function(ctx) or ()
+                seconds.append((section.name, time.perf_counter() - started))
+            for section in chosen:  # the pages in report order, whatever order the sections were built in
+                items = built[section.name]
                 if items:
                     contributed.append(section.name)
                 for page in _pages_of(section.name, items, ctx):
@@ -479,7 +493,6 @@ def write_report(
                         for table in page.tables:
                             _claim(table.name, used_names, section.name)
                             written += _export_table(table, fig_dir)
-                seconds.append((section.name, time.perf_counter() - started))
             started = time.perf_counter()
             draw_pages(jobs, tmp, workers=count, metadata=metadata, scratch=scratch, weights=weights)
             seconds.append((f"drawing ({min(count, len(jobs))} process{'es' if min(count, len(jobs)) > 1 else ''})",
@@ -491,6 +504,17 @@ def write_report(
         written = [str(Path(figures_dir) / Path(path).name) for path in written]
     return ReportInfo(path=str(out), pages=pages, sections=tuple(contributed), figure_files=tuple(written),
                       seconds=tuple(seconds))
+
+
+def build_order(sections: Sequence[RegisteredSection], ctx: ReportContext) -> list[RegisteredSection]:
+    """The order ``sections`` are built in: first those that use no analysis another process is still computing
+    (:meth:`ReportContext.pending`), then the rest, each group in report order.  The sections are independent
+    but for :meth:`ReportContext.shared`, which gives every section the same result whoever asks first, so the
+    pages are the same in either order; the sections that wait come last, and meanwhile this process builds
+    the others instead of waiting (page 1 and the spectra waited 0.2 s for a 10 s capture's spectra)."""
+    waits = [any(ctx.pending(key) for key in section.uses) for section in sections]
+    return [s for s, w in zip(sections, waits, strict=True) if not w] + \
+        [s for s, w in zip(sections, waits, strict=True) if w]
 
 
 def _start_shared_work(ctx: ReportContext, scratch: Path, *, workers: int) -> None:

@@ -45,7 +45,7 @@ Lomb-Scargle peaks highest (~0.85 GB at 10^8 wake-ups with gaps) and leave ~0.05
 leaves ~0.23 GB: 1.28 GB instead of 1.51 GB at the 10^8 report's peak (issue 25's budget is 1.43 GB)."""
 
 
-@register_section(order=5, name="findings")
+@register_section(order=5, name="findings", uses=("spectrum",))
 def findings_section(ctx: ReportContext) -> Sequence[Page]:
     """Page 1: what happened, the causes, the red flags with their actions, what to run next."""
     meta = ctx.dataset.metadata

@@ -84,7 +84,7 @@ def _display_table(recovery: PlantedRecovery, heading: str) -> Table:
                         "none).",))
 
 
-@register_section(order=6, name=NAME)
+@register_section(order=6, name=NAME, uses=("spectrum",))
 def planted_section(ctx: ReportContext) -> Sequence[Page] | None:
     """After page 1 of a simulation: every planted effect, what was recovered, the tolerance and the verdict."""
     recovery = shared_recovery(ctx)

@@ -26,7 +26,7 @@ def _line(text: str) -> Table:
                  align=("l",))
 
 
-@register_section(order=40, name="spectrum")
+@register_section(order=40, name="spectrum", uses=("spectrum",))
 def spectra_section(ctx: ReportContext) -> Sequence[Page | Table] | None:
     """Per CPU: PSD with marked peaks and spectrogram; spike spectrum and ISI; then the peak table."""
     if ctx.dataset.is_histogram:
