@@ -325,6 +325,38 @@ static double counters_cpuid_15(void)
 	return 0;
 }
 
+void counters_tsc_anchor(struct tsc_anchor *a)
+{
+	counters_pair(&a->raw_ns, &a->tsc);
+}
+
+double counters_tsc_hz_since(const struct tsc_anchor *a, char *source, size_t n)
+{
+	if (!COUNTERS_HAVE_TSC) {
+		snprintf(source, n, "no TSC on this architecture: tsc column is CLOCK_MONOTONIC_RAW in ns");
+		return 1e9;
+	}
+	double hz = counters_cpuid_15();
+	if (hz > 0) {
+		snprintf(source, n, "cpuid 0x15 (crystal clock times TSC ratio)");
+		return hz;
+	}
+	int64_t raw;
+	uint64_t tsc;
+	counters_pair(&raw, &tsc);
+	if (raw - a->raw_ns < TSC_MIN_SPAN_NS) {
+		int64_t rest = TSC_MIN_SPAN_NS - (raw - a->raw_ns);
+		struct timespec pause = {rest / 1000000000, rest % 1000000000};
+		while (nanosleep(&pause, &pause) && errno == EINTR)
+			;
+		counters_pair(&raw, &tsc);
+	}
+	double span_ns = (double)(raw - a->raw_ns);
+	snprintf(source, n, "calibrated against CLOCK_MONOTONIC_RAW over %.3f s of the run (cpuid 0x15 gives no "
+		 "crystal clock)", span_ns / 1e9);
+	return (double)(tsc - a->tsc) * 1e9 / span_ns;
+}
+
 double counters_tsc_hz(const char **source)
 {
 	if (!COUNTERS_HAVE_TSC) {

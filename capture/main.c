@@ -61,7 +61,8 @@ struct capture {
 	int mlock_errno, dma_errno;
 	const char *degraded[MAX_DEGRADED];
 	int ndegraded;
-	char *environment_json, *settings_json, *counters_json, *clock_json;
+	char *environment_json, *settings_json, *counters_json;
+	struct clock_setup clock;     /* the clocks at setup; the TSC calibrated over the run */
 	struct trace trace;           /* --trace (trace.h) */
 	struct idlestate idle;        /* --deepest-idle-state (idlestate.h) */
 	struct timerloop_break brk;   /* --break */
@@ -436,6 +437,7 @@ static int capture_setup(struct capture *c)
 {
 	struct output_owner owner;
 	output_owner(&owner);
+	setupinfo_clock_start(&c->clock); /* first: the rest of setup runs inside the TSC's calibration */
 	if (fault_init())
 		return EXIT_USAGE;
 	trace_clean_stale(c->cfg.quiet); /* any capture cleans up after a killed --trace run */
@@ -478,17 +480,16 @@ static int capture_setup(struct capture *c)
 	char *tracing_json = trace_environment_json(&c->trace, &c->cfg);
 	c->environment_json = tracing_json ? envinfo_json_tracing(tracing_json) : NULL;
 	free(tracing_json);
-	c->clock_json = setupinfo_clock_json();
 	c->counters_json = setupinfo_counters_json(&c->probe);
 	c->settings_json = setupinfo_settings_json(&c->cfg, &granted);
-	if (!c->environment_json || !c->clock_json || !c->counters_json || !c->settings_json) {
+	if (!c->environment_json || !c->counters_json || !c->settings_json) {
 		fprintf(stderr, PROG ": out of memory building the metadata\n");
 		return EXIT_RUNTIME;
 	}
 	c->writer.settings_json = c->settings_json;
 	c->writer.environment_json = c->environment_json;
 	c->writer.counters_json = c->counters_json;
-	c->writer.clock_json = c->clock_json;
+	c->writer.clock = &c->clock;
 	c->writer.stop = &c->stop;
 	c->writer.notify = pthread_self();
 	c->writer.notify_set = true;
@@ -538,7 +539,6 @@ static void capture_cleanup(struct capture *c)
 	free(c->environment_json);
 	free(c->settings_json);
 	free(c->counters_json);
-	free(c->clock_json);
 	if (c->dma_fd >= 0)
 		close(c->dma_fd);
 	if (c->dir_fd >= 0)

@@ -108,18 +108,25 @@ char *setupinfo_counters_json(const struct counters_probe *p)
 	return jsonw_take(&j);
 }
 
-char *setupinfo_clock_json(void)
+void setupinfo_clock_start(struct clock_setup *c)
 {
-	const char *source;
-	double hz = counters_tsc_hz(&source);
 	struct timespec real, mono;
 	clock_gettime(CLOCK_REALTIME, &real);
 	clock_gettime(CLOCK_MONOTONIC, &mono);
+	c->realtime_ns = (int64_t)real.tv_sec * 1000000000 + real.tv_nsec;
+	c->monotonic_ns = (int64_t)mono.tv_sec * 1000000000 + mono.tv_nsec;
+	counters_tsc_anchor(&c->anchor);
+}
+
+char *setupinfo_clock_json(const struct clock_setup *c)
+{
+	char source[160];
+	double hz = counters_tsc_hz_since(&c->anchor, source, sizeof(source));
 	struct jsonw j;
 	jsonw_init(&j);
 	jsonw_object_begin(&j, NULL);
-	jsonw_int(&j, "realtime_ns", (int64_t)real.tv_sec * 1000000000 + real.tv_nsec);
-	jsonw_int(&j, "monotonic_ns", (int64_t)mono.tv_sec * 1000000000 + mono.tv_nsec);
+	jsonw_int(&j, "realtime_ns", c->realtime_ns);
+	jsonw_int(&j, "monotonic_ns", c->monotonic_ns);
 	jsonw_double(&j, "tsc_hz", hz);
 	jsonw_string(&j, "tsc_hz_source", source);
 	jsonw_object_end(&j);

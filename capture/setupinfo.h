@@ -1,5 +1,5 @@
-/* The metadata fixed at setup, as JSON: settings (asked and granted),
- * counter sources, and the clock pair with the TSC frequency.  Setup only. */
+/* The metadata of a capture's setup, as JSON: settings (asked and granted), counter sources, and the clock
+ * pair with the TSC frequency (calibrated from setup to each metadata write). */
 #ifndef JITTERSCOPE_SETUPINFO_H
 #define JITTERSCOPE_SETUPINFO_H
 
@@ -28,7 +28,16 @@ struct setup_granted {
 /* Each returns a malloc'd JSON document, or NULL when out of memory. */
 char *setupinfo_settings_json(const struct config *cfg, const struct setup_granted *granted);
 char *setupinfo_counters_json(const struct counters_probe *p);
-/* Calibrates the TSC (about 100 ms) unless CPUID gives its frequency. */
-char *setupinfo_clock_json(void);
+/* The clocks at setup, and the start of the TSC's calibration (no wait). */
+struct clock_setup {
+	int64_t realtime_ns, monotonic_ns;
+	struct tsc_anchor anchor;
+};
+
+void setupinfo_clock_start(struct clock_setup *c);
+
+/* The clock pair at setup with the TSC frequency measured from setup to now (each metadata write: the
+ * calibration grows with the run; waits where less than TSC_MIN_SPAN_NS has passed), unless CPUID gives it. */
+char *setupinfo_clock_json(const struct clock_setup *c);
 
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "jsonw.h"
+#include "setupinfo.h"
 
 #include <signal.h>
 
@@ -173,18 +174,20 @@ static char *writer_poll_json(const struct writer *w)
 
 /* kv gets the keys (*nkv of them); the dynamic values are returned for freeing. */
 static int writer_metadata(const struct writer *w, const char *state, const char *reason, struct pq_kv kv[WRITER_NKV],
-			   char **threads, char **status, char **steal, char **poll)
+			   char **threads, char **status, char **steal, char **poll, char **clock)
 {
 	*threads = writer_threads_json(w, strcmp(state, "running") != 0);
 	*status = writer_status_json(w, state, reason);
 	*steal = steal_json(&w->steal);
 	*poll = w->poll ? writer_poll_json(w) : NULL;
-	if (!*threads || !*status || !*steal || (w->poll && !*poll)) {
+	*clock = w->clock ? setupinfo_clock_json(w->clock) : NULL;
+	if (!*threads || !*status || !*steal || (w->poll && !*poll) || (w->clock && !*clock)) {
 		free(*threads);
 		free(*status);
 		free(*steal);
 		free(*poll);
-		*threads = *status = *steal = *poll = NULL; /* the caller frees them again */
+		free(*clock);
+		*threads = *status = *steal = *poll = *clock = NULL; /* the caller frees them again */
 		return -ENOMEM;
 	}
 	kv[0] = (struct pq_kv){"jitterscope.schema_version", "1"};
@@ -195,7 +198,7 @@ static int writer_metadata(const struct writer *w, const char *state, const char
 	kv[4] = (struct pq_kv){"jitterscope.settings", w->settings_json ? w->settings_json : "null"};
 	kv[5] = (struct pq_kv){"jitterscope.environment", w->environment_json ? w->environment_json : "null"};
 	kv[6] = (struct pq_kv){"jitterscope.counters", w->counters_json ? w->counters_json : "null"};
-	kv[7] = (struct pq_kv){"jitterscope.clock", w->clock_json ? w->clock_json : "null"};
+	kv[7] = (struct pq_kv){"jitterscope.clock", *clock ? *clock : "null"};
 	kv[8] = (struct pq_kv){"jitterscope.status", *status};
 	kv[9] = (struct pq_kv){"jitterscope.steal", *steal};
 	return 0;
@@ -395,8 +398,8 @@ int writer_flush(struct writer *w, const char *state, const char *reason)
 	writer_fill(w);
 	w->flushes++;
 	struct pq_kv kv[WRITER_NKV];
-	char *threads, *status, *steal, *poll;
-	int err = writer_metadata(w, state, reason, kv, &threads, &status, &steal, &poll);
+	char *threads, *status, *steal, *poll, *clock;
+	int err = writer_metadata(w, state, reason, kv, &threads, &status, &steal, &poll, &clock);
 	size_t nkv = w->poll ? WRITER_NKV : WRITER_NKV - 1;
 	if (!err)
 		err = container_flush(&w->ct, (const void *const *)w->buffers, rows, kv, nkv);
@@ -415,6 +418,7 @@ int writer_flush(struct writer *w, const char *state, const char *reason)
 	free(status);
 	free(steal);
 	free(poll);
+	free(clock);
 	if (err) {
 		w->flushes--;
 		return err;

@@ -40,6 +40,8 @@ struct writer_thread {
 	int64_t noise_ns, max_gap_ns, polled_ns;
 };
 
+struct clock_setup; /* setupinfo.h */
+
 struct writer {
 	const struct config *cfg;
 	int nthreads;
@@ -51,7 +53,8 @@ struct writer {
 	void *buffers[COL_COUNT];   /* column buffers of one row group */
 	size_t buffer_rows;
 	/* metadata fixed at setup (JSON) */
-	const char *settings_json, *environment_json, *counters_json, *clock_json;
+	const char *settings_json, *environment_json, *counters_json;
+	const struct clock_setup *clock; /* jitterscope.clock: the TSC's rate measured up to each write */
 	/* output; dir_fd < 0 and !to_dev_null: statistics only */
 	int dir_fd;
 	bool to_dev_null;           /* writer benchmark without -o: bytes counted, nothing written */
