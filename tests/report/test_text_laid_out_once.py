@@ -7,25 +7,22 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import matplotlib
-import numpy as np
 from jitterscope.report.drawing import _text_laid_out_once, draw_pages
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
+from .test_text_measured_once import plain_figure
+
 METADATA = {"CreationDate": datetime(2025, 11, 30, tzinfo=UTC), "ModDate": None}
 
 
 def _page(pdf) -> None:
-    figure = Figure(figsize=(6, 4), layout="constrained")
-    ax = figure.subplots()
-    ax.plot(np.arange(50), np.arange(50) ** 2, label="squares")
-    ax.set_xlabel("wake-up")
-    ax.set_ylabel("latency (µs)")  # rotated: its own layout
+    figure = plain_figure()  # its y label is rotated: a layout of its own
+    ax = figure.axes[0]
     ax.set_title("n = 50\nsecond line", loc="left")
     ax.annotate("peak", (40, 1600), xytext=(10, 1800), rotation=30, arrowprops={"arrowstyle": "->"})
-    ax.legend()
     pdf.savefig(figure)
 
 

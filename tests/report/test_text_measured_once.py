@@ -16,7 +16,8 @@ from matplotlib.figure import Figure
 METADATA = {"CreationDate": datetime(2025, 11, 30, tzinfo=UTC), "ModDate": None}
 
 
-def _page(pdf) -> None:
+def plain_figure() -> Figure:
+    """A page with the texts every report page has: axis labels, a title, a legend, tick labels."""
     figure = Figure(figsize=(6, 4), layout="constrained")
     ax = figure.subplots()
     ax.plot(np.arange(50), np.arange(50) ** 2, label="squares")
@@ -24,7 +25,11 @@ def _page(pdf) -> None:
     ax.set_ylabel("latency (µs)")
     ax.set_title("n = 50")
     ax.legend()
-    pdf.savefig(figure)
+    return figure
+
+
+def _page(pdf) -> None:
+    pdf.savefig(plain_figure())
 
 
 def _measured(monkeypatch) -> list[str]:
