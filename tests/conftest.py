@@ -6,11 +6,17 @@ runs them one after another on one worker: a FIFO 99 poll loop of one test on th
 measures made that test's thread skip periods and its spikes land outside the planted spinner's bursts.
 They are both the disturbance and its victims; the other worker runs the analyses beside them at
 SCHED_OTHER, which a FIFO capture preempts.
+
+A suite started as a background job of a shell without job control (``make test &`` in a script) inherits SIGINT
+ignored, and Python then installs no Ctrl-C handler: the tests of Ctrl-C (in this process, and in the commands
+it starts, which inherit an ignored signal across exec) could not interrupt anything.  Each test process puts
+Python's own handler back first (a handled signal is reset to the default in the commands it starts).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +40,11 @@ REALTIME_PATHS = (
 def runs_realtime_processes(path: Path) -> bool:
     relative = path.resolve().relative_to(TESTS).as_posix()
     return any(relative == entry or relative.startswith(entry + "/") for entry in REALTIME_PATHS)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the mark into the node id's @group
