@@ -330,7 +330,7 @@ void counters_tsc_anchor(struct tsc_anchor *a)
 	counters_pair(&a->raw_ns, &a->tsc);
 }
 
-double counters_tsc_hz_since(const struct tsc_anchor *a, char *source, size_t n)
+double counters_tsc_hz_since(const struct tsc_anchor *a, int64_t min_span_ns, char *source, size_t n)
 {
 	if (!COUNTERS_HAVE_TSC) {
 		snprintf(source, n, "no TSC on this architecture: tsc column is CLOCK_MONOTONIC_RAW in ns");
@@ -344,37 +344,25 @@ double counters_tsc_hz_since(const struct tsc_anchor *a, char *source, size_t n)
 	int64_t raw;
 	uint64_t tsc;
 	counters_pair(&raw, &tsc);
-	if (raw - a->raw_ns < TSC_MIN_SPAN_NS) {
-		int64_t rest = TSC_MIN_SPAN_NS - (raw - a->raw_ns);
+	if (raw - a->raw_ns < min_span_ns) {
+		int64_t rest = min_span_ns - (raw - a->raw_ns);
 		struct timespec pause = {rest / 1000000000, rest % 1000000000};
 		while (nanosleep(&pause, &pause) && errno == EINTR)
 			;
 		counters_pair(&raw, &tsc);
 	}
 	double span_ns = (double)(raw - a->raw_ns);
-	snprintf(source, n, "calibrated against CLOCK_MONOTONIC_RAW over %.3f s of the run (cpuid 0x15 gives no "
-		 "crystal clock)", span_ns / 1e9);
+	snprintf(source, n, "calibrated against CLOCK_MONOTONIC_RAW over %.3f s (cpuid 0x15 gives no crystal clock)",
+		 span_ns / 1e9);
 	return (double)(tsc - a->tsc) * 1e9 / span_ns;
 }
 
 double counters_tsc_hz(const char **source)
 {
-	if (!COUNTERS_HAVE_TSC) {
-		*source = "no TSC on this architecture: tsc column is CLOCK_MONOTONIC_RAW in ns";
-		return 1e9;
-	}
-	double hz = counters_cpuid_15();
-	if (hz > 0) {
-		*source = "cpuid 0x15 (crystal clock times TSC ratio)";
-		return hz;
-	}
-	int64_t raw0, raw1;
-	uint64_t tsc0, tsc1;
-	counters_pair(&raw0, &tsc0);
-	struct timespec pause = {0, 100000000};
-	while (nanosleep(&pause, &pause) && errno == EINTR)
-		;
-	counters_pair(&raw1, &tsc1);
-	*source = "calibrated against CLOCK_MONOTONIC_RAW over 100 ms (cpuid 0x15 gives no crystal clock)";
-	return (double)(tsc1 - tsc0) * 1e9 / (double)(raw1 - raw0);
+	static char text[160]; /* one calibration per process: --mode poll's, at setup */
+	struct tsc_anchor a;
+	counters_tsc_anchor(&a);
+	double hz = counters_tsc_hz_since(&a, TSC_CALIBRATION_NS, text, sizeof(text));
+	*source = text;
+	return hz;
 }

@@ -52,27 +52,28 @@ int counters_open(struct counters_cpu *c, const struct counters_probe *p, const 
 void counters_close(struct counters_cpu *c);
 const char *counters_source_name(enum counters_source s);
 
-/* TSC frequency: CPUID 0x15 when it gives the crystal, else calibrated against
- * CLOCK_MONOTONIC_RAW over ~100 ms.  source describes which.  (--mode poll: needed before the run.) */
-double counters_tsc_hz(const char **source);
-
 /* The start of a TSC calibration that lasts as long as the capture: a (CLOCK_MONOTONIC_RAW ns, TSC) pair. */
 struct tsc_anchor {
 	int64_t raw_ns;
 	uint64_t tsc;
 };
 
-/* A rate asked for sooner after the anchor waits for the rest of this span: only the metadata of the part
- * written before the first wake-up (setup takes a few ms of it), whose 20 ms give 1e-5 at worst (a pair is
- * read to within about 100 ns); every later write measures over the run so far, and the last over all of it. */
+/* The shortest span of a capture's metadata calibration: only the part written before the first wake-up asks
+ * sooner (setup takes a few ms of it), and 20 ms give 1e-5 at worst (a pair is read to within about 100 ns);
+ * every later write measures over the run so far, and the last over all of it. */
 #define TSC_MIN_SPAN_NS 20000000
+/* The calibration of counters_tsc_hz, made before a run that needs the rate (--mode poll). */
+#define TSC_CALIBRATION_NS 100000000
 
 void counters_tsc_anchor(struct tsc_anchor *a);
 
 /* TSC frequency: CPUID 0x15 when it gives the crystal, else the TSC's rate from the anchor to now against
- * CLOCK_MONOTONIC_RAW (at least TSC_MIN_SPAN_NS: waits for the rest where less has passed).  source (n
+ * CLOCK_MONOTONIC_RAW (over at least min_span_ns: waits for the rest where less has passed).  source (n
  * chars) says which, and over how long.  The TSC is taken as synchronised across CPUs (constant_tsc). */
-double counters_tsc_hz_since(const struct tsc_anchor *a, char *source, size_t n);
+double counters_tsc_hz_since(const struct tsc_anchor *a, int64_t min_span_ns, char *source, size_t n);
+
+/* The same from an anchor taken now, over TSC_CALIBRATION_NS; source is static. */
+double counters_tsc_hz(const char **source);
 
 /* TSC and the CPU it was read on (TSC_AUX; getcpu() where there is no TSC). */
 static inline uint64_t counters_tsc(int32_t *cpu)

@@ -121,7 +121,7 @@ void setupinfo_clock_start(struct clock_setup *c)
 char *setupinfo_clock_json(const struct clock_setup *c)
 {
 	char source[160];
-	double hz = counters_tsc_hz_since(&c->anchor, source, sizeof(source));
+	double hz = counters_tsc_hz_since(&c->anchor, TSC_MIN_SPAN_NS, source, sizeof(source));
 	struct jsonw j;
 	jsonw_init(&j);
 	jsonw_object_begin(&j, NULL);

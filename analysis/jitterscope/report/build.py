@@ -512,9 +512,7 @@ def build_order(sections: Sequence[RegisteredSection], ctx: ReportContext) -> li
     but for :meth:`ReportContext.shared`, which gives every section the same result whoever asks first, so the
     pages are the same in either order; the sections that wait come last, and meanwhile this process builds
     the others instead of waiting (page 1 and the spectra waited 0.2 s for a 10 s capture's spectra)."""
-    waits = [any(ctx.pending(key) for key in section.uses) for section in sections]
-    return [s for s, w in zip(sections, waits, strict=True) if not w] + \
-        [s for s, w in zip(sections, waits, strict=True) if w]
+    return sorted(sections, key=lambda section: any(ctx.pending(key) for key in section.uses))  # stable
 
 
 def _start_shared_work(ctx: ReportContext, scratch: Path, *, workers: int) -> None:
