@@ -145,19 +145,65 @@ def test_histogram_plot_draws_the_binned_counts(simulated_summary):
     _assert_legible(fig)
 
 
-def test_osadl_histogram_stays_linear_with_a_far_maximum_and_names_each_maximum(tmp_path):
-    """OSADL style: a linear µs axis even with a 5 ms outlier (the log view is the density), max per CPU."""
+def test_osadl_histogram_keeps_its_bulk_linear_and_a_far_maximum_on_a_log_continuation(tmp_path):
+    """OSADL style: a linear µs axis where the wake-ups are; a 5 ms outlier 500 times past a 7 µs bulk is drawn on
+    a logarithmic continuation instead of squeezing the bulk into the left 0.2 %; every count still drawn."""
     rng = np.random.default_rng(3)
     body = (5000 + 500 * rng.standard_normal(2000)).astype(int).tolist()
     dataset = _dataset(tmp_path, {0: [*body, 5_000_000], 1: body})
     hists = bin_histograms(summarize(dataset).threads)
     fig, ax = _page()
     plot_latency_histogram(hists, ax)
-    assert ax.get_xscale() == "linear" and ax.get_yscale() == "log"
+    assert ax.get_xscale() == "symlog" and ax.get_yscale() == "log"
+    assert ax.xaxis.get_transform().linthresh == 10.0  # 99 % of the wake-ups are below 7 µs: switch at 10 µs
+    assert ax.get_xlabel() == "latency [µs]; linear to 10, logarithmic beyond"
+    assert [line.get_xdata()[0] for line in ax.lines if line.get_gid() == "jitterscope-scale-switch"] == [10.0]
+    for patch, series in zip([p for p in ax.patches if p.__class__.__name__ == "StepPatch"], hists.series,
+                             strict=True):
+        values, _edges, _ = patch.get_data()
+        np.testing.assert_array_equal(values[series.counts > 0], series.counts[series.counts > 0])
+    low, high = ax.get_xlim()
+    assert low == 0 and 5000 < high < 5500  # the maximum inside, no margin reaching below zero
+    # the bulk (5-7 µs) is drawn in the right half of the linear part, not in the axis's first percent
+    fraction = ax.transAxes.inverted().transform(ax.transData.transform([[6.0, 1.0]]))[0, 0]
+    assert 0.2 < fraction < 0.5
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("max 5,000.0 µs" in t for t in legend) and len(legend) == 2
     fig.canvas.draw()
-    assert ax.xaxis.get_offset_text().get_text() == ""
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels == ["0", "5", "10", "100", "1000"] and ax.xaxis.get_offset_text().get_text() == ""
+    _assert_legible(fig)
+
+
+def test_osadl_histogram_without_a_far_tail_stays_linear(tmp_path):
+    rng = np.random.default_rng(5)
+    body = (5000 + 500 * rng.standard_normal(2000)).astype(int).tolist()
+    dataset = _dataset(tmp_path, {0: [*body, 60_000]})  # 60 µs: within 10x of the 10 µs switch
+    _fig, ax = _page()
+    plot_latency_histogram(bin_histograms(summarize(dataset).threads), ax)
+    assert ax.get_xscale() == "linear" and ax.get_xlabel() == "latency [µs]"
+
+
+def test_period_error_with_far_tails_is_linear_within_plus_minus_its_bulk(tmp_path):
+    """Period errors have both signs: a late wake-up makes one long and one short period."""
+    rng = np.random.default_rng(6)
+    values = np.abs(3000 + 300 * rng.standard_normal(4000)).astype(int)
+    values[1000] = 8_000_000  # one 8 ms stall: periods of +8 ms and about -8 ms around it
+    dataset = _dataset(tmp_path, {0: values.tolist()})
+    hists = bin_histograms(summarize(dataset).threads, "period error", attribute="period_error")
+    fig, ax = _page()
+    plot_period_error(hists, ax, interval_ns=1_000_000)
+    assert ax.get_xscale() == "symlog"
+    switch = ax.xaxis.get_transform().linthresh
+    assert switch in (1.0, 2.0, 5.0)  # 99 % of the errors within a microsecond or two of zero
+    assert ax.get_xlabel() == f"period error: period − interval (1000 µs) [µs]; linear within ±{switch:g}, " \
+                              "logarithmic beyond"
+    assert ax.child_axes == []  # no shifted period axis on top of a symlog axis: the label names the interval
+    low, high = ax.get_xlim()
+    assert low < -7000 and high > 7000
+    dotted = sorted(line.get_xdata()[0] for line in ax.lines if line.get_gid() == "jitterscope-scale-switch")
+    assert dotted == [-switch, switch]
+    _assert_legible(fig)
 
 
 def test_log_density_sums_to_the_counts_in_log_spaced_bins(tmp_path):

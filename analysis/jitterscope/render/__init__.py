@@ -21,8 +21,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
             "pdf_document", "source_date", "text_pages", "write_pdf",
         ],
         "style": [
-            "capped_legend", "colour", "literal_text", "major_labels_only", "plain_log_axis", "plot_envelope",
-            "plot_note",
+            "capped_legend", "colour", "linear_then_log_axis", "literal_text", "major_labels_only", "plain_log_axis",
+            "plot_envelope", "plot_note",
             "plot_text_page", "stairs", "VERDICT_STYLES", "VerdictStyle", "verdict_label", "verdict_style",
             "EMPTY_NOTE_GID", "empty_panel_note", "OKABE_ITO", "LINE_STYLES",
         ],

@@ -548,6 +548,14 @@ def _thin_ticks(axis: Any) -> bool:
         return True
     if axis.get_scale() == "log":
         axis.set_major_locator(LogLocator(numticks=max(2, shown // 2)))
+    elif axis.get_scale() == "symlog":
+        # linear then logarithmic (render.linear_then_log_axis): every other tick outward from zero, zero kept;
+        # a locator for one kind of scale would put all its ticks in one part
+        from matplotlib.ticker import FixedLocator
+        ticks = np.asarray(axis.get_majorticklocs(), dtype=float)
+        sizes = np.unique(np.abs(ticks[ticks != 0]))  # both signs of a size kept or dropped together
+        kept = [t for t in ticks if t == 0 or np.searchsorted(sizes, abs(t)) % 2 == 1]
+        axis.set_major_locator(FixedLocator(kept or list(ticks[:1])))
     else:
         # the steps of a paper's axis (1, 2, 2.5, 5): matplotlib's default 1.5 left a 2 s run at "0.0, 1.5"
         axis.set_major_locator(MaxNLocator(nbins=max(1, shown // 2), steps=[1, 2, 2.5, 5, 10]))

@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, NullLocator
 
-from ..render import colour, plain_log_axis, stairs
+from ..render import colour, linear_then_log_axis, plain_log_axis, stairs
 from .curves import BinnedHistograms, CcdfCurve, LogDensity, PercentileCurve
 from .timeline import ThreadTimeline
 
@@ -32,7 +32,9 @@ EXACT_QUANTILES = "no uncertainty: the sample's exact quantiles"
 
 def plot_latency_histogram(hists: BinnedHistograms, ax: Axes) -> Axes:
     """OSADL-style latency histogram: linear µs axis, counts per fixed bin on a log axis, one colour per CPU,
-    each CPU's maximum in the legend and marked.  For a log latency axis use :func:`plot_latency_density`."""
+    each CPU's maximum in the legend and marked.  A tail reaching far past the bulk is drawn on a logarithmic
+    continuation of the axis (:func:`~jitterscope.render.linear_then_log_axis`), so the bulk keeps its width.
+    For a log latency axis throughout use :func:`plot_latency_density`."""
     width_us = hists.bin_width_ns / NS_PER_US
     top = max(int(s.counts.max()) for s in hists.series)
     total = len(hists.series)
@@ -45,8 +47,9 @@ def plot_latency_histogram(hists: BinnedHistograms, ax: Axes) -> Axes:
         ax.axvline(series.max_ns / NS_PER_US, color=colour(i, total), linewidth=0.8, linestyle=":")
     ax.set_yscale("log")
     ax.set_ylim(0.5, top * 8.0)
-    ax.ticklabel_format(axis="x", style="plain", useOffset=False)
-    ax.set_xlabel("latency [µs]")
+    if linear_then_log_axis(ax, [(s.edges_ns / NS_PER_US, s.counts) for s in hists.series],
+                            label="latency [µs]") is None:
+        ax.ticklabel_format(axis="x", style="plain", useOffset=False)
     ax.set_ylabel(f"wake-ups per {width_us:g} µs bin [count]")
     ax.set_title(f"Latency histogram, {_n(hists.series)} ({width_us:g} µs bins; ▼: maximum; {EXACT_COUNTS})")
     ax.grid(True, which="major", alpha=0.3)
@@ -75,7 +78,9 @@ def plot_latency_density(density: LogDensity, ax: Axes) -> Axes:
 
 
 def plot_period_error(hists: BinnedHistograms, ax: Axes, *, interval_ns: int | None = None) -> Axes:
-    """Distribution of period error (Δactual − interval) per CPU, log y; with ``interval_ns``, the period on top."""
+    """Distribution of period error (Δactual − interval) per CPU, log y; with ``interval_ns``, the period on top.
+    A tail reaching far past the bulk is drawn on a logarithmic continuation of the axis, as the latency
+    histogram's."""
     width_us = hists.bin_width_ns / NS_PER_US
     top = max(int(s.counts.max()) for s in hists.series)
     for i, series in enumerate(hists.series):
@@ -86,12 +91,16 @@ def plot_period_error(hists: BinnedHistograms, ax: Axes, *, interval_ns: int | N
     ax.axvline(0.0, color="0.3", linewidth=0.8)
     ax.set_yscale("log")
     ax.set_ylim(0.5, top * 8.0)
-    ax.set_xlabel("period error: period − interval [µs]")
+    interval_us = interval_ns / NS_PER_US if interval_ns else None
+    label = "period error: period − interval" + (f" ({interval_us:g} µs)" if interval_us else "") + " [µs]"
+    compressed = linear_then_log_axis(ax, [(s.edges_ns / NS_PER_US, s.counts) for s in hists.series],
+                                      label=label) is not None
     ax.set_ylabel(f"periods per {width_us:g} µs bin [count]")
     title = f"Period error distribution, {_n(hists.series)} periods ({EXACT_COUNTS})"
     ax.set_title(title)
-    if interval_ns:
-        interval_us = interval_ns / NS_PER_US
+    # the period itself on top, where the axis is linear (a shifted symlog axis would need ticks of its own;
+    # the label then names the interval instead)
+    if interval_us and not compressed:
         top_axis = ax.secondary_xaxis("top", functions=(lambda e: e + interval_us, lambda p: p - interval_us))
         top_axis.set_xlabel(f"period = actual[i] − actual[i−1] [µs] (interval {interval_us:g} µs)")
         ax.set_title(title, pad=12)

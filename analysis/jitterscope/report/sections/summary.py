@@ -41,7 +41,8 @@ TIMELINE_PANELS = 4  # threads per latency-over-time page
 
 @register_section(order=20, name="distributions")
 def distributions_section(ctx: ReportContext) -> Sequence[Page]:
-    """Latency histogram (OSADL style: linear µs), density in log-spaced bins (log µs), percentiles and CCDF."""
+    """Latency histogram (OSADL style: linear µs, a far tail on a log continuation), density in log-spaced bins (log
+    µs), percentiles and CCDF."""
     threads = ctx.summary.threads
     with_all = (*threads, ctx.summary.overall) if len(threads) > 1 else tuple(threads)
     pages = []
