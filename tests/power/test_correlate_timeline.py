@@ -176,3 +176,15 @@ def test_a_timeline_of_fast_p_states_at_a_column_width_reads_as_range_mean_and_c
     assert (stop - start) == pytest.approx(1.0) and 15 <= np.count_nonzero((at_s >= start) & (at_s <= stop)) <= 25
     steps = bottom.get_lines()[0].get_ydata()  # the states themselves, close up
     assert ((np.abs(steps - 800) < 50) | (np.abs(steps - 2400) < 50)).mean() > 0.95, np.unique(np.round(steps, -1))
+    # the legends above the data: no corner of the frequency panel is free of a band that spans 800-2,400 MHz in
+    # every column, so headroom is made above it; the close-up's twin axes get it both
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legend = top.get_legend().get_window_extent(renderer)
+    assert top.transData.transform([[0.0, 2400.0]])[0, 1] < legend.y0
+    legend = bottom.get_legend().get_window_extent(renderer)
+    (twin,) = [ax for ax in fig.axes if ax is not bottom and ax.bbox.bounds == bottom.bbox.bounds]
+    shown = (series.expected_ns - series.expected_ns[0]) / 1e9
+    shown = (shown >= start) & (shown <= stop)
+    assert bottom.transData.transform([[start, np.nanmax(steps)]])[0, 1] < legend.y0
+    assert twin.transData.transform([[start, series.latency_ns[shown].max() / 1000]])[0, 1] < legend.y0

@@ -68,10 +68,11 @@ def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | No
                                 linewidth=0.3, alpha=0.4, rasterized=True, label=label + ", marked along the top")
     ax_frequency.set_ylabel("effective frequency [MHz]")
     # short enough for two lines at a column's width: what the band and line are, the legend says
-    ax_frequency.set_title(f"cpu {series.cpu}: frequency and latency, n = {np.asarray(series.latency_ns).size:,}\n"
+    ax_frequency.set_title(f"CPU {series.cpu}: frequency and latency, n = {np.asarray(series.latency_ns).size:,}\n"
                            "no uncertainty: measured values", fontsize=10)
     ax_frequency.grid(True, alpha=0.3)
-    ax_frequency.legend(loc="upper right", fontsize=8, ncols=2)
+    rug = transitions is not None and transitions.count > MAX_TRANSITION_LINES
+    _legend_above_band(ax_frequency, series.f_eff_hz / 1e6, below_rug=rug)
     ax_latency.plot(seconds, series.latency_ns / NS_PER_US, color="0.25", linestyle="none", marker=".",
                     markersize=1.5, rasterized=True, label=latency_label)
     if threshold_ns is not None:
@@ -86,6 +87,23 @@ def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | No
     ax_latency.grid(True, alpha=0.3)
     ax_latency.legend(loc="upper right", fontsize=8)
     return ax_frequency
+
+
+BAND_TOP = 0.55
+"""Where the frequency's range band may reach, as a share of its panel's height: the legend sits above it.  The
+band spans every column when the frequency moves all the time (50 ms P-states: 800 to 2,400 MHz in each), so no
+corner of the panel is free of it, and a legend in one hid the band and the rug of transitions at column width."""
+
+
+def _legend_above_band(ax: Axes, mhz: np.ndarray, *, below_rug: bool) -> None:
+    """The legend in headroom above the frequency's range band (and below the rug of transitions, if drawn)."""
+    finite = np.asarray(mhz, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    if finite.size:
+        low, high = float(finite.min()), float(finite.max())
+        span = high - low if high > low else max(abs(high) * 0.05, 1.0)
+        ax.set_ylim(low - 0.05 * span, low - 0.05 * span + 1.05 * span / BAND_TOP)
+    ax.legend(loc="upper right", fontsize=8, ncols=2, bbox_to_anchor=(1.0, 0.92 if below_rug else 1.0))
 
 
 ZOOM_S = 10.0
@@ -109,6 +127,10 @@ def close_up_window(span_s: float, transitions_s: np.ndarray | None = None) -> t
     length = max(step * decade for step in (1.0, 2.0, 5.0) if step * decade <= wanted)
     start = np.floor((span_s / 2 - length / 2) / length) * length  # a whole multiple: "4–5 s", not "4.37–5.37 s"
     return float(max(0.0, start)), float(max(0.0, start) + length)
+
+
+ZOOM_DATA_TOP = 0.75
+"""How high the close-up's steps and stems may reach, as a share of its panel's height: its legend sits above."""
 
 
 def plot_frequency_zoom(series: CounterSeries, transitions: Transitions | None, ax: Axes, *, start_s: float,
@@ -136,10 +158,20 @@ def plot_frequency_zoom(series: CounterSeries, transitions: Transitions | None, 
     # the frequency steps over the latency stems: thousands of stems in a second hid them
     ax.set_zorder(right.get_zorder() + 1)
     ax.patch.set_visible(False)
-    ax.set_title(f"cpu {series.cpu}: close-up of {start_s:g}–{stop_s:g} s\nred lines: detected transitions",
+    ax.set_title(f"CPU {series.cpu}: close-up of {start_s:g}–{stop_s:g} s\nred lines: detected transitions",
                  fontsize=10)
+    # headroom on both axes for the legend: a twin's data is not seen by the page's legend check
+    mhz = series.f_eff_hz[inside] / 1e6
+    mhz = mhz[np.isfinite(mhz)]
+    if mhz.size:
+        low, high = float(mhz.min()), float(mhz.max())
+        span = high - low if high > low else max(abs(high) * 0.05, 1.0)
+        ax.set_ylim(low - 0.05 * span, low - 0.05 * span + 1.05 * span / ZOOM_DATA_TOP)
+    latency = series.latency_ns[inside] / NS_PER_US
+    if latency.size and np.nanmax(latency) > 0:
+        right.set_ylim(0, float(np.nanmax(latency)) / ZOOM_DATA_TOP)
     handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
-    ax.legend(handles=handles, loc="upper right", fontsize=8)
+    ax.legend(handles=handles, loc="upper right", fontsize=8, ncols=2)
     return ax
 
 
@@ -183,7 +215,7 @@ def plot_event_average(trigger: EventTrigger, ax: Axes, *, index: int = 0) -> Ax
     ax.set_ylabel("mean latency [µs]")
     # two lines of a panel 3.6 in wide (a page's half) at 9 pt
     # (at a column's width the titles of panels side by side met, and were wrapped to four lines each)
-    ax.set_title(f"cpu {trigger.cpu}: latency at {short}s\nn = {a.n_events:,}; 95 % band of surrogates", fontsize=10)
+    ax.set_title(f"CPU {trigger.cpu}: latency at {short}s\nn = {a.n_events:,}; 95 % band of surrogates", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper right", fontsize=7)
     return ax
@@ -203,7 +235,7 @@ def plot_lagged_correlation(link: LaggedLink, ax: Axes, *, index: int = 0) -> Ax
     ax.set_xlabel(f"lag [wake-ups] (latency at t against {link.other} at t + lag)")
     ax.set_ylabel("Spearman r [unitless]")
     # two lines of a panel 3.6 in wide (a page's half) at 9 pt: the block sample is said in the legend too
-    ax.set_title(f"cpu {link.cpu}: latency vs {link.other}, n ≈ {max(c.n):,}\n"
+    ax.set_title(f"CPU {link.cpu}: latency vs {link.other}, n ≈ {max(c.n):,}\n"
                  + ("block sample; " if c.sample else "") + "grey: 95 % band of r = 0", fontsize=10)
     if not np.isfinite(np.asarray(c.r, dtype=float)).any():
         # a rank correlation with a constant series is undefined at every lag: say so, not an empty frame
