@@ -464,3 +464,13 @@ def test_spike_panels_of_too_few_spikes_say_why_instead_of_drawing_nothing():
     plot_isi(InterSpikeIntervals(threshold_ns=50_000.0, threshold_rule="given", spikes=6, edges_s=edges,
                                  counts=counts, sums_s=np.zeros(40)), ax)
     assert ax.patches and not notes(ax)
+    assert ax.get_title() == "inter-spike intervals (n = 5)\nabove 50 µs; no uncertainty: counts"
+    assert ax.get_xlabel() == "interval between spikes (6) [s]"
+    # 9 spikes in 3 runs of consecutive late wake-ups: 2 intervals, between the runs' starts; n counts those
+    counts = np.zeros(40, dtype=np.int64)
+    counts[[18, 22]] = 1
+    ax = Figure().subplots()
+    plot_isi(InterSpikeIntervals(threshold_ns=50_000.0, threshold_rule="given", spikes=9, edges_s=edges,
+                                 counts=counts, sums_s=np.zeros(40), episodes=3, merge_ns=2e6), ax)
+    assert ax.get_title() == "spike-run intervals (n = 2)\nabove 50 µs; no uncertainty: counts"
+    assert ax.get_xlabel() == "interval between starts of runs (9 spikes in 3 runs) [s]"

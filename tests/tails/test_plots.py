@@ -58,6 +58,22 @@ def test_return_levels_of_a_mixture_show_observations_only_without_axis_offsets(
     assert ax.get_ylim()[1] < 2 * fit.observed_max_ns / 1000  # the axis ends near the largest observation
     assert ax.yaxis.get_offset_text().get_text() == ""
     assert "No return levels" in ax.get_title() and not ax.texts  # in the title: a note in the panel sat on the data
+    # 5 µs to 5 ms: on a log axis, or every observation but the 15 stalls sits on the floor
+    assert ax.get_yscale() == "log"
+    fig = Figure()
+    ax = fig.subplots()
+    plot_tail_qq(fit, ax)
+    assert ax.get_xscale() == ax.get_yscale() == "log" and ax.get_title().startswith("Tail QQ, log-log")
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), np.asarray(fit.qq_points_ns)[:, 1] / 1000)
+
+
+def test_a_tail_within_two_decades_keeps_linear_axes(tail_fit) -> None:
+    for plot in (plot_tail_qq, plot_return_levels):
+        ax = Figure().subplots()
+        plot(tail_fit, ax)
+        assert ax.get_yscale() == "linear", plot.__name__
+    excess = np.asarray(tail_fit.qq_points_ns)[:, 1]
+    assert excess.max() / np.median(excess) < 100  # the fixture's lognormal tail: within two decades of its median
 
 
 def test_return_level_axis_is_bounded_near_the_curve(tail_fit) -> None:

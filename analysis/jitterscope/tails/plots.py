@@ -10,10 +10,14 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.axes import Axes
 
-from ..render import colour
+from ..render import colour, plain_log_axis
 from .fit import TailFit
 
 NS_PER_US = 1000.0
+LOG_SPAN = 100.0
+"""Observations whose largest is more than this factor above their smallest (return levels) or their median excess
+(QQ) are drawn on log axes: a mixed tail (a 17 ms stall over excesses of a few µs) put every point but one on the
+floor of a linear panel."""
 
 
 def _candidate_thresholds_us(fit: TailFit) -> np.ndarray:
@@ -60,10 +64,21 @@ def plot_tail_qq(fit: TailFit, ax: Axes) -> Axes:
     points = np.asarray(fit.qq_points_ns) / NS_PER_US
     ax.plot(points[:, 0], points[:, 1], marker=".", linestyle="none", color=colour(0), markersize=4)
     top = float(points.max())
-    ax.plot([0, top], [0, top], color="0.4", linestyle="--", linewidth=0.8)
+    positive = points[(points > 0).all(axis=1)]
+    # the smallest excesses are near zero in any tail: the span that squeezes a linear panel is the largest
+    # against the typical (median) one
+    logarithmic = positive.size > 0 and top / float(np.median(positive[:, 1])) > LOG_SPAN
+    bottom = float(positive.min()) if logarithmic else 0.0
+    ax.plot([bottom, top], [bottom, top], color="0.4", linestyle="--", linewidth=0.8)
+    if logarithmic:  # the excesses span decades: on linear axes all but the largest sit at the origin
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        plain_log_axis(ax.xaxis)
+        plain_log_axis(ax.yaxis)
+    scale = ", log-log" if logarithmic else ""
     ax.set_xlabel("GPD quantile of the excess [µs]")
     ax.set_ylabel("observed excess over threshold [µs]")
-    ax.set_title(f"Tail QQ (r = {fit.qq_correlation:.4f})")
+    ax.set_title(f"Tail QQ{scale} (r = {fit.qq_correlation:.4f}, n = {len(points):,})")
     ax.grid(True, alpha=0.3)
     return ax
 
@@ -94,7 +109,14 @@ def plot_return_levels(fit: TailFit, ax: Axes) -> Axes:
         ax.set_title("No return levels: a mixed tail (see checks)\n"
                      "no uncertainty: the largest observations", color="#b00000", fontsize=10)
     ax.set_xscale("log")
-    ax.ticklabel_format(axis="y", style="plain", useOffset=False)
+    observed = emp[:, 1][emp[:, 1] > 0]
+    if not (fit.extrapolated and fit.return_curve) and observed.size and \
+            float(observed.max()) / float(observed.min()) > LOG_SPAN:
+        # observations only, spanning decades: a linear axis put all but the largest on its floor
+        ax.set_yscale("log")
+        plain_log_axis(ax.yaxis)
+    else:
+        ax.ticklabel_format(axis="y", style="plain", useOffset=False)
     ax.set_xlabel("return period [wake-ups]")
     ax.set_ylabel("latency [µs]")
     if fit.extrapolated and fit.return_curve:
