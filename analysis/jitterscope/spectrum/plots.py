@@ -31,7 +31,7 @@ def plot_psd(thread: ThreadSpectra, ax: Axes) -> None:
     who = format_thread_cpu(thread.thread, thread.cpu)
     # two lines at a column's width (43 characters a line at 9 pt): how it was computed goes into the legend
     ax.set_title(f"{who}: PSD, n = {thread.samples:,}\nno uncertainty: "
-                 + ("peaks judged by the FAP" if welch_peaks else "peaks: Lomb-Scargle, below"))
+                 + ("peaks judged by the FAP" if welch_peaks else "peaks tested below"))
     f, p = psd.frequencies_hz[1:], psd.psd[1:]
     ax.loglog(f, p, lw=0.6, color="C0", label=f"Welch {psd.average} of {psd.n_segments} × "
               f"{psd.nperseg / psd.fs_hz:.3g} s, record {psd.n_samples / psd.fs_hz:.4g} s")
