@@ -56,6 +56,8 @@ def test_the_paragraph_of_a_real_capture_states_its_facts(meta) -> None:
     ({"granted": {"latency_us": -1}}, "held at 0 us", "left alone"),
     ({"asked": {"duration_ns": 3_600_000_000_000}}, "asked to last 2 s", "asked to last 3600 s"),
     ({"counters": {"source": "msr", "columns": ["aperf", "mperf", "smi"]}}, "perf: smi", "msr: aperf, mperf, smi"),
+    ({"counters": {"source": "none", "columns": []}}, "perf: smi",
+     "No per-wake-up hardware counters were read (counter source none)"),
 ])
 def test_changing_a_field_changes_its_sentence(meta, change, before, after) -> None:
     old = methods_text(meta, dataset_sha256="0" * 64)

@@ -167,9 +167,13 @@ def _counters(meta: Metadata, env: Mapping[str, Any]) -> Sentence:
                   f"{tracing.get('buffer_size_kb', NOT_RECORDED)} KiB per CPU)")
     else:
         traced = "no kernel tracing was in force"
-    return Sentence(
-        f"Per-wake-up counters read through {counters.get('source') or NOT_RECORDED}: {columns}; {traced}.",
-        ("counters.source", "counters.columns", "environment.tracing"))
+    source = counters.get("source") or NOT_RECORDED
+    if source == "none" or not counters.get("columns"):
+        # not "counters read through none: none": a paper's sentence says what was not read, and why if known
+        read = f"No per-wake-up hardware counters were read (counter source {source})"
+    else:
+        read = f"Per-wake-up counters read through {source}: {columns}"
+    return Sentence(f"{read}; {traced}.", ("counters.source", "counters.columns", "environment.tracing"))
 
 
 def _latency(meta: Metadata) -> Sentence:
