@@ -63,3 +63,14 @@ def test_thinning_a_symlog_axis_keeps_zero_and_both_signs_of_a_size_together() -
     assert before == [-10000.0, -1000.0, -100.0, 0.0, 100.0, 1000.0, 10000.0]
     assert _thin_ticks(ax.xaxis)
     assert list(ax.xaxis.get_majorticklocs()) == [-1000.0, 0.0, 1000.0]
+
+
+def test_a_tail_on_the_negative_side_only_does_not_widen_the_positive_side() -> None:
+    edges = np.arange(-20000.0, 1001.0, 10.0)
+    counts = np.zeros(edges.size - 1)
+    counts[(edges[:-1] > -60) & (edges[:-1] < 60)] = 1000.0
+    counts[0] = 1.0  # one period 20 ms short
+    ax = _axes()
+    assert linear_then_log_axis(ax, [(edges, counts)], label="e [µs]") == 100.0
+    low, high = ax.get_xlim()
+    assert low == pytest.approx(-20000 * 1.05) and high == pytest.approx(100.0)  # 60 x 1.05 < the switch

@@ -214,7 +214,8 @@ def linear_then_log_axis(ax: Axes, histograms: Sequence[tuple[Any, Any]], *, lab
     ax.xaxis.set_minor_locator(NullLocator())
     # margins are taken in the drawn scale, where 5 % of a symlog axis reaches far below zero
     lowest = min(float(e[:-1][c > 0].min()) for e, c in pairs)
-    ax.set_xlim(min(0.0, lowest * 1.05) if negative else min(0.0, lowest), farthest * 1.05)
+    highest = max(float(e[1:][c > 0].max()) for e, c in pairs)
+    ax.set_xlim(min(0.0, lowest * 1.05) if negative else min(0.0, lowest), max(highest * 1.05, switch))
     for edge in ((-switch, switch) if negative else (switch,)):
         ax.axvline(edge, color="0.45", linewidth=0.7, linestyle=(0, (1, 2)), zorder=0.5, gid=SCALE_SWITCH_GID)
     ax.set_xlabel(f"{label}; linear {'within ±' if negative else 'to '}{switch:g}, logarithmic beyond")
