@@ -53,6 +53,20 @@ def test_seed_story_performance_is_attributed_to_transitions(tmp_path):
     assert abs(link.lags[peak]) <= 1 and link.r[peak] > 2 * link.null_band[peak]
     json.dumps(result.to_json(), allow_nan=False)
     assert len(counters.series) == 1
+    # drawn: the legend in headroom above the average and its band, which span the panel's width
+    from jitterscope.power import plot_event_average
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(3.5, 3.0), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    plot_event_average(next(e for e in result.event_averages if e.event == TRANSITION), ax)
+    fig.canvas.draw()
+    legend = ax.get_legend().get_window_extent(fig.canvas.get_renderer())
+    highest = max(max(eta.mean), max(eta.band_high)) / 1000
+    assert ax.transData.transform([[0.0, highest]])[0, 1] < legend.y0
+    assert ax.get_legend().get_texts()[0].get_text() == f"95 % band, {eta.n_surrogates} circular shifts"
 
 
 @pytest.mark.parametrize("kind", ["powersave", "hog"])

@@ -89,6 +89,16 @@ def plot_frequency_timeline(series: CounterSeries, transitions: Transitions | No
     return ax_frequency
 
 
+def _headroom(ax: Axes, values: np.ndarray, top: float) -> None:
+    """The y axis of ``ax`` (linear) set so that ``values`` reach ``top`` of its height."""
+    finite = np.asarray(values, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    if finite.size:
+        low, high = float(finite.min()), float(finite.max())
+        span = high - low if high > low else max(abs(high) * 0.05, 1.0)
+        ax.set_ylim(low - 0.05 * span, low - 0.05 * span + 1.05 * span / top)
+
+
 BAND_TOP = 0.55
 """Where the frequency's range band may reach, as a share of its panel's height: the legend sits above it.  The
 band spans every column when the frequency moves all the time (50 ms P-states: 800 to 2,400 MHz in each), so no
@@ -97,12 +107,7 @@ corner of the panel is free of it, and a legend in one hid the band and the rug 
 
 def _legend_above_band(ax: Axes, mhz: np.ndarray, *, below_rug: bool) -> None:
     """The legend in headroom above the frequency's range band (and below the rug of transitions, if drawn)."""
-    finite = np.asarray(mhz, dtype=np.float64)
-    finite = finite[np.isfinite(finite)]
-    if finite.size:
-        low, high = float(finite.min()), float(finite.max())
-        span = high - low if high > low else max(abs(high) * 0.05, 1.0)
-        ax.set_ylim(low - 0.05 * span, low - 0.05 * span + 1.05 * span / BAND_TOP)
+    _headroom(ax, mhz, BAND_TOP)
     ax.legend(loc="upper right", fontsize=8, ncols=2, bbox_to_anchor=(1.0, 0.92 if below_rug else 1.0))
 
 
@@ -161,12 +166,7 @@ def plot_frequency_zoom(series: CounterSeries, transitions: Transitions | None, 
     ax.set_title(f"CPU {series.cpu}: close-up of {start_s:g}–{stop_s:g} s\nred lines: detected transitions",
                  fontsize=10)
     # headroom on both axes for the legend: a twin's data is not seen by the page's legend check
-    mhz = series.f_eff_hz[inside] / 1e6
-    mhz = mhz[np.isfinite(mhz)]
-    if mhz.size:
-        low, high = float(mhz.min()), float(mhz.max())
-        span = high - low if high > low else max(abs(high) * 0.05, 1.0)
-        ax.set_ylim(low - 0.05 * span, low - 0.05 * span + 1.05 * span / ZOOM_DATA_TOP)
+    _headroom(ax, series.f_eff_hz[inside] / 1e6, ZOOM_DATA_TOP)
     latency = series.latency_ns[inside] / NS_PER_US
     if latency.size and np.nanmax(latency) > 0:
         right.set_ylim(0, float(np.nanmax(latency)) / ZOOM_DATA_TOP)
@@ -198,6 +198,12 @@ def plot_counter_hexbin(values: np.ndarray, latency_ns: np.ndarray, ax: Axes, *,
     return ax
 
 
+EVENT_DATA_TOP = 0.7
+"""How high an event-triggered average and its band may reach, as a share of the panel: its legend sits above.
+The band is the panel's width wide, so the legend had no free corner (at a column's width one panel's legend sat
+on the band, its neighbour's was moved out beside the figure)."""
+
+
 def plot_event_average(trigger: EventTrigger, ax: Axes, *, index: int = 0) -> Axes:
     """Mean latency around events, with the surrogates' pointwise band shaded."""
     a = trigger.average
@@ -205,11 +211,13 @@ def plot_event_average(trigger: EventTrigger, ax: Axes, *, index: int = 0) -> Ax
     short = {"transition": "transition", "smi": "SMI"}.get(trigger.event, trigger.event)
     lags = np.asarray(a.lags)
     low, high = np.asarray(a.band_low) / NS_PER_US, np.asarray(a.band_high) / NS_PER_US
+    mean = np.asarray(a.mean) / NS_PER_US
     if np.isfinite(low).any():
         ax.fill_between(lags, low, high, color="0.8", step="mid",
-                        label=f"95% band of {a.n_surrogates} circular-shift surrogates")
-    ax.plot(lags, np.asarray(a.mean) / NS_PER_US, color=colour(index), marker="o", markersize=3, linewidth=1.2,
-            label=f"mean over {a.n_events} {event}s ({format_resampled_p(a.p_value, a.n_surrogates)})")
+                        label=f"95 % band, {a.n_surrogates} circular shifts")
+    ax.plot(lags, mean, color=colour(index), marker="o", markersize=3, linewidth=1.2,
+            label=f"mean ({format_resampled_p(a.p_value, a.n_surrogates)})")
+    _headroom(ax, np.concatenate([mean, low, high]), EVENT_DATA_TOP)
     ax.axvline(0, color="0.4", linewidth=0.6, linestyle=":")
     ax.set_xlabel(f"lag from the {event} [wake-ups]")
     ax.set_ylabel("mean latency [µs]")
