@@ -72,3 +72,17 @@ def test_the_threshold_is_named_under_its_line_where_no_mark_can_hide_it() -> No
     assert name.get_window_extent().y1 < line_y  # under the line
     assert [(item.what, what) for item, what in data_covers(fig)] == []
     assert ax.get_window_extent().y0 < name.get_window_extent().y0  # and inside the panel
+
+
+def test_peaks_within_a_decade_are_labelled_in_plain_microseconds() -> None:
+    """13-42 µs peaks on the log axis: 20, 30, 40, not 2 x 10^1, 3 x 10^1, 4 x 10^1."""
+    events = _events([13_000, 20_000, 33_000, 42_000])
+    events = Events(threshold_ns=12_000.0, threshold_rule="given", wakeups=40, observed_s=1.0, first_expected_ns=0,
+                    interval_ns=None, events=events.events, rates=(), halves=None, cause_sources=())
+    fig = Figure(figsize=(3.5, 3.0), layout="constrained")
+    ax = fig.subplots()
+    plot_events(events, ax)
+    fig.draw_without_rendering()
+    labels = [t.get_text() for t in (*ax.get_yticklabels(), *ax.get_yticklabels(minor=True)) if t.get_text()]
+    assert labels and not any("10^" in t or "times" in t for t in labels), labels
+    assert {"20", "30", "40"} <= set(labels), labels

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.axes import Axes
 
-from ..render import capped_legend, colour
+from ..render import capped_legend, colour, plain_log_axis
 from .defaults import DISPLAY_EVENTS
 from .groups import MAX_GROUPS, group_causes
 from .results import Events
@@ -46,6 +46,7 @@ def plot_events(events: Events, ax: Axes) -> Axes:
     threshold_us = events.threshold_ns / 1000.0
     ax.axhline(threshold_us, color="0.3", linestyle=":", linewidth=0.8)
     ax.set_yscale("log")
+    plain_log_axis(ax.yaxis)  # peaks within a decade: 20, 30, 40 µs, not 2 x 10^1
     if events.events:
         low, high = ax.get_ylim()
         # the line at least UNDER_THRESHOLD of the axis above its bottom (log: in decades), room for the name
