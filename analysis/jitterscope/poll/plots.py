@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.axes import Axes
 
-from ..render import capped_legend, empty_panel_note
+from ..render import capped_legend, empty_panel_note, plain_log_axis
 from .causes import PollCauses
 from .read import PollData
 from .summary import PollSummary, ThreadNoise
@@ -62,6 +62,7 @@ def plot_interruptions(data: PollData, ax: Axes, *, causes: PollCauses | None = 
         empty_panel_note(ax, f"no interruption >= {data.threshold_ns / 1e3:g} µs in the run: n = 0")
         return ax
     ax.set_yscale("log")
+    plain_log_axis(ax.yaxis)  # gaps read in µs: 20, 50, 100, not 2 x 10^1
     capped_legend(ax, outside=True, fontsize=7, markerscale=2)
     return ax
 
@@ -128,5 +129,6 @@ def plot_gap_histogram(data: PollData, summary: PollSummary, ax: Axes) -> Axes:
     ax.axvline(summary.threshold_ns / 1e3, color="0.3", linestyle=":", label="threshold")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    plain_log_axis(ax.xaxis)
     capped_legend(ax, fontsize=8)
     return ax
