@@ -167,9 +167,9 @@ def plot_frequency_zoom(series: CounterSeries, transitions: Transitions | None, 
                  fontsize=10)
     # headroom on both axes for the legend: a twin's data is not seen by the page's legend check
     _headroom(ax, series.f_eff_hz[inside] / 1e6, ZOOM_DATA_TOP)
-    latency = series.latency_ns[inside] / NS_PER_US
-    if latency.size and np.nanmax(latency) > 0:
-        right.set_ylim(0, float(np.nanmax(latency)) / ZOOM_DATA_TOP)
+    highest = float(np.nanmax(series.latency_ns[inside])) / NS_PER_US if inside.any() else 0.0
+    if highest > 0:
+        right.set_ylim(0, highest / ZOOM_DATA_TOP)
     handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
     ax.legend(handles=handles, loc="upper right", fontsize=8, ncols=2)
     return ax

@@ -192,8 +192,7 @@ def linear_then_log_axis(ax: Axes, histograms: Sequence[tuple[Any, Any]], *, lab
     order = np.argsort(reach, kind="stable")
     cumulative = np.cumsum(counts[order])
     bulk = float(reach[order][np.searchsorted(cumulative, BULK_SHARE * cumulative[-1])])
-    occupied = np.concatenate([np.maximum(np.abs(e[:-1]), np.abs(e[1:]))[c > 0] for e, c in pairs])
-    farthest = float(occupied.max())
+    farthest = float(reach[counts > 0].max())
     switch = _round_up(bulk)
     if not switch > 0 or farthest <= TAIL_SQUEEZE * switch:
         return None

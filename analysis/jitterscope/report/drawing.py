@@ -198,7 +198,6 @@ def _text_measured_once() -> Any:
     """
     import matplotlib.text as mtext
     from matplotlib.backends.backend_agg import RendererAgg
-    from matplotlib.backends.backend_mixed import MixedModeRenderer
     from matplotlib.backends.backend_pdf import RendererPdf
 
     original = mtext._get_text_metrics_with_cache
@@ -206,7 +205,7 @@ def _text_measured_once() -> Any:
     kinds = (RendererPdf, RendererAgg)
 
     def shared(renderer: Any, text: str, fontprop: Any, ismath: Any, dpi: float) -> tuple[float, float, float]:
-        inner = renderer._renderer if isinstance(renderer, MixedModeRenderer) else renderer  # the one drawing now
+        inner = _drawing_renderer(renderer)
         if ismath == "TeX" or type(inner) not in kinds:
             return original(renderer, text, fontprop, ismath, dpi)
         key = (type(inner), getattr(inner, "dpi", None), text, fontprop.copy(), ismath, dpi)
@@ -220,6 +219,14 @@ def _text_measured_once() -> Any:
         yield
     finally:
         mtext._get_text_metrics_with_cache = original
+
+
+def _drawing_renderer(renderer: Any) -> Any:
+    """The renderer drawing now: a mixed-mode renderer's current one (vector or raster), else ``renderer`` itself.
+    Only a ``MixedModeRenderer`` is unwrapped: Agg's renderer has a ``_renderer`` attribute too (its C++ core)."""
+    from matplotlib.backends.backend_mixed import MixedModeRenderer
+
+    return renderer._renderer if isinstance(renderer, MixedModeRenderer) else renderer
 
 
 @contextlib.contextmanager
@@ -237,7 +244,6 @@ def _text_laid_out_once() -> Any:
     gets its own copy of the box.  Restored afterwards; left as is where ``Text._get_layout`` is missing.
     """
     from matplotlib.backends.backend_agg import RendererAgg
-    from matplotlib.backends.backend_mixed import MixedModeRenderer
     from matplotlib.backends.backend_pdf import RendererPdf
     from matplotlib.text import Text
 
@@ -249,7 +255,7 @@ def _text_laid_out_once() -> Any:
     kinds = (RendererPdf, RendererAgg)
 
     def shared(self: Any, renderer: Any) -> Any:
-        inner = renderer._renderer if isinstance(renderer, MixedModeRenderer) else renderer  # the one drawing now
+        inner = _drawing_renderer(renderer)
         if type(inner) not in kinds or self.get_wrap() or self.get_usetex():
             return original(self, renderer)
         key = (type(inner), getattr(inner, "dpi", None), self.get_figure(root=True).dpi, self.get_text(),
